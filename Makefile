@@ -1,0 +1,37 @@
+# Two commands matter: `make demo` and `make test`. Each creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: install test lint format demo bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo ">> installing waypoint and its dev dependencies into $(VENV) (first run takes a minute or two)"
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine infra functions tests examples bench
+	$(BIN)/ruff format --check engine infra functions tests examples bench
+
+format: $(STAMP)
+	$(BIN)/ruff format engine infra functions tests examples bench
+	$(BIN)/ruff check --fix engine infra functions tests examples bench
+
+test: lint
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	$(BIN)/waypoint demo
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

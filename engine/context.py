@@ -1,0 +1,109 @@
+"""What every prompt of a turn shares: the conversation and the facts around it.
+
+`TurnContext` is built once per turn; the `render_*` functions are pure and deterministic so that
+prompt builders can be snapshot-tested.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.model import AgentSnapshot, Term
+from engine.ports import ToolOutcome
+from engine.session import Event, EventKind, EventSource, SessionState
+
+HISTORY_LIMIT = 30  # most recent events shown to the LLM
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    agent: AgentSnapshot
+    session: SessionState
+    history: Sequence[Event]  # the whole interaction including this turn's customer messages
+    variables: dict[str, Any] = field(default_factory=dict)
+    terms: Sequence[Term] = ()
+    tool_results: Sequence[ToolOutcome] = ()  # staged in this turn so far
+
+    def with_tool_results(self, results: Sequence[ToolOutcome]) -> TurnContext:
+        return TurnContext(
+            self.agent, self.session, self.history, self.variables, self.terms, tuple(results)
+        )
+
+    @property
+    def last_customer_text(self) -> str:
+        for e in reversed(self.history):
+            if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER:
+                return e.text or ""
+        return ""
+
+
+def render_history(events: Sequence[Event], limit: int = HISTORY_LIMIT) -> str:
+    """The interaction as numbered lines; tool events show the data the LLM may see."""
+    shown = [e for e in events if e.kind in (EventKind.MESSAGE, EventKind.TOOL)][-limit:]
+    if not shown:
+        return "(no messages yet)"
+    lines = []
+    for e in shown:
+        if e.kind is EventKind.MESSAGE:
+            who = "Customer" if e.source is EventSource.CUSTOMER else "Agent"
+            lines.append(f"{who}: {e.text or ''}")
+        else:
+            lines.append(f"Tool {e.data.get('tool')}: {_compact(e.data.get('llm_view'))}")
+    return "\n".join(lines)
+
+
+def render_variables(variables: dict[str, Any]) -> str:
+    if not variables:
+        return ""
+    return "\n".join(f"- {k}: {_compact(v)}" for k, v in sorted(variables.items()))
+
+
+def render_terms(terms: Sequence[Term]) -> str:
+    if not terms:
+        return ""
+    lines = []
+    for t in terms:
+        syn = f" (also: {', '.join(t.synonyms)})" if t.synonyms else ""
+        lines.append(f"- {t.name}{syn}: {t.description}")
+    return "\n".join(lines)
+
+
+def render_tool_results(results: Sequence[ToolOutcome]) -> str:
+    if not results:
+        return ""
+    return "\n".join(f"- {r.tool}: {_compact(llm_view_of(r))}" for r in results)
+
+
+def llm_view_of(outcome: ToolOutcome) -> Any:
+    """What the LLM sees of a tool result: its data if present, else the error (never the view)."""
+    if outcome.data is not None:
+        return outcome.data
+    return {"error": outcome.error} if outcome.error else None
+
+
+def render_context(ctx: TurnContext) -> str:
+    """The shared context block: glossary, variables, tool results of this turn, conversation."""
+    parts = [
+        f"Agent: {ctx.agent.name}"
+        + (f" — {ctx.agent.description}" if ctx.agent.description else "")
+    ]
+    terms = render_terms(ctx.terms)
+    if terms:
+        parts.append(f"Glossary:\n{terms}")
+    variables = render_variables(ctx.variables)
+    if variables:
+        parts.append(f"Known facts about the customer:\n{variables}")
+    tools = render_tool_results(ctx.tool_results)
+    if tools:
+        parts.append(f"Tool results from this turn:\n{tools}")
+    parts.append(f"Conversation (most recent last):\n{render_history(ctx.history)}")
+    return "\n\n".join(parts)
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))

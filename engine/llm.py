@@ -1,0 +1,180 @@
+"""The engine's one way to call an LLM: `TurnLLM.generate(purpose, prompt, schema)`.
+
+It adds, uniformly for every adapter (OpenAI, offline, scripted):
+- per-purpose model routing (`AgentConfig.models`),
+- a per-turn budget (max calls, max prompt tokens; one call is reserved for composing the reply),
+- a concurrency limit per model (process-wide, per event loop),
+- retries with exponential backoff on transient errors, bounded by a per-turn retry budget,
+- one repair attempt when the answer does not fit the schema,
+- a trace record for every call (purpose, schema, model, prompt size, tokens, latency, round).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from engine.errors import LLMBudgetExceeded, LLMError, LLMOutputInvalid, LLMTransientError
+from engine.model import AgentConfig, LLMPurpose
+from engine.ports import Generation, SchematicLLM, Usage
+from engine.trace import LLMCallRecord, TurnTrace
+
+T = TypeVar("T", bound=BaseModel)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def estimate_tokens(text: str) -> int:
+    """A documented estimate (≈4 characters per token for English prose and JSON)."""
+    return max(1, len(text) // 4)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3  # per call, transient errors only
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        base = min(self.backoff_base * (2 ** (attempt - 1)), self.backoff_max)
+        return base * (0.5 + random.random() / 2)  # jitter keeps retries of parallel calls apart
+
+
+_GATES: dict[tuple[int, str], asyncio.Semaphore] = {}
+
+
+def _gate(model: str, limit: int) -> asyncio.Semaphore:
+    """A semaphore per (event loop, model): concurrent turns in one process share the limit."""
+    key = (id(asyncio.get_running_loop()), model)
+    sem = _GATES.get(key)
+    if sem is None:
+        if len(_GATES) > 256:  # loops come and go (one per Lambda invocation); forget old ones
+            _GATES.clear()
+        sem = _GATES[key] = asyncio.Semaphore(limit)
+    return sem
+
+
+REPAIR_SUFFIX = (
+    "\n\nYour previous answer could not be used: {error}\n"
+    "Answer again with a single JSON object that matches the requested schema exactly."
+)
+
+
+class TurnLLM:
+    """Per-turn facade over a `SchematicLLM` adapter. Create one per turn."""
+
+    def __init__(
+        self,
+        llm: SchematicLLM,
+        config: AgentConfig,
+        trace: TurnTrace,
+        *,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._llm = llm
+        self._config = config
+        self._trace = trace
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._calls_started = 0
+        self._prompt_tokens_reserved = 0
+        self._retries_left = config.llm_retry_budget
+        self.round = 0  # the pipeline sets this as it moves through sequential rounds
+
+    @property
+    def calls_started(self) -> int:
+        return self._calls_started
+
+    def can_afford(self, prompt: str, purpose: LLMPurpose) -> bool:
+        """Whether a call of this size fits the budget (one call stays reserved for composing)."""
+        budget = self._config.budget
+        reserve = 0 if purpose is LLMPurpose.COMPOSE else 1
+        if self._calls_started + 1 + reserve > budget.max_llm_calls:
+            return False
+        tokens = self._prompt_tokens_reserved + estimate_tokens(prompt)
+        return purpose is LLMPurpose.COMPOSE or tokens <= budget.max_prompt_tokens
+
+    async def generate(
+        self, purpose: LLMPurpose, prompt: str, schema: type[T], *, label: str = ""
+    ) -> Generation[T]:
+        """Run one schematic generation under the turn's policy. Raises `LLMBudgetExceeded` before
+        calling when the budget does not allow it, `LLMError` subclasses when it finally fails."""
+        if not self.can_afford(prompt, purpose):
+            self._trace.notes.append(
+                f"budget: skipped {purpose.value} call ({label or schema.__name__}); "
+                f"{self._calls_started} calls, ~{self._prompt_tokens_reserved} prompt tokens used"
+            )
+            raise LLMBudgetExceeded(f"turn budget exhausted before {purpose.value}")
+        self._calls_started += 1
+        self._prompt_tokens_reserved += estimate_tokens(prompt)
+        model = self._config.model_for(purpose)
+        record = LLMCallRecord(
+            purpose=purpose.value,
+            schema_name=schema.__name__,
+            model=model,
+            label=label,
+            prompt_chars=len(prompt),
+            round=self.round,
+        )
+        started = time.perf_counter()
+        try:
+            generation = await self._generate_with_policy(prompt, schema, model, record)
+        except LLMError as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+            self._trace.llm_calls.append(record)
+        record.model = generation.model or model
+        record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
+        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(
+            generation.value.model_dump_json()
+        )
+        self._trace.llm_rounds = max(self._trace.llm_rounds, self.round)
+        return generation
+
+    async def _generate_with_policy(
+        self, prompt: str, schema: type[T], model: str, record: LLMCallRecord
+    ) -> Generation[T]:
+        attempt = 0
+        repaired = False
+        current_prompt = prompt
+        usage = Usage()
+        while True:
+            attempt += 1
+            record.attempts = attempt
+            try:
+                async with _gate(model, self._config.max_concurrent_llm_calls):
+                    generation = await self._llm.generate(current_prompt, schema, model=model)
+            except LLMTransientError as exc:
+                if attempt >= self._retry.max_attempts or self._retries_left <= 0:
+                    raise
+                self._retries_left -= 1
+                await self._sleep(self._retry.delay(attempt, exc.retry_after))
+                continue
+            except LLMOutputInvalid as exc:
+                if repaired:
+                    raise
+                repaired = True
+                current_prompt = prompt + REPAIR_SUFFIX.format(error=str(exc)[:500])
+                continue
+            usage = Usage(
+                usage.prompt_tokens + generation.usage.prompt_tokens,
+                usage.completion_tokens + generation.usage.completion_tokens,
+            )
+            return Generation(
+                value=generation.value,
+                usage=usage,
+                model=generation.model,
+                latency_ms=generation.latency_ms,
+                attempts=attempt,
+            )

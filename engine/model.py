@@ -1,0 +1,409 @@
+"""The behavior model: what an agent is made of.
+
+Everything here is an immutable pydantic model. An `AgentSnapshot` is the compiled, validated and
+versionable form of an agent — the unit that is published to storage and loaded by a turn. Authoring
+(the Python builder and the YAML/JSON form in `engine.authoring`) always ends in a snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class CompositionMode(StrEnum):
+    """How the reply is written: freely, preferring approved templates, or only from templates."""
+
+    FLUID = "fluid"
+    CANNED_FLUID = "canned_fluid"
+    CANNED_STRICT = "canned_strict"
+
+
+class Criticality(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class GuidelineKind(StrEnum):
+    """Run-time kinds, decided from explicit fields exactly as the seed's table says."""
+
+    OBSERVATIONAL = "observational"  # no action
+    ACTIONABLE = "actionable"  # action, applied at most once unless the context changes
+    CONTINUOUS = "continuous"  # metadata.continuous: re-applied whenever the condition holds
+    CUSTOMER_DEPENDENT = "customer_dependent"  # complete only once the customer supplied the data
+
+
+class CustomerDependentAction(BaseModel):
+    """What each side must do for a customer-dependent guideline or journey step to be complete."""
+
+    model_config = _FROZEN
+    is_customer_dependent: bool = True
+    customer_action: str
+    agent_action: str
+
+
+# --------------------------------------------------------------------------------------------------
+# Guidelines
+
+
+class Guideline(BaseModel):
+    """A natural-language `condition → action` rule. `action=None` makes it observational."""
+
+    model_config = _FROZEN
+    id: str
+    condition: str
+    action: str | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    criticality: Criticality = Criticality.MEDIUM
+    composition_mode: CompositionMode | None = None
+    enabled: bool = True
+    tools: tuple[str, ...] = ()  # names of tools this guideline allows the agent to call
+
+    @property
+    def kind(self) -> GuidelineKind:
+        if self.action is None:
+            return GuidelineKind.OBSERVATIONAL
+        if self.metadata.get("continuous", False):
+            return GuidelineKind.CONTINUOUS
+        if self.customer_dependent is not None:
+            return GuidelineKind.CUSTOMER_DEPENDENT
+        return GuidelineKind.ACTIONABLE
+
+    @property
+    def customer_dependent(self) -> CustomerDependentAction | None:
+        raw = self.metadata.get("customer_dependent_action_data")
+        if not raw:
+            return None
+        data = CustomerDependentAction.model_validate(raw)
+        return data if data.is_customer_dependent else None
+
+    @property
+    def journey_node(self) -> JourneyNodeRef | None:
+        """Set on guidelines projected from a journey node (see `engine.projection`)."""
+        raw = self.metadata.get("journey_node")
+        return JourneyNodeRef.model_validate(raw) if raw else None
+
+    @property
+    def scoped_journey_id(self) -> str | None:
+        """The journey this guideline belongs to: a journey-scoped, projected or trigger guideline."""
+        for tag in self.tags:
+            if tag.startswith(JOURNEY_TAG_PREFIX):
+                return tag[len(JOURNEY_TAG_PREFIX) :]
+        return None
+
+
+JOURNEY_TAG_PREFIX = "journey:"
+AGENT_TAG_PREFIX = "agent:"
+
+
+def journey_tag(journey_id: str) -> str:
+    return f"{JOURNEY_TAG_PREFIX}{journey_id}"
+
+
+def agent_tag(agent_id: str) -> str:
+    return f"{AGENT_TAG_PREFIX}{agent_id}"
+
+
+class JourneyNodeRef(BaseModel):
+    """`metadata.journey_node` of a projected guideline: where it sits in its journey's graph."""
+
+    model_config = _FROZEN
+    journey_id: str
+    node_id: str
+    kind: NodeKind
+    follow_ups: tuple[str, ...] = ()  # guideline ids of the nodes reachable in one transition
+    tools: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------------
+# Journeys
+
+
+class NodeKind(StrEnum):
+    CHAT = "chat"  # the agent says or asks something
+    TOOL = "tool"  # the engine calls one or more tools
+    FORK = "fork"  # no action: only chooses between outgoing conditions
+
+
+FieldType = Literal["str", "int", "decimal", "bool", "date", "enum"]
+
+
+class CollectedField(BaseModel):
+    """A typed value a chat step collects from the customer, stored on the session once given."""
+
+    model_config = _FROZEN
+    name: str
+    type: FieldType = "str"
+    description: str = ""
+    choices: tuple[str, ...] = ()  # for type "enum"
+    gt: float | None = None  # exclusive lower bound for numbers ("amount > 0")
+    ge: float | None = None
+    le: float | None = None
+    required: bool = True
+
+
+class JourneyNode(BaseModel):
+    model_config = _FROZEN
+    id: str
+    kind: NodeKind
+    action: str | None = None  # chat instruction, or the instruction that goes with a tool step
+    tools: tuple[str, ...] = ()
+    description: str | None = None
+    customer_dependent: CustomerDependentAction | None = None
+    collects: tuple[CollectedField, ...] = ()
+    composition_mode: CompositionMode | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class JourneyEdge(BaseModel):
+    """A transition. `target=None` ends the journey (it completes when this edge is taken)."""
+
+    model_config = _FROZEN
+    id: str
+    source: str
+    target: str | None
+    condition: str | None = None
+
+
+class Journey(BaseModel):
+    """A state graph a conversation walks through. Its conditions compile to observational
+    guidelines (`condition_guideline_ids`); its root is an action-less entry node."""
+
+    model_config = _FROZEN
+    id: str
+    title: str
+    description: str = ""
+    conditions: tuple[str, ...] = ()
+    condition_guideline_ids: tuple[str, ...] = ()
+    root_id: str
+    nodes: tuple[JourneyNode, ...]
+    edges: tuple[JourneyEdge, ...] = ()
+    tags: tuple[str, ...] = ()
+    composition_mode: CompositionMode | None = None
+    requires: tuple[str, ...] = ()  # prerequisite journeys that must complete first in a session
+
+    def node(self, node_id: str) -> JourneyNode:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"journey {self.id!r} has no node {node_id!r}")
+
+    def outgoing(self, node_id: str) -> list[JourneyEdge]:
+        return [e for e in self.edges if e.source == node_id]
+
+    def incoming(self, node_id: str) -> list[JourneyEdge]:
+        return [e for e in self.edges if e.target == node_id]
+
+
+# --------------------------------------------------------------------------------------------------
+# Relationships
+
+
+class RelationshipKind(StrEnum):
+    PRIORITY = "priority"  # source active → target suppressed
+    DEPENDENCY = "dependency"  # source active only if target is active
+    ENTAILMENT = "entailment"  # source active → target active too
+    DISAMBIGUATION = "disambiguation"  # source observation groups targets that may be confused
+
+
+class EntityKind(StrEnum):
+    GUIDELINE = "guideline"
+    JOURNEY = "journey"
+
+
+class EntityRef(BaseModel):
+    model_config = _FROZEN
+    kind: EntityKind
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}:{self.id}"
+
+
+class Relationship(BaseModel):
+    model_config = _FROZEN
+    kind: RelationshipKind
+    source: EntityRef
+    target: EntityRef
+
+
+# --------------------------------------------------------------------------------------------------
+# Glossary, variables, canned responses, tools
+
+
+class Term(BaseModel):
+    model_config = _FROZEN
+    name: str
+    description: str
+    synonyms: tuple[str, ...] = ()
+
+
+class ContextVariable(BaseModel):
+    """A named fact about the customer or world; values live per customer on the session side."""
+
+    model_config = _FROZEN
+    name: str
+    description: str = ""
+    default: Any = None
+
+
+class CannedResponse(BaseModel):
+    """An approved reply template. `{{field}}` placeholders are filled from tool data, fragments,
+    collected values and context variables."""
+
+    model_config = _FROZEN
+    id: str
+    template: str
+    tags: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()  # example phrasings that help choose it
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        import re
+
+        return tuple(dict.fromkeys(re.findall(r"{{\s*([\w.]+)\s*}}", self.template)))
+
+
+ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
+
+
+class ToolParameter(BaseModel):
+    model_config = _FROZEN
+    name: str
+    type: ParameterType = "string"
+    description: str = ""
+    enum: tuple[str, ...] = ()
+    required: bool = True
+    default: Any = None
+
+
+class ToolKind(StrEnum):
+    GENERAL = "general"  # never interrupts the turn
+    SELECTOR = "selector"  # interrupts: the customer picks one item of a list
+    INTERRUPTER = "interrupter"  # interrupts: returns an action (link, form); a later event resumes
+
+
+class ToolSpec(BaseModel):
+    """What the engine knows of a tool: its typed signature. The implementation lives elsewhere."""
+
+    model_config = _FROZEN
+    name: str
+    description: str = ""
+    parameters: tuple[ToolParameter, ...] = ()
+    kind: ToolKind = ToolKind.GENERAL
+    consequential: bool = False
+    timeout_seconds: float = 10.0
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters if p.required)
+
+
+# --------------------------------------------------------------------------------------------------
+# Agent configuration and snapshot
+
+
+class LLMPurpose(StrEnum):
+    """What an LLM call is for; the unit of model routing and of trace accounting."""
+
+    MATCH_GUIDELINES = "match_guidelines"
+    DISAMBIGUATE = "disambiguate"
+    SELECT_JOURNEY_NODE = "select_journey_node"
+    CALL_TOOLS = "call_tools"
+    COMPOSE = "compose"
+
+
+class TurnBudget(BaseModel):
+    """Upper bounds on one turn's cost. When a stage would exceed them, the turn composes with what
+    it has and the trace says so. One call is always reserved for composing the reply."""
+
+    model_config = _FROZEN
+    max_llm_calls: int = 12
+    max_prompt_tokens: int = 60_000
+
+
+class AgentConfig(BaseModel):
+    model_config = _FROZEN
+    composition_mode: CompositionMode = CompositionMode.FLUID
+    journey_top_k: int = 1
+    max_tool_iterations: int = 3
+    max_journey_depth: int = 5  # BFS depth of the node map shown to the LLM
+    batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section
+    budget: TurnBudget = Field(default_factory=TurnBudget)
+    models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
+    default_model: str = "gpt-4o-mini"
+    explain: bool = False  # verbose rationales in LLM outputs, for debugging only
+    max_concurrent_llm_calls: int = 8
+    llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
+
+    def model_for(self, purpose: LLMPurpose) -> str:
+        return self.models.get(purpose, self.default_model)
+
+
+class AgentSnapshot(BaseModel):
+    """The compiled agent. Built by `engine.authoring`; validated by `engine.validation`."""
+
+    model_config = _FROZEN
+    id: str
+    name: str
+    description: str = ""
+    version: str = ""  # content hash unless set explicitly; see `with_content_version`
+    config: AgentConfig = Field(default_factory=AgentConfig)
+    guidelines: tuple[Guideline, ...] = ()
+    journeys: tuple[Journey, ...] = ()
+    relationships: tuple[Relationship, ...] = ()
+    terms: tuple[Term, ...] = ()
+    variables: tuple[ContextVariable, ...] = ()
+    canned_responses: tuple[CannedResponse, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+
+    _guideline_index: dict[str, Guideline] = PrivateAttr(default_factory=dict)
+    _journey_index: dict[str, Journey] = PrivateAttr(default_factory=dict)
+    _tool_index: dict[str, ToolSpec] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        self._guideline_index = {g.id: g for g in self.guidelines}
+        self._journey_index = {j.id: j for j in self.journeys}
+        self._tool_index = {t.name: t for t in self.tools}
+
+    def guideline(self, guideline_id: str) -> Guideline:
+        return self._guideline_index[guideline_id]
+
+    def has_guideline(self, guideline_id: str) -> bool:
+        return guideline_id in self._guideline_index
+
+    def journey(self, journey_id: str) -> Journey:
+        return self._journey_index[journey_id]
+
+    def has_journey(self, journey_id: str) -> bool:
+        return journey_id in self._journey_index
+
+    def tool(self, name: str) -> ToolSpec:
+        return self._tool_index[name]
+
+    def has_tool(self, name: str) -> bool:
+        return name in self._tool_index
+
+    def content_hash(self) -> str:
+        payload = self.model_dump(mode="json", exclude={"version"})
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def with_content_version(self) -> AgentSnapshot:
+        """A copy whose version is the hash of its content (same content → same version)."""
+        data = self.model_dump()
+        data["version"] = self.content_hash()
+        return AgentSnapshot.model_validate(data)
+
+
+JourneyNodeRef.model_rebuild()
+Guideline.model_rebuild()

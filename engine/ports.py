@@ -1,0 +1,161 @@
+"""Ports: how the engine talks to the world. Adapters in `infra/` implement them; the engine only
+depends on these Protocols (and tests use in-memory or scripted implementations)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel
+
+from engine.model import AgentSnapshot
+from engine.session import Event, SessionState
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Generation(Generic[T]):
+    """A validated LLM answer with what it cost."""
+
+    value: T
+    usage: Usage
+    model: str
+    latency_ms: float
+    attempts: int = 1
+
+
+@runtime_checkable
+class SchematicLLM(Protocol):
+    """Prompt + pydantic schema → validated object + usage.
+
+    Adapters raise `LLMTransientError` (429 / 5xx / timeout), `LLMOutputInvalid` (not JSON or not
+    the schema) or `LLMError`. Retries, repair, routing and budgets are added by
+    `engine.llm.ResilientLLM`, so every adapter gets the same policy.
+    """
+
+    async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts → unit-length float32 vectors, shape (len(texts), dim)."""
+
+    @property
+    def dimensions(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Top-k over precomputed embeddings of one agent version (journeys, terms, …).
+
+    `namespace` says which collection ("journeys", "terms"); results are (id, cosine score), best
+    first. Only the query is embedded on the hot path.
+    """
+
+    async def nearest(
+        self, namespace: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]]: ...
+
+
+@runtime_checkable
+class AgentStore(Protocol):
+    async def get(self, agent_id: str, version: str | None = None) -> AgentSnapshot:
+        """The given version, or the published one when `version` is None. Raises AgentNotFound."""
+        ...
+
+    async def publish(self, snapshot: AgentSnapshot) -> str:
+        """Store a version and make it the published one atomically; returns the version."""
+        ...
+
+
+@dataclass(frozen=True)
+class TurnCommit:
+    """Everything one turn writes, committed atomically."""
+
+    turn_id: str
+    expected_version: int
+    state: SessionState  # the new state, version already = expected_version + 1
+    new_events: Sequence[Event]
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    async def load(self, session_id: str) -> SessionState | None: ...
+
+    async def create(self, state: SessionState) -> SessionState:
+        """Create a new session; if it exists already, return the stored one."""
+        ...
+
+    async def commit(self, commit: TurnCommit) -> bool:
+        """Write the turn if the stored version still equals `expected_version`.
+
+        Returns True when written, False when this `turn_id` was already committed (idempotent
+        replay). Raises `SessionConflict` when another turn moved the version first.
+        """
+        ...
+
+    async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the engine decided to make. `idempotency_key` = session:turn:index."""
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may know about the conversation it runs in."""
+
+    agent_id: str
+    session_id: str
+    customer_id: str
+    turn_id: str
+    variables: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool's result; errors are results too (`error` set), never exceptions."""
+
+    call_id: str
+    tool: str
+    data: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    control: dict[str, Any] = field(default_factory=dict)
+    view: dict[str, Any] | None = None
+    fragments: Sequence[dict[str, Any]] = ()
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+@runtime_checkable
+class ToolDispatcher(Protocol):
+    async def dispatch(
+        self, calls: Sequence[ToolCall], context: ToolContext
+    ) -> list[ToolOutcome]: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class IdGenerator(Protocol):
+    def new_id(self, prefix: str = "") -> str: ...

@@ -1,0 +1,128 @@
+"""Session state: everything a stateless turn needs to know about one conversation.
+
+A turn reads a `SessionState`, computes a new one plus the events it adds, and commits both at once
+under the session's `version` (optimistic concurrency) and its own `turn_id` (idempotency).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class EventKind(StrEnum):
+    MESSAGE = "message"
+    TOOL = "tool"
+    STATUS = "status"
+
+
+class EventSource(StrEnum):
+    CUSTOMER = "customer"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+class Event(BaseModel):
+    """One thing that happened in a session, in order (`offset`)."""
+
+    model_config = _FROZEN
+    id: str
+    offset: int
+    kind: EventKind
+    source: EventSource
+    created_at: datetime
+    turn_id: str | None = None
+    text: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class InboundMessage(BaseModel):
+    """A customer message as the engine receives it, already normalized from its channel."""
+
+    model_config = _FROZEN
+    event_id: str  # the channel's id for it: deduplication key
+    text: str = ""
+    choice: str | None = None  # a button / list pick, when the channel carries one
+    received_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PendingInterrupt(BaseModel):
+    """A tool interrupted the turn and waits for the customer (a selector's pick, a form)."""
+
+    model_config = _FROZEN
+    tool: str
+    call_id: str
+    kind: str  # "selector" | "interrupter"
+    options: tuple[dict[str, Any], ...] = ()
+    journey_id: str | None = None
+    node_id: str | None = None
+    prompt: str | None = None
+
+
+class CollectedValue(BaseModel):
+    """A typed value a journey step collected from the customer."""
+
+    model_config = _FROZEN
+    journey_id: str
+    node_id: str
+    name: str
+    value: Any
+    turn_id: str
+
+
+class SessionState(BaseModel):
+    """The persisted state of one conversation with one customer and one agent."""
+
+    model_config = _FROZEN
+    id: str
+    agent_id: str
+    customer_id: str
+    channel: str = "generic"
+    version: int = 0  # bumped by every committed turn; writes are conditional on it
+    events: tuple[Event, ...] = ()
+    # journey id → visited node ids; a trailing None means the journey was exited.
+    journey_paths: dict[str, tuple[str | None, ...]] = Field(default_factory=dict)
+    completed_journeys: tuple[str, ...] = ()
+    # a journey waiting for a prerequisite journey to complete, to be resumed afterwards
+    suspended_journeys: tuple[str, ...] = ()
+    applied_guideline_ids: tuple[str, ...] = ()
+    # customer-dependent guidelines whose agent part is done but the customer's is not
+    pending_customer_guideline_ids: tuple[str, ...] = ()
+    collected: tuple[CollectedValue, ...] = ()
+    variables: dict[str, Any] = Field(default_factory=dict)  # per-customer context variable values
+    customer_tags: tuple[str, ...] = ()
+    pending_interrupt: PendingInterrupt | None = None
+    processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
+    committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def active_journey_ids(self) -> list[str]:
+        """Journeys with a live path: visited at least one node and not exited."""
+        return [jid for jid, path in self.journey_paths.items() if path and path[-1] is not None]
+
+    def collected_values(self, journey_id: str | None = None) -> dict[str, Any]:
+        """Latest value per field name (corrections overwrite), optionally for one journey."""
+        values: dict[str, Any] = {}
+        for c in self.collected:
+            if journey_id is None or c.journey_id == journey_id:
+                values[c.name] = c.value
+        return values
+
+    def next_offset(self) -> int:
+        return self.events[-1].offset + 1 if self.events else 0
+
+
+MAX_REMEMBERED_IDS = 200  # bounded windows for processed_event_ids / committed_turn_ids
+
+
+def remember(ids: tuple[str, ...], *new: str) -> tuple[str, ...]:
+    """Append ids to a bounded, duplicate-free window (oldest dropped first)."""
+    merged = tuple(dict.fromkeys((*ids, *new)))
+    return merged[-MAX_REMEMBERED_IDS:]

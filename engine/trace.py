@@ -1,0 +1,92 @@
+"""Turn trace: what matched and why, each journey's transition, tool calls and every LLM call.
+
+The trace is plain data (pydantic), persisted with the turn and returned by the management API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class LLMCallRecord(BaseModel):
+    purpose: str
+    schema_name: str
+    model: str
+    label: str = ""  # e.g. the batch kind or journey id
+    prompt_chars: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    attempts: int = 1
+    round: int = 0  # sequential LLM round on the critical path this call belongs to
+    error: str | None = None
+
+
+class MatchRecord(BaseModel):
+    guideline_id: str
+    batch: str  # observational | actionable | previously_applied | customer_dependent | ...
+    matched: bool
+    score: int
+    rationale: str = ""
+
+
+class JourneyTransitionRecord(BaseModel):
+    journey_id: str
+    previous_path: list[str | None]
+    new_path: list[str | None]
+    node_id: str | None  # the step projected for this turn (None = journey exited / completed)
+    how: str  # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended"
+    repairs: list[str] = Field(default_factory=list)  # what path verification fixed
+    rationale: str = ""
+
+
+class RelationRecord(BaseModel):
+    kind: str
+    source: str
+    target: str
+    effect: str  # "suppressed" | "added" | "dropped (dependency unmet)" | ...
+
+
+class ToolCallRecord(BaseModel):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: str  # "ok" | "error" | "refused" | "missing_arguments" | "interrupted"
+    detail: str = ""
+    duration_ms: float = 0.0
+
+
+class StageTiming(BaseModel):
+    stage: str
+    ms: float
+
+
+class TurnTrace(BaseModel):
+    turn_id: str
+    session_id: str
+    agent_id: str
+    agent_version: str
+    llm_calls: list[LLMCallRecord] = Field(default_factory=list)
+    matches: list[MatchRecord] = Field(default_factory=list)
+    high_probability_journeys: list[str] = Field(default_factory=list)
+    activated_journeys: list[str] = Field(default_factory=list)
+    supplemental_journeys: list[str] = Field(default_factory=list)
+    journeys: list[JourneyTransitionRecord] = Field(default_factory=list)
+    relations: list[RelationRecord] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    matched_guideline_ids: list[str] = Field(default_factory=list)
+    applied_guideline_ids: list[str] = Field(default_factory=list)
+    stages: list[StageTiming] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
+    composition_mode: str = ""
+    llm_rounds: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.llm_calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.llm_calls)
