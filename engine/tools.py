@@ -1,0 +1,169 @@
+"""The tool stage's deterministic parts: gating, argument filling and validation.
+
+- Only tools attached to matched guidelines or to the selected tool steps of active journeys are
+  offered; a proposed call to anything else is refused (and traced).
+- Arguments are filled from values the journey collected, context variables and earlier tool
+  results — without an LLM call — and validated against the tool's schema.
+- A missing required argument becomes a question to the customer; no value is ever invented.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from engine.context import TurnContext, render_context
+from engine.errors import ToolArgumentError
+from engine.model import ToolParameter, ToolSpec
+from engine.ports import ToolOutcome
+
+
+class ToolArgument(BaseModel):
+    name: str
+    value: str = Field(description="the value as text, exactly as the conversation gives it")
+
+
+class ProposedCall(BaseModel):
+    tool: str
+    arguments: list[ToolArgument] = Field(default_factory=list)
+
+
+class ToolCallPlan(BaseModel):
+    """The LLM's answer: which offered tools to call now, with arguments it found."""
+
+    calls: list[ProposedCall] = Field(default_factory=list)
+    rationale: str = ""
+
+
+def coerce_argument(param: ToolParameter, value: Any) -> Any:
+    """Convert a value to the parameter's type; raise ToolArgumentError naming what is wrong."""
+    if value is None:
+        raise ToolArgumentError(f"{param.name}: no value")
+    try:
+        if param.type == "string":
+            text = str(value).strip()
+            if param.enum:
+                match = next((e for e in param.enum if e.lower() == text.lower()), None)
+                if match is None:
+                    raise ToolArgumentError(
+                        f"{param.name}: {text!r} is not one of {', '.join(param.enum)}"
+                    )
+                return match
+            if not text:
+                raise ToolArgumentError(f"{param.name}: empty")
+            return text
+        if param.type == "integer":
+            return int(str(value).replace(",", "").strip())
+        if param.type == "number":
+            number = Decimal(str(value).replace(",", "").replace("$", "").strip())
+            return float(number) if not isinstance(value, Decimal) else number
+        if param.type == "boolean":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"true", "yes", "y", "1"}:
+                return True
+            if text in {"false", "no", "n", "0"}:
+                return False
+            raise ToolArgumentError(f"{param.name}: {value!r} is not yes/no")
+        if param.type == "array":
+            return list(value) if isinstance(value, list | tuple) else json.loads(str(value))
+        if param.type == "object":
+            return dict(value) if isinstance(value, Mapping) else json.loads(str(value))
+    except (ValueError, InvalidOperation, json.JSONDecodeError) as exc:
+        raise ToolArgumentError(f"{param.name}: {value!r} is not a valid {param.type}") from exc
+    raise ToolArgumentError(f"{param.name}: unsupported type {param.type}")
+
+
+def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Coerce known arguments, drop unknown ones, apply defaults; raise on a bad or missing one."""
+    clean: dict[str, Any] = {}
+    problems: list[str] = []
+    for param in spec.parameters:
+        if param.name in arguments and arguments[param.name] not in (None, ""):
+            try:
+                clean[param.name] = coerce_argument(param, arguments[param.name])
+            except ToolArgumentError as exc:
+                problems.append(str(exc))
+        elif param.required:
+            problems.append(f"{param.name}: missing")
+        elif param.default is not None:
+            clean[param.name] = param.default
+    if problems:
+        raise ToolArgumentError(f"tool {spec.name!r}: " + "; ".join(problems))
+    return clean
+
+
+def known_values(
+    collected: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    results: Sequence[ToolOutcome],
+) -> dict[str, Any]:
+    """Values that can fill arguments by name: earlier tool data (flat dict keys), then context
+    variables, then collected values — later sources win, so the customer's words override."""
+    values: dict[str, Any] = {}
+    for r in results:
+        if isinstance(r.data, Mapping) and r.error is None:
+            values.update({k: v for k, v in r.data.items() if not isinstance(v, Mapping | list)})
+    values.update(variables)
+    values.update(collected)
+    return values
+
+
+def fill_arguments(spec: ToolSpec, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Arguments found by name, and the names of required parameters still missing."""
+    args = {p.name: values[p.name] for p in spec.parameters if values.get(p.name) not in (None, "")}
+    missing = [p.name for p in spec.parameters if p.required and p.name not in args]
+    return args, missing
+
+
+def missing_argument_question(spec: ToolSpec, missing: Iterable[str]) -> str:
+    described = []
+    for name in missing:
+        param = next((p for p in spec.parameters if p.name == name), None)
+        hint = f" ({param.description})" if param and param.description else ""
+        described.append(f"{name}{hint}")
+    return f"To {spec.description or spec.name}, ask the customer for: " + ", ".join(described)
+
+
+def tool_signature(spec: ToolSpec) -> str:
+    params = []
+    for p in spec.parameters:
+        enum = f" one of {list(p.enum)}" if p.enum else ""
+        req = "required" if p.required else "optional"
+        desc = f" — {p.description}" if p.description else ""
+        params.append(f"    - {p.name}: {p.type}{enum}, {req}{desc}")
+    body = "\n".join(params) if params else "    (no parameters)"
+    return f"- {spec.name}: {spec.description}\n{body}"
+
+
+def build_tool_call_prompt(
+    ctx: TurnContext,
+    specs: Sequence[ToolSpec],
+    reasons: Mapping[str, str],
+    known: Mapping[str, Any],
+) -> str:
+    """Ask which offered tools to call now and with which arguments (pure)."""
+    tools = "\n".join(
+        tool_signature(s)
+        + (f"\n    offered because: {reasons[s.name]}" if s.name in reasons else "")
+        for s in specs
+    )
+    known_text = json.dumps(dict(known), ensure_ascii=False, default=str, sort_keys=True)
+    return "\n\n".join(
+        [
+            "You decide which tools a customer-service agent should call before replying.",
+            render_context(ctx),
+            f"Tools you may call now:\n{tools}",
+            f"Values already known: {known_text}",
+            "Rules: call a tool only when its reason applies now and its result is not already "
+            "in the tool results above. Take argument values only from the conversation or the "
+            "known values; if a required value is not there, still propose the call but leave "
+            "that argument out (the customer will be asked). Never invent values. Answer with "
+            "JSON only.",
+        ]
+    )

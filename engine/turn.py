@@ -1,0 +1,868 @@
+"""One engine turn, every stage of the pipeline, over the ports.
+
+`TurnPipeline.run` is the pure computation: (agent, session, new messages) → new session state,
+new events and a trace. `TurnEngine.handle` adds load / commit with optimistic concurrency and
+idempotency around it — that is what a Lambda turn worker calls.
+
+Critical path without tools: round 1 (all matching batches + node selection of active and
+predicted journeys, concurrently) → round 2 only for journeys activated outside the prediction
+(supplemental matching) → composition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clock import SystemClock, UuidIds
+from engine.compose import (
+    FALLBACK_REPLY,
+    ComposedReply,
+    CompositionInput,
+    Instruction,
+    applied_sources,
+    build_compose_prompt,
+    effective_composition_mode,
+)
+from engine.context import TurnContext, llm_view_of
+from engine.errors import LLMBudgetExceeded, LLMError, SessionConflict, ToolArgumentError
+from engine.llm import TurnLLM
+from engine.matching import guidelines as gm
+from engine.matching.journeys import (
+    JourneyStepResult,
+    VerifiedStep,
+    auto_return,
+    build_node_views,
+    select_journey_step,
+)
+from engine.model import (
+    AgentSnapshot,
+    Guideline,
+    GuidelineKind,
+    Journey,
+    JourneyNode,
+    LLMPurpose,
+    NodeKind,
+    ToolSpec,
+)
+from engine.ports import (
+    AgentStore,
+    Clock,
+    Embedder,
+    IdGenerator,
+    SchematicLLM,
+    SessionStore,
+    ToolCall,
+    ToolContext,
+    ToolDispatcher,
+    ToolOutcome,
+    TurnCommit,
+    VectorIndex,
+)
+from engine.projection import journey_node_guideline_id, node_action_text
+from engine.recall import high_probability_journeys, prune_low_probability, tag_filter
+from engine.relations import resolve
+from engine.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    InboundMessage,
+    SessionState,
+    remember,
+)
+from engine.tools import (
+    ToolCallPlan,
+    build_tool_call_prompt,
+    fill_arguments,
+    known_values,
+    missing_argument_question,
+    validate_arguments,
+)
+from engine.trace import (
+    JourneyTransitionRecord,
+    MatchRecord,
+    StageTiming,
+    ToolCallRecord,
+    TurnTrace,
+)
+
+
+@dataclass(frozen=True)
+class TurnOutput:
+    state: SessionState
+    new_events: list[Event]
+    reply: Event | None
+    trace: TurnTrace
+    replayed: bool = False  # the messages were already answered; nothing new was computed
+
+
+@dataclass
+class EngineDeps:
+    llm: SchematicLLM
+    embedder: Embedder | None = None
+    tools: ToolDispatcher | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdGenerator = field(default_factory=UuidIds)
+
+
+def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
+    """Deterministic per batch of inbound events: a redelivered batch maps to the same turn."""
+    digest = hashlib.sha256(
+        "\x1f".join([session_id, *(m.event_id for m in messages)]).encode()
+    ).hexdigest()
+    return f"turn_{digest[:24]}"
+
+
+class TurnPipeline:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+
+    async def run(
+        self,
+        agent: AgentSnapshot,
+        session: SessionState,
+        messages: Sequence[InboundMessage],
+        *,
+        turn_id: str,
+        index: VectorIndex | None = None,
+    ) -> TurnOutput:
+        return await _Turn(self.deps, agent, session, messages, turn_id, index).run()
+
+
+class TurnEngine:
+    """Load → run the pipeline → commit, retrying on a racing turn with fresh state."""
+
+    def __init__(
+        self,
+        agents: AgentStore,
+        sessions: SessionStore,
+        deps: EngineDeps,
+        *,
+        index_for: Callable[[AgentSnapshot], Awaitable[VectorIndex | None]] | None = None,
+        max_conflict_retries: int = 4,
+    ) -> None:
+        self.agents = agents
+        self.sessions = sessions
+        self.pipeline = TurnPipeline(deps)
+        self.index_for = index_for
+        self.max_conflict_retries = max_conflict_retries
+
+    async def handle(
+        self, session_id: str, messages: Sequence[InboundMessage], *, turn_id: str | None = None
+    ) -> TurnOutput:
+        turn_id = turn_id or turn_id_for(session_id, messages)
+        for _attempt in range(self.max_conflict_retries + 1):
+            session = await self.sessions.load(session_id)
+            if session is None:
+                raise KeyError(f"no session {session_id!r}; create it before sending messages")
+            fresh = [m for m in messages if m.event_id not in session.processed_event_ids]
+            if not fresh or turn_id in session.committed_turn_ids:
+                return _replayed(session, turn_id)
+            agent = await self.agents.get(session.agent_id)
+            index = await self.index_for(agent) if self.index_for else None
+            output = await self.pipeline.run(agent, session, fresh, turn_id=turn_id, index=index)
+            commit = TurnCommit(
+                turn_id=turn_id,
+                expected_version=session.version,
+                state=output.state,
+                new_events=output.new_events,
+                trace=output.trace.model_dump(mode="json"),
+            )
+            try:
+                written = await self.sessions.commit(commit)
+            except SessionConflict:
+                continue  # another turn got there first: recompute on fresh state
+            if not written:
+                latest = await self.sessions.load(session_id)
+                return _replayed(latest or session, turn_id)
+            return output
+        raise SessionConflict(
+            f"session {session_id!r} kept changing under turn {turn_id}; the message stays queued "
+            "and will be retried"
+        )
+
+
+def _replayed(session: SessionState, turn_id: str) -> TurnOutput:
+    events = [e for e in session.events if e.turn_id == turn_id]
+    reply = next(
+        (
+            e
+            for e in reversed(events)
+            if e.kind is EventKind.MESSAGE and e.source is EventSource.AGENT
+        ),
+        None,
+    )
+    trace = TurnTrace(
+        turn_id=turn_id, session_id=session.id, agent_id=session.agent_id, agent_version=""
+    )
+    trace.notes.append("replay: these messages were already answered")
+    return TurnOutput(session, [], reply, trace, replayed=True)
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+class _Turn:
+    """The working state of one turn. Created, run once, discarded."""
+
+    def __init__(
+        self,
+        deps: EngineDeps,
+        agent: AgentSnapshot,
+        session: SessionState,
+        messages: Sequence[InboundMessage],
+        turn_id: str,
+        index: VectorIndex | None,
+    ) -> None:
+        self.deps = deps
+        self.agent = agent
+        self.session = session
+        self.messages = messages
+        self.turn_id = turn_id
+        self.index = index
+        self.trace = TurnTrace(
+            turn_id=turn_id, session_id=session.id, agent_id=agent.id, agent_version=agent.version
+        )
+        self.llm = TurnLLM(deps.llm, agent.config, self.trace)
+        self.events: list[Event] = []
+        self.paths: dict[str, tuple[str | None, ...]] = dict(session.journey_paths)
+        self.steps: dict[str, str] = {}  # journey id → node id shown this turn
+        self.completed: list[str] = list(session.completed_journeys)
+        self.suspended: list[str] = list(session.suspended_journeys)
+        self.collected: list[CollectedValue] = list(session.collected)
+        self.tool_results: list[ToolOutcome] = []
+        self.executed_tools: set[str] = set()
+        self.questions: list[str] = []
+        self.notes: list[str] = []
+        self.matches: dict[str, gm.GuidelineMatch] = {}
+        self.clarifications: list[Guideline] = []
+        self.completed_customer_dependent: list[str] = []
+        self.views = {j.id: build_node_views(j) for j in agent.journeys}
+        self._offset = session.next_offset()
+        self._clock_started = time.perf_counter()
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _event(
+        self, kind: EventKind, source: EventSource, text: str | None = None, **data: Any
+    ) -> Event:
+        event = Event(
+            id=self.deps.ids.new_id("ev_"),
+            offset=self._offset,
+            kind=kind,
+            source=source,
+            created_at=self.deps.clock.now(),
+            turn_id=self.turn_id,
+            text=text,
+            data=data,
+        )
+        self._offset += 1
+        self.events.append(event)
+        return event
+
+    def _stage(self, name: str, started: float) -> float:
+        now = time.perf_counter()
+        self.trace.stages.append(StageTiming(stage=name, ms=round((now - started) * 1000, 3)))
+        return now
+
+    def _context(self) -> TurnContext:
+        variables = {v.name: v.default for v in self.agent.variables if v.default is not None}
+        variables.update(self.session.variables)
+        return TurnContext(
+            agent=self.agent,
+            session=self.session,
+            history=(*self.session.events, *self.events),
+            variables=variables,
+            terms=self.agent.terms,
+            tool_results=tuple(self.tool_results),
+        )
+
+    def _collected_for(self, journey_id: str | None = None) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for c in self.collected:
+            if journey_id is None or c.journey_id == journey_id:
+                values[c.name] = c.value
+        return values
+
+    def _active(self) -> list[str]:
+        return [
+            j
+            for j, p in self.paths.items()
+            if p and p[-1] is not None and self.agent.has_journey(j)
+        ]
+
+    def _prerequisites_met(self, journey: Journey) -> bool:
+        return all(r in self.completed for r in journey.requires)
+
+    # -- the pipeline ------------------------------------------------------------------------------
+
+    async def run(self) -> TurnOutput:
+        t = time.perf_counter()
+        for m in self.messages:
+            self._event(
+                EventKind.MESSAGE,
+                EventSource.CUSTOMER,
+                m.text or m.choice or "",
+                channel_event_id=m.event_id,
+                **({"choice": m.choice} if m.choice else {}),
+            )
+        ctx = self._context()
+        t = self._stage("load", t)
+
+        # Stages 1–3: tag filter, high-probability journeys, pruning.
+        candidates = tag_filter(self.agent, self.session)
+        high = await high_probability_journeys(
+            ctx, k=self.agent.config.journey_top_k, embedder=self.deps.embedder, index=self.index
+        )
+        self.trace.high_probability_journeys = list(high)
+        recall = prune_low_probability(candidates, high)
+        active_before = set(self._active())
+        to_match = [
+            g for g in recall.candidates if g.metadata.get("journey_condition") not in active_before
+        ]
+        t = self._stage("recall", t)
+
+        # Round 1: matching batches ∥ node selection of active journeys ∥ speculative entry of
+        # predicted journeys (used only if their condition matches).
+        self.llm.round = 1
+        predicted = [
+            j
+            for j in high
+            if j not in active_before and self._prerequisites_met(self.agent.journey(j))
+        ]
+        match_task = self._match(ctx, to_match)
+        select_tasks = [
+            self._select(ctx, self.agent.journey(j)) for j in (*active_before, *predicted)
+        ]
+        outcome, *selections = await asyncio.gather(match_task, *select_tasks)
+        self._absorb_matches(outcome)
+        step_results: dict[str, JourneyStepResult | None] = {
+            jid: sel for jid, sel in zip((*active_before, *predicted), selections, strict=True)
+        }
+        t = self._stage("match_round_1", t)
+
+        # Stage 5: activation. Every journey whose condition matched activates.
+        newly = self._newly_activated(active_before)
+        self.trace.activated_journeys = list(newly)
+        to_enter = self._apply_prerequisites(newly)
+
+        # Stage 6: supplemental matching for journeys activated outside the prediction.
+        supplemental = [j for j in to_enter if j not in step_results]
+        if supplemental:
+            self.llm.round = 2
+            self.trace.supplemental_journeys = list(supplemental)
+            extra_guidelines = [g for j in supplemental for g in recall.dropped.get(j, [])]
+            results = await asyncio.gather(
+                self._match(ctx, extra_guidelines),
+                *[self._select(ctx, self.agent.journey(j)) for j in supplemental],
+            )
+            self._absorb_matches(results[0])
+            for jid, sel in zip(supplemental, results[1:], strict=True):
+                step_results[jid] = sel
+        for jid in list(active_before) + to_enter:
+            self._apply_step(jid, step_results.get(jid))
+        await self._resume_suspended(ctx)
+        t = self._stage("match_supplemental", t)
+
+        # Stage 7: relationships.
+        resolution = self._resolve()
+        t = self._stage("relationships", t)
+
+        # Stage 8: tools (bounded iterations, re-selecting journey steps after results).
+        await self._tool_stage(resolution)
+        resolution = self._resolve()
+        t = self._stage("tools", t)
+
+        # Stage 9: composition.
+        reply, applied = await self._compose(resolution)
+        t = self._stage("compose", t)
+        state = self._new_state(applied)
+        self.trace.llm_rounds = len({c.round for c in self.trace.llm_calls})
+        self._stage("persist_prep", t)
+        return TurnOutput(state, self.events, reply, self.trace)
+
+    # -- matching ------------------------------------------------------------------------------------
+
+    async def _match(self, ctx: TurnContext, guidelines: Sequence[Guideline]) -> gm.MatchingOutcome:
+        batches = gm.plan_batches(
+            guidelines,
+            self.session,
+            self.agent.relationships,
+            self.agent.config.batch_prompt_budget_chars,
+        )
+        results = await asyncio.gather(*[self._run_batch(ctx, b) for b in batches])
+        merged = gm.MatchingOutcome()
+        for r in results:
+            merged.merge(r)
+        return merged
+
+    async def _run_batch(self, ctx: TurnContext, batch: gm.Batch) -> gm.MatchingOutcome:
+        prompt = gm.build_match_prompt(ctx, batch, explain=self.agent.config.explain)
+        try:
+            gen = await self.llm.generate(
+                gm.purpose_for(batch.kind), prompt, gm.schema_for(batch.kind), label=batch.label
+            )
+        except LLMError as exc:
+            skipped = gm.MatchingOutcome(skipped=[g.id for g in batch.guidelines])
+            if not isinstance(exc, LLMBudgetExceeded):
+                self.trace.notes.append(f"matching batch {batch.label} failed: {exc}")
+            return skipped
+        return gm.interpret(batch, gen.value)
+
+    def _absorb_matches(self, outcome: gm.MatchingOutcome) -> None:
+        for gid, batch, matched, score, rationale in outcome.verdicts:
+            self.trace.matches.append(
+                MatchRecord(
+                    guideline_id=gid,
+                    batch=batch.value,
+                    matched=matched,
+                    score=score,
+                    rationale=rationale,
+                )
+            )
+        for m in outcome.matches:
+            self.matches[m.guideline.id] = m
+        self.clarifications.extend(outcome.clarifications)
+        self.completed_customer_dependent.extend(outcome.completed_customer_dependent)
+
+    def _newly_activated(self, active_before: set[str]) -> list[str]:
+        matched = set(self.matches)
+        newly = []
+        for j in self.agent.journeys:
+            if j.id in active_before:
+                continue
+            if matched.intersection(j.condition_guideline_ids):
+                newly.append(j.id)
+        return newly
+
+    def _apply_prerequisites(self, newly: Sequence[str]) -> list[str]:
+        """Journeys to enter now. A journey whose prerequisites have not completed is suspended
+        and its first unmet prerequisite is entered instead (recursively); when that completes,
+        the suspended journey resumes by itself — the customer is not asked again."""
+        to_enter: list[str] = []
+        for jid in newly:
+            journey = self.agent.journey(jid)
+            target = self._first_runnable(journey, set())
+            if target is None:
+                continue
+            if target != jid and jid not in self.suspended:
+                self.suspended.append(jid)
+                self.trace.journeys.append(
+                    JourneyTransitionRecord(
+                        journey_id=jid,
+                        previous_path=list(self.paths.get(jid, ())),
+                        new_path=list(self.paths.get(jid, ())),
+                        node_id=None,
+                        how="suspended",
+                        rationale=f"waiting for prerequisite journey {target!r}",
+                    )
+                )
+            if target not in to_enter and target not in self._active():
+                to_enter.append(target)
+        return to_enter
+
+    def _first_runnable(self, journey: Journey, seen: set[str]) -> str | None:
+        if journey.id in seen:
+            return None
+        seen.add(journey.id)
+        for req in journey.requires:
+            if req not in self.completed:
+                return self._first_runnable(self.agent.journey(req), seen)
+        return journey.id
+
+    async def _select(self, ctx: TurnContext, journey: Journey) -> JourneyStepResult | None:
+        try:
+            return await select_journey_step(
+                self.llm,
+                ctx,
+                journey,
+                self.paths.get(journey.id, ()) if journey.id in self._active() else (),
+                executed_tools=self.executed_tools,
+                max_depth=self.agent.config.max_journey_depth,
+                explain=self.agent.config.explain,
+            )
+        except LLMError as exc:
+            if not isinstance(exc, LLMBudgetExceeded):
+                self.trace.notes.append(f"node selection for {journey.id!r} failed: {exc}")
+            return None
+
+    def _apply_step(self, journey_id: str, result: JourneyStepResult | None) -> None:
+        """Record a journey's transition and collected values; exits and completions end it."""
+        previous = self.paths.get(journey_id, ())
+        if result is None:
+            if previous and previous[-1] is not None:
+                self.steps[journey_id] = previous[-1]  # keep the step we were at
+            return
+        self._record_collected(journey_id, result.collected)
+        self.trace.notes.extend(result.notes)
+        self._apply_verified(
+            journey_id, result.step, "llm" if result.used_llm else "auto_return", result.rationale
+        )
+
+    def _apply_verified(
+        self, journey_id: str, step: VerifiedStep, how: str, rationale: str = ""
+    ) -> None:
+        previous = self.paths.get(journey_id, ())
+        self.paths[journey_id] = tuple(step.path)
+        self.steps.pop(journey_id, None)
+        if step.outcome == "completed":
+            if journey_id not in self.completed:
+                self.completed.append(journey_id)
+            how = "completed"
+        elif step.outcome == "exit":
+            how = "exit"
+            if journey_id in self.suspended:
+                self.suspended.remove(journey_id)
+        elif step.node_id is not None:
+            self.steps[journey_id] = step.node_id
+        self.trace.journeys.append(
+            JourneyTransitionRecord(
+                journey_id=journey_id,
+                previous_path=list(previous),
+                new_path=list(step.path),
+                node_id=step.node_id,
+                how=how,
+                repairs=list(step.repairs),
+                rationale=rationale,
+            )
+        )
+
+    def _record_collected(self, journey_id: str, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            node_id = self.paths.get(journey_id, (None,))[-1] or ""
+            self.collected.append(
+                CollectedValue(
+                    journey_id=journey_id,
+                    node_id=node_id,
+                    name=name,
+                    value=value,
+                    turn_id=self.turn_id,
+                )
+            )
+
+    async def _resume_suspended(self, ctx: TurnContext) -> None:
+        """After a prerequisite completes, resume (or advance the chain of) suspended journeys."""
+        for _ in range(len(self.suspended) + 1):
+            waiting = [j for j in self.suspended if j not in self._active()]
+            if not waiting or self._active():
+                return
+            jid = waiting[-1]
+            target = self._first_runnable(self.agent.journey(jid), set())
+            if target is None:
+                return
+            if target == jid:
+                self.suspended.remove(jid)
+            self.llm.round += 1
+            result = await self._select(self._context(), self.agent.journey(target))
+            self._apply_step(target, result)
+            if result is None:
+                return
+
+    def _resolve(self) -> Any:
+        active_journeys = [j for j in self.steps if j in self._active()]
+        matched = set(self.matches)
+        # Journey-scoped guidelines depend on their journey being active.
+        for gid in list(matched):
+            scoped = self.matches[gid].guideline.scoped_journey_id
+            if scoped is not None and scoped not in active_journeys:
+                matched.discard(gid)
+        resolution = resolve(
+            self.agent.relationships,
+            matched,
+            active_journeys,
+            known_guidelines={g.id for g in self.agent.guidelines},
+        )
+        self.trace.relations = resolution.records
+        return resolution
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    def _journey_tool_steps(self, resolution: Any) -> list[tuple[Journey, JourneyNode]]:
+        steps = []
+        for jid, node_id in self.steps.items():
+            if jid not in resolution.journey_ids:
+                continue
+            journey = self.agent.journey(jid)
+            node = journey.node(node_id)
+            if node.kind is NodeKind.TOOL and not set(node.tools) & self.executed_tools:
+                steps.append((journey, node))
+        return steps
+
+    def _guideline_tools(self, resolution: Any) -> dict[str, str]:
+        offered: dict[str, str] = {}
+        for gid in resolution.guideline_ids:
+            g = self.agent.guideline(gid)
+            for tool in g.tools:
+                if tool not in self.executed_tools and self.agent.has_tool(tool):
+                    offered.setdefault(tool, g.action or g.condition)
+        return offered
+
+    async def _tool_stage(self, resolution: Any) -> None:
+        dispatcher = self.deps.tools
+        for _iteration in range(self.agent.config.max_tool_iterations):
+            calls: list[tuple[ToolSpec, dict[str, Any], str | None]] = []
+            known = known_values(self._collected_for(), self.session.variables, self.tool_results)
+            for journey, node in self._journey_tool_steps(resolution):
+                for name in node.tools:
+                    spec = self.agent.tool(name)
+                    args, missing = fill_arguments(spec, known)
+                    if missing:
+                        self.questions.append(missing_argument_question(spec, missing))
+                        self._trace_tool(spec.name, args, "missing_arguments", ", ".join(missing))
+                        continue
+                    calls.append((spec, args, journey.id))
+            offered = self._guideline_tools(resolution)
+            if offered:
+                calls.extend(await self._plan_guideline_calls(offered, known))
+            if not calls:
+                return
+            if dispatcher is None:
+                self.trace.notes.append("tools were due but no tool dispatcher is configured")
+                return
+            await self._run_calls(dispatcher, calls)
+            await self._after_tools()
+            resolution = self._resolve()
+
+    async def _plan_guideline_calls(
+        self, offered: dict[str, str], known: dict[str, Any]
+    ) -> list[tuple[ToolSpec, dict[str, Any], str | None]]:
+        specs = [self.agent.tool(n) for n in offered]
+        # Tools with every required argument already known need no LLM call to run.
+        prompt = build_tool_call_prompt(self._context(), specs, offered, known)
+        self.llm.round += 1
+        try:
+            gen = await self.llm.generate(
+                LLMPurpose.CALL_TOOLS, prompt, ToolCallPlan, label=",".join(offered)
+            )
+        except LLMError as exc:
+            self.trace.notes.append(f"tool planning failed: {exc}")
+            return []
+        planned: list[tuple[ToolSpec, dict[str, Any], str | None]] = []
+        for call in gen.value.calls:
+            if call.tool not in offered:
+                self._trace_tool(
+                    call.tool, {}, "refused", "not offered by any matched guideline or step"
+                )
+                continue
+            spec = self.agent.tool(call.tool)
+            args = {a.name: a.value for a in call.arguments}
+            for p in spec.parameters:
+                if p.name not in args and known.get(p.name) not in (None, ""):
+                    args[p.name] = known[p.name]
+            _, missing = fill_arguments(spec, args)
+            if missing:
+                self.questions.append(missing_argument_question(spec, missing))
+                self._trace_tool(spec.name, args, "missing_arguments", ", ".join(missing))
+                continue
+            planned.append((spec, args, None))
+        return planned
+
+    async def _run_calls(
+        self,
+        dispatcher: ToolDispatcher,
+        planned: Sequence[tuple[ToolSpec, dict[str, Any], str | None]],
+    ) -> None:
+        calls: list[ToolCall] = []
+        for spec, raw_args, _jid in planned:
+            try:
+                args = validate_arguments(spec, raw_args)
+            except ToolArgumentError as exc:
+                self.questions.append(
+                    f"The details for {spec.name} were not valid ({exc}); ask again."
+                )
+                self._trace_tool(spec.name, raw_args, "invalid_arguments", str(exc))
+                continue
+            index = len(self.tool_results) + len(calls)
+            calls.append(
+                ToolCall(
+                    id=f"{self.turn_id}:{index}",
+                    tool=spec.name,
+                    arguments=args,
+                    idempotency_key=f"{self.session.id}:{self.turn_id}:{index}",
+                )
+            )
+        if not calls:
+            return
+        context = ToolContext(
+            agent_id=self.agent.id,
+            session_id=self.session.id,
+            customer_id=self.session.customer_id,
+            turn_id=self.turn_id,
+            variables=dict(self.session.variables),
+        )
+        try:
+            outcomes = await dispatcher.dispatch(calls, context)
+        except Exception as exc:  # a broken dispatcher must not drop the customer's message
+            outcomes = [
+                ToolOutcome(call_id=c.id, tool=c.tool, error=f"dispatch failed: {exc}")
+                for c in calls
+            ]
+        by_id = {o.call_id: o for o in outcomes}
+        for call in calls:
+            outcome = by_id.get(call.id) or ToolOutcome(
+                call_id=call.id, tool=call.tool, error="no result"
+            )
+            self.tool_results.append(outcome)
+            self.executed_tools.add(call.tool)
+            self._event(
+                EventKind.TOOL,
+                EventSource.SYSTEM,
+                None,
+                tool=call.tool,
+                call_id=call.id,
+                arguments=call.arguments,
+                llm_view=llm_view_of(outcome),
+                view=outcome.view,
+                error=outcome.error,
+            )
+            self._trace_tool(
+                call.tool,
+                call.arguments,
+                "error" if outcome.error else "ok",
+                outcome.error or "",
+                outcome.duration_ms,
+            )
+
+    async def _after_tools(self) -> None:
+        """Re-select journey steps after tool results: deterministic auto-return where possible."""
+        for jid in list(self.steps):
+            journey = self.agent.journey(jid)
+            node = journey.node(self.steps[jid])
+            if node.kind is not NodeKind.TOOL or not set(node.tools) & self.executed_tools:
+                continue
+            step = auto_return(journey, self.views[jid], self.paths[jid], self.executed_tools)
+            if step is not None:
+                self._apply_verified(jid, step, "auto_return")
+            else:
+                self.llm.round += 1
+                result = await self._select(self._context(), journey)
+                self._apply_step(jid, result)
+        await self._resume_suspended(self._context())
+
+    def _trace_tool(
+        self, tool: str, args: dict[str, Any], status: str, detail: str = "", ms: float = 0.0
+    ) -> None:
+        self.trace.tool_calls.append(
+            ToolCallRecord(
+                call_id=f"{self.turn_id}:{len(self.trace.tool_calls)}",
+                tool=tool,
+                arguments={k: str(v) for k, v in args.items()},
+                status=status,
+                detail=detail,
+                duration_ms=ms,
+            )
+        )
+
+    # -- composition ------------------------------------------------------------------------------
+
+    def _composition_input(
+        self, resolution: Any
+    ) -> tuple[CompositionInput, list[Guideline], list[tuple[Journey, JourneyNode]]]:
+        data = CompositionInput(questions=list(self.questions), collected=self._collected_for())
+        guidelines: list[Guideline] = []
+        steps: list[tuple[Journey, JourneyNode]] = []
+        n = 0
+        for g in self.agent.guidelines:
+            if g.id not in resolution.guideline_ids:
+                continue
+            if g.kind is GuidelineKind.OBSERVATIONAL:
+                data.observations.append(g.condition)
+                continue
+            if any(g.id in c.metadata.get("disambiguates", []) for c in self.clarifications):
+                continue  # the clarification question replaces the ambiguous options
+            n += 1
+            guidelines.append(g)
+            data.instructions.append(Instruction(f"i{n}", g.action or "", g.id))
+        for c in self.clarifications:
+            n += 1
+            data.instructions.append(Instruction(f"i{n}", c.action or "", c.id))
+        for jid, node_id in self.steps.items():
+            if jid not in resolution.journey_ids:
+                continue
+            journey = self.agent.journey(jid)
+            node = journey.node(node_id)
+            text = node_action_text(journey, node)
+            if not text:
+                continue
+            n += 1
+            steps.append((journey, node))
+            data.instructions.append(
+                Instruction(
+                    f"i{n}",
+                    f"({journey.title}) {text}",
+                    journey_node_guideline_id(jid, node_id),
+                    jid,
+                )
+            )
+        for r in self.tool_results:
+            if r.error:
+                data.notes.append(f"tool {r.tool} failed: {r.error}")
+        return data, guidelines, steps
+
+    async def _compose(self, resolution: Any) -> tuple[Event, list[str]]:
+        data, guidelines, steps = self._composition_input(resolution)
+        mode = effective_composition_mode(self.agent, guidelines, steps)
+        self.trace.composition_mode = mode.value
+        self.trace.matched_guideline_ids = sorted(resolution.guideline_ids)
+        self.llm.round += 1
+        prompt = build_compose_prompt(self._context(), data, explain=self.agent.config.explain)
+        try:
+            gen = await self.llm.generate(
+                LLMPurpose.COMPOSE, prompt, ComposedReply, label=mode.value
+            )
+        except LLMError as exc:
+            self.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
+            return self._event(
+                EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True
+            ), []
+        applied = applied_sources(data, gen.value)
+        self.trace.applied_guideline_ids = applied
+        event = self._event(
+            EventKind.MESSAGE, EventSource.AGENT, gen.value.message, composition_mode=mode.value
+        )
+        return event, applied
+
+    # -- new state --------------------------------------------------------------------------------
+
+    def _new_state(self, applied: Sequence[str]) -> SessionState:
+        applied_ids = list(self.session.applied_guideline_ids)
+        pending = [
+            g
+            for g in self.session.pending_customer_guideline_ids
+            if g not in self.completed_customer_dependent
+        ]
+        for gid in self.completed_customer_dependent:
+            if gid not in applied_ids:
+                applied_ids.append(gid)
+        for gid in applied:
+            if not self.agent.has_guideline(gid):
+                continue  # projected journey steps are tracked by journey paths, not here
+            g = self.agent.guideline(gid)
+            if g.kind is GuidelineKind.CONTINUOUS:
+                continue
+            if g.kind is GuidelineKind.CUSTOMER_DEPENDENT and gid not in applied_ids:
+                if gid not in pending:
+                    pending.append(gid)
+            elif gid not in applied_ids:
+                applied_ids.append(gid)
+        return self.session.model_copy(
+            update={
+                "version": self.session.version + 1,
+                "events": (*self.session.events, *self.events),
+                "journey_paths": dict(self.paths),
+                "completed_journeys": tuple(self.completed),
+                "suspended_journeys": tuple(self.suspended),
+                "applied_guideline_ids": tuple(applied_ids),
+                "pending_customer_guideline_ids": tuple(pending),
+                "collected": tuple(self.collected),
+                "processed_event_ids": remember(
+                    self.session.processed_event_ids, *(m.event_id for m in self.messages)
+                ),
+                "committed_turn_ids": remember(self.session.committed_turn_ids, self.turn_id),
+            }
+        )
