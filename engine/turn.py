@@ -369,8 +369,12 @@ class _Turn:
         await self._resume_suspended(ctx)
         t = self._stage("match_supplemental", t)
 
-        # Stage 7: relationships.
+        # Stage 7: relationships. A journey whose step is suppressed by priority keeps its previous
+        # position, so the suppressed step is not taken as performed.
         resolution = self._resolve()
+        for jid in resolution.suppressed_journeys:
+            self.paths[jid] = self.session.journey_paths.get(jid, ())
+            self.steps.pop(jid, None)
         t = self._stage("relationships", t)
 
         # Stage 8: tools (bounded iterations, re-selecting journey steps after results).
@@ -577,7 +581,9 @@ class _Turn:
             active_journeys,
             known_guidelines={g.id for g in self.agent.guidelines},
         )
-        self.trace.relations = resolution.records
+        for record in resolution.records:
+            if record not in self.trace.relations:
+                self.trace.relations.append(record)
         return resolution
 
     # -- tools ------------------------------------------------------------------------------------
