@@ -7,7 +7,8 @@ post-reply "which guidelines were applied" analysis call is needed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,3 +108,112 @@ def applied_sources(data: CompositionInput, reply: ComposedReply) -> list[str]:
 FALLBACK_REPLY = (
     "Sorry — I couldn't finish that just now. Your message is saved; please try again in a moment."
 )
+
+
+# --------------------------------------------------------------------------------------------------
+# Canned composition (canned_fluid, canned_strict)
+
+_FIELD = re.compile(r"{{\s*([\w.]+)\s*}}")
+
+
+@dataclass(frozen=True)
+class Template:
+    """An approved template or a tool fragment (transient), offered under a short handle."""
+
+    handle: str
+    source_id: str
+    text: str
+    transient: bool = False
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(_FIELD.findall(self.text)))
+
+
+class CannedChoice(BaseModel):
+    template: str | None = Field(
+        default=None, description="handle of the template to send, or null if none fits"
+    )
+    message: str = Field(default="", description="free text; only when allowed and none fits")
+    applied: list[str] = Field(default_factory=list)
+
+
+def field_values(
+    tool_data: Sequence[Any],
+    fragments: Sequence[Mapping[str, Any]],
+    collected: Mapping[str, Any],
+    variables: Mapping[str, Any],
+) -> dict[str, str]:
+    """Everything a template field can be filled from, flattened to dotted names.
+    Later sources win: the customer's collected values override tool data of the same name."""
+    values: dict[str, str] = {}
+    for data in tool_data:
+        _flatten(data, "", values)
+    for fragment in fragments:
+        _flatten(fragment.get("fields", {}), "", values)
+    _flatten(dict(variables), "", values)
+    _flatten(dict(collected), "", values)
+    return values
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(v, f"{prefix}{k}.", out)
+    elif prefix:
+        key = prefix[:-1]
+        out[key] = _text(value)
+        out.setdefault(key.rsplit(".", 1)[-1], out[key])  # nested values answer to their leaf name
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def merge_fragments(per_call: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[Template]:
+    """Tool fragments become transient templates. Ids are `tool:fragment`; a clash (two calls of
+    the same tool, or a repeated id) is resolved deterministically by call order: `#2`, `#3`…"""
+    templates: list[Template] = []
+    seen: dict[str, int] = {}
+    for tool, fragments in per_call:
+        for i, fragment in enumerate(fragments):
+            base = f"{tool}:{fragment.get('id') or i}"
+            seen[base] = seen.get(base, 0) + 1
+            source = base if seen[base] == 1 else f"{base}#{seen[base]}"
+            templates.append(Template("", source, str(fragment.get("text", "")), transient=True))
+    return templates
+
+
+def fillable(templates: Sequence[Template], values: Mapping[str, str]) -> list[Template]:
+    """Only templates whose every field can be filled are ever offered."""
+    return [t for t in templates if t.text and all(f in values for f in t.fields)]
+
+
+def render_template(template: Template, values: Mapping[str, str]) -> str:
+    return _FIELD.sub(lambda m: values[m.group(1)], template.text)
+
+
+def build_canned_prompt(
+    ctx: TurnContext,
+    data: CompositionInput,
+    templates: Sequence[Template],
+    values: Mapping[str, str],
+    *,
+    strict: bool,
+) -> str:
+    """Choose the approved template that best carries out the instructions (pure)."""
+    base = build_compose_prompt(ctx, data).rsplit("\n\nRules:", 1)[0]
+    options = "\n".join(f"- [{t.handle}] {render_template(t, values)}" for t in templates)
+    fallback = (
+        "If none fits, answer template=null (a standard reply is sent; never write free text)."
+        if strict
+        else "If none fits well, answer template=null and write the reply yourself in `message`."
+    )
+    return (
+        f"{base}\n\nApproved replies (already filled in):\n{options}\n\n"
+        "Rules: choose the approved reply that best carries out the instructions above. "
+        f"{fallback} `applied` lists the handles of the instructions your choice follows. "
+        "Answer with JSON only."
+    )

@@ -342,6 +342,9 @@ class AgentConfig(BaseModel):
     models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
     default_model: str = "gpt-4o-mini"
     explain: bool = False  # verbose rationales in LLM outputs, for debugging only
+    # what canned_strict sends when no approved template fits (it never sends free text)
+    no_match_response: str = "Sorry, I can't help with that here. Could you rephrase?"
+    max_canned_candidates: int = 30
     max_concurrent_llm_calls: int = 8
     llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
 

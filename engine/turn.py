@@ -21,12 +21,19 @@ from typing import Any
 from engine.clock import SystemClock, UuidIds
 from engine.compose import (
     FALLBACK_REPLY,
+    CannedChoice,
     ComposedReply,
     CompositionInput,
     Instruction,
+    Template,
     applied_sources,
+    build_canned_prompt,
     build_compose_prompt,
     effective_composition_mode,
+    field_values,
+    fillable,
+    merge_fragments,
+    render_template,
 )
 from engine.context import TurnContext, llm_view_of
 from engine.errors import LLMBudgetExceeded, LLMError, SessionConflict, ToolArgumentError
@@ -41,6 +48,7 @@ from engine.matching.journeys import (
 )
 from engine.model import (
     AgentSnapshot,
+    CompositionMode,
     Guideline,
     GuidelineKind,
     Journey,
@@ -48,6 +56,7 @@ from engine.model import (
     LLMPurpose,
     NodeKind,
     ToolSpec,
+    journey_tag,
 )
 from engine.ports import (
     AgentStore,
@@ -816,22 +825,73 @@ class _Turn:
         self.trace.composition_mode = mode.value
         self.trace.matched_guideline_ids = sorted(resolution.guideline_ids)
         self.llm.round += 1
-        prompt = build_compose_prompt(self._context(), data, explain=self.agent.config.explain)
         try:
-            gen = await self.llm.generate(
-                LLMPurpose.COMPOSE, prompt, ComposedReply, label=mode.value
-            )
+            if mode is CompositionMode.FLUID:
+                text, applied = await self._compose_fluid(data)
+            else:
+                text, applied = await self._compose_canned(data, resolution, mode)
         except LLMError as exc:
             self.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
             return self._event(
                 EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True
             ), []
-        applied = applied_sources(data, gen.value)
         self.trace.applied_guideline_ids = applied
-        event = self._event(
-            EventKind.MESSAGE, EventSource.AGENT, gen.value.message, composition_mode=mode.value
-        )
+        event = self._event(EventKind.MESSAGE, EventSource.AGENT, text, composition_mode=mode.value)
         return event, applied
+
+    async def _compose_fluid(self, data: CompositionInput) -> tuple[str, list[str]]:
+        prompt = build_compose_prompt(self._context(), data, explain=self.agent.config.explain)
+        gen = await self.llm.generate(LLMPurpose.COMPOSE, prompt, ComposedReply, label="fluid")
+        return gen.value.message, applied_sources(data, gen.value)
+
+    def _canned_templates(self, resolution: Any) -> list[Template]:
+        scope = {f"guideline:{g}" for g in resolution.guideline_ids}
+        scope |= {journey_tag(j) for j in resolution.journey_ids}
+        scope |= {f"node:{j}:{n}" for j, n in self.steps.items() if j in resolution.journey_ids}
+        approved = [
+            Template("", c.id, c.template)
+            for c in self.agent.canned_responses
+            if not c.tags or scope.intersection(c.tags)
+        ]
+        fragments = merge_fragments(
+            [(r.tool, r.fragments) for r in self.tool_results if r.fragments]
+        )
+        return fragments + approved  # fragments first: they are specific to this turn
+
+    async def _compose_canned(
+        self, data: CompositionInput, resolution: Any, mode: CompositionMode
+    ) -> tuple[str, list[str]]:
+        strict = mode is CompositionMode.CANNED_STRICT
+        values = field_values(
+            [r.data for r in self.tool_results if r.error is None],
+            [f for r in self.tool_results for f in r.fragments],
+            self._collected_for(),
+            self._context().variables,
+        )
+        candidates = fillable(self._canned_templates(resolution), values)
+        candidates = candidates[: self.agent.config.max_canned_candidates]
+        candidates = [
+            Template(f"t{i}", t.source_id, t.text, t.transient) for i, t in enumerate(candidates, 1)
+        ]
+        if not candidates:
+            if strict:
+                self.trace.notes.append(
+                    "canned_strict: no fillable template; sent the no-match reply"
+                )
+                return self.agent.config.no_match_response, []
+            return await self._compose_fluid(data)
+        prompt = build_canned_prompt(self._context(), data, candidates, values, strict=strict)
+        gen = await self.llm.generate(LLMPurpose.COMPOSE, prompt, CannedChoice, label=mode.value)
+        choice = gen.value
+        applied = applied_sources(data, ComposedReply(message="", applied=choice.applied))
+        chosen = next((t for t in candidates if t.handle == choice.template), None)
+        if chosen is not None:
+            self.trace.notes.append(f"canned: sent template {chosen.source_id}")
+            return render_template(chosen, values), applied
+        if strict or not choice.message.strip():
+            self.trace.notes.append("canned: no template chosen; sent the no-match reply")
+            return self.agent.config.no_match_response, applied
+        return choice.message, applied
 
     # -- new state --------------------------------------------------------------------------------
 

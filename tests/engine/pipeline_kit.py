@@ -257,3 +257,6 @@ def advance(*numbers: str, collected: dict[str, str] | None = None) -> dict[str,
         "next_step": numbers[-1],
         "collected": [{"name": k, "value": v} for k, v in (collected or {}).items()],
     }
+
+
+FLIGHT_LIKE = chain_journey("trip", "Trip", "The customer plans a trip", [("a", "Ask")])[0]
