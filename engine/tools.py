@@ -167,3 +167,44 @@ def build_tool_call_prompt(
             "JSON only.",
         ]
     )
+
+
+def selector_options(outcome: ToolOutcome) -> list[dict[str, Any]]:
+    """The items a selector offers, as [{"id", "label", "value"}]: from `control.options`, else
+    `view.options`, else a list in `data` (dicts with id/label/name, or plain values)."""
+    raw = outcome.control.get("options")
+    if raw is None and outcome.view:
+        raw = outcome.view.get("options")
+    if raw is None and isinstance(outcome.data, list):
+        raw = outcome.data
+    options: list[dict[str, Any]] = []
+    for i, item in enumerate(raw or [], start=1):
+        if isinstance(item, Mapping):
+            oid = str(item.get("id", i))
+            label = str(item.get("label") or item.get("name") or item.get("title") or oid)
+            options.append({"id": oid, "label": label, "value": dict(item)})
+        else:
+            options.append({"id": str(i), "label": str(item), "value": item})
+    return options
+
+
+def resolve_pick(
+    options: Sequence[Mapping[str, Any]], choice: str | None, text: str | None
+) -> Any | None:
+    """Which option the customer picked: a button/list id, its number ("2"), or its label typed
+    out. Returns the option's value, or None when the answer picks nothing (or is ambiguous)."""
+    for option in options:
+        if choice is not None and str(choice) == str(option["id"]):
+            return option["value"]
+    answer = (text or choice or "").strip().lower().rstrip(".!")
+    if not answer:
+        return None
+    if answer.isdigit() and 1 <= int(answer) <= len(options):
+        return options[int(answer) - 1]["value"]
+    exact = [
+        o for o in options if str(o["label"]).lower() == answer or str(o["id"]).lower() == answer
+    ]
+    if len(exact) == 1:
+        return exact[0]["value"]
+    partial = [o for o in options if answer in str(o["label"]).lower()]
+    return partial[0]["value"] if len(partial) == 1 else None

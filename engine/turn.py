@@ -55,6 +55,7 @@ from engine.model import (
     JourneyNode,
     LLMPurpose,
     NodeKind,
+    ToolKind,
     ToolSpec,
     journey_tag,
 )
@@ -81,6 +82,7 @@ from engine.session import (
     EventKind,
     EventSource,
     InboundMessage,
+    PendingInterrupt,
     SessionState,
     remember,
 )
@@ -90,6 +92,8 @@ from engine.tools import (
     fill_arguments,
     known_values,
     missing_argument_question,
+    resolve_pick,
+    selector_options,
     validate_arguments,
 )
 from engine.trace import (
@@ -246,6 +250,9 @@ class _Turn:
         self.collected: list[CollectedValue] = list(session.collected)
         self.tool_results: list[ToolOutcome] = []
         self.executed_tools: set[str] = set()
+        self.interrupt: PendingInterrupt | None = session.pending_interrupt
+        self.reply_options: list[dict[str, Any]] = []
+        self.reply_view: dict[str, Any] | None = None
         self.questions: list[str] = []
         self.notes: list[str] = []
         self.matches: dict[str, gm.GuidelineMatch] = {}
@@ -320,6 +327,8 @@ class _Turn:
                 channel_event_id=m.event_id,
                 **({"choice": m.choice} if m.choice else {}),
             )
+        if self.interrupt is not None:
+            self._resume_interrupt()
         ctx = self._context()
         t = self._stage("load", t)
 
@@ -640,6 +649,8 @@ class _Turn:
                 self.trace.notes.append("tools were due but no tool dispatcher is configured")
                 return
             await self._run_calls(dispatcher, calls)
+            if self.interrupt is not None and self.interrupt.call_id.startswith(self.turn_id):
+                return  # an interrupting tool waits for the customer; the journey stays put
             await self._after_tools()
             resolution = self._resolve()
 
@@ -735,13 +746,95 @@ class _Turn:
                 view=outcome.view,
                 error=outcome.error,
             )
+            self._maybe_interrupt(call, outcome)
             self._trace_tool(
                 call.tool,
                 call.arguments,
-                "error" if outcome.error else "ok",
+                "interrupted" if self._interrupted_by(call) else "error" if outcome.error else "ok",
                 outcome.error or "",
                 outcome.duration_ms,
             )
+
+    def _interrupted_by(self, call: ToolCall) -> bool:
+        return self.interrupt is not None and self.interrupt.call_id == call.id
+
+    def _maybe_interrupt(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        """A selector or interrupter tool that succeeded pauses the journey until the customer
+        answers: its options (or action) go out with the reply."""
+        spec = self.agent.tool(call.tool)
+        if spec.kind is ToolKind.GENERAL or outcome.error:
+            return
+        location = next(
+            (
+                (j, n)
+                for j, n in self.steps.items()
+                if call.tool in self.agent.journey(j).node(n).tools
+            ),
+            (None, None),
+        )
+        options = selector_options(outcome) if spec.kind is ToolKind.SELECTOR else []
+        if spec.kind is ToolKind.SELECTOR and not options:
+            return  # nothing to choose from: the LLM sees the (empty) data and explains
+        self.interrupt = PendingInterrupt(
+            tool=call.tool,
+            call_id=call.id,
+            kind=spec.kind.value,
+            options=tuple(options),
+            journey_id=location[0],
+            node_id=location[1],
+            prompt=str(outcome.control.get("prompt") or ""),
+        )
+        self.reply_options = options
+        self.reply_view = outcome.view
+        if spec.kind is ToolKind.SELECTOR:
+            labels = "; ".join(str(o["label"]) for o in options)
+            self.questions.append(f"Ask the customer to pick one of these options: {labels}")
+        else:
+            self.questions.append(
+                str(outcome.control.get("prompt") or "Ask the customer to complete the step shown")
+            )
+
+    def _resume_interrupt(self) -> None:
+        """The customer answered an interrupt: a selector's pick (button, list reply, number or
+        text) or an interrupter's completion. The pick is stored like a collected value and the
+        journey moves on from the tool step without running the tool again."""
+        pending = self.interrupt
+        assert pending is not None
+        message = self.messages[-1]
+        picked: Any = None
+        if pending.kind == ToolKind.SELECTOR.value:
+            picked = resolve_pick(pending.options, message.choice, message.text)
+            if picked is None:
+                labels = "; ".join(str(o["label"]) for o in pending.options)
+                self.questions.append(f"The customer still has to pick one of: {labels}")
+                return
+        else:
+            picked = message.metadata.get("resume") or message.choice or message.text
+        name = f"{pending.tool}_selection"
+        if pending.journey_id:
+            self.collected.append(
+                CollectedValue(
+                    journey_id=pending.journey_id,
+                    node_id=pending.node_id or "",
+                    name=name,
+                    value=picked,
+                    turn_id=self.turn_id,
+                )
+            )
+        self.tool_results.append(
+            ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": picked})
+        )
+        self.executed_tools.add(pending.tool)
+        self.trace.notes.append(f"interrupt of {pending.tool} resumed with {picked!r}")
+        self.interrupt = None
+        if pending.journey_id and pending.node_id and pending.journey_id in self._active():
+            self.steps[pending.journey_id] = pending.node_id
+            journey = self.agent.journey(pending.journey_id)
+            step = auto_return(
+                journey, self.views[journey.id], self.paths[journey.id], self.executed_tools
+            )
+            if step is not None:
+                self._apply_verified(journey.id, step, "auto_return")
 
     async def _after_tools(self) -> None:
         """Re-select journey steps after tool results: deterministic auto-return where possible."""
@@ -836,7 +929,12 @@ class _Turn:
                 EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True
             ), []
         self.trace.applied_guideline_ids = applied
-        event = self._event(EventKind.MESSAGE, EventSource.AGENT, text, composition_mode=mode.value)
+        extras: dict[str, Any] = {"composition_mode": mode.value}
+        if self.reply_options:
+            extras["options"] = self.reply_options
+        if self.reply_view is not None:
+            extras["view"] = self.reply_view
+        event = self._event(EventKind.MESSAGE, EventSource.AGENT, text, **extras)
         return event, applied
 
     async def _compose_fluid(self, data: CompositionInput) -> tuple[str, list[str]]:
@@ -926,6 +1024,7 @@ class _Turn:
                 "applied_guideline_ids": tuple(applied_ids),
                 "pending_customer_guideline_ids": tuple(pending),
                 "collected": tuple(self.collected),
+                "pending_interrupt": self.interrupt,
                 "processed_event_ids": remember(
                     self.session.processed_event_ids, *(m.event_id for m in self.messages)
                 ),
