@@ -1,0 +1,314 @@
+"""Validation of a compiled agent: every problem at once, each naming what to fix and where.
+
+`problems(snapshot)` lists them; `validate_snapshot(snapshot)` raises `InvalidAgentDefinition`
+with the whole list. Authoring (`engine.authoring`) runs it on every build; stores may run it again
+on what they load.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from engine.errors import InvalidAgentDefinition
+from engine.model import (
+    JOURNEY_TAG_PREFIX,
+    AgentSnapshot,
+    EntityKind,
+    EntityRef,
+    Journey,
+    JourneyEdge,
+    JourneyNode,
+    NodeKind,
+    RelationshipKind,
+)
+
+Check = Callable[[AgentSnapshot], Iterable[str]]
+
+
+def problems(snapshot: AgentSnapshot) -> list[str]:
+    """Everything wrong with `snapshot`, in a stable order; empty when it is valid."""
+    return [problem for check in _CHECKS for problem in check(snapshot)]
+
+
+def validate_snapshot(snapshot: AgentSnapshot) -> None:
+    """Raise `InvalidAgentDefinition` listing every problem of `snapshot`, if it has any."""
+    found = problems(snapshot)
+    if found:
+        raise InvalidAgentDefinition(found)
+
+
+# --------------------------------------------------------------------------------------------------
+# Wording
+
+
+def _known(kind: str, names: Iterable[str]) -> str:
+    listed = ", ".join(sorted(set(names)))
+    return f"(known {kind}: {listed})" if listed else f"(no {kind} are defined)"
+
+
+def _step(journey: Journey, node_id: str) -> str:
+    return f"journey '{journey.id}' step '{node_id}'"
+
+
+def _entity(ref: EntityRef) -> str:
+    return f"{ref.kind.value} '{ref.id}'"
+
+
+# --------------------------------------------------------------------------------------------------
+# Unique ids
+
+
+def _duplicates(kind: str, ids: Iterable[str], scope: str = "") -> Iterator[str]:
+    for value, count in Counter(ids).items():
+        if count > 1:
+            where = f"{scope}: " if scope else ""
+            yield f"{where}{count} {kind}s share the id '{value}'; give each a unique id"
+
+
+def _duplicate_ids(snapshot: AgentSnapshot) -> Iterator[str]:
+    yield from _duplicates("guideline", (g.id for g in snapshot.guidelines))
+    yield from _duplicates("journey", (j.id for j in snapshot.journeys))
+    yield from _duplicates("tool", (t.name for t in snapshot.tools))
+    yield from _duplicates("term", (t.name for t in snapshot.terms))
+    yield from _duplicates("variable", (v.name for v in snapshot.variables))
+    yield from _duplicates("canned response", (c.id for c in snapshot.canned_responses))
+    for journey in snapshot.journeys:
+        scope = f"journey '{journey.id}'"
+        yield from _duplicates("step", (n.id for n in journey.nodes), scope)
+        yield from _duplicates("transition", (e.id for e in journey.edges), scope)
+
+
+# --------------------------------------------------------------------------------------------------
+# Guidelines
+
+
+def _unknown_tools(owner: str, tools: Sequence[str], snapshot: AgentSnapshot) -> Iterator[str]:
+    known = {t.name for t in snapshot.tools}
+    for name in tools:
+        if name not in known:
+            yield f"{owner}: tool '{name}' is not registered {_known('tools', known)}"
+
+
+def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    journey_ids = {j.id for j in snapshot.journeys}
+    for g in snapshot.guidelines:
+        owner = f"guideline '{g.id}'"
+        if not g.condition.strip():
+            yield f"{owner} has an empty condition; say when it applies"
+        if g.action is not None and not g.action.strip():
+            yield f"{owner} has an empty action; give one, or none at all for an observation"
+        yield from _unknown_tools(owner, g.tools, snapshot)
+        for tag in g.tags:
+            scoped = tag[len(JOURNEY_TAG_PREFIX) :] if tag.startswith(JOURNEY_TAG_PREFIX) else None
+            if scoped is not None and scoped not in journey_ids:
+                yield (
+                    f"{owner} is scoped to journey '{scoped}', which does not exist "
+                    f"{_known('journeys', journey_ids)}"
+                )
+
+
+# --------------------------------------------------------------------------------------------------
+# Journeys
+
+
+def _journey_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    for journey in snapshot.journeys:
+        yield from _condition_problems(journey, snapshot)
+        yield from _prerequisite_problems(journey, snapshot)
+        for node in journey.nodes:
+            yield from _step_problems(journey, node, snapshot)
+        yield from _collected_field_problems(journey)
+        yield from _transition_problems(journey)
+        yield from _graph_problems(journey)
+
+
+def _condition_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterator[str]:
+    owner = f"journey '{journey.id}'"
+    if not journey.conditions and not journey.condition_guideline_ids:
+        yield f"{owner} has no conditions, so it can never activate; add at least one"
+    for number, text in enumerate(journey.conditions, start=1):
+        if not text.strip():
+            yield f"{owner}: condition #{number} is empty; say when the journey applies"
+    if journey.conditions and len(journey.conditions) != len(journey.condition_guideline_ids):
+        yield (
+            f"{owner} has {len(journey.conditions)} conditions but "
+            f"{len(journey.condition_guideline_ids)} condition guidelines; recompile it"
+        )
+    for guideline_id in journey.condition_guideline_ids:
+        if not snapshot.has_guideline(guideline_id):
+            yield f"{owner}: its condition guideline '{guideline_id}' does not exist"
+
+
+def _prerequisite_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterator[str]:
+    known = [j.id for j in snapshot.journeys]
+    for required in journey.requires:
+        if required not in known:
+            yield (
+                f"journey '{journey.id}' requires journey '{required}', which does not exist "
+                f"{_known('journeys', known)}"
+            )
+
+
+def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot) -> Iterator[str]:
+    owner = _step(journey, node.id)
+    if node.kind is NodeKind.TOOL and not node.tools:
+        yield f"{owner} is a tool step without tools; name the tool(s) it calls"
+    if (
+        node.kind is NodeKind.CHAT
+        and node.id != journey.root_id
+        and not (node.action or "").strip()
+    ):
+        yield f"{owner} is a chat step without an instruction; say what the agent should say or ask"
+    if node.collects and node.kind is not NodeKind.CHAT:
+        yield f"{owner} is a {node.kind.value} step that collects values; only chat steps can"
+    yield from _unknown_tools(owner, node.tools, snapshot)
+    for field in node.collects:
+        if field.type == "enum" and not field.choices:
+            yield (
+                f"{owner}: field '{field.name}' is an enum without choices; "
+                "list them (e.g. 'enum:checking|savings')"
+            )
+
+
+def _collected_field_problems(journey: Journey) -> Iterator[str]:
+    # Collected values are stored per journey by name, so a second step would overwrite the first.
+    steps_by_field: dict[str, list[str]] = {}
+    for node in journey.nodes:
+        for field in node.collects:
+            steps_by_field.setdefault(field.name, []).append(node.id)
+    for name, steps in steps_by_field.items():
+        if len(steps) > 1:
+            yield (
+                f"journey '{journey.id}': field '{name}' is collected more than once "
+                f"(steps {', '.join(steps)}); field names must be unique within a journey"
+            )
+
+
+def _transition_problems(journey: Journey) -> Iterator[str]:
+    node_ids = [n.id for n in journey.nodes]
+    for edge in journey.edges:
+        owner = f"journey '{journey.id}' transition '{edge.id}'"
+        if edge.source not in node_ids:
+            yield f"{owner} starts at step '{edge.source}', which does not exist {_known('steps', node_ids)}"
+        if edge.target is not None and edge.target not in node_ids:
+            yield f"{owner} leads to step '{edge.target}', which does not exist {_known('steps', node_ids)}"
+
+
+def _graph_problems(journey: Journey) -> Iterator[str]:
+    node_ids = {n.id for n in journey.nodes}
+    if journey.root_id not in node_ids:
+        yield f"journey '{journey.id}': its root step '{journey.root_id}' does not exist"
+        return
+    if not journey.outgoing(journey.root_id):
+        yield f"journey '{journey.id}' has no transition out of its root; add a first step"
+    reachable = _reachable(journey)
+    for node in journey.nodes:
+        if node.id not in reachable:
+            yield (
+                f"{_step(journey, node.id)} is unreachable from the root; "
+                "add a transition to it or remove it"
+            )
+        if node.kind is NodeKind.FORK:
+            yield from _fork_problems(journey, node, journey.outgoing(node.id))
+
+
+def _reachable(journey: Journey) -> set[str]:
+    seen = {journey.root_id}
+    queue = deque([journey.root_id])
+    while queue:
+        for edge in journey.outgoing(queue.popleft()):
+            if edge.target is not None and edge.target not in seen:
+                seen.add(edge.target)
+                queue.append(edge.target)
+    return seen
+
+
+def _fork_problems(
+    journey: Journey, fork: JourneyNode, outgoing: list[JourneyEdge]
+) -> Iterator[str]:
+    owner = _step(journey, fork.id)
+    if not outgoing:
+        yield f"{owner} is a fork without outgoing transitions; add its branches"
+    elif len(outgoing) > 1:
+        for edge in outgoing:
+            if not (edge.condition or "").strip():
+                yield (
+                    f"{owner} is a fork with {len(outgoing)} branches, but transition "
+                    f"'{edge.id}' has no condition; every branch needs one"
+                )
+
+
+# --------------------------------------------------------------------------------------------------
+# Relationships and cycles
+
+
+def _exists(ref: EntityRef, snapshot: AgentSnapshot) -> bool:
+    if ref.kind is EntityKind.GUIDELINE:
+        return snapshot.has_guideline(ref.id)
+    return snapshot.has_journey(ref.id)
+
+
+def _relationship_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    for r in snapshot.relationships:
+        owner = f"{r.kind.value} relationship {r.source} → {r.target}"
+        for ref in (r.source, r.target):
+            if not _exists(ref, snapshot):
+                yield f"{owner}: {_entity(ref)} does not exist"
+        if r.kind is RelationshipKind.DISAMBIGUATION and r.source.kind is not EntityKind.GUIDELINE:
+            yield f"{owner}: only an observation (a guideline) can disambiguate"
+
+
+def find_cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Cycles of a directed graph as closed paths (`[a, b, a]`), each reported once."""
+    cycles: dict[tuple[str, ...], list[str]] = {}
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt) :]
+                start = cycle.index(min(cycle))  # one rotation per cycle, to report it once
+                canonical = tuple(cycle[start:] + cycle[:start])
+                cycles.setdefault(canonical, [*canonical, canonical[0]])
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in list(graph):
+        if node not in state:
+            visit(node)
+    return list(cycles.values())
+
+
+def _priority_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
+    graph: dict[str, list[str]] = {}
+    labels: dict[str, str] = {}
+    for r in snapshot.relationships:
+        if r.kind is RelationshipKind.PRIORITY:
+            graph.setdefault(str(r.source), []).append(str(r.target))
+            labels[str(r.source)], labels[str(r.target)] = _entity(r.source), _entity(r.target)
+    for cycle in find_cycles(graph):
+        route = " → ".join(labels[node] for node in cycle)
+        yield f"priority cycle: {route}; remove one of these priorities"
+
+
+def _prerequisite_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
+    graph = {j.id: list(j.requires) for j in snapshot.journeys}
+    for cycle in find_cycles(graph):
+        route = " → ".join(f"'{j}'" for j in cycle)
+        yield f"journey prerequisites form a cycle: {route}; no journey in it could ever start"
+
+
+_CHECKS: tuple[Check, ...] = (
+    _duplicate_ids,
+    _guideline_problems,
+    _journey_problems,
+    _relationship_problems,
+    _priority_cycles,
+    _prerequisite_cycles,
+)
