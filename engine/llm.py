@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -48,18 +49,26 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)  # jitter keeps retries of parallel calls apart
 
 
-_GATES: dict[tuple[int, str], asyncio.Semaphore] = {}
+_GATES: dict[
+    tuple[int, str, int], tuple[weakref.ref[asyncio.AbstractEventLoop], asyncio.Semaphore]
+] = {}
 
 
 def _gate(model: str, limit: int) -> asyncio.Semaphore:
-    """A semaphore per (event loop, model): concurrent turns in one process share the limit."""
-    key = (id(asyncio.get_running_loop()), model)
-    sem = _GATES.get(key)
-    if sem is None:
-        if len(_GATES) > 256:  # loops come and go (one per Lambda invocation); forget old ones
-            _GATES.clear()
-        sem = _GATES[key] = asyncio.Semaphore(limit)
-    return sem
+    """A semaphore per (event loop, model, limit): concurrent turns in one process share it.
+
+    Entries remember their loop weakly, so a new loop that happens to reuse a dead loop's id never
+    inherits its semaphore, and entries of closed loops are dropped."""
+    loop = asyncio.get_running_loop()
+    key = (id(loop), model, limit)
+    entry = _GATES.get(key)
+    if entry is None or entry[0]() is not loop:
+        for stale in [
+            k for k, (ref, _) in _GATES.items() if (lp := ref()) is None or lp.is_closed()
+        ]:
+            del _GATES[stale]
+        entry = _GATES[key] = (weakref.ref(loop), asyncio.Semaphore(limit))
+    return entry[1]
 
 
 REPAIR_SUFFIX = (
@@ -145,13 +154,13 @@ class TurnLLM:
     async def _generate_with_policy(
         self, prompt: str, schema: type[T], model: str, record: LLMCallRecord
     ) -> Generation[T]:
-        attempt = 0
+        attempt = 0  # transient-failure attempts
         repaired = False
         current_prompt = prompt
         usage = Usage()
         while True:
             attempt += 1
-            record.attempts = attempt
+            record.attempts = attempt + int(repaired)
             try:
                 async with _gate(model, self._config.max_concurrent_llm_calls):
                     generation = await self._llm.generate(current_prompt, schema, model=model)
@@ -165,6 +174,7 @@ class TurnLLM:
                 if repaired:
                     raise
                 repaired = True
+                attempt -= 1  # the repair is its own attempt, not a transient retry
                 current_prompt = prompt + REPAIR_SUFFIX.format(error=str(exc)[:500])
                 continue
             usage = Usage(
@@ -176,5 +186,5 @@ class TurnLLM:
                 usage=usage,
                 model=generation.model,
                 latency_ms=generation.latency_ms,
-                attempts=attempt,
+                attempts=attempt + int(repaired),
             )

@@ -40,7 +40,7 @@ class SchematicLLM(Protocol):
 
     Adapters raise `LLMTransientError` (429 / 5xx / timeout), `LLMOutputInvalid` (not JSON or not
     the schema) or `LLMError`. Retries, repair, routing and budgets are added by
-    `engine.llm.ResilientLLM`, so every adapter gets the same policy.
+    `engine.llm.TurnLLM`, so every adapter gets the same policy.
     """
 
     async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]: ...

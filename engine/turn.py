@@ -253,6 +253,7 @@ class _Turn:
         self.interrupt: PendingInterrupt | None = session.pending_interrupt
         self.reply_options: list[dict[str, Any]] = []
         self.reply_view: dict[str, Any] | None = None
+        self.performed_tool_steps: list[tuple[str, str]] = []  # (journey, node) run this turn
         self.questions: list[str] = []
         self.notes: list[str] = []
         self.matches: dict[str, gm.GuidelineMatch] = {}
@@ -630,7 +631,11 @@ class _Turn:
         dispatcher = self.deps.tools
         for _iteration in range(self.agent.config.max_tool_iterations):
             calls: list[tuple[ToolSpec, dict[str, Any], str | None]] = []
-            known = known_values(self._collected_for(), self.session.variables, self.tool_results)
+            known = known_values(
+                self._collected_for(),
+                self.session.variables,
+                [*self._earlier_tool_results(), *self.tool_results],
+            )
             for journey, node in self._journey_tool_steps(resolution):
                 for name in node.tools:
                     spec = self.agent.tool(name)
@@ -694,7 +699,10 @@ class _Turn:
         planned: Sequence[tuple[ToolSpec, dict[str, Any], str | None]],
     ) -> None:
         calls: list[ToolCall] = []
-        for spec, raw_args, _jid in planned:
+        for spec, raw_args, journey_id in planned:
+            node_id = self.steps.get(journey_id) if journey_id else None
+            if journey_id and node_id and (journey_id, node_id) not in self.performed_tool_steps:
+                self.performed_tool_steps.append((journey_id, node_id))
             try:
                 args = validate_arguments(spec, raw_args)
             except ToolArgumentError as exc:
@@ -754,6 +762,21 @@ class _Turn:
                 outcome.error or "",
                 outcome.duration_ms,
             )
+
+    def _earlier_tool_results(self) -> list[ToolOutcome]:
+        """Successful tool results of earlier turns, as the LLM saw them: a value looked up
+        before (an account id) can fill an argument now without asking again."""
+        return [
+            ToolOutcome(
+                call_id=e.data.get("call_id", ""),
+                tool=e.data.get("tool", ""),
+                data=e.data["llm_view"],
+            )
+            for e in self.session.events
+            if e.kind is EventKind.TOOL
+            and not e.data.get("error")
+            and e.data.get("llm_view") is not None
+        ]
 
     def _interrupted_by(self, call: ToolCall) -> bool:
         return self.interrupt is not None and self.interrupt.call_id == call.id
@@ -907,6 +930,21 @@ class _Turn:
                     jid,
                 )
             )
+        for jid, node_id in self.performed_tool_steps:
+            node = self.agent.journey(jid).node(node_id)
+            shown = self.steps.get(jid) == node_id and jid in resolution.journey_ids
+            if node.action and not shown:  # the journey moved on, but the step's words are due
+                n += 1
+                source = journey_node_guideline_id(jid, node_id)
+                data.instructions.append(Instruction(f"i{n}", node.action, source, jid))
+        for jid in self.suspended:
+            if jid not in self.session.suspended_journeys:
+                waiting_for = self._first_runnable(self.agent.journey(jid), set())
+                if waiting_for and waiting_for != jid:
+                    data.notes.append(
+                        f"Before '{self.agent.journey(jid).title}' the customer must complete "
+                        f"'{self.agent.journey(waiting_for).title}'; say so briefly."
+                    )
         for r in self.tool_results:
             if r.error:
                 data.notes.append(f"tool {r.tool} failed: {r.error}")
