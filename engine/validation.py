@@ -14,6 +14,7 @@ from engine.errors import InvalidAgentDefinition
 from engine.model import (
     JOURNEY_TAG_PREFIX,
     AgentSnapshot,
+    CollectedField,
     EntityKind,
     EntityRef,
     Journey,
@@ -172,17 +173,26 @@ def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot)
 
 
 def _collected_field_problems(journey: Journey) -> Iterator[str]:
-    # Collected values are stored per journey by name, so a second step would overwrite the first.
-    steps_by_field: dict[str, list[str]] = {}
+    # Collected values are stored per journey by name: several steps may collect the same field
+    # (asking again after a failed login, a smaller amount after insufficient funds), but they must
+    # agree on what it is, or a later step would overwrite a value with one of another type.
+    first: dict[str, tuple[str, CollectedField]] = {}
     for node in journey.nodes:
         for field in node.collects:
-            steps_by_field.setdefault(field.name, []).append(node.id)
-    for name, steps in steps_by_field.items():
-        if len(steps) > 1:
-            yield (
-                f"journey '{journey.id}': field '{name}' is collected more than once "
-                f"(steps {', '.join(steps)}); field names must be unique within a journey"
-            )
+            if field.name not in first:
+                first[field.name] = (node.id, field)
+                continue
+            step, original = first[field.name]
+            if _field_shape(field) != _field_shape(original):
+                yield (
+                    f"journey '{journey.id}': field '{field.name}' is collected by steps {step} "
+                    f"and {node.id} with different types or bounds; make them the same or "
+                    "rename one"
+                )
+
+
+def _field_shape(field: CollectedField) -> tuple[object, ...]:
+    return (field.type, field.choices, field.gt, field.ge, field.le)
 
 
 def _transition_problems(journey: Journey) -> Iterator[str]:

@@ -227,12 +227,11 @@ def test_chat_step_without_instruction_is_named(shop: AgentSnapshot) -> None:
 # --- collected fields -------------------------------------------------------------------------
 
 
-def test_field_collected_twice_in_a_journey_is_named(shop: AgentSnapshot) -> None:
-    order_id = CollectedField(name="order_id")
+def _with_second_collector(shop: AgentSnapshot, field: CollectedField) -> AgentSnapshot:
     decide = _node(shop, "refund", "decide")
-    again = JourneyNode(id="again", kind=NodeKind.CHAT, action="Ask again", collects=(order_id,))
+    again = JourneyNode(id="again", kind=NodeKind.CHAT, action="Ask again", collects=(field,))
     journey = shop.journey("refund")
-    snapshot = revised_journey(
+    return revised_journey(
         shop,
         "refund",
         nodes=(*journey.nodes, again),
@@ -241,9 +240,18 @@ def test_field_collected_twice_in_a_journey_is_named(shop: AgentSnapshot) -> Non
             JourneyEdge(id="to-again", source=decide.id, target="again", condition="c"),
         ),
     )
+
+
+def test_field_collected_again_with_the_same_type_is_allowed(shop: AgentSnapshot) -> None:
+    # Asking again (after a failed check) is a normal retry loop.
+    assert problems(_with_second_collector(shop, CollectedField(name="order_id"))) == []
+
+
+def test_field_collected_twice_with_different_types_is_named(shop: AgentSnapshot) -> None:
+    snapshot = _with_second_collector(shop, CollectedField(name="order_id", type="int"))
     assert _one_problem(snapshot) == (
-        "journey 'refund': field 'order_id' is collected more than once (steps ask, again); "
-        "field names must be unique within a journey"
+        "journey 'refund': field 'order_id' is collected by steps ask and again with different "
+        "types or bounds; make them the same or rename one"
     )
 
 

@@ -1,0 +1,89 @@
+"""The concierge's tools, written with `@tool`. They talk to the in-memory bank in `bank.py`."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+from engine.toolkit import ToolContextWithKey, ToolRegistry, ToolResult, tool
+from examples.banking import bank
+
+PRICES = {"AAPL": "187.20", "MSFT": "411.05", "NVDA": "129.40", "AMZN": "181.30"}
+NAMES = {"apple": "AAPL", "microsoft": "MSFT", "nvidia": "NVDA", "amazon": "AMZN"}
+
+
+@tool(description="Find the ticker symbol of a company")
+def lookup_stock_symbol(company: Annotated[str, "company name or ticker"]) -> ToolResult:
+    text = company.strip()
+    symbol = text.upper() if text.upper() in PRICES else NAMES.get(text.lower())
+    if symbol is None:
+        return ToolResult(data={"found": False}, error=f"no listed company called {company!r}")
+    return ToolResult(data={"symbol": symbol})
+
+
+@tool(description="Look up the current price of a stock")
+def lookup_stock_price(symbol: Annotated[str, "ticker symbol, e.g. AAPL"]) -> ToolResult:
+    price = PRICES.get(symbol.upper())
+    if price is None:
+        return ToolResult(error=f"unknown symbol {symbol!r}")
+    return ToolResult(data={"symbol": symbol.upper(), "price": price, "currency": "USD"})
+
+
+@tool(description="Log the customer in with their username and password")
+def authenticate(context: ToolContextWithKey, username: str, password: str) -> ToolResult:
+    ok = bank.BANK.login(username, password)
+    return ToolResult(
+        data={"authenticated": ok, "username": username.lower() if ok else None},
+        metadata={"session": context.session_id},
+    )
+
+
+@tool(description="Find the id of one of the customer's accounts by its name")
+def lookup_account_id(
+    username: str, account_name: Annotated[str, "e.g. Checking or Savings"]
+) -> ToolResult:
+    account = bank.BANK.account_named(username.lower(), account_name)
+    if account is None:
+        return ToolResult(data={"found": False}, error=f"no account named {account_name!r}")
+    return ToolResult(data={"account_id": account.id, "account_name": account.name})
+
+
+@tool(description="Get the balance of an account")
+def get_account_balance(account_id: str) -> ToolResult:
+    account = bank.BANK.accounts.get(account_id)
+    if account is None:
+        return ToolResult(error=f"unknown account {account_id!r}")
+    return ToolResult(data={"account_id": account.id, "balance": f"{account.balance:.2f}"})
+
+
+@tool(description="Check whether an account has enough money for a transfer")
+def check_funds(account_id: str, amount: Decimal) -> ToolResult:
+    account = bank.BANK.accounts.get(account_id)
+    if account is None:
+        return ToolResult(error=f"unknown account {account_id!r}")
+    return ToolResult(data={"sufficient": account.balance >= Decimal(str(amount))})
+
+
+@tool(description="Transfer money to another account", consequential=True)
+def transfer_money(
+    context: ToolContextWithKey, account_id: str, to_account_id: str, amount: Decimal
+) -> ToolResult:
+    # The idempotency key (session:turn:call) makes a retried task or redelivered turn harmless.
+    result = bank.BANK.transfer(
+        context.idempotency_key, account_id, to_account_id, Decimal(str(amount))
+    )
+    if result["status"] != "completed":
+        return ToolResult(data=result, error=result["reason"])
+    return ToolResult(data=result)
+
+
+TOOLS = [
+    lookup_stock_symbol,
+    lookup_stock_price,
+    authenticate,
+    lookup_account_id,
+    get_account_balance,
+    check_funds,
+    transfer_money,
+]
+registry = ToolRegistry(TOOLS)
