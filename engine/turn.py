@@ -636,18 +636,30 @@ class _Turn:
                 self.session.variables,
                 [*self._earlier_tool_results(), *self.tool_results],
             )
+            # A journey tool step whose arguments are all known runs without any LLM call; one
+            # with gaps gets a single extraction attempt together with the guidelines' tools.
+            step_of_tool: dict[str, str] = {}
+            offered: dict[str, str] = {}
             for journey, node in self._journey_tool_steps(resolution):
                 for name in node.tools:
                     spec = self.agent.tool(name)
                     args, missing = fill_arguments(spec, known)
                     if missing:
-                        self.questions.append(missing_argument_question(spec, missing))
-                        self._trace_tool(spec.name, args, "missing_arguments", ", ".join(missing))
+                        offered[name] = node.action or f"the '{journey.title}' journey runs it now"
+                        step_of_tool[name] = journey.id
                         continue
                     calls.append((spec, args, journey.id))
-            offered = self._guideline_tools(resolution)
+            offered.update(self._guideline_tools(resolution))
             if offered:
-                calls.extend(await self._plan_guideline_calls(offered, known))
+                planned = await self._plan_guideline_calls(offered, known)
+                calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
+                asked = {c.tool for c in self.trace.tool_calls if c.status == "missing_arguments"}
+                for name in set(step_of_tool) - {spec.name for spec, _, _ in planned} - asked:
+                    # A journey's tool step is not optional: what is missing must be asked for.
+                    spec = self.agent.tool(name)
+                    _, missing = fill_arguments(spec, known)
+                    self.questions.append(missing_argument_question(spec, missing))
+                    self._trace_tool(name, {}, "missing_arguments", ", ".join(missing))
             if not calls:
                 return
             if dispatcher is None:

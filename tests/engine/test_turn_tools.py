@@ -193,3 +193,55 @@ async def test_failing_tool_becomes_an_error_result_and_the_turn_completes() -> 
     assert event.data["llm_view"] == {"error": "RuntimeError: bank backend down"}
     assert "tool broken failed" in llm.calls_for(ComposedReply)[0].prompt
     assert out.reply is not None
+
+
+QUOTE = chain_journey(
+    "quote",
+    "Stock quote",
+    "The customer wants a stock price",
+    [("ask", "Ask which stock"), ("price", "tool:stock_price")],
+)
+
+
+async def test_journey_tool_step_with_a_missing_argument_gets_one_extraction_then_a_question() -> (
+    None
+):
+    journey = QUOTE[0]
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"stock price": True}))
+    price = step_number(journey, "price")
+    llm.on(JourneyNodeSelection, advance(step_number(journey, "ask"), price))
+    llm.on(ToolCallPlan, {"calls": []})  # the model finds no symbol in the conversation
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(journeys=[QUOTE], tools=[spec_of(stock_price)])
+    h = Harness(agent, llm, tools=registry(), index=False)
+    await h.start()
+
+    out = await h.say("I want a stock price")
+
+    assert len(llm.calls_for(ToolCallPlan)) == 1
+    assert [c.status for c in out.trace.tool_calls] == ["missing_arguments"]
+    assert "ask the customer for: symbol" in llm.calls_for(ComposedReply)[0].prompt
+    assert out.state.journey_paths["quote"] == ("ask", "price")  # waits at the tool step
+
+
+async def test_journey_tool_step_arguments_can_come_from_one_extraction_call() -> None:
+    journey = QUOTE[0]
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"stock price": True}))
+    llm.on(
+        JourneyNodeSelection, advance(step_number(journey, "ask"), step_number(journey, "price"))
+    )
+    llm.on(
+        ToolCallPlan,
+        {"calls": [{"tool": "stock_price", "arguments": [{"name": "symbol", "value": "MSFT"}]}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(journeys=[QUOTE], tools=[spec_of(stock_price)])
+    h = Harness(agent, llm, tools=registry(), index=False)
+    await h.start()
+
+    out = await h.say("What is the stock price of MSFT?")
+
+    assert [(c.tool, c.status) for c in out.trace.tool_calls] == [("stock_price", "ok")]
+    assert out.state.completed_journeys == ("quote",)
