@@ -1,0 +1,508 @@
+"""The embedded local AWS stack: moto in-process (tests) or as a threaded server (local dev).
+
+Tables, buckets and queues are created from `template.yaml` itself — its resources of type
+AWS::DynamoDB::Table, AWS::S3::Bucket and AWS::SQS::Queue — so there is no hand-kept duplicate of
+the infrastructure. The env vars the adapters read are the ones the template gives every function
+(`Globals.Function.Environment.Variables`), resolved against the local resources.
+
+moto is imported only when a stack starts: it is a dev dependency (`waypoint[local]`), never
+shipped in a Lambda.
+
+    with LocalStack() as stack:                 # in-process, for tests
+        store = DynamoSessionStore()            # reads WAYPOINT_TABLE set by the stack
+    with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint local`
+        print(stack.endpoint_url)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from engine.errors import WaypointError
+from infra.aws import clients
+
+TEMPLATE_ENV = "WAYPOINT_TEMPLATE"
+DEFAULT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+ACCOUNT_ID = "123456789012"  # moto's default account
+
+# Logical ids of the resources the adapters use (template.yaml).
+STATE_TABLE = "StateTable"
+EMBEDDINGS_BUCKET = "EmbeddingsBucket"
+TURN_QUEUE = "TurnQueue"
+TURN_DEAD_LETTER_QUEUE = "TurnDeadLetterQueue"
+
+TABLE = "AWS::DynamoDB::Table"
+BUCKET = "AWS::S3::Bucket"
+QUEUE = "AWS::SQS::Queue"
+
+MOTO_CONFIG: dict[str, Any] = {
+    "lambda": {"use_docker": False},  # no Docker here: Lambda invokes echo unless patched
+    "stepfunctions": {"execute_state_machine": True},  # run ASL for real (LocalStack's parser)
+}
+
+
+class TemplateNotSupported(WaypointError):
+    """template.yaml uses something the local stack cannot create; extend infra/aws/local_stack.py."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the template
+
+
+class CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # no PyYAML stubs
+    """A YAML loader that turns CloudFormation short tags (!Ref, !Sub, !GetAtt …) into their
+    long JSON form ({"Ref": …}, {"Fn::Sub": …}, {"Fn::GetAtt": [resource, attribute]})."""
+
+
+def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
+    return {key: value}
+
+
+CloudFormationLoader.add_multi_constructor("!", _construct_tag)
+
+
+def template_path() -> Path:
+    """`WAYPOINT_TEMPLATE`, else the repository's template.yaml."""
+    return Path(os.environ.get(TEMPLATE_ENV) or DEFAULT_TEMPLATE)
+
+
+def load_template(path: str | Path | None = None) -> dict[str, Any]:
+    """The template as plain data, short tags expanded."""
+    with open(path or template_path(), encoding="utf-8") as f:
+        template: dict[str, Any] = yaml.load(f, Loader=CloudFormationLoader)
+    return template
+
+
+def declared_resources(template: Mapping[str, Any], *types: str) -> dict[str, dict[str, Any]]:
+    """Logical id → resource, for the resources of the given types, in template order."""
+    resources: dict[str, dict[str, Any]] = template.get("Resources", {})
+    return {lid: res for lid, res in resources.items() if res.get("Type") in types}
+
+
+# --------------------------------------------------------------------------------------------------
+# The stack
+
+
+@dataclass(frozen=True)
+class LocalResource:
+    """One created resource: `ref` is what !Ref returns (name, or URL for a queue)."""
+
+    logical_id: str
+    type: str
+    name: str
+    arn: str
+    url: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return self.url or self.name
+
+
+class LocalStack:
+    """moto standing in for DynamoDB, S3, SQS (and Step Functions / Lambda), built from the SAM
+    template. Use as a context manager; `start()` / `stop()` for longer-lived stacks."""
+
+    def __init__(
+        self,
+        *,
+        server: bool = False,
+        template: str | Path | None = None,
+        parameters: Mapping[str, str] | None = None,
+        region: str = "us-east-1",
+        port: int = 0,
+    ):
+        self.server = server
+        self.template = load_template(template)
+        self.region = region
+        self.stack_name = "waypoint-local"
+        self.parameters = self._parameters(parameters or {"Stage": "local"})
+        self.resources: dict[str, LocalResource] = {}
+        self.env: dict[str, str] = {}
+        self.unresolved_env: list[str] = []  # function env vars naming resources not emulated here
+        self.endpoint_url: str | None = None
+        self._port = port
+        self._mock: Any = None
+        self._server: Any = None
+        self._saved_env: dict[str, str | None] = {}
+
+    # ---- lifecycle
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        try:
+            self.create_resources()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start moto (in-process mock or threaded server) with empty state."""
+        self._set_env({"AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region})
+        if self.server:
+            self._start_server()
+        else:
+            from moto import mock_aws  # dev dependency: imported only here
+
+            self._mock = mock_aws(config=MOTO_CONFIG)  # type: ignore[call-overload]
+            self._mock.start()
+        _forget_warm_state()
+
+    def stop(self) -> None:
+        """Stop moto, restore the environment and drop clients bound to this stack."""
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env.clear()
+        _forget_warm_state()
+
+    def _start_server(self) -> None:
+        from moto.server import ThreadedMotoServer  # dev dependency: imported only here
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        self._set_env(
+            {
+                clients.ENDPOINT_URL_ENV: self.endpoint_url,
+                # The Step Functions interpreter calls other services at localhost:$MOTO_PORT.
+                "MOTO_PORT": str(port),
+                # moto accepts any credentials, but botocore refuses to sign without some.
+                "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID") or "testing",
+                "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY") or "testing",
+            }
+        )
+        request = urllib.request.Request(
+            f"{self.endpoint_url}/moto-api/config",
+            data=json.dumps(MOTO_CONFIG).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def _set_env(self, values: Mapping[str, str]) -> None:
+        for name, value in values.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+        clients.reset_clients()
+
+    # ---- resources
+
+    @property
+    def table_name(self) -> str:
+        return self.resources[STATE_TABLE].name
+
+    @property
+    def bucket(self) -> str:
+        return self.resources[EMBEDDINGS_BUCKET].name
+
+    @property
+    def queue_url(self) -> str:
+        return self.resources[TURN_QUEUE].ref
+
+    @property
+    def dead_letter_queue_url(self) -> str:
+        return self.resources[TURN_DEAD_LETTER_QUEUE].ref
+
+    def client(self, service: str) -> Any:
+        """A boto3 client bound to this stack (same cache the adapters use)."""
+        return clients.client(service)
+
+    def create_resources(self) -> dict[str, LocalResource]:
+        """Create every table, bucket and queue of the template, then export the functions' env."""
+        for logical_id in declared_resources(self.template, TABLE, BUCKET, QUEUE):
+            self._provision(logical_id, pending=())
+        self.env, self.unresolved_env = self._function_env()
+        self._set_env(self.env)
+        return dict(self.resources)
+
+    def _provision(self, logical_id: str, pending: tuple[str, ...]) -> LocalResource:
+        if logical_id in self.resources:
+            return self.resources[logical_id]
+        if logical_id in pending:
+            raise TemplateNotSupported(f"circular reference: {' → '.join(pending)} → {logical_id}")
+        resource = self.template.get("Resources", {}).get(logical_id)
+        kind = resource.get("Type") if resource else None
+        create = _CREATORS.get(kind or "")
+        if resource is None or create is None:
+            raise TemplateNotSupported(
+                f"{logical_id} ({kind or 'not in template'}) is not emulated by the local stack; "
+                f"supported types: {', '.join(_CREATORS)}"
+            )
+        resolve = _Resolver(self, (*pending, logical_id)).resolve
+        properties = resolve(resource.get("Properties", {}))
+        created = create(self, logical_id, properties)
+        self.resources[logical_id] = created
+        return created
+
+    def _function_env(self) -> tuple[dict[str, str], list[str]]:
+        variables = (
+            self.template.get("Globals", {})
+            .get("Function", {})
+            .get("Environment", {})
+            .get("Variables", {})
+        )
+        env: dict[str, str] = {}
+        unresolved: list[str] = []
+        for name, value in variables.items():
+            try:
+                env[name] = str(_Resolver(self, ()).resolve(value))
+            except TemplateNotSupported:
+                unresolved.append(name)
+        return env, unresolved
+
+    def _parameters(self, overrides: Mapping[str, str]) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for name, spec in self.template.get("Parameters", {}).items():
+            if name in overrides:
+                values[name] = str(overrides[name])
+            elif "Default" in spec:
+                values[name] = str(spec["Default"])
+            else:
+                raise TemplateNotSupported(f"parameter {name} has no Default; pass parameters=")
+        return values
+
+    def _pseudo(self, name: str) -> str | None:
+        return {
+            "AWS::Region": self.region,
+            "AWS::AccountId": ACCOUNT_ID,
+            "AWS::StackName": self.stack_name,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+        }.get(name)
+
+
+def _forget_warm_state() -> None:
+    # A fresh stack is a fresh world: drop clients and warm-container caches of the old one.
+    from infra.aws.dynamo_store import clear_warm_caches
+    from infra.aws.s3_vectors import clear_warm_vectors
+
+    clients.reset_clients()
+    clear_warm_caches()
+    clear_warm_vectors()
+
+
+# --------------------------------------------------------------------------------------------------
+# Intrinsic functions (the subset our template uses)
+
+
+class _Resolver:
+    def __init__(self, stack: LocalStack, pending: tuple[str, ...]):
+        self.stack = stack
+        self.pending = pending
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            if key == "Ref":
+                return self.ref(arg)
+            if key == "Fn::GetAtt":
+                return self.get_att(*self.resolve(arg))
+            if key == "Fn::Sub":
+                return self.sub(arg)
+            if key == "Fn::Join":
+                separator, parts = arg
+                return str(separator).join(str(p) for p in self.resolve(parts))
+            if key.startswith("Fn::") or key == "Condition":
+                raise TemplateNotSupported(f"{key} is not supported by the local stack")
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def ref(self, name: str) -> str:
+        if name in self.stack.parameters:
+            return self.stack.parameters[name]
+        pseudo = self.stack._pseudo(name)
+        if pseudo is not None:
+            return pseudo
+        return self.stack._provision(name, self.pending).ref
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        resource = self.stack._provision(logical_id, self.pending)
+        values = {"Arn": resource.arn, "QueueName": resource.name, "QueueUrl": resource.url}
+        value = values.get(attribute)
+        if value is None:
+            raise TemplateNotSupported(f"!GetAtt {logical_id}.{attribute} is not supported")
+        return value
+
+    def sub(self, arg: Any) -> str:
+        text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):  # ${!Literal} is an escaped literal
+                return "${" + name[1:] + "}"
+            if name in variables:
+                return str(variables[name])
+            if "." in name:
+                return self.get_att(*name.split(".", 1))
+            return self.ref(name)
+
+        return re.sub(r"\$\{([^}]+)\}", replace, text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Creating resources from their CloudFormation properties
+
+
+def _check_properties(
+    logical_id: str, properties: Mapping[str, Any], used: set[str], ignored: set[str]
+) -> None:
+    # Unknown properties fail loudly: silently dropping one would make local differ from AWS.
+    unknown = set(properties) - used - ignored
+    if unknown:
+        raise TemplateNotSupported(
+            f"{logical_id}: properties {sorted(unknown)} are not emulated by the local stack; "
+            "map them in infra/aws/local_stack.py (or list them as ignored if local needs none)"
+        )
+
+
+def _create_table(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
+    used = {
+        "TableName",
+        "AttributeDefinitions",
+        "KeySchema",
+        "BillingMode",
+        "ProvisionedThroughput",
+        "GlobalSecondaryIndexes",
+        "LocalSecondaryIndexes",
+        "StreamSpecification",
+        "TimeToLiveSpecification",
+    }
+    ignored = {
+        "SSESpecification",
+        "PointInTimeRecoverySpecification",
+        "Tags",
+        "DeletionProtectionEnabled",
+        "ContributorInsightsSpecification",
+        "TableClass",
+    }
+    _check_properties(logical_id, props, used, ignored)
+    name = props.get("TableName") or f"{stack.stack_name}-{logical_id}"
+    kwargs: dict[str, Any] = {
+        "TableName": name,
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "KeySchema": props["KeySchema"],
+        "BillingMode": props.get("BillingMode", "PROVISIONED"),
+    }
+    for key in ("ProvisionedThroughput", "GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        if key in props:
+            kwargs[key] = props[key]
+    if "StreamSpecification" in props:
+        kwargs["StreamSpecification"] = {"StreamEnabled": True, **props["StreamSpecification"]}
+    ddb = stack.client("dynamodb")
+    arn = ddb.create_table(**kwargs)["TableDescription"]["TableArn"]
+    ttl = props.get("TimeToLiveSpecification")
+    if ttl:
+        ddb.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={
+                "AttributeName": ttl["AttributeName"],
+                "Enabled": bool(ttl.get("Enabled", True)),
+            },
+        )
+    return LocalResource(logical_id, TABLE, name, arn)
+
+
+def _create_bucket(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
+    ignored = {
+        "BucketEncryption",
+        "PublicAccessBlockConfiguration",
+        "VersioningConfiguration",
+        "LifecycleConfiguration",
+        "OwnershipControls",
+        "Tags",
+    }
+    _check_properties(logical_id, props, {"BucketName"}, ignored)
+    name = props.get("BucketName") or f"{stack.stack_name}-{logical_id.lower()}"
+    kwargs: dict[str, Any] = {"Bucket": name}
+    if stack.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
+        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": stack.region}
+    stack.client("s3").create_bucket(**kwargs)
+    return LocalResource(logical_id, BUCKET, name, f"arn:aws:s3:::{name}")
+
+
+_QUEUE_ATTRIBUTES = {
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "RedrivePolicy",
+    "RedriveAllowPolicy",
+    "SqsManagedSseEnabled",
+    "KmsMasterKeyId",
+    "KmsDataKeyReusePeriodSeconds",
+}
+
+
+def _queue_attribute(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def _create_queue(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
+    _check_properties(logical_id, props, {"QueueName", *_QUEUE_ATTRIBUTES}, {"Tags"})
+    fifo = bool(props.get("FifoQueue", False))
+    name = props.get("QueueName") or f"{stack.stack_name}-{logical_id}" + (".fifo" if fifo else "")
+    attributes = {k: _queue_attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
+    sqs = stack.client("sqs")
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = f"arn:aws:sqs:{stack.region}:{ACCOUNT_ID}:{name}"
+    return LocalResource(logical_id, QUEUE, name, arn, url)
+
+
+_CREATORS: dict[str, Callable[[LocalStack, str, dict[str, Any]], LocalResource]] = {
+    TABLE: _create_table,
+    BUCKET: _create_bucket,
+    QUEUE: _create_queue,
+}

@@ -1,0 +1,112 @@
+"""Offline embeddings: deterministic feature hashing, no key, no network, no model download.
+
+`HashingEmbedder` is the default when no OpenAI key is configured and the embedder of every test.
+It is not semantic: it scores lexical overlap (shared words, shared word stems through character
+3-grams, shared word pairs). That is enough to recall "I want to transfer money" → the "Money
+transfer" journey, and it is stable across processes and machines, so vectors written at publish
+time stay valid on the hot path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+_WORD = re.compile(r"\w+")
+
+# Function words carry no topic; hashing them would make every short sentence look alike.
+_STOPWORD_TEXT = """
+    a an the i im me my mine we our you your he she it its they them their this that these those to of in on at by for from with about into over as and or but if then so than is am
+    are was were be been being do does did have has had can could would should will shall may
+    might must want wants wanted like need needs please hi hello hey thanks thank just also
+    some any what which who whom how when where why there here not no yes ok okay"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# Feature weights: whole words dominate; 3-grams catch inflections ("transferring"/"transfer"),
+# word pairs reward shared phrases ("money transfer").
+_WORD_WEIGHT = 1.0
+_TRIGRAM_WEIGHT = 0.25
+_PAIR_WEIGHT = 0.5
+
+
+def _stem(word: str) -> str:
+    """A deliberately tiny stemmer: plural and -ing/-ed endings only."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return _undouble(word[:-3])
+    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        return _undouble(word[:-2])
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _undouble(stem: str) -> str:
+    # "transferr" → "transfer", "stopp" → "stop"; keeps "ll"/"ss" words like "bill", "pass".
+    if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+        return stem[:-1]
+    return stem
+
+
+def _terms(text: str) -> list[str]:
+    words = (w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+    return [_stem(w) for w in words]
+
+
+def _features(text: str) -> Iterator[tuple[str, float]]:
+    terms = _terms(text)
+    for term in terms:
+        yield "w:" + term, _WORD_WEIGHT
+        padded = f"<{term}>"
+        for i in range(len(padded) - 2):
+            yield "c:" + padded[i : i + 3], _TRIGRAM_WEIGHT
+    for left, right in itertools.pairwise(terms):
+        yield f"p:{left} {right}", _PAIR_WEIGHT
+    if not terms:
+        # Keeps the unit-length promise for empty or stopword-only text.
+        yield "empty", 1.0
+
+
+@lru_cache(maxsize=1 << 16)
+def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
+    # blake2b, not hash(): Python's str hash is salted per process, vectors must not be.
+    h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+    # The sign bit makes collisions cancel out on average instead of always adding up.
+    return h % dimensions, (1.0 if h >> 63 else -1.0)
+
+
+class HashingEmbedder:
+    """`Embedder` by feature hashing of word unigrams, character 3-grams and word pairs."""
+
+    model = "waypoint-hashing-v1"
+
+    def __init__(self, dimensions: int = 384):
+        if dimensions < 16:
+            raise ValueError(f"dimensions must be at least 16, got {dimensions}")
+        self._dimensions = dimensions
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        """One L2-normalized float32 vector for `text`."""
+        vector = np.zeros(self._dimensions, dtype=np.float32)
+        for feature, weight in _features(text):
+            index, sign = _bucket(feature, self._dimensions)
+            vector[index] += sign * weight
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else vector
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """`Embedder.embed`: shape (len(texts), dimensions), unit rows, float32."""
+        if not texts:
+            return np.zeros((0, self._dimensions), dtype=np.float32)
+        return np.stack([self.embed_one(text) for text in texts])

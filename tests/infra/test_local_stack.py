@@ -1,0 +1,127 @@
+"""The local stack is derived from template.yaml, and the template itself passes cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.aws import clients
+from infra.aws.dynamo_store import DynamoSessionStore
+from infra.aws.local_stack import (
+    BUCKET,
+    QUEUE,
+    TABLE,
+    LocalStack,
+    TemplateNotSupported,
+    declared_resources,
+    load_template,
+)
+from tests.contracts.factories import new_session, turn_commit
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_template_passes_cfn_lint() -> None:
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    result = subprocess.run(
+        [str(cfn_lint), str(REPO / "template.yaml")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_short_tags_are_read_as_intrinsic_functions() -> None:
+    queue = load_template()["Resources"]["TurnQueue"]["Properties"]
+    assert queue["QueueName"] == {"Fn::Sub": "waypoint-${Stage}-turns.fifo"}
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["TurnDeadLetterQueue", "Arn"]
+    }
+
+
+def test_the_stack_creates_exactly_what_the_template_declares(local_stack: LocalStack) -> None:
+    declared = declared_resources(local_stack.template, TABLE, BUCKET, QUEUE)
+    assert set(local_stack.resources) == set(declared)
+    names = {lid: r.name for lid, r in local_stack.resources.items()}
+
+    tables = local_stack.client("dynamodb").list_tables()["TableNames"]
+    buckets = [b["Name"] for b in local_stack.client("s3").list_buckets()["Buckets"]]
+    queues = local_stack.client("sqs").list_queues()["QueueUrls"]
+    assert sorted(tables) == sorted(n for lid, n in names.items() if declared[lid]["Type"] == TABLE)
+    assert sorted(buckets) == sorted(
+        n for lid, n in names.items() if declared[lid]["Type"] == BUCKET
+    )
+    assert sorted(q.rsplit("/", 1)[1] for q in queues) == sorted(
+        n for lid, n in names.items() if declared[lid]["Type"] == QUEUE
+    )
+    assert local_stack.table_name == "waypoint-local-state"  # Stage=local substituted
+
+
+def test_the_table_and_queues_have_the_declared_settings(local_stack: LocalStack) -> None:
+    ddb = local_stack.client("dynamodb")
+    table = ddb.describe_table(TableName=local_stack.table_name)["Table"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in table["KeySchema"]] == [
+        ("pk", "HASH"),
+        ("sk", "RANGE"),
+    ]
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    ttl = ddb.describe_time_to_live(TableName=local_stack.table_name)["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "expires_at")
+
+    sqs = local_stack.client("sqs")
+    turns = sqs.get_queue_attributes(QueueUrl=local_stack.queue_url, AttributeNames=["All"])
+    dlq = sqs.get_queue_attributes(
+        QueueUrl=local_stack.dead_letter_queue_url, AttributeNames=["All"]
+    )
+    attributes = turns["Attributes"]
+    assert attributes["FifoQueue"] == "true"
+    assert attributes["ContentBasedDeduplication"] == "false"
+    redrive = json.loads(attributes["RedrivePolicy"])
+    assert redrive == {"deadLetterTargetArn": dlq["Attributes"]["QueueArn"], "maxReceiveCount": 5}
+
+
+def test_the_functions_environment_comes_from_the_template_globals(local_stack: LocalStack) -> None:
+    assert local_stack.env == {
+        clients.TABLE_ENV: local_stack.table_name,
+        clients.BUCKET_ENV: local_stack.bucket,
+        clients.QUEUE_URL_ENV: local_stack.queue_url,
+    }
+    assert all(os.environ[name] == value for name, value in local_stack.env.items())
+
+
+def test_the_environment_is_restored_on_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(clients.TABLE_ENV, raising=False)
+    with LocalStack():
+        assert os.environ[clients.TABLE_ENV] == "waypoint-local-state"
+    assert clients.TABLE_ENV not in os.environ
+
+
+def test_an_unmapped_property_fails_loudly(tmp_path: Path) -> None:
+    template = (
+        (REPO / "template.yaml")
+        .read_text()
+        .replace(
+            "      BillingMode: PAY_PER_REQUEST\n",
+            "      BillingMode: PAY_PER_REQUEST\n      WarmThroughput:\n        ReadUnitsPerSecond: 5\n",
+        )
+    )
+    path = tmp_path / "template.yaml"
+    path.write_text(template)
+    with pytest.raises(TemplateNotSupported, match="WarmThroughput"), LocalStack(template=path):
+        pass
+
+
+async def test_server_mode_serves_the_adapters_over_http() -> None:
+    with LocalStack(server=True) as stack:
+        assert stack.endpoint_url is not None
+        assert os.environ[clients.ENDPOINT_URL_ENV] == stack.endpoint_url
+        assert os.environ["MOTO_PORT"] == stack.endpoint_url.rsplit(":", 1)[1]
+        store = DynamoSessionStore()
+        state = await store.create(new_session())
+        assert await store.commit(turn_commit(state, "t1", "over http")) is True
+        loaded = await store.load("s1")
+        assert loaded is not None and loaded.events[0].text == "over http"
+    assert clients.ENDPOINT_URL_ENV not in os.environ

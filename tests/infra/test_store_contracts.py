@@ -1,0 +1,79 @@
+"""Every store implementation runs the same contracts: in-memory (engine/memory.py) and DynamoDB
+(infra/aws/dynamo_store.py, on in-process moto)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.memory import (
+    InMemoryAgentStore,
+    InMemoryInboxStore,
+    InMemorySessionStore,
+    InMemoryVariableStore,
+)
+from infra.aws.dynamo_store import (
+    DynamoAgentStore,
+    DynamoInboxStore,
+    DynamoSessionStore,
+    DynamoVariableStore,
+)
+from infra.aws.local_stack import LocalStack
+from tests.contracts.agent_store_contract import AgentStoreContract
+from tests.contracts.customer_state_contract import (
+    InboxContract,
+    ManualClock,
+    VariableStoreContract,
+)
+from tests.contracts.session_store_contract import SessionStoreContract
+
+
+class TestInMemoryAgentStore(AgentStoreContract):
+    @pytest.fixture
+    def agent_store(self) -> InMemoryAgentStore:
+        return InMemoryAgentStore()
+
+
+class TestDynamoAgentStore(AgentStoreContract):
+    @pytest.fixture
+    def agent_store(self, local_stack: LocalStack) -> DynamoAgentStore:
+        return DynamoAgentStore()
+
+
+class TestInMemorySessionStore(SessionStoreContract):
+    @pytest.fixture
+    def session_store(self) -> InMemorySessionStore:
+        return InMemorySessionStore()
+
+
+class TestDynamoSessionStore(SessionStoreContract):
+    @pytest.fixture
+    def session_store(self, local_stack: LocalStack) -> DynamoSessionStore:
+        return DynamoSessionStore()
+
+
+class TestInMemoryInboxStore(InboxContract):
+    @pytest.fixture
+    def inbox_and_clock(self) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return InMemoryInboxStore(clock), clock
+
+
+class TestDynamoInbox(InboxContract):
+    @pytest.fixture
+    def inbox_and_clock(self, local_stack: LocalStack) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return DynamoInboxStore(clock=clock), clock
+
+
+class TestInMemoryVariableStore(VariableStoreContract):
+    @pytest.fixture
+    def variable_store(self) -> InMemoryVariableStore:
+        return InMemoryVariableStore()
+
+
+class TestDynamoVariableStore(VariableStoreContract):
+    @pytest.fixture
+    def variable_store(self, local_stack: LocalStack) -> DynamoVariableStore:
+        return DynamoVariableStore()
