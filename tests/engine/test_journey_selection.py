@@ -8,12 +8,9 @@ then review the diff of tests/snapshots/ like any other code change.
 
 from __future__ import annotations
 
-import difflib
-import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,34 +40,9 @@ from tests.engine.test_journey_graph import (
     tool,
     tool_chain_journey,
 )
+from tests.golden import assert_snapshot
 
-SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 T0 = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
-
-
-def assert_snapshot(name: str, text: str) -> None:
-    """Compare with tests/snapshots/<name>.txt; WAYPOINT_UPDATE_SNAPSHOTS=1 rewrites it."""
-    path = SNAPSHOTS / f"{name}.txt"
-    actual = text + "\n"
-    if os.environ.get("WAYPOINT_UPDATE_SNAPSHOTS") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(actual, encoding="utf-8")
-        return
-    how = f"WAYPOINT_UPDATE_SNAPSHOTS=1 .venv/bin/pytest {Path(__file__).name}"
-    if not path.exists():
-        pytest.fail(f"missing golden file {path}; create it with: {how}")
-    expected = path.read_text(encoding="utf-8")
-    if expected != actual:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                actual.splitlines(keepends=True),
-                f"{name}.txt (golden)",
-                f"{name}.txt (now)",
-            )
-        )
-        pytest.fail(f"{name} differs from its golden file:\n{diff}\nIf intended, run: {how}")
-
 
 # --------------------------------------------------------------------------------------------------
 # The banking transfer journey (the concierge's continuation, as a graph)
