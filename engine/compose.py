@@ -57,8 +57,9 @@ def effective_composition_mode(
 ) -> CompositionMode:
     """Most specific wins: a journey step's mode (else its journey's) over a guideline's over the
     agent's. When several candidates at the same level disagree, the most restrictive wins."""
-    step_modes = [n.composition_mode or j.composition_mode for j, n in steps]
-    step_modes = [m for m in step_modes if m is not None]
+    step_modes = [
+        m for m in (n.composition_mode or j.composition_mode for j, n in steps) if m is not None
+    ]
     if step_modes:
         return max(step_modes, key=_RESTRICTIVENESS.__getitem__)
     guideline_modes = [g.composition_mode for g in guidelines if g.composition_mode is not None]

@@ -46,7 +46,9 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, self.backoff_max)
         base = min(self.backoff_base * (2 ** (attempt - 1)), self.backoff_max)
-        return base * (0.5 + random.random() / 2)  # jitter keeps retries of parallel calls apart
+        return float(
+            base * (0.5 + random.random() / 2)
+        )  # jitter keeps retries of parallel calls apart
 
 
 _GATES: dict[

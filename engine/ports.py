@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from engine.model import AgentSnapshot
@@ -53,7 +54,7 @@ class Embedder(Protocol):
     @property
     def dimensions(self) -> int: ...
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
 
 @runtime_checkable
@@ -65,7 +66,7 @@ class VectorIndex(Protocol):
     """
 
     async def nearest(
-        self, namespace: str, query: np.ndarray, k: int
+        self, namespace: str, query: NDArray[np.float32], k: int
     ) -> list[tuple[str, float]]: ...
 
 

@@ -354,15 +354,15 @@ class _Turn:
             for j in high
             if j not in active_before and self._prerequisites_met(self.agent.journey(j))
         ]
-        match_task = self._match(ctx, to_match)
-        select_tasks = [
-            self._select(ctx, self.agent.journey(j)) for j in (*active_before, *predicted)
-        ]
-        outcome, *selections = await asyncio.gather(match_task, *select_tasks)
+        selecting = (*active_before, *predicted)
+        outcome, selections = await asyncio.gather(
+            self._match(ctx, to_match),
+            asyncio.gather(*[self._select(ctx, self.agent.journey(j)) for j in selecting]),
+        )
         self._absorb_matches(outcome)
-        step_results: dict[str, JourneyStepResult | None] = {
-            jid: sel for jid, sel in zip((*active_before, *predicted), selections, strict=True)
-        }
+        step_results: dict[str, JourneyStepResult | None] = dict(
+            zip(selecting, selections, strict=True)
+        )
         t = self._stage("match_round_1", t)
 
         # Stage 5: activation. Every journey whose condition matched activates.
@@ -376,13 +376,12 @@ class _Turn:
             self.llm.round = 2
             self.trace.supplemental_journeys = list(supplemental)
             extra_guidelines = [g for j in supplemental for g in recall.dropped.get(j, [])]
-            results = await asyncio.gather(
+            extra, entries = await asyncio.gather(
                 self._match(ctx, extra_guidelines),
-                *[self._select(ctx, self.agent.journey(j)) for j in supplemental],
+                asyncio.gather(*[self._select(ctx, self.agent.journey(j)) for j in supplemental]),
             )
-            self._absorb_matches(results[0])
-            for jid, sel in zip(supplemental, results[1:], strict=True):
-                step_results[jid] = sel
+            self._absorb_matches(extra)
+            step_results.update(zip(supplemental, entries, strict=True))
         for jid in list(active_before) + to_enter:
             self._apply_step(jid, step_results.get(jid))
         await self._resume_suspended(ctx)
