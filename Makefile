@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install test lint format demo bench clean
+.PHONY: install test lint typecheck format demo bench soak clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,10 @@ format: $(STAMP)
 	$(BIN)/ruff format engine infra functions tests examples bench
 	$(BIN)/ruff check --fix engine infra functions tests examples bench
 
-test: lint
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict engine
+
+test: lint typecheck
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
