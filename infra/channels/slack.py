@@ -1,0 +1,412 @@
+"""Slack: Events API and interactivity in, `chat.postMessage` out.
+
+Inbound, one URL for both (told apart by content type), every request signed with v0 HMAC over
+`v0:{timestamp}:{raw body}` and refused outside ±300 s of our clock:
+- JSON `url_verification` → echo the challenge (a handshake; it is signed too).
+- JSON `event_callback` with a `message` / `app_mention` from a person → a message. Bot messages,
+  our own messages and every `subtype` (edits, deletions, joins, file shares …) are ignored, or the
+  agent would answer itself in a loop.
+- Form `payload=<json>` of type `block_actions` (a button click) → a message whose choice is the
+  button's value. Other interactivity and slash commands are acknowledged and ignored.
+
+Dedup id: for events, `{channel}:{ts}` rather than Slack's `event_id`. It is just as stable across
+Slack's retries, and also equal for the two events (`app_mention` + `message.channels`, different
+`event_id`s) Slack sends for one message when the app subscribes to both; so the agent answers once.
+For clicks it is the `trigger_id`.
+
+Conversations: a DM is one conversation (`slack:{team}:{channel}`); in channels each thread is one
+(`slack:{team}:{channel}:{thread_ts}`), and the agent answers in that thread.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from infra.channels.base import (
+    ChannelRequest,
+    Clock,
+    DeliveryReceipt,
+    NormalizedMessage,
+    OutboundReply,
+    WebhookOutcome,
+)
+from infra.channels.delivery import error_for_status, json_body, post, retry_after_header
+from infra.channels.errors import DeliveryRejected, MalformedRequest, SignatureRejected
+from infra.channels.ingress import (
+    DEFAULT_MAX_BODY_BYTES,
+    FORM,
+    JSON,
+    parse_form,
+    parse_json_object,
+    require_content_type,
+    require_fresh_timestamp,
+    require_header,
+    require_method,
+    require_size,
+    unix_time,
+    validate,
+)
+from infra.channels.options import compact_choice_id
+from infra.channels.signing import (
+    SLACK_SIGNATURE,
+    SLACK_TIMESTAMP,
+    Secret,
+    as_secret,
+    constant_time_equals,
+    sign_slack,
+)
+from infra.channels.text import clean_text, split_text, truncate
+
+if TYPE_CHECKING:
+    import httpx
+
+SLACK_API = "https://slack.com/api"
+MAX_SECTION_CHARS = 3000  # a section block's text limit; plain `text` parts use it too
+MAX_BUTTONS_PER_BLOCK = 25
+MAX_BUTTON_LABEL = 75
+MAX_BUTTON_VALUE = 2000
+# `ok:false` errors that mean "Slack had a problem, try again", as opposed to "your request is wrong".
+_TRANSIENT_ERRORS = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+)
+_HANDLED_EVENTS = frozenset({"message", "app_mention"})
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Authorization(_Payload):
+    user_id: str | None = None
+    is_bot: bool = False
+
+
+class _Event(_Payload):
+    type: str
+    user: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+    text: str = ""
+    ts: str | None = None
+    thread_ts: str | None = None
+    channel: str | None = None
+    channel_type: str | None = None
+
+
+class _EventCallback(_Payload):
+    team_id: str
+    event_id: str
+    event: _Event
+    authorizations: list[_Authorization] = Field(default_factory=list)
+
+
+class _Text(_Payload):
+    text: str = ""
+
+
+class _Option(_Payload):
+    value: str
+    text: _Text | None = None
+
+
+class _Action(_Payload):
+    action_id: str
+    value: str | None = None
+    text: _Text | None = None
+    selected_option: _Option | None = None  # static_select menus
+
+
+class _Id(_Payload):
+    id: str
+
+
+class _User(_Id):
+    team_id: str | None = None
+    name: str | None = None
+
+
+class _Container(_Payload):
+    channel_id: str | None = None
+    message_ts: str | None = None
+    thread_ts: str | None = None
+
+
+class _ClickedMessage(_Payload):
+    ts: str | None = None
+    thread_ts: str | None = None
+
+
+class _BlockActions(_Payload):
+    trigger_id: str
+    user: _User
+    team: _Id | None = None
+    channel: _Id | None = None
+    container: _Container | None = None
+    message: _ClickedMessage | None = None
+    response_url: str | None = None
+    actions: list[_Action] = Field(default_factory=list)
+
+
+def _conversation(team: str, channel: str, thread_ts: str | None, *, is_dm: bool) -> str:
+    return (
+        f"slack:{team}:{channel}"
+        if is_dm or not thread_ts
+        else f"slack:{team}:{channel}:{thread_ts}"
+    )
+
+
+class SlackChannel:
+    """A Slack app. `signing_secret` verifies requests; `bot_token` (xoxb-…) posts replies.
+    `bot_user_id`, if known, is ignored as a sender; the ids in each event's `authorizations`
+    that are bots are ignored as well, so it is optional."""
+
+    name = "slack"
+
+    def __init__(
+        self,
+        *,
+        signing_secret: Secret,
+        bot_token: Secret,
+        clock: Clock,
+        base_url: str = SLACK_API,
+        bot_user_id: str | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self._signing_secret = as_secret(signing_secret)
+        self._bot_token = as_secret(bot_token)
+        self.clock = clock
+        self.base_url = base_url.rstrip("/")
+        self.bot_user_id = bot_user_id
+        self.max_body_bytes = max_body_bytes
+
+    def __repr__(self) -> str:
+        return f"SlackChannel(base_url={self.base_url!r})"
+
+    # -- inbound --------------------------------------------------------------------------------
+
+    def handle(self, request: ChannelRequest) -> WebhookOutcome:
+        """Verify the v0 signature and timestamp, then dispatch on the body's kind."""
+        require_method(request, ("POST",), self.name)
+        require_size(request, self.max_body_bytes, self.name)
+        media_type = require_content_type(request, (JSON, FORM), self.name)
+        self._verify(request)
+        if media_type == JSON:
+            return self._from_event_body(parse_json_object(request.body, self.name), request)
+        return self._from_form(parse_form(request.body, self.name), request)
+
+    def _verify(self, request: ChannelRequest) -> None:
+        signature = require_header(request, SLACK_SIGNATURE, self.name)
+        timestamp = require_fresh_timestamp(
+            request.header(SLACK_TIMESTAMP), self.clock.now(), self.name, SLACK_TIMESTAMP
+        )
+        expected = sign_slack(self._signing_secret, request.body, timestamp)
+        if not constant_time_equals(signature.strip(), expected):
+            raise SignatureRejected(f"wrong {SLACK_SIGNATURE} header", channel=self.name)
+
+    def _from_event_body(self, data: dict[str, Any], request: ChannelRequest) -> WebhookOutcome:
+        kind = data.get("type")
+        if kind == "url_verification":
+            challenge = data.get("challenge")
+            if not isinstance(challenge, str) or not challenge:
+                raise MalformedRequest("url_verification without a challenge", channel=self.name)
+            return WebhookOutcome(
+                kind="handshake",
+                body=challenge.encode(),
+                headers={"Content-Type": "text/plain; charset=utf-8"},
+            )
+        if kind != "event_callback":
+            return WebhookOutcome(
+                kind="ignored", reason=f"unsupported Slack body type {kind!r:.40}"
+            )
+        callback = validate(_EventCallback, data, self.name)
+        return self._from_event(callback, request)
+
+    def _from_event(self, callback: _EventCallback, request: ChannelRequest) -> WebhookOutcome:
+        event = callback.event
+        if event.type not in _HANDLED_EVENTS:
+            return WebhookOutcome(
+                kind="ignored", reason=f"unsupported event type {event.type!r:.40}"
+            )
+        own_ids = {a.user_id for a in callback.authorizations if a.is_bot and a.user_id}
+        if self.bot_user_id:
+            own_ids.add(self.bot_user_id)
+        if event.subtype or event.bot_id or event.user in own_ids:
+            # Edits, deletions, joins, bot posts and our own replies: answering them would loop.
+            return WebhookOutcome(kind="ignored", reason="not a new message from a person")
+        if not (event.user and event.ts and event.channel):
+            raise MalformedRequest("message event without user, ts or channel", channel=self.name)
+        # app_mention events carry no channel_type; DM channel ids start with "D".
+        is_dm = event.channel_type == "im" or event.channel.startswith("D")
+        thread_ts = event.thread_ts if is_dm else (event.thread_ts or event.ts)
+        reply_to: dict[str, Any] = {"team_id": callback.team_id, "channel": event.channel}
+        if thread_ts:
+            reply_to["thread_ts"] = thread_ts
+        message = NormalizedMessage(
+            channel=self.name,
+            account_id=callback.team_id,
+            event_id=f"{event.channel}:{event.ts}",
+            conversation_key=_conversation(callback.team_id, event.channel, thread_ts, is_dm=is_dm),
+            customer_id=event.user,
+            text=clean_text(_plain_text(event.text, own_ids)),
+            reply_to=reply_to,
+            raw_type=event.type,
+            received_at=request.received_at,
+            sent_at=unix_time(event.ts),
+        )
+        return WebhookOutcome(kind="messages", messages=[message])
+
+    def _from_form(self, pairs: list[tuple[str, str]], request: ChannelRequest) -> WebhookOutcome:
+        fields = dict(pairs)
+        if "payload" not in fields:
+            return WebhookOutcome(kind="ignored", reason="slash commands are not supported")
+        payload = parse_json_object(fields["payload"].encode(), self.name)
+        if payload.get("type") != "block_actions":
+            return WebhookOutcome(
+                kind="ignored", reason=f"unsupported interaction {payload.get('type')!r:.40}"
+            )
+        click = validate(_BlockActions, payload, self.name)
+        channel = (click.channel.id if click.channel else None) or (
+            click.container.channel_id if click.container else None
+        )
+        team = (click.team.id if click.team else None) or click.user.team_id
+        if not click.actions or not channel or not team:
+            return WebhookOutcome(kind="ignored", reason="button click outside a conversation")
+        action = click.actions[0]
+        choice, label = _picked(action)
+        is_dm = channel.startswith("D")
+        thread_ts = _click_thread(click, is_dm=is_dm)
+        reply_to: dict[str, Any] = {"team_id": team, "channel": channel}
+        if thread_ts:
+            reply_to["thread_ts"] = thread_ts
+        if click.response_url:
+            reply_to["response_url"] = click.response_url
+        message = NormalizedMessage(
+            channel=self.name,
+            account_id=team,
+            event_id=click.trigger_id,
+            conversation_key=_conversation(team, channel, thread_ts, is_dm=is_dm),
+            customer_id=click.user.id,
+            customer_name=click.user.name,
+            text=clean_text(label),
+            choice=choice,
+            reply_to=reply_to,
+            raw_type="block_actions",
+            received_at=request.received_at,
+        )
+        return WebhookOutcome(kind="messages", messages=[message])
+
+    # -- outbound -------------------------------------------------------------------------------
+
+    async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
+        """`chat.postMessage` each part (in the thread, if any); buttons go on the last part."""
+        channel = reply.reply_to.get("channel")
+        if not channel:
+            raise DeliveryRejected("reply_to has no Slack channel", channel=self.name)
+        parts = [
+            _escape(part)
+            for part in split_text(
+                reply.display_text, MAX_SECTION_CHARS, length=lambda text: len(_escape(text))
+            )
+        ]
+        sent: list[str] = []
+        for number, part in enumerate(parts, start=1):
+            payload: dict[str, Any] = {"channel": channel, "text": part}
+            if thread_ts := reply.reply_to.get("thread_ts"):
+                payload["thread_ts"] = thread_ts
+            if number == len(parts):
+                blocks = _blocks(part, reply)
+                if blocks:
+                    payload["blocks"] = blocks
+            sent.append(await self._post_message(client, payload, delivered=tuple(sent)))
+        return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+    async def _post_message(
+        self, client: httpx.AsyncClient, payload: dict[str, Any], *, delivered: tuple[str, ...]
+    ) -> str:
+        token = self._bot_token.get_secret_value()
+        response = await post(
+            client,
+            f"{self.base_url}/chat.postMessage",
+            channel=self.name,
+            secrets=(token,),
+            delivered=delivered,
+            json=payload,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        data = json_body(response)
+        # Slack reports most failures as HTTP 200 with ok:false, so the field is what counts.
+        if response.status_code == 200 and data.get("ok") is True:
+            return str(data.get("ts") or "")
+        error = str(data.get("error") or "") or None
+        raise error_for_status(
+            self.name,
+            response,
+            platform_error=error,
+            retry_after=retry_after_header(response),
+            rate_limited=error in ("ratelimited", "rate_limited"),
+            transient=error in _TRANSIENT_ERRORS,
+            delivered=delivered,
+        )
+
+
+def _escape(text: str) -> str:
+    """Slack's three control characters escaped, so agent text is shown as written: an LLM that
+    writes `<!channel>` or `<@U123>` must not ping anyone."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plain_text(text: str, own_ids: set[str]) -> str:
+    """Slack's message text as the customer typed it: mentions of our bot removed and Slack's
+    three HTML escapes undone."""
+    for user_id in own_ids:
+        text = re.sub(rf"<@{re.escape(user_id)}(\|[^>]*)?>", "", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _picked(action: _Action) -> tuple[str, str]:
+    """(choice id, visible label) of a clicked button or a picked menu option."""
+    if action.selected_option is not None:
+        label = action.selected_option.text.text if action.selected_option.text else ""
+        return action.selected_option.value, label
+    return action.value or action.action_id, action.text.text if action.text else ""
+
+
+def _click_thread(click: _BlockActions, *, is_dm: bool) -> str | None:
+    """The thread a click belongs to: the clicked message's thread; in a channel, a top-level
+    message with buttons starts its own."""
+    message = click.message
+    container = click.container
+    thread = (message.thread_ts if message else None) or (
+        container.thread_ts if container else None
+    )
+    if thread or is_dm:
+        return thread
+    return (message.ts if message else None) or (container.message_ts if container else None)
+
+
+def _blocks(part: str, reply: OutboundReply) -> list[dict[str, Any]]:
+    """Block Kit for the last part: the text in a section, then the options as buttons (25 per
+    actions block), then any `view["blocks"]`. Empty when there is nothing but text."""
+    extra = reply.view.get("blocks") if reply.view else None
+    if not reply.options and not isinstance(extra, list):
+        return []
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": part}}]
+    buttons = [
+        {
+            "type": "button",
+            "text": {"type": "plain_text", "text": truncate(option.label, MAX_BUTTON_LABEL)},
+            "action_id": f"waypoint_choice_{index}",
+            "value": compact_choice_id(option.id, MAX_BUTTON_VALUE),
+        }
+        for index, option in enumerate(reply.options)
+    ]
+    for start in range(0, len(buttons), MAX_BUTTONS_PER_BLOCK):
+        blocks.append(
+            {"type": "actions", "elements": buttons[start : start + MAX_BUTTONS_PER_BLOCK]}
+        )
+    if isinstance(extra, list):
+        blocks.extend(block for block in extra if isinstance(block, dict))
+    return blocks

@@ -1,0 +1,70 @@
+"""Message text on the way in (cleaning) and on the way out (splitting to platform limits)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+
+# Inbound text cap: far above any real chat message, far below what would bloat a prompt.
+MAX_INBOUND_CHARS = 4000
+
+# Keep newlines and tabs; drop every other C0/C1 control character (NUL, escape sequences …)
+# and the Unicode line/paragraph separators some clients emit.
+_DROP: dict[int, str | None] = {c: None for c in range(0x20) if c not in (0x09, 0x0A)}
+_DROP.update({c: None for c in range(0x7F, 0xA0)})
+_DROP.update({0x2028: "\n", 0x2029: "\n"})
+
+
+def clean_text(text: str, limit: int = MAX_INBOUND_CHARS) -> str:
+    """NFC-normalize, drop control characters, strip, and cap at `limit` characters."""
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n")).translate(_DROP)
+    return text.strip()[:limit]
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units: how Telegram counts its 4096-character limit."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def split_text(text: str, limit: int, *, length: Callable[[str], int] = len) -> list[str]:
+    """Split `text` into parts of at most `limit` (as measured by `length`), preferring to cut at
+    a paragraph break, then a line break, then a space; a hard cut only inside a word longer than
+    `limit`. Never returns an empty list: "" → [""]."""
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    parts: list[str] = []
+    rest = text
+    while length(rest) > limit:
+        cut = _longest_prefix(rest, limit, length)
+        window = rest[:cut]
+        for separator in ("\n\n", "\n", " "):
+            at = window.rfind(separator)
+            if at > 0:
+                cut = at
+                break
+        piece = rest[:cut].rstrip()
+        if piece:  # a window of pure whitespace yields nothing worth sending
+            parts.append(piece)
+        rest = rest[cut:].lstrip()
+    if rest or not parts:
+        parts.append(rest)
+    return parts
+
+
+def _longest_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:
+    """The largest n with length(text[:n]) <= limit (binary search; `length` is monotonic)."""
+    low, high = 1, min(len(text), limit)
+    if length(text[:high]) <= limit:
+        return high
+    while low < high:
+        mid = (low + high + 1) // 2
+        if length(text[:mid]) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def truncate(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, ending with "…" when something was cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,230 @@
+"""Twilio Messaging (SMS, and WhatsApp through Twilio): form webhooks in, Messages API out.
+
+Inbound: `application/x-www-form-urlencoded` POSTs signed with
+`X-Twilio-Signature = base64(HMAC-SHA1(auth token, url + Σ sorted(name + value)))`. The signature
+covers the decoded parameters, so the form is parsed (bounded, no JSON) before it is verified, and
+it covers the exact public URL Twilio called: behind API Gateway or a custom domain the URL this
+Lambda sees differs, so pass `public_base_url` and the URL is rebuilt from it plus path and query.
+Like Twilio's own validator we also accept the URL with the default port added or any port removed.
+No timestamp: deduplication on `MessageSid` is the only replay defence.
+
+SMS has no buttons: options go out as numbered lines, and the reply comes back as plain text
+(`NormalizedMessage.choice` is None). The turn worker, which knows the options it offered, maps
+"2" or "billing" back with `infra.channels.options.match_numbered_reply`. WhatsApp quick replies
+through Twilio carry `ButtonPayload`, which becomes the choice.
+
+The webhook is acknowledged with empty TwiML; the reply is sent later through the Messages API.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from infra.channels.base import (
+    ChannelRequest,
+    DeliveryReceipt,
+    NormalizedMessage,
+    OutboundReply,
+    WebhookOutcome,
+)
+from infra.channels.delivery import error_for_status, json_body, post
+from infra.channels.errors import DeliveryRejected, MalformedRequest, SignatureRejected
+from infra.channels.ingress import (
+    DEFAULT_MAX_BODY_BYTES,
+    FORM,
+    parse_form,
+    require_content_type,
+    require_header,
+    require_method,
+    require_size,
+)
+from infra.channels.options import numbered_options
+from infra.channels.signing import (
+    TWILIO_SIGNATURE,
+    Secret,
+    as_secret,
+    constant_time_equals,
+    sign_twilio,
+)
+from infra.channels.text import clean_text, split_text
+
+if TYPE_CHECKING:
+    import httpx
+
+TWILIO_API = "https://api.twilio.com"
+MAX_BODY_CHARS = 1600  # the Messages API's limit for one message's Body
+EMPTY_TWIML = b'<?xml version="1.0" encoding="UTF-8"?><Response/>'
+_TWIML_HEADERS = {"Content-Type": "text/xml; charset=utf-8"}
+_REQUIRED = ("MessageSid", "AccountSid", "From", "To")
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+class TwilioChannel:
+    """A Twilio account. `auth_token` verifies webhooks and, with `account_sid`, authenticates the
+    Messages API (HTTP Basic). `public_base_url` (`https://hooks.example.com`) is the scheme and
+    host Twilio calls, when it differs from what the request shows."""
+
+    name = "twilio"
+
+    def __init__(
+        self,
+        *,
+        auth_token: Secret,
+        account_sid: Secret,
+        public_base_url: str | None = None,
+        base_url: str = TWILIO_API,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self._auth_token = as_secret(auth_token)
+        self._account_sid = as_secret(account_sid)
+        self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
+        self.base_url = base_url.rstrip("/")
+        self.max_body_bytes = max_body_bytes
+
+    def __repr__(self) -> str:
+        return f"TwilioChannel(public_base_url={self.public_base_url!r})"
+
+    # -- inbound --------------------------------------------------------------------------------
+
+    def handle(self, request: ChannelRequest) -> WebhookOutcome:
+        """Verify the signature over URL + parameters, then normalize an inbound message."""
+        require_method(request, ("POST",), self.name)
+        require_size(request, self.max_body_bytes, self.name)
+        require_content_type(request, (FORM,), self.name)
+        signature = require_header(request, TWILIO_SIGNATURE, self.name).strip()
+        params = parse_form(request.body, self.name)
+        if not any(
+            constant_time_equals(signature, sign_twilio(self._auth_token, url, params))
+            for url in _url_variants(self.signed_url(request))
+        ):
+            raise SignatureRejected(
+                f"wrong {TWILIO_SIGNATURE} header (it also covers the exact public URL: check "
+                "the public base URL setting)",
+                channel=self.name,
+            )
+
+        fields: dict[str, str] = {}
+        for key, value in params:
+            fields.setdefault(key, value)
+        missing = [name for name in _REQUIRED if not fields.get(name)]
+        if missing:
+            raise MalformedRequest(
+                f"Twilio message webhook without {', '.join(missing)}", channel=self.name
+            )
+        if fields["AccountSid"] != self._account_sid.get_secret_value():
+            raise SignatureRejected("request is for another Twilio account", channel=self.name)
+        if "MessageStatus" in fields or fields.get("SmsStatus", "received") != "received":
+            return _ack_ignored("a status callback, not an inbound message")
+        return self._normalize(fields, request)
+
+    def signed_url(self, request: ChannelRequest) -> str:
+        """The URL Twilio signed: the request's own, or `public_base_url` + path + query."""
+        if self.public_base_url is None:
+            return request.url
+        query = urlsplit(request.url).query
+        return f"{self.public_base_url}{request.path}" + (f"?{query}" if query else "")
+
+    def _normalize(self, fields: dict[str, str], request: ChannelRequest) -> WebhookOutcome:
+        choice = fields.get("ButtonPayload") or None
+        body = fields.get("Body", "")
+        text = clean_text((fields.get("ButtonText") or body) if choice else body)
+        if not text and not choice:
+            has_media = fields.get("NumMedia", "0") not in ("", "0")
+            return _ack_ignored(
+                "media messages are not supported" if has_media else "empty message"
+            )
+        account, ours, customer = fields["AccountSid"], fields["To"], fields["From"]
+        reply_to: dict[str, Any] = {"to": customer, "from": ours}
+        if service := fields.get("MessagingServiceSid"):
+            reply_to["messaging_service_sid"] = service
+        message = NormalizedMessage(
+            channel=self.name,
+            account_id=account,
+            event_id=fields["MessageSid"],
+            conversation_key=f"twilio:{account}:{ours}:{customer}",
+            customer_id=customer,
+            customer_name=fields.get("ProfileName") or None,
+            text=text,
+            choice=choice,
+            reply_to=reply_to,
+            raw_type="whatsapp" if customer.startswith("whatsapp:") else "sms",
+            received_at=request.received_at,
+        )
+        return WebhookOutcome(
+            kind="messages", messages=[message], body=EMPTY_TWIML, headers=dict(_TWIML_HEADERS)
+        )
+
+    # -- outbound -------------------------------------------------------------------------------
+
+    async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
+        """One Messages API call per 1600-character part; options as numbered lines."""
+        to = reply.reply_to.get("to")
+        sender = _sender(reply.reply_to)
+        if not to or sender is None:
+            raise DeliveryRejected(
+                "reply_to needs 'to' and 'from' or 'messaging_service_sid'", channel=self.name
+            )
+        text = reply.display_text
+        if reply.options:
+            text = f"{text}\n\nReply with a number:\n{numbered_options(reply.options)}"
+        sent: list[str] = []
+        for part in split_text(text, MAX_BODY_CHARS):
+            form = {"To": str(to), **sender, "Body": part}
+            sent.append(await self._create_message(client, form, tuple(sent)))
+        return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+    async def _create_message(
+        self, client: httpx.AsyncClient, form: dict[str, str], delivered: tuple[str, ...]
+    ) -> str:
+        sid = self._account_sid.get_secret_value()
+        token = self._auth_token.get_secret_value()
+        response = await post(
+            client,
+            f"{self.base_url}/2010-04-01/Accounts/{sid}/Messages.json",
+            channel=self.name,
+            secrets=(token,),
+            delivered=delivered,
+            data=form,
+            auth=(sid, token),
+        )
+        data = json_body(response)
+        if response.is_success:
+            return str(data.get("sid", ""))
+        code = data.get("code")
+        detail = f"{code}: {data.get('message', '')}" if code is not None else None
+        raise error_for_status(self.name, response, platform_error=detail, delivered=delivered)
+
+
+def _ack_ignored(reason: str) -> WebhookOutcome:
+    return WebhookOutcome(
+        kind="ignored", reason=reason, body=EMPTY_TWIML, headers=dict(_TWIML_HEADERS)
+    )
+
+
+def _sender(reply_to: dict[str, Any]) -> dict[str, str] | None:
+    if sender := reply_to.get("from"):
+        return {"From": str(sender)}
+    if service := reply_to.get("messaging_service_sid"):
+        return {"MessagingServiceSid": str(service)}
+    return None
+
+
+def _url_variants(url: str) -> list[str]:
+    """`url` as given, plus the same URL with any port removed or, if it has none, with the
+    scheme's default port: proxies and Twilio disagree about ports (Twilio's validator does the
+    same)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return [url]
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    prefix = f"{userinfo}@" if userinfo else ""
+    if port is not None:
+        host = hostport[: hostport.rfind(":")]
+        return [url, urlunsplit(parts._replace(netloc=f"{prefix}{host}"))]
+    default = _DEFAULT_PORTS.get(parts.scheme)
+    if default is None or not hostport:
+        return [url]
+    return [url, urlunsplit(parts._replace(netloc=f"{prefix}{hostport}:{default}"))]
