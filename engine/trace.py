@@ -90,3 +90,31 @@ class TurnTrace(BaseModel):
     @property
     def completion_tokens(self) -> int:
         return sum(c.completion_tokens for c in self.llm_calls)
+
+
+def summarize(trace: TurnTrace) -> list[str]:
+    """A compact, human-readable account of one turn: what matched, where each journey went,
+    which tools ran, and what the LLM calls cost. Used by `waypoint demo` and `chat --trace`."""
+    lines: list[str] = []
+    matched = [m.guideline_id for m in trace.matches if m.matched]
+    if matched:
+        lines.append("matched: " + ", ".join(matched))
+    for t in trace.journeys:
+        step = t.node_id or "—"
+        repaired = f" (repaired: {'; '.join(t.repairs)})" if t.repairs else ""
+        lines.append(f"journey {t.journey_id}: {t.how} → {step}{repaired}")
+    for r in trace.relations:
+        lines.append(f"{r.kind}: {r.source} → {r.target} ({r.effect})")
+    for c in trace.tool_calls:
+        args = ", ".join(f"{k}={v}" for k, v in c.arguments.items())
+        detail = f" — {c.detail}" if c.detail else ""
+        lines.append(f"tool {c.tool}({args}): {c.status}{detail}")
+    if trace.llm_calls:
+        total_ms = sum(c.latency_ms for c in trace.llm_calls)
+        lines.append(
+            f"llm: {len(trace.llm_calls)} calls in {trace.llm_rounds} rounds, "
+            f"{trace.prompt_tokens} prompt + {trace.completion_tokens} completion tokens, "
+            f"{total_ms:.0f} ms"
+        )
+    lines.extend(f"note: {n}" for n in trace.notes)
+    return lines

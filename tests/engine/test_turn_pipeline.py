@@ -338,3 +338,21 @@ async def test_explain_mode_changes_only_the_rationale_instructions(explain: boo
     await h.say("hi")
     prompt = llm.calls_for(GuidelineMatchBatch)[0].prompt
     assert ("explain your reasoning" in prompt) is explain
+
+
+async def test_trace_summary_names_matches_journeys_and_llm_cost() -> None:
+    from engine.trace import summarize
+
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"flight": wants("flight")}))
+    llm.on(JourneyNodeSelection, enter_first_step)
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(journeys=[FLIGHT]), llm)
+    await h.start()
+
+    out = await h.say("I want to book a flight")
+
+    lines = summarize(out.trace)
+    assert lines[0] == "matched: journey:flight:condition:0"
+    assert "journey flight: llm → dest" in lines
+    assert lines[-1].startswith("llm: 3 calls in 2 rounds")
