@@ -1,0 +1,29 @@
+"""The offline model provider: a deterministic heuristic for demos and tests — not a model.
+
+`OfflineLLM` implements `engine.ports.SchematicLLM` with no API key and no network, so a new user
+can watch a real agent (guidelines, journeys, tools) work end to end. It reads the prompts the
+engine builds — their formats are fixed by the engine's pure prompt builders — and answers each
+schema with simple, inspectable rules:
+
+- guideline matching (`matching`): lexical similarity of each condition to the customer's latest
+  message(s) — `infra.embeddings.HashingEmbedder` cosine plus concept overlap through a small
+  synonym lexicon — with conservative thresholds, and wording rules for greetings, thanks,
+  off-topic questions, cancellations and yes/no answers;
+- journey node selection (`journeys`): the step map parsed back, values extracted by type, a walk
+  that follows the map's rules (abandonment, completeness, transitions by similarity and
+  yes/no or success/failure polarity, never past a tool step that did not run);
+- tool calls (`tools`): arguments from known values and the customer's words;
+- composition (`compose`): instructions rephrased into sentences by patterns, tool data quoted,
+  approved templates chosen by similarity.
+
+Known limits: English only; no world knowledge (a handful of company tickers aside); no reasoning
+across several messages beyond the latest customer message(s) and the agent's last question;
+paraphrases outside the lexicon are missed (conditions then do not match, by design); replies are
+plain and sometimes stiff. Usage is estimated (characters / 4); the model name is
+`offline-heuristic`. Set `OPENAI_API_KEY` for a real model.
+"""
+
+from infra.offline.llm import MODEL_NAME, OfflineLLM
+from infra.offline.prompt import UnrecognizedPrompt
+
+__all__ = ["MODEL_NAME", "OfflineLLM", "UnrecognizedPrompt"]

@@ -1,0 +1,320 @@
+"""What a piece of text is about and what it signals, without a model.
+
+Similarity = the cosine of `HashingEmbedder` vectors (lexical: words, stems, word pairs) combined
+with concept overlap, where a small customer-service lexicon maps synonyms and phrases to one
+concept ("send" / "wire" → transfer, "sign in" → login). Signals are keyword patterns: greeting,
+thanks, question, abandonment, yes / no. All of it is English-only and deliberately conservative.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from infra.embeddings import HashingEmbedder
+
+# Vectors here are computed on the fly and never stored, so they can be wide: fewer hash
+# collisions between the few features of a short message ("1234" vs "money transfer").
+_EMBEDDER = HashingEmbedder(dimensions=4096)
+
+
+def word_set(text: str) -> frozenset[str]:
+    """A set of words written as one whitespace-separated string (easier to read and edit)."""
+    return frozenset(text.split())
+
+
+# Phrases first (they become one concept word), then single-word synonyms.
+_PHRASES: tuple[tuple[str, str], ...] = (
+    (r"\b(log|logging|logged|sign|signing|signed)\s+(in|on|into)\b", "login"),
+    (r"\bauthenticat\w*", "login"),
+    (r"\bcredentials?\b", "login"),
+    (r"\bmoney back\b", "refund"),
+    (r"\bhow much (money )?(do i have|is (in|on) my|is left)\b", "balance"),
+    (r"\bnever ?mind\b", "cancel"),
+    (r"\bforget (it|about it)\b", "cancel"),
+    (r"\bcall off\b", "cancel"),
+    (r"\bcurrent account\b", "checking account"),
+    (r"\bwhere is my\b", "status my"),
+)
+_SYNONYMS: dict[str, str] = {
+    # money movement
+    "send": "transfer",
+    "wire": "transfer",
+    "move": "transfer",
+    "pay": "transfer",
+    "transfer": "transfer",
+    "payment": "transfer",
+    # accounts and balances
+    "fund": "balance",
+    "funds": "balance",
+    "balance": "balance",
+    "acct": "account",
+    # stocks
+    "share": "stock",
+    "shares": "stock",
+    "ticker": "stock",
+    "equity": "stock",
+    "quote": "price",
+    "cost": "price",
+    "worth": "price",
+    "trading": "price",
+    # identity
+    "login": "login",
+    "username": "login",
+    "password": "login",
+    # stopping
+    "cancel": "cancel",
+    "stop": "cancel",
+    "abort": "cancel",
+    "quit": "cancel",
+    # problems
+    "lost": "lost",
+    "stolen": "lost",
+    "missing": "lost",
+    "steal": "lost",
+    # orders
+    "purchase": "order",
+    "package": "order",
+    "parcel": "order",
+    "delivery": "order",
+    "track": "status",
+    "tracking": "status",
+    # people talk
+    "hello": "greeting",
+    "hi": "greeting",
+    "hey": "greeting",
+}
+# Words that say nothing about the topic of a condition ("The customer wants to …").
+_BOILERPLATE = word_set(
+    """customer customers user users client clients agent wants want wanted would like likes asks
+    ask asked asking request requests requested needs need tries try trying says say said
+    mentions mention is are was were be know knows tell telling about interested inquires inquire
+    enquires wishes wish looking intends please currently now already reports report reported
+    states stated claims claimed indicates indicated explains explained informs something
+    anything thing things stuff"""
+)
+_STOP = word_set(
+    """a an the i im me my mine we our you your he she it its they them their this that these
+    those to of in on at by for from with into over as and or but if then so than do does did
+    have has had can could should will shall may might must just also some any what which who
+    how when where why there here yes ok okay s t"""
+)
+_MONEY_AMOUNT = re.compile(
+    r"[$€£¥]\s?\d|\d\s?(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp)\b", re.I
+)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_TICKER = re.compile(r"\b[A-Z]{2,5}\b")
+NOT_TICKERS = word_set(
+    "I A OK ID USD EUR GBP PIN ATM FAQ US UK PM AM TV PC OTP SMS API URL NO YES HI CEO"
+)
+
+
+def stem(word: str) -> str:
+    """The same tiny stemmer idea as the embedder: plurals and -ing / -ed endings."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+        return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
+    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-2]
+        return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def canonical(text: str) -> str:
+    """Lower-cased text with lexicon phrases replaced by their concept word."""
+    lowered = text.lower()
+    for pattern, concept in _PHRASES:
+        lowered = re.sub(pattern, concept, lowered)
+    return lowered
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def concepts(text: str, *, topic_only: bool = False) -> set[str]:
+    """Content concepts of `text`: stemmed words through the synonym lexicon. Ticker-like
+    symbols ("AAPL") count as the concept `stock`."""
+    found: set[str] = set()
+    for word in words(canonical(text)):
+        if word in _STOP or (topic_only and word in _BOILERPLATE):
+            continue
+        found.add(_SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word))))
+    if any(t not in NOT_TICKERS for t in _TICKER.findall(text)):
+        found.add("stock")
+    if _MONEY_AMOUNT.search(text):
+        found.add("money")  # "$500" is money even when the word is not there
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _vector(text: str) -> npt.NDArray[np.float32]:
+    return _EMBEDDER.embed_one(text)
+
+
+def cosine(a: str, b: str) -> float:
+    """Cosine of the hashing embeddings of the two texts after concept canonicalization; 0 when
+    they share no word stem at all (what is left then is hash noise)."""
+    ca, cb = concepts(a, topic_only=True), concepts(b, topic_only=True)
+    if not ca or not cb or not _related(ca, cb):
+        return 0.0
+    va = _vector(" ".join(sorted(ca)))
+    vb = _vector(" ".join(sorted(cb)))
+    return max(0.0, float(np.dot(va, vb)))
+
+
+def _related(a: set[str], b: set[str]) -> bool:
+    """Some concept in common, or two words sharing their first four letters."""
+    return bool(a & b) or bool(
+        {w[:4] for w in a if len(w) >= 4} & {w[:4] for w in b if len(w) >= 4}
+    )
+
+
+def raw_cosine(a: str, b: str) -> float:
+    """Cosine of the hashing embeddings of the texts as written."""
+    if not a.strip() or not b.strip():
+        return 0.0
+    return max(0.0, float(np.dot(_vector(a), _vector(b))))
+
+
+def coverage(topic: str, evidence: str) -> float:
+    """The share of `topic`'s concepts (at most 3 counted) that `evidence` mentions."""
+    wanted = concepts(topic, topic_only=True)
+    if not wanted:
+        return 0.0
+    shared = wanted & concepts(evidence, topic_only=True)
+    return min(1.0, len(shared) / min(len(wanted), 3))
+
+
+def similarity(topic: str, evidence: str) -> float:
+    """0..1: how much `evidence` talks about `topic` (the larger of coverage and cosine)."""
+    return max(0.9 * coverage(topic, evidence), cosine(topic, evidence))
+
+
+# --------------------------------------------------------------------------------------------------
+# Signals
+
+_GREETING = word_set(
+    """hi hello hey hiya howdy greetings morning afternoon evening good there yo"""
+)
+_THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|appreciate it|that'?s all|bye|goodbye)\b")
+_QUESTION_START = re.compile(
+    r"^(what|which|who|whom|whose|when|where|why|how|is|are|can|could|would|will|do|does|did|"
+    r"should|may|shall)\b"
+)
+_ABANDON = (
+    re.compile(r"\b(cancel|never ?mind|forget (it|about it)|abort|quit)\b"),
+    re.compile(r"^(please\s+)?stop\b"),
+    re.compile(r"\b(don'?t|do not|no longer|not)\s+(want|need|wish|like)\b.*\b(any ?more)\b"),
+    re.compile(r"\bno longer (want|need|interested)\b"),
+    re.compile(r"\b(changed|change) my mind\b"),
+    re.compile(r"\bnot interested\b"),
+)
+_NEGATED_WISH = re.compile(r"\b(don'?t|do not|doesn'?t|no longer)\s+(want|need|wish)\b")
+_YES = re.compile(
+    r"^(yes|yeah|yep|yup|sure|ok|okay|correct|right|confirm(ed)?|affirmative|absolutely|"
+    r"of course|please do|go ahead|do it|sounds good|that'?s right|that'?s correct|y)\b"
+)
+_NO = re.compile(
+    r"^(no|nope|nah|not really|negative|incorrect|wrong|n)\b|\b(don'?t|do not)\b|\bcancel\b"
+)
+_NEGATIVE_CONDITION = re.compile(
+    r"\b(not|no|never|fail\w*|invalid|wrong|insufficient|declin\w*|den(y|ied|ies)|reject\w*|"
+    r"refus\w*|cancel\w*|error|unable|cannot|can'?t|doesn'?t|don'?t|isn'?t|wasn'?t|won'?t|"
+    r"gives? up|giving up|unsuccessful|too (much|high|low|little)|exceed\w*|lacks?|without)\b"
+)
+_FRUSTRATION = re.compile(
+    r"\b(angry|frustrat\w*|upset|annoy\w*|terrible|awful|worst|ridiculous|useless|furious|"
+    r"unacceptable|disappoint\w*)\b|!!"
+)
+
+
+def is_greeting(text: str) -> bool:
+    """Only greeting words (and punctuation): "hi", "hello there", "good morning!"."""
+    found = words(text)
+    return bool(found) and all(w in _GREETING for w in found)
+
+
+def is_thanks(text: str) -> bool:
+    return bool(_THANKS.search(text.lower()))
+
+
+def is_question(text: str) -> bool:
+    stripped = text.strip().lower()
+    return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
+
+
+def is_abandonment(text: str) -> bool:
+    """The customer drops what they were doing: "cancel", "never mind", "stop", "I don't want
+    to … anymore"."""
+    lowered = text.lower().strip()
+    return any(p.search(lowered) for p in _ABANDON)
+
+
+def negated_wish(text: str) -> bool:
+    """A request turned down, whatever its topic: "I don't want …", "no longer need …"."""
+    return bool(_NEGATED_WISH.search(text.lower()))
+
+
+def is_frustrated(text: str) -> bool:
+    return bool(_FRUSTRATION.search(text.lower()))
+
+
+def answer_polarity(text: str) -> int:
+    """+1 for a yes-like answer, -1 for a no-like one, 0 when it is neither."""
+    lowered = text.lower().strip()
+    if _YES.search(lowered) and not re.search(r"\b(not|don'?t|cancel)\b", lowered):
+        return 1
+    if _NO.search(lowered):
+        return -1
+    return 0
+
+
+def condition_polarity(condition: str) -> int:
+    """-1 when a condition describes a failure or refusal ("the login failed", "does not cover",
+    "the customer cancelled"), else +1."""
+    return -1 if _NEGATIVE_CONDITION.search(condition.lower()) else 1
+
+
+_FAILURE_VALUE = re.compile(
+    r"\b(fail\w*|denied|invalid|insufficient|declined|rejected|error|not found|wrong|locked|"
+    r"expired|unauthori[sz]ed)\b"
+)
+_SUCCESS_VALUE = re.compile(r"\b(ok|success\w*|approved|done|complete\w*|valid|confirmed)\b")
+
+
+def data_polarity(data: object) -> int:
+    """+1 when tool data reads like success, -1 like failure, 0 when it says neither.
+
+    Booleans decide first (any False → failure, a True → success); then words in string values
+    ("denied", "insufficient" / "ok", "approved"); an `error` key is a failure."""
+    if isinstance(data, dict):
+        if data.get("error"):
+            return -1
+        values = list(data.values())
+    elif isinstance(data, list):
+        values = list(data)
+    else:
+        values = [data]
+    booleans = [v for v in values if isinstance(v, bool)]
+    if booleans:
+        return 1 if all(booleans) else -1
+    text = " ".join(str(v) for v in values if isinstance(v, str)).lower()
+    if _FAILURE_VALUE.search(text):
+        return -1
+    if _SUCCESS_VALUE.search(text):
+        return 1
+    nested = [data_polarity(v) for v in values if isinstance(v, dict | list)]
+    return -1 if -1 in nested else (1 if 1 in nested else 0)
+
+
+def tickers(text: str) -> list[str]:
+    """Upper-case, ticker-like symbols in order: "AAPL", "MSFT" (not "OK" or "ID")."""
+    return [t for t in _TICKER.findall(text) if t not in NOT_TICKERS]

@@ -1,0 +1,551 @@
+"""Pulling typed values out of a customer's words: what a step collects, what a tool needs.
+
+A `Slot` is a field to fill (a journey field or a tool parameter). Its *role* is read from its
+type and name: an `account_id` wants a token with digits, an `amount` wants a number (best one
+with a currency sign), a `symbol` an upper-case ticker, an enum one of its options, a bool a
+yes / no. Values are taken, in this order:
+
+1. after a cue naming the slot ("account ID 1234324", "my password is monkey", "order #17");
+2. by shape, when the role makes it safe (a currency amount, a ticker, an enum option, a date);
+3. as a direct answer — only for slots the agent has just asked for ("seldo" after "what is your
+   username?"), never from a message that is a question or drops the conversation.
+
+Nothing is ever made up: a slot with no evidence is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from infra.offline.language import (
+    answer_polarity,
+    is_abandonment,
+    is_question,
+    tickers,
+    word_set,
+)
+
+TEXT, INT, NUMBER, BOOL, ENUM, DATE = "text", "int", "number", "bool", "enum", "date"
+
+_ID_WORDS = word_set("id ids number no num code ref reference iban zip postcode postal")
+_MONEY_WORDS = word_set(
+    "amount price sum total cost fee budget balance payment value deposit withdrawal"
+)
+_SECRET_WORDS = word_set("password passcode pwd pin otp secret passphrase")
+_SINGLE_TOKEN_WORDS = word_set("username user login handle nickname alias") | _SECRET_WORDS
+_EXTRA_CUES: dict[str, tuple[str, ...]] = {
+    "id": ("id", "number", "no", "num", "#"),
+    "number": ("number", "no", "num", "#"),
+    "username": ("username", "user", "login", "handle"),
+    "password": ("password", "passcode", "pwd"),
+    "symbol": ("symbol", "ticker"),
+    "ticker": ("symbol", "ticker"),
+    "amount": ("amount", "sum"),
+    "account": ("account", "acct"),
+    "destination": ("to",),
+    "recipient": ("to",),
+    "target": ("to",),
+    "payee": ("to",),
+    "source": ("from",),
+    "origin": ("from",),
+    "email": ("email", "e-mail", "mail"),
+    "phone": ("phone", "mobile", "cell", "number"),
+}
+_TOWARD = word_set("to destination recipient target payee into beneficiary")
+_AWAY = word_set("from source origin debit sender")
+_CONNECTORS = word_set(
+    "is are was be will should it's its : = # of for called named the my our a an"
+)
+_NAMING_CONNECTORS = word_set("is are was : = called named")
+_NOT_VALUES = word_set(
+    """please thanks thank you ok okay yes no sure the a an my our your it this that is are and
+    or but to for of in on at with now again here there what which how why when where please
+    help want need like would could can do does i me we hi hello hey"""
+)
+_CURRENCY_WORDS = word_set("dollar dollars usd euro euros eur pound pounds gbp bucks yen cents")
+_MONEY_VERBS = word_set(
+    "transfer transferring send sending pay paying move moving wire withdraw deposit"
+)
+_NUMBER = re.compile(
+    r"^(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<k>k)?(?P<post>[$€£¥]|usd|eur|gbp)?$",
+    re.I,
+)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ],
+        start=1,
+    )
+    for m in names
+}
+_MONTH_FIRST = re.compile(r"\b([a-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b", re.I)
+_DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3,9})\.?,? (\d{4})\b", re.I)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
+_FILLER_START = re.compile(
+    r"^(?:(?:sure|ok|okay|yes|yeah|yep|well|so|um|uh|hi|hello|hey|right|alright|fine)[,!.]?\s+"
+    r"|(?:it'?s|it is|that'?s|that is|this is|the answer is|i'?m|i am|use|call me|try|"
+    r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
+    re.I,
+)
+_FILLER_END = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|thx))+[.!]*$|[.!?]+$", re.I)
+# A few company names customers use instead of the ticker, for the demo's stock lookups.
+_COMPANY_TICKERS = {
+    "apple": "AAPL",
+    "microsoft": "MSFT",
+    "google": "GOOGL",
+    "alphabet": "GOOGL",
+    "amazon": "AMZN",
+    "tesla": "TSLA",
+    "nvidia": "NVDA",
+    "meta": "META",
+    "facebook": "META",
+    "netflix": "NFLX",
+}
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A value to find: a journey field or a tool parameter."""
+
+    name: str
+    kind: str = TEXT  # text | int | number | bool | enum | date
+    choices: tuple[str, ...] = ()
+    description: str = ""
+
+    @property
+    def name_words(self) -> tuple[str, ...]:
+        spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", self.name)
+        return tuple(w for w in re.split(r"[\s_\-.]+", spaced.lower()) if w)
+
+    @property
+    def role(self) -> str:
+        """id, money, count, symbol, secret, token, email, phone, name — or the kind itself."""
+        named = set(self.name_words)
+        if self.kind in (INT, NUMBER):
+            money = named & _MONEY_WORDS or re.search(r"amount|currency|money", self.description)
+            return "money" if money else "count"
+        if self.kind != TEXT:
+            return self.kind
+        for role, marks in (
+            ("email", {"email", "mail"}),
+            ("phone", {"phone", "mobile", "tel", "telephone"}),
+            ("symbol", {"symbol", "ticker"}),
+            ("secret", _SECRET_WORDS),
+            ("id", _ID_WORDS),
+            ("token", _SINGLE_TOKEN_WORDS),
+        ):
+            if named & marks:
+                return role
+        return "name"
+
+    @property
+    def direction(self) -> int:
+        """+1 for a destination ("to_account_id"), -1 for a source ("from_account"), else 0."""
+        named = set(self.name_words)
+        return 1 if named & _TOWARD else (-1 if named & _AWAY else 0)
+
+    @property
+    def cues(self) -> frozenset[str]:
+        """Words that name this slot in a customer's message."""
+        found = {w for w in self.name_words if w not in {"name", "the", "of", "value"}}
+        for word in self.name_words:
+            found.update(_EXTRA_CUES.get(word, ()))
+        return frozenset(found)
+
+
+@dataclass(frozen=True)
+class _Token:
+    index: int
+    raw: str
+    clean: str
+
+    @property
+    def lower(self) -> str:
+        return self.clean.lower()
+
+
+@dataclass(frozen=True)
+class _Number:
+    token: _Token
+    value: str
+    currency: bool
+    fraction: bool
+
+    @property
+    def digits(self) -> int:
+        return len(re.sub(r"\D", "", self.value.split(".")[0]))
+
+
+def _tokens(text: str) -> list[_Token]:
+    raw = text.split()
+    return [_Token(i, r, r.strip(".,;:!?()[]{}\"'")) for i, r in enumerate(raw)]
+
+
+def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
+    found = []
+    for i, token in enumerate(tokens):
+        if i in masked:
+            continue
+        m = _NUMBER.match(token.clean)
+        if not m:
+            continue
+        value = m["num"].replace(",", "")
+        if m["k"]:
+            value = str(int(float(value) * 1000))
+        following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
+        currency = bool(m["pre"] or m["post"]) or following in _CURRENCY_WORDS
+        found.append(_Number(token, value, currency, "." in value))
+    return found
+
+
+def _dates(text: str) -> list[str]:
+    found = [f"{y}-{m}-{d}" for y, m, d in _ISO_DATE.findall(text)]
+    for month, day, year in _MONTH_FIRST.findall(text):
+        if month.lower() in _MONTHS:
+            found.append(_iso(int(year), _MONTHS[month.lower()], int(day)))
+    for day, month, year in _DAY_FIRST.findall(text):
+        if month.lower() in _MONTHS:
+            found.append(_iso(int(year), _MONTHS[month.lower()], int(day)))
+    return [d for d in found if d]
+
+
+def _iso(year: int, month: int, day: int) -> str:
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return ""
+
+
+def direct_answer(text: str) -> str:
+    """The salient part of a short answer: "it's seldo, thanks" → "seldo"."""
+    stripped = text.strip()
+    for _ in range(3):
+        shorter = _FILLER_START.sub("", stripped, count=1).strip()
+        if shorter == stripped:
+            break
+        stripped = shorter
+    return _FILLER_END.sub("", stripped).strip(" ,;:\"'")
+
+
+def mentions_choice(text: str, choice: str) -> bool:
+    """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural)."""
+    phrase = re.escape(choice.lower().replace("_", " ")).replace(r"\ ", r"[\s_-]+")
+    return bool(re.search(rf"\b{phrase}(?:s|es)?\b", text.lower())) or (
+        choice.lower().endswith("s")
+        and bool(re.search(rf"\b{re.escape(choice.lower()[:-1])}\b", text.lower()))
+    )
+
+
+def extract_values(
+    slots: Sequence[Slot], text: str, *, answering: Iterable[str] = (), named_only: bool = False
+) -> dict[str, str]:
+    """Values for `slots` found in `text`, as text the engine coerces (digits for numbers, the
+    canonical option for enums, "yes"/"no", ISO dates). `answering` names the slots the agent has
+    just asked for, in the order it asked: only those may take a bare answer ("seldo").
+    `named_only` keeps just the values a cue names ("account ID 1234324", "amount of $500"), for
+    text that was not written with these slots in mind."""
+    return _Extraction(slots, text, tuple(answering), named_only).run()
+
+
+class _Extraction:
+    def __init__(
+        self, slots: Sequence[Slot], text: str, answering: tuple[str, ...], named_only: bool
+    ) -> None:
+        self.named_only = named_only
+        self.slots = list(slots)
+        self.text = text
+        self.tokens = _tokens(text)
+        self.replying = (
+            bool(answering)
+            and not named_only
+            and not is_question(text)
+            and not is_abandonment(text)
+        )
+        self.answering = [a for a in answering if any(s.name == a for s in slots)]
+        self.values: dict[str, str] = {}
+        self.claimed: set[int] = set()
+
+    def run(self) -> dict[str, str]:
+        if not self.text.strip():
+            return {}
+        if not self.named_only:
+            self._patterns()
+        self._cued()
+        self._numbers()
+        if not self.named_only:
+            self._shapes()
+        if self.replying:
+            self._bare_answers()
+        return self.values
+
+    def _open(self, role: str | None = None) -> list[Slot]:
+        return [
+            s for s in self.slots if s.name not in self.values and (role is None or s.role == role)
+        ]
+
+    def _is_answering(self, slot: Slot) -> bool:
+        return self.replying and slot.name in self.answering
+
+    def _claim(self, slot: Slot, value: str, *indexes: int) -> None:
+        self.values[slot.name] = value
+        self.claimed.update(indexes)
+
+    # -- whole-message patterns: emails, phones, dates --------------------------------------------
+
+    def _patterns(self) -> None:
+        for slot in self._open("email"):
+            found = _EMAIL.search(self.text)
+            if found:
+                self._claim(slot, found.group(0), *self._indexes_of(found.group(0)))
+        for slot in self._open("phone"):
+            found = _PHONE.search(self.text)
+            if found and (self._is_answering(slot) or self._cue_before(slot, found.group(0))):
+                self._claim(slot, re.sub(r"[\s().-]", "", found.group(0)))
+                self.claimed.update(self._indexes_of(found.group(0)))
+        dates = _dates(self.text)
+        if dates:  # a date's numbers are not amounts or ids
+            for token in self.tokens:
+                if re.search(r"\d{4}", token.clean) or token.lower in _MONTHS:
+                    self.claimed.add(token.index)
+        for slot, day in zip(self._open(DATE), dates, strict=False):
+            self._claim(slot, day)
+
+    def _indexes_of(self, fragment: str) -> list[int]:
+        return [t.index for t in self.tokens if t.clean and t.clean in fragment]
+
+    def _cue_before(self, slot: Slot, fragment: str) -> bool:
+        before = self.text[: self.text.find(fragment)].lower()
+        return any(re.search(rf"\b{re.escape(c)}\b", before) for c in slot.cues)
+
+    # -- after a cue naming the slot ---------------------------------------------------------------
+
+    def _cued(self) -> None:
+        for slot in self._open():
+            if slot.role in ("money", "count", BOOL, ENUM, DATE, "email", "phone"):
+                continue
+            found = self._after_cue(slot)
+            if found is not None:
+                value, indexes = found
+                self._claim(slot, value, *indexes)
+
+    def _after_cue(self, slot: Slot) -> tuple[str, list[int]] | None:
+        """The token after a word naming the slot ("account ID 1234324", "password is monkey",
+        "order #17"), connectors skipped; else a name written before its head noun."""
+        short = len(self.tokens) <= 4
+        for i, token in enumerate(self.tokens):
+            inline = token.raw.startswith("#") and len(token.clean) > 1 and "#" in slot.cues
+            if token.lower not in slot.cues and not inline:
+                continue
+            j, named = self._skip_connectors(slot, i if inline else i + 1)
+            if j >= len(self.tokens) or j in self.claimed or self._wrong_way(slot, i, j):
+                continue
+            value = self.tokens[j].clean.lstrip("#")
+            if slot.role == "id":
+                if re.search(r"\d", value):
+                    return value, [j]
+                continue
+            if not value or value.lower() in _NOT_VALUES:
+                continue
+            if slot.role == "symbol":
+                return _ticker_for(value), [j]
+            if not (named or short or self._is_answering(slot)):
+                continue  # "my account balance" does not name an account "balance"
+            if slot.role == "name" and named:
+                return self._name_phrase(j)
+            return value, [j]
+        return self._before_head_noun(slot)
+
+    def _skip_connectors(self, slot: Slot, j: int) -> tuple[int, bool]:
+        """The first token from `j` that is not a connector ("is", ":", "the") or another cue,
+        and whether a naming connector ("is", "called") was passed."""
+        named = False
+        for _ in range(4):
+            if j >= len(self.tokens):
+                break
+            word = self.tokens[j].lower
+            if word not in _CONNECTORS and word not in slot.cues:
+                break
+            named = named or word in _NAMING_CONNECTORS
+            j += 1
+        return j, named
+
+    def _wrong_way(self, slot: Slot, cue: int, value: int) -> bool:
+        """Whether the nearest direction word before the value points the other way: "To
+        account 123" does not name a `from_account_id`."""
+        if not slot.direction:
+            return False
+        for token in reversed(self.tokens[max(0, cue - 3) : value]):
+            if token.lower in _TOWARD:
+                return slot.direction < 0
+            if token.lower in _AWAY:
+                return slot.direction > 0
+        return False
+
+    def _name_phrase(self, start: int) -> tuple[str, list[int]]:
+        """A name given after "is": up to four words, stopping at a conjunction or comma."""
+        taken = [start]
+        for k in range(start + 1, min(start + 4, len(self.tokens))):
+            if self.tokens[k].lower in {"and", "but", "please", "thanks"} or k in self.claimed:
+                break
+            if self.tokens[k - 1].raw.endswith((",", ".", ";")):
+                break
+            taken.append(k)
+        return " ".join(self.tokens[k].clean for k in taken), taken
+
+    def _before_head_noun(self, slot: Slot) -> tuple[str, list[int]] | None:
+        """A name before its head noun: "my Checking account" → `account_name` "Checking"."""
+        if slot.role != "name":
+            return None
+        heads = [w for w in slot.name_words if w not in {"name", "the", "of"}]
+        if not heads:
+            return None
+        head = heads[-1]
+        for i, token in enumerate(self.tokens[1:], start=1):
+            if token.lower != head or i - 1 in self.claimed:
+                continue
+            before = self.tokens[i - 1]
+            determiner = self.tokens[i - 2].lower if i >= 2 else ""
+            if before.lower in _NOT_VALUES or before.lower in _CONNECTORS:
+                continue
+            if determiner in {"my", "the", "our", "your", "from", "to"} or before.raw[:1].isupper():
+                return before.clean, [i - 1]
+        return None
+
+    # -- numbers -----------------------------------------------------------------------------------
+
+    def _numbers(self) -> None:
+        candidates = [n for n in _numbers(self.tokens, self.claimed)]
+        wanting = [s for s in self._open() if s.role in ("money", "count", "id")]
+        pairs = []
+        for order, slot in enumerate(wanting):
+            for number in candidates:
+                if self.named_only and not self._cued_number(slot, number):
+                    continue
+                score = self._affinity(slot, number)
+                threshold = 0 if self._is_answering(slot) else 1
+                if score >= threshold:
+                    pairs.append((score, -order, slot, number))
+        pairs.sort(key=lambda p: (p[0], p[1]), reverse=True)
+        for _score, _order, slot, number in pairs:
+            if slot.name in self.values or number.token.index in self.claimed:
+                continue
+            if slot.kind == INT and number.fraction:
+                continue
+            value = number.value if slot.role != "id" else number.token.clean.lstrip("#")
+            self._claim(slot, value, number.token.index)
+
+    def _cued_number(self, slot: Slot, number: _Number) -> bool:
+        i = number.token.index
+        before = {t.lower for t in self.tokens[max(0, i - 3) : i]}
+        after = self.tokens[i + 1].lower if i + 1 < len(self.tokens) else ""
+        return bool(slot.cues & before) or after in slot.cues
+
+    def _affinity(self, slot: Slot, number: _Number) -> int:
+        i = number.token.index
+        before = [t.lower for t in self.tokens[max(0, i - 3) : i]]
+        cued = self._cued_number(slot, number)
+        answering = 1 if self._is_answering(slot) else 0
+        idish = {"to", "#", "account", "acct", "id", "number", "no"}
+        if slot.role == "money":
+            score = 1 + answering + (3 if number.currency else 0) + (2 if cued else 0)
+            score += 1 if _MONEY_VERBS & set(before) else 0
+            if before and before[-1] in idish and not number.currency:
+                score -= 3
+            if number.digits >= 7 and not number.currency:
+                score -= 2
+            return score
+        if slot.role == "count":
+            return answering + (3 if cued else 0) + (-2 if number.currency else 1)
+        # an id given as a bare number
+        if self._wrong_way(slot, i, i):
+            return -10
+        score = answering + (3 if cued else 0)
+        score += 2 if before and before[-1] in idish else 0
+        score += 1 if number.digits >= 5 else 0
+        score -= 4 if number.currency else 0
+        score -= 2 if number.fraction else 0
+        return score
+
+    # -- by shape ----------------------------------------------------------------------------
+
+    def _shapes(self) -> None:
+        for slot in self._open(ENUM):
+            mentioned = [c for c in slot.choices if mentions_choice(self.text, c)]
+            if len(mentioned) == 1:
+                self._claim(slot, mentioned[0])
+        for slot in self._open(BOOL):
+            cued = any(re.search(rf"\b{re.escape(c)}\b", self.text.lower()) for c in slot.cues)
+            polarity = answer_polarity(self.text)
+            if polarity and (self._is_answering(slot) or cued):
+                self._claim(slot, "yes" if polarity > 0 else "no")
+        for slot in self._open("symbol"):
+            found = [t for t in tickers(self.text)]
+            if found:
+                self._claim(slot, found[0], *self._indexes_of(found[0]))
+                continue
+            for token in self.tokens:
+                if token.lower in _COMPANY_TICKERS and token.index not in self.claimed:
+                    self._claim(slot, _COMPANY_TICKERS[token.lower], token.index)
+                    break
+
+    # -- bare answers to what the agent just asked -----------------------------------------------
+
+    def _bare_answers(self) -> None:
+        open_slots = [
+            s
+            for s in (next(x for x in self.slots if x.name == a) for a in self.answering)
+            if s.name not in self.values and s.kind == TEXT
+        ]
+        if not open_slots:
+            return
+        answer = direct_answer(" ".join(t.raw for t in self.tokens if t.index not in self.claimed))
+        if not answer:
+            return
+        parts = [p for p in re.split(r"\s*(?:,|/|\band\b|\s)\s*", answer) if p]
+        if len(open_slots) > 1 and len(parts) == len(open_slots):
+            for slot, part in zip(open_slots, parts, strict=True):
+                self.values[slot.name] = _shaped(slot, part)
+            return
+        slot = open_slots[0]
+        if slot.role == "id":
+            digits = [p for p in parts if re.search(r"\d", p)]
+            if digits:
+                self.values[slot.name] = digits[0].lstrip("#")
+            return
+        if slot.role in ("token", "secret", "symbol"):
+            if len(parts) <= 2:
+                self.values[slot.name] = _shaped(slot, parts[0])
+            return
+        if len(parts) <= 5:
+            self.values[slot.name] = answer
+
+
+def _shaped(slot: Slot, value: str) -> str:
+    if slot.role == "symbol":
+        return _ticker_for(value)
+    if slot.role == "id":
+        return value.lstrip("#")
+    return value
+
+
+def _ticker_for(value: str) -> str:
+    return _COMPANY_TICKERS.get(value.lower(), value.upper())
