@@ -520,6 +520,11 @@ class _Turn:
             if previous and previous[-1] is not None:
                 self.steps[journey_id] = previous[-1]  # keep the step we were at
             return
+        fresh_run = not previous or previous[-1] is None
+        if fresh_run and result.step.outcome != "exit":
+            # A new run of a journey collects its own values again: a second transfer must never
+            # reuse the first one's amount or destination.
+            self.collected = [c for c in self.collected if c.journey_id != journey_id]
         self._record_collected(journey_id, result.collected)
         self.trace.notes.extend(result.notes)
         self._apply_verified(
@@ -588,15 +593,20 @@ class _Turn:
     def _resolve(self) -> Any:
         active_journeys = [j for j in self.steps if j in self._active()]
         matched = set(self.matches)
-        # Journey-scoped guidelines depend on their journey being active.
+        # Journey-scoped guidelines depend on their journey being active — or having been active
+        # when the turn began, so "confirm nothing was transferred" still applies in the turn the
+        # customer cancels.
+        in_scope = set(active_journeys) | set(self.session.active_journey_ids)
         for gid in list(matched):
             scoped = self.matches[gid].guideline.scoped_journey_id
-            if scoped is not None and scoped not in active_journeys:
+            if scoped is not None and scoped not in in_scope:
                 matched.discard(gid)
+        # Journeys in scope satisfy dependencies; only those with a step this turn are shown
+        # (consumers read steps from `self.steps`).
         resolution = resolve(
             self.agent.relationships,
             matched,
-            active_journeys,
+            in_scope,
             known_guidelines={g.id for g in self.agent.guidelines},
         )
         for record in resolution.records:

@@ -356,3 +356,62 @@ async def test_trace_summary_names_matches_journeys_and_llm_cost() -> None:
     assert lines[0] == "matched: journey:flight:condition:0"
     assert "journey flight: llm → dest" in lines
     assert lines[-1].startswith("llm: 3 calls in 2 rounds")
+
+
+async def test_a_new_run_of_a_journey_does_not_reuse_the_previous_runs_values() -> None:
+    from engine.model import CollectedField
+
+    trip = chain_journey(
+        "trip",
+        "Trip",
+        "The customer wants a trip",
+        [("dest", "Ask for the destination", {"collects": (CollectedField(name="city"),)})],
+    )
+    dest = step_number(trip[0], "dest")
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"trip": wants("trip")}))
+    llm.on(
+        JourneyNodeSelection,
+        {
+            "journey_applies": True,
+            "step_advancement": [dest],
+            "next_step": dest,
+            "collected": [{"name": "city", "value": "Rome"}],
+        },
+        {"journey_applies": True, "step_advancement": [dest], "next_step": "NONE"},
+        {"journey_applies": True, "step_advancement": [dest], "next_step": dest},
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(journeys=[trip]), llm)
+    await h.start()
+    await h.say("a trip to Rome")
+    done = await h.say("thanks")
+    assert done.state.completed_journeys == ("trip",)
+
+    again = await h.say("another trip please")
+
+    assert again.state.journey_paths["trip"][-1] == "dest"
+    assert again.state.collected_values("trip") == {}
+
+
+async def test_journey_scoped_guideline_still_applies_in_the_turn_its_journey_exits() -> None:
+    from engine.model import journey_tag
+
+    confirm = Guideline(
+        id="confirm_cancel",
+        condition="The customer cancels the booking",
+        action="Confirm that nothing was booked",
+        tags=(journey_tag("flight"),),
+    )
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"flight": wants("flight"), "cancels": wants("cancel")}))
+    llm.on(JourneyNodeSelection, enter_first_step, {"journey_applies": False, "next_step": "NONE"})
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(guidelines=[confirm], journeys=[FLIGHT]), llm)
+    await h.start()
+    await h.say("I want to book a flight")
+
+    out = await h.say("cancel it")
+
+    assert out.trace.journeys[-1].how == "exit"
+    assert "Confirm that nothing was booked" in out.reply.text
