@@ -44,6 +44,7 @@ from engine.matching.journeys import (
     VerifiedStep,
     auto_return,
     build_node_views,
+    entry_step,
     select_journey_step,
 )
 from engine.model import (
@@ -584,8 +585,17 @@ class _Turn:
                 return
             if target == jid:
                 self.suspended.remove(jid)
+            journey = self.agent.journey(target)
+            previous = self.paths.get(target, ())
+            entry = entry_step(journey, self.views[target], previous_path=previous)
+            if entry is not None:
+                # The usual case (a first question): no LLM round. Values the customer gave
+                # earlier are still picked up by the journey's next node selection.
+                self.collected = [c for c in self.collected if c.journey_id != target]
+                self._apply_verified(target, entry, "entry")
+                continue
             self.llm.round += 1
-            result = await self._select(self._context(), self.agent.journey(target))
+            result = await self._select(self._context(), journey)
             self._apply_step(target, result)
             if result is None:
                 return
@@ -933,6 +943,14 @@ class _Turn:
         for c in self.clarifications:
             n += 1
             data.instructions.append(Instruction(f"i{n}", c.action or "", c.id))
+        for jid, node_id in self.performed_tool_steps:
+            node = self.agent.journey(jid).node(node_id)
+            shown = self.steps.get(jid) == node_id and jid in resolution.journey_ids
+            if node.action and not shown:  # the journey moved on, but the step's words are due
+                steps.append((self.agent.journey(jid), node))
+                n += 1
+                source = journey_node_guideline_id(jid, node_id)
+                data.instructions.append(Instruction(f"i{n}", node.action, source, jid))
         for jid, node_id in self.steps.items():
             if jid not in resolution.journey_ids:
                 continue
@@ -951,13 +969,6 @@ class _Turn:
                     jid,
                 )
             )
-        for jid, node_id in self.performed_tool_steps:
-            node = self.agent.journey(jid).node(node_id)
-            shown = self.steps.get(jid) == node_id and jid in resolution.journey_ids
-            if node.action and not shown:  # the journey moved on, but the step's words are due
-                n += 1
-                source = journey_node_guideline_id(jid, node_id)
-                data.instructions.append(Instruction(f"i{n}", node.action, source, jid))
         for jid in self.suspended:
             if jid not in self.session.suspended_journeys:
                 waiting_for = self._first_runnable(self.agent.journey(jid), set())
@@ -1005,6 +1016,7 @@ class _Turn:
         scope = {f"guideline:{g}" for g in resolution.guideline_ids}
         scope |= {journey_tag(j) for j in resolution.journey_ids}
         scope |= {f"node:{j}:{n}" for j, n in self.steps.items() if j in resolution.journey_ids}
+        scope |= {f"node:{j}:{n}" for j, n in self.performed_tool_steps}
         approved = [
             Template("", c.id, c.template)
             for c in self.agent.canned_responses

@@ -444,6 +444,8 @@ def _yes_no_question(clause: str) -> str:
 
 def _tell(rest: str, reply: _Reply) -> str | None:
     rest = re.sub(r"^(?:you|the customer)\s+", "", rest)
+    if rest.startswith("whether "):
+        return _yes_no_from_results(rest[len("whether ") :], reply)
     if rest.startswith("to "):
         return f"Please {rest[3:]}"
     if rest.startswith("that "):
@@ -453,6 +455,23 @@ def _tell(rest: str, reply: _Reply) -> str | None:
     if _CLAUSE_VERB.search(rest):
         return rest
     return _data_sentence(rest, reply)
+
+
+def _yes_no_from_results(clause: str, reply: _Reply) -> str | None:
+    """ "whether you are now logged in" + a tool's {"authenticated": true} → "You are now logged
+    in"; false → "You are not now logged in". Without a yes/no in the data, say nothing."""
+    flags = [
+        v
+        for r in reply.request.context.recent_tool_results()
+        if isinstance(r.data, dict)
+        for v in r.data.values()
+        if isinstance(v, bool)
+    ]
+    if not flags:
+        return None
+    if all(flags):
+        return clause
+    return re.sub(r"\b(am|are|is|was|were|can|will|have|has)\b", r"\1 not", clause, count=1)
 
 
 def _confirm(rest: str, reply: _Reply) -> str | None:
@@ -505,7 +524,12 @@ def _data_sentence(noun_phrase: str, reply: _Reply) -> str | None:
         if isinstance(r.data, dict) and not r.data.get("error"):
             values.update(flatten(r.data))
     wanted = _key_words(noun_phrase) - {"current", "latest", "new", "its", "their", "your"}
-    match = next((k for k in values if _norm_key(k.rsplit(".", 1)[-1]) & wanted), None)
+    # The head noun decides ("the balance of the account" is about the balance, not the
+    # account), so keys naming it win over keys that merely share a word.
+    head = _head_noun(noun_phrase)
+    match = next((k for k in values if head in _norm_key(k.rsplit(".", 1)[-1])), None)
+    if match is None:
+        match = next((k for k in values if _norm_key(k.rsplit(".", 1)[-1]) & wanted), None)
     if match is not None:
         subject = re.sub(r"^(its|their|your|my)\s+", "the ", noun_phrase.strip())
         if not re.match(r"^(the|a|an)\b", subject):
@@ -525,6 +549,19 @@ def _data_sentence(noun_phrase: str, reply: _Reply) -> str | None:
     if key is not None:
         return f"the {_human(key)} is {_value_text(collected[key])}"
     return None
+
+
+_DETERMINERS = {"the", "a", "an", "its", "their", "your", "my", "current", "latest", "new"}
+
+
+def _head_noun(phrase: str) -> str:
+    """The word a noun phrase is about: the last word before "of"/"for" ("the balance of the
+    account" → "balance"), else its last word ("the current price" → "price")."""
+    words = [w for w in re.findall(r"[a-z]+", phrase.lower()) if w not in _DETERMINERS]
+    for i, word in enumerate(words):
+        if word in {"of", "for", "in", "on"} and i > 0:
+            return words[i - 1]
+    return words[-1] if words else ""
 
 
 def _results_of(tools: str, reply: _Reply) -> str | None:
@@ -603,4 +640,9 @@ def _note_sentence(note: str) -> str | None:
     failed = re.match(r"^tool (?P<tool>\S+) failed: (?P<error>.*)$", note)
     if failed:
         return f"Sorry, I could not complete {_human(failed['tool'])} just now ({failed['error']})"
+    waiting = re.match(
+        r"^Before '(?P<goal>[^']+)' the customer must complete '(?P<first>[^']+)'", note
+    )
+    if waiting:
+        return f"Before the {waiting['goal'].lower()}, we need to take care of {waiting['first'].lower()} first"
     return None

@@ -1,0 +1,92 @@
+"""The seed's conversation (transfer → username → password → account name → destination →
+amount) through the real engine, the offline model and the banking tools: exactly one transfer of
+the right amount, prerequisites first, nothing asked twice."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.session import InboundMessage, SessionState
+from engine.toolkit import InProcessDispatcher
+from engine.turn import EngineDeps, TurnEngine
+from engine.vectors import agent_index_texts, build_index
+from examples.banking import bank, load
+from examples.banking.tools import registry
+from infra.embeddings import HashingEmbedder
+from infra.offline import OfflineLLM
+
+SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
+
+
+@pytest.fixture
+async def concierge():
+    bank.reset_bank()
+    agent = load()
+    agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
+    await agents.publish(agent)
+    embedder = HashingEmbedder()
+    index = await build_index(embedder, agent_index_texts(agent))
+
+    async def index_for(_agent):
+        return index
+
+    engine = TurnEngine(
+        agents,
+        sessions,
+        EngineDeps(llm=OfflineLLM(), embedder=embedder, tools=InProcessDispatcher(registry)),
+        index_for=index_for,
+    )
+    await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="c"))
+
+    counter = iter(range(1, 1000))
+
+    async def say(text: str, event_id: str | None = None):
+        event_id = event_id or f"m{next(counter)}"
+        return await engine.handle("s", [InboundMessage(event_id=event_id, text=text)])
+
+    return say
+
+
+async def test_seed_conversation_ends_with_exactly_one_transfer(concierge) -> None:
+    replies = [(await concierge(text)) for text in SEED]
+    texts = [r.reply.text for r in replies]
+
+    assert "stock price" in texts[0] and "transfer money" in texts[0]
+    assert "username" in texts[1] and "authentication" in texts[1]
+    assert "password" in texts[2]
+    assert "logged in" in texts[3] and "account" in texts[3]
+    assert "1000.00" in texts[4] and "transfer" in texts[4]
+    assert "how much" in texts[5].lower()
+    assert texts[6] == "Done! I transferred $500 to account 1234324. Your new balance is $500.00."
+
+    assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
+    assert bank.BANK.accounts["1234567890"].balance == Decimal("500.00")
+    final = replies[-1].state
+    assert set(final.completed_journeys) == {"authenticate", "balance", "transfer"}
+    assert final.suspended_journeys == ()
+    # No question was asked twice: each customer answer was needed exactly once.
+    assert len(set(texts)) == len(texts)
+
+
+async def test_prerequisites_run_in_order_and_the_transfer_resumes_by_itself(concierge) -> None:
+    replies = [(await concierge(text)) for text in SEED[:5]]
+
+    started = {t.journey_id: t.how for r in replies for t in r.trace.journeys}
+    assert started["transfer"] in {"entry", "llm"}
+    assert replies[1].state.suspended_journeys == ("transfer",)
+    assert replies[3].state.active_journey_ids == ["balance"]  # auth done, balance next
+    assert replies[4].state.active_journey_ids == ["transfer"]  # resumed without being asked
+
+
+async def test_redelivered_final_message_does_not_transfer_twice(concierge) -> None:
+    replies = [(await concierge(text)) for text in SEED]
+
+    # The channel delivers the last message again (same event id): the turn is replayed.
+    again = await concierge("500", event_id="m7")
+
+    assert again.replayed
+    assert again.reply == replies[-1].reply
+    assert len(bank.BANK.transfers) == 1
