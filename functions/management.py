@@ -1,0 +1,388 @@
+"""Management API Lambda (API Gateway HTTP API → FastAPI through Mangum).
+
+Every request needs `X-Api-Key` (compared in constant time with `WAYPOINT_MANAGEMENT_API_KEY`,
+which may come from the SSM secrets path); without it: 401, before anything else is looked at.
+
+    POST /agents                          publish an agent (JSON or YAML body) → 201 | 422 problems
+    GET  /agents/{agent_id}[?version=]    the published (or given) version
+    POST /sessions                        create a session (web chat, tests)
+    GET  /sessions/{session_id}           its state, without events
+    GET  /sessions/{session_id}/events    its events, in order (`?after=` offset)
+    GET  /sessions/{session_id}/traces/{turn_id}
+    POST /sessions/{session_id}/messages  a customer message: runs the turn and returns the reply,
+                                          or queues it (`?async=1`, 202) for the turn worker
+
+Errors are `{"error": "...", "problems": [...]}` with the right status; never a stack trace.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import yaml
+from aws_lambda_powertools import Logger
+from fastapi import FastAPI, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from mangum import Mangum
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+
+from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.session import Event, PendingInterrupt, SessionState
+from engine.trace import TurnTrace
+from infra.channels.base import NormalizedMessage, ReplyOption
+from infra.channels.text import clean_text
+from infra.outbox import reply_options
+from infra.runtime import QueuedMessage, check_session_id, current_runtime
+
+MAX_AGENT_DOCUMENT_BYTES = 1024 * 1024
+API_CHANNEL = "api"  # messages posted here; the worker does not deliver them anywhere
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+
+logger = Logger(service="waypoint-management")
+app = FastAPI(
+    title="Waypoint management API", version="1", docs_url=None, redoc_url=None, openapi_url=None
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Contract
+
+
+class ErrorBody(BaseModel):
+    error: str
+    problems: list[str] = Field(default_factory=list)
+
+
+class PublishedAgentView(BaseModel):
+    agent_id: str
+    version: str
+    embedded: dict[str, int]  # namespace → vectors written to S3
+
+
+class AgentView(BaseModel):
+    id: str
+    version: str
+    name: str
+    description: str
+    guidelines: list[str]
+    journeys: list[str]
+    tools: list[str]
+    definition: dict[str, Any]  # the agent as a document (same shape POST /agents accepts)
+
+
+class SessionView(BaseModel):
+    id: str
+    agent_id: str
+    customer_id: str
+    channel: str
+    version: int
+    events: int
+    active_journeys: list[str]
+    journey_paths: dict[str, list[str | None]]
+    completed_journeys: list[str]
+    pending_interrupt: PendingInterrupt | None
+    metadata: dict[str, Any]
+
+    @classmethod
+    def of(cls, state: SessionState) -> SessionView:
+        return cls(
+            id=state.id,
+            agent_id=state.agent_id,
+            customer_id=state.customer_id,
+            channel=state.channel,
+            version=state.version,
+            events=len(state.events),
+            active_journeys=state.active_journey_ids,
+            journey_paths={j: list(path) for j, path in state.journey_paths.items()},
+            completed_journeys=list(state.completed_journeys),
+            pending_interrupt=state.pending_interrupt,
+            metadata=state.metadata,
+        )
+
+
+class EventPage(BaseModel):
+    session_id: str
+    events: list[Event]
+
+
+class NewSession(BaseModel):
+    customer_id: str = Field(min_length=1, max_length=200)
+    agent_id: str | None = Field(default=None, min_length=1, max_length=100)
+    session_id: str | None = Field(default=None, min_length=1, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class NewMessage(BaseModel):
+    text: str = Field(default="", max_length=4000)
+    choice: str | None = Field(default=None, min_length=1, max_length=256)
+    event_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="idempotency key: posting the same event id again returns the same reply",
+    )
+
+
+class ReplyView(BaseModel):
+    text: str
+    options: list[ReplyOption]
+    view: dict[str, Any] | None = None
+
+
+class TurnView(BaseModel):
+    session_id: str
+    turn_id: str
+    replayed: bool
+    reply: ReplyView | None
+    events: list[Event]  # what this turn added (empty on a replay)
+
+
+class QueuedView(BaseModel):
+    session_id: str
+    event_id: str
+    queued: Literal[True] = True
+
+
+# --------------------------------------------------------------------------------------------------
+# Authentication and errors
+
+
+def _error(status: int, error: str, problems: list[str] | None = None) -> JSONResponse:
+    body = ErrorBody(error=error, problems=problems or [])
+    return JSONResponse(body.model_dump(), status_code=status)
+
+
+@app.middleware("http")
+async def require_api_key(request: Request, call_next: Any) -> Response:
+    """401 unless `X-Api-Key` equals the configured key (constant-time compare). Runs before
+    routing and body parsing, so an anonymous caller learns nothing else."""
+    expected = current_runtime().management_api_key()
+    received = request.headers.get("x-api-key")
+    if expected is None:
+        logger.error("WAYPOINT_MANAGEMENT_API_KEY is not configured: every request is refused")
+    if (
+        expected is None
+        or received is None
+        or not hmac.compare_digest(received.encode(), expected.encode())
+    ):
+        refused = _error(401, "missing or wrong X-Api-Key header")
+        refused.headers["WWW-Authenticate"] = "ApiKey"
+        return refused
+    response: Response = await call_next(request)
+    return response
+
+
+@app.exception_handler(HTTPException)
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    return _error(exc.status_code, str(exc.detail))
+
+
+@app.exception_handler(RequestValidationError)
+async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+    ]
+    return _error(422, "invalid request", problems)
+
+
+@app.exception_handler(InvalidAgentDefinition)
+async def _invalid_agent(request: Request, exc: InvalidAgentDefinition) -> JSONResponse:
+    return _error(422, "invalid agent definition", exc.problems)
+
+
+@app.exception_handler(AgentNotFound)
+async def _agent_not_found(request: Request, exc: AgentNotFound) -> JSONResponse:
+    return _error(404, str(exc))
+
+
+@app.exception_handler(SessionConflict)
+async def _conflict(request: Request, exc: SessionConflict) -> JSONResponse:
+    return _error(409, "the session changed concurrently; retry the request")
+
+
+@app.exception_handler(Exception)
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("management request failed")
+    return _error(500, "internal error")
+
+
+# --------------------------------------------------------------------------------------------------
+# Agents
+
+
+def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
+    """The request body as an agent document (YAML when the content type says so, else JSON)."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    try:
+        text = raw.decode("utf-8")
+        data = yaml.safe_load(text) if media_type in _YAML_TYPES else json.loads(text)
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        kind = "YAML" if media_type in _YAML_TYPES else "JSON"
+        raise InvalidAgentDefinition([f"body: not valid {kind}: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise InvalidAgentDefinition(["body: expected a mapping with an 'agent' section"])
+    return data
+
+
+@app.post("/agents", response_model=PublishedAgentView, status_code=201)
+async def publish_agent(request: Request) -> PublishedAgentView:
+    """Validate and publish an agent: embeddings to S3, then the version pointer."""
+    from engine.authoring import load_agent
+
+    raw = await request.body()
+    if len(raw) > MAX_AGENT_DOCUMENT_BYTES:
+        raise HTTPException(413, f"agent documents are limited to {MAX_AGENT_DOCUMENT_BYTES} bytes")
+    snapshot = load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
+    published = await current_runtime().publish_agent(snapshot)
+    logger.info(
+        "agent published", extra={"agent_id": published.agent_id, "version": published.version}
+    )
+    return PublishedAgentView(
+        agent_id=published.agent_id, version=published.version, embedded=published.embedded
+    )
+
+
+@app.get("/agents/{agent_id}", response_model=AgentView)
+async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
+    from engine.authoring import dump_agent
+
+    snapshot = await current_runtime().agents.get(agent_id, version)
+    return AgentView(
+        id=snapshot.id,
+        version=snapshot.version,
+        name=snapshot.name,
+        description=snapshot.description,
+        guidelines=[g.id for g in snapshot.guidelines],
+        journeys=[j.id for j in snapshot.journeys],
+        tools=[t.name for t in snapshot.tools],
+        definition=dump_agent(snapshot),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Sessions
+
+
+async def _session(session_id: str) -> SessionState:
+    state = await current_runtime().sessions.load(session_id)
+    if state is None:
+        raise HTTPException(404, f"no session {session_id[:100]!r}")
+    return state
+
+
+@app.post("/sessions", response_model=SessionView, status_code=201)
+async def create_session(body: NewSession) -> SessionView:
+    """Create a session (or return the existing one with that id) for an existing agent."""
+    runtime = current_runtime()
+    agent_id = body.agent_id or runtime.settings.agent_id
+    if agent_id is None:
+        raise HTTPException(422, "agent_id is required (no default agent is configured)")
+    try:
+        session_id = check_session_id(body.session_id or f"api-{uuid.uuid4().hex}")
+    except ValueError as exc:
+        raise HTTPException(422, f"session_id: {exc}") from None
+    await runtime.agents.get(agent_id)  # 404 for an unknown agent, before anything is written
+    state = await runtime.sessions.create(
+        SessionState(
+            id=session_id,
+            agent_id=agent_id,
+            customer_id=body.customer_id,
+            channel=API_CHANNEL,
+            metadata=body.metadata,
+        )
+    )
+    return SessionView.of(state)
+
+
+@app.get("/sessions/{session_id}", response_model=SessionView)
+async def get_session(session_id: str) -> SessionView:
+    return SessionView.of(await _session(session_id))
+
+
+@app.get("/sessions/{session_id}/events", response_model=EventPage)
+async def get_events(session_id: str, after: int = Query(default=-1, ge=-1)) -> EventPage:
+    state = await _session(session_id)
+    return EventPage(session_id=session_id, events=[e for e in state.events if e.offset > after])
+
+
+@app.get("/sessions/{session_id}/traces/{turn_id}", response_model=TurnTrace)
+async def get_trace(session_id: str, turn_id: str) -> TurnTrace:
+    trace = await current_runtime().sessions.trace(session_id, turn_id)
+    if trace is None:
+        raise HTTPException(404, f"no trace of turn {turn_id[:100]!r} in this session")
+    return TurnTrace.model_validate(trace)
+
+
+@app.post(
+    "/sessions/{session_id}/messages",
+    response_model=TurnView | QueuedView,
+    responses={202: {"model": QueuedView}},
+)
+async def post_message(
+    session_id: str,
+    body: NewMessage,
+    response: Response,
+    queue: bool = Query(default=False, alias="async"),
+) -> TurnView | QueuedView:
+    """A customer message: run the turn now and return the reply, or (`?async=1`) queue it for
+    the turn worker and return 202. `event_id` makes retries safe: the same id is answered once."""
+    runtime = current_runtime()
+    state = await _session(session_id)
+    text = clean_text(body.text)
+    if not text and body.choice is None:
+        raise HTTPException(422, "a message needs a non-empty text or a choice")
+    event_id = body.event_id or uuid.uuid4().hex
+    message = NormalizedMessage(
+        channel=API_CHANNEL,
+        account_id=API_CHANNEL,
+        event_id=event_id,
+        conversation_key=session_id,
+        customer_id=state.customer_id,
+        text=text,
+        choice=body.choice,
+        raw_type="api",
+        received_at=datetime.now(UTC),
+    )
+    if queue:
+        runtime.enqueue(
+            QueuedMessage(session_id=session_id, agent_id=state.agent_id, message=message)
+        )
+        response.status_code = 202
+        return QueuedView(session_id=session_id, event_id=event_id)
+
+    output = await runtime.engine.handle(session_id, [message.to_inbound()])
+    reply = None
+    if output.reply is not None:
+        view = output.reply.data.get("view")
+        reply = ReplyView(
+            text=output.reply.text or "",
+            options=reply_options(output.reply),
+            view=view if isinstance(view, dict) else None,
+        )
+    return TurnView(
+        session_id=session_id,
+        turn_id=output.trace.turn_id,
+        replayed=output.replayed,
+        reply=reply,
+        events=output.new_events,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Lambda entry point
+
+_asgi = Mangum(app, lifespan="off")
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Lambda entry point (API Gateway HTTP API, payload v2)."""
+    current_runtime().bind_event_loop()
+    response: dict[str, Any] = _asgi(event, context)
+    return response

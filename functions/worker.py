@@ -1,0 +1,313 @@
+"""Turn worker Lambda: consumes the SQS FIFO turn queue, runs turns, delivers replies.
+
+- **Partial batch failures.** Powertools' `SqsFifoPartialProcessor(skip_group_on_error=True)`:
+  a failed record is reported in `batchItemFailures`, and so is every later record of the same
+  message group (session) in the batch, so a session's messages never overtake each other. Other
+  sessions in the batch are unaffected.
+- **Bursts.** The messages of one session in a batch (a customer typing three lines in a row) are
+  answered by ONE turn that sees all of them (`TurnEngine.handle(session, messages)`).
+  `WAYPOINT_REPLY_PER_MESSAGE=1` runs one turn per message instead.
+- **Delivery through the outbox** (`infra.outbox`). The turn commits, then its reply is sent
+  through the channel (`infra.channels`) and the turn's outbox record flips PENDING → SENT. A
+  redelivered message replays the turn (no recomputation, no second LLM call) and sends only if
+  the record is not SENT. A retryable delivery failure leaves it PENDING and fails the record, so
+  SQS retries it; a refusal for good (bad token, user blocked the bot) marks it FAILED and is not
+  retried: it would block the session's queue for nothing. Messages from the management API
+  (channel `api`) are not delivered: clients read the session's events.
+- **Observability.** Powertools Logger (session id as correlation id; text lengths only, never
+  message text), Metrics (EMF: turn latency, LLM calls, prompt tokens, tool errors, deliveries)
+  and Tracer (off locally: `POWERTOOLS_TRACE_DISABLED=1`).
+
+The engine and the stores are imported on the first record (`infra.runtime`), not at import.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from pydantic import ValidationError
+
+from engine.errors import WaypointError
+from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
+from infra.channels.base import Channel, ReplyOption
+from infra.channels.errors import DeliveryError
+from infra.outbox import outbound_reply
+from infra.runtime import QueuedMessage, Runtime, current_runtime
+
+if TYPE_CHECKING:
+    from engine.turn import TurnOutput
+
+SERVICE = "waypoint-worker"
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Waypoint")
+tracer = Tracer(service=SERVICE)
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+# Report every record as failed rather than raising when all fail: same retry, no Lambda error.
+processor.raise_on_entire_batch_failure = False
+
+
+class MalformedQueueMessage(WaypointError):
+    """A queue message that is not a `QueuedMessage`; it fails until it lands in the DLQ."""
+
+
+class ReplyNotDelivered(WaypointError):
+    """The platform could not take the reply now; the outbox stays PENDING and SQS retries."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Bursts: which records are answered together
+
+
+@dataclass
+class Burst:
+    """The records of one session answered by one turn (in queue order)."""
+
+    session_id: str
+    record_ids: list[str] = field(default_factory=list)
+    requests: list[QueuedMessage] = field(default_factory=list)
+    answered: bool = False
+
+
+def plan_bursts(
+    records: Iterable[dict[str, Any]], *, per_message: bool
+) -> dict[str, Burst | MalformedQueueMessage]:
+    """Record id → its burst (or why it cannot be read). All records of a session in the batch
+    form one burst (FIFO keeps them in order within their group), unless `per_message`."""
+    plan: dict[str, Burst | MalformedQueueMessage] = {}
+    by_session: dict[str, Burst] = {}
+    for record in records:
+        record_id = str(record.get("messageId", ""))
+        try:
+            queued = QueuedMessage.model_validate_json(record.get("body") or "")
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                for e in exc.errors(include_input=False, include_url=False)[:3]
+            )
+            plan[record_id] = MalformedQueueMessage(f"not a turn queue message: {problems}")
+            continue
+        burst = None if per_message else by_session.get(queued.session_id)
+        if burst is None:
+            burst = Burst(queued.session_id)
+            by_session[queued.session_id] = burst
+        burst.record_ids.append(record_id)
+        burst.requests.append(queued)
+        plan[record_id] = burst
+    return plan
+
+
+# --------------------------------------------------------------------------------------------------
+# Replies
+
+
+@dataclass(frozen=True)
+class PendingReply:
+    turn_id: str
+    event: Event
+    answering: QueuedMessage  # the last message of the burst this turn answered
+
+
+def replies_for(state: SessionState, requests: Sequence[QueuedMessage]) -> list[PendingReply]:
+    """Every turn that answered a message of `requests`, in order, with its agent reply.
+
+    Usually one turn. More after a partial redelivery: if a burst's first turn committed but its
+    reply was not delivered, and the redelivered batch also carries newer messages, the engine
+    answers only the new ones in a new turn; the older turn's reply is found (and sent) here."""
+    by_event_id = {q.message.dedup_key: q for q in requests}
+    answering: dict[str, QueuedMessage] = {}
+    replies: dict[str, Event] = {}
+    for event in state.events:
+        if event.kind is not EventKind.MESSAGE or event.turn_id is None:
+            continue
+        if event.source is EventSource.CUSTOMER:
+            queued = by_event_id.get(str(event.data.get("channel_event_id")))
+            if queued is not None:
+                answering[event.turn_id] = queued
+        elif event.source is EventSource.AGENT and event.turn_id in answering:
+            replies[event.turn_id] = event
+    return [
+        PendingReply(turn_id, replies[turn_id], queued)
+        for turn_id, queued in answering.items()
+        if turn_id in replies
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# The worker
+
+
+class TurnWorker:
+    """Answers the bursts of one SQS batch; `handle_record` is Powertools' record handler."""
+
+    def __init__(self, runtime: Runtime, plan: dict[str, Burst | MalformedQueueMessage]) -> None:
+        self.runtime = runtime
+        self.plan = plan
+
+    def handle_record(self, record: SQSRecord) -> None:
+        burst = self.plan.get(record.message_id)
+        if burst is None:
+            raise MalformedQueueMessage("record missing from the batch plan")
+        if isinstance(burst, MalformedQueueMessage):
+            logger.error("malformed queue message", extra={"reason": str(burst)})
+            raise burst
+        if burst.answered:
+            return  # answered together with the first record of its burst
+        logger.set_correlation_id(burst.session_id)
+        self.runtime.run(self.answer(burst))
+        burst.answered = True
+
+    @tracer.capture_method
+    async def answer(self, burst: Burst) -> None:
+        """One turn for the burst's messages, then deliver what they were answered with."""
+        started = time.perf_counter()
+        messages = [await self._inbound(q) for q in burst.requests]
+        output = await self._turn(burst, messages)
+        self._record_turn(burst, output, (time.perf_counter() - started) * 1000)
+        channel_name = burst.requests[-1].message.channel
+        channel = self.runtime.channels.get(channel_name)
+        if channel is None:
+            return  # e.g. "api": the management API's clients read the session's events
+        for pending in replies_for(output.state, burst.requests):
+            await self._deliver(channel, burst.session_id, pending)
+
+    async def _inbound(self, queued: QueuedMessage) -> InboundMessage:
+        """The engine's message; a compacted button id (Telegram's 64-byte callback data) is
+        mapped back to the option it stands for, using the session's pending options."""
+        inbound = queued.message.to_inbound()
+        choice = inbound.choice
+        if not choice or not choice.startswith("~"):
+            return inbound
+        from infra.channels.options import resolve_choice
+
+        session = await self.runtime.sessions.load(queued.session_id)
+        pending = session.pending_interrupt if session else None
+        offered = [
+            ReplyOption(id=str(o["id"]), label=str(o.get("label") or o["id"]))
+            for o in (pending.options if pending else ())
+            if o.get("id")
+        ]
+        resolved = resolve_choice(choice, offered)
+        return inbound.model_copy(update={"choice": resolved}) if resolved else inbound
+
+    async def _turn(self, burst: Burst, messages: list[InboundMessage]) -> TurnOutput:
+        engine = self.runtime.engine
+        try:
+            return await engine.handle(burst.session_id, messages)
+        except KeyError:
+            # The webhook creates sessions; one missing here was lost or deleted: recreate it.
+            if await self.runtime.sessions.load(burst.session_id) is not None:
+                raise
+            await self.runtime.sessions.create(_new_session(burst.requests[0]))
+            return await engine.handle(burst.session_id, messages)
+
+    def _record_turn(self, burst: Burst, output: TurnOutput, latency_ms: float) -> None:
+        trace = output.trace
+        tool_errors = sum(1 for call in trace.tool_calls if call.status == "error")
+        logger.info(
+            "turn replayed" if output.replayed else "turn committed",
+            extra={
+                "session_id": burst.session_id,
+                "turn_id": trace.turn_id,
+                "messages": len(burst.requests),
+                "chars_in": sum(len(q.message.text) for q in burst.requests),
+                "chars_out": len(output.reply.text or "") if output.reply else 0,
+                "llm_calls": len(trace.llm_calls),
+                "prompt_tokens": trace.prompt_tokens,
+                "tool_errors": tool_errors,
+                "latency_ms": round(latency_ms, 1),
+            },
+        )
+        if output.replayed:
+            metrics.add_metric(name="TurnsReplayed", unit=MetricUnit.Count, value=1)
+            return
+        metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
+        metrics.add_metric(name="MessagesPerTurn", unit=MetricUnit.Count, value=len(burst.requests))
+        metrics.add_metric(name="LLMCalls", unit=MetricUnit.Count, value=len(trace.llm_calls))
+        metrics.add_metric(name="PromptTokens", unit=MetricUnit.Count, value=trace.prompt_tokens)
+        metrics.add_metric(name="ToolErrors", unit=MetricUnit.Count, value=tool_errors)
+
+    async def _deliver(self, channel: Channel, session_id: str, pending: PendingReply) -> None:
+        outbox = self.runtime.outbox
+        entry = await outbox.open(session_id, pending.turn_id, channel.name)
+        if entry.delivered:
+            logger.info("reply already delivered", extra={"turn_id": pending.turn_id})
+            return
+        reply = outbound_reply(pending.event, pending.answering.message.reply_to)
+        if reply is None:
+            await outbox.mark_failed(session_id, pending.turn_id, "the reply has no text")
+            return
+        try:
+            receipt = await channel.send(reply, self.runtime.http)
+        except DeliveryError as error:
+            extra = {
+                "turn_id": pending.turn_id,
+                "channel": channel.name,
+                "error": str(error),
+                "platform_status": error.platform_status,
+            }
+            if error.retryable:
+                logger.warning("reply not delivered; will retry", extra=extra)
+                metrics.add_metric(name="DeliveryRetries", unit=MetricUnit.Count, value=1)
+                await outbox.note_attempt(session_id, pending.turn_id, str(error))
+                raise ReplyNotDelivered(str(error)) from None
+            logger.error("reply refused by the platform; not retried", extra=extra)
+            metrics.add_metric(name="DeliveriesRefused", unit=MetricUnit.Count, value=1)
+            await outbox.mark_failed(session_id, pending.turn_id, str(error))
+            return
+        await outbox.mark_sent(session_id, pending.turn_id, receipt.message_ids)
+        metrics.add_metric(name="RepliesSent", unit=MetricUnit.Count, value=1)
+
+
+def _new_session(queued: QueuedMessage) -> SessionState:
+    return SessionState(
+        id=queued.session_id,
+        agent_id=queued.agent_id,
+        customer_id=queued.message.customer_id,
+        channel=queued.message.channel,
+        metadata={"account_id": queued.message.account_id},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Lambda entry point
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """SQS FIFO event → `{"batchItemFailures": [...]}`."""
+    runtime = current_runtime()
+    records = event.get("Records") or []
+    plan = plan_bursts(records, per_message=runtime.settings.reply_per_message)
+    worker = TurnWorker(runtime, plan)
+    response = process_partial_response(
+        event=event, record_handler=worker.handle_record, processor=processor, context=context
+    )
+    failed = len(response.get("batchItemFailures", []))
+    metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failed)
+    if failed:
+        logger.warning("batch partially failed", extra={"records": len(records), "failed": failed})
+    return dict(response)
+
+
+__all__ = [
+    "Burst",
+    "MalformedQueueMessage",
+    "ReplyNotDelivered",
+    "TurnWorker",
+    "handler",
+    "plan_bursts",
+    "replies_for",
+]

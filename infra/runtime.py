@@ -1,0 +1,513 @@
+"""Everything a Lambda (or the local stack) needs, built from the environment on first use.
+
+One `Runtime` per warm container: stores, LLM, embedder, vector indexes, tool dispatcher, the
+`TurnEngine`, the chat channels, the SQS turn queue and one event loop. Each part is built the
+first time it is used and then kept, so a webhook that never runs a turn never imports the engine
+(numpy), and nothing imports `openai` unless the OpenAI provider is chosen.
+
+    runtime = current_runtime()                 # the container's runtime, built lazily
+    output = runtime.run(runtime.engine.handle(session_id, messages))
+
+Tests build their own (`install_runtime(Runtime(llm=..., channels=..., http=...))`) and drop it
+with `reset_runtime()`.
+
+Configuration (all optional unless the part is used):
+
+| variable                           | meaning                                                      |
+|------------------------------------|--------------------------------------------------------------|
+| `WAYPOINT_TABLE` / `_BUCKET` / `_QUEUE_URL` | the template's resources (see `infra.aws.clients`)  |
+| `WAYPOINT_AGENT_ID`                | agent answering channel messages                             |
+| `WAYPOINT_CHANNEL_AGENTS`          | per-channel agents: `telegram=bank,slack=helpdesk`           |
+| `WAYPOINT_TOOL_STATE_MACHINE_ARN`  | run tools through Step Functions (else in process)           |
+| `WAYPOINT_TOOL_DISPATCH_MODE`      | `sync` (AWS, default) or `poll` (moto)                       |
+| `WAYPOINT_TOOLS_MODULE`            | module with `registry` / `TOOLS`, for in-process tools       |
+| `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
+| `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
+| `WAYPOINT_SECRETS_PATH`            | SSM path whose parameters are exported as env vars (secrets) |
+| `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import logging
+import os
+import re
+import threading
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from engine.errors import WaypointError
+from infra.channels.base import NormalizedMessage
+
+if TYPE_CHECKING:  # the real imports happen where each part is built
+    import httpx
+
+    from engine.model import AgentSnapshot
+    from engine.ports import Clock, Embedder, SchematicLLM, ToolDispatcher, VectorIndex
+    from engine.toolkit import ToolRegistry
+    from engine.turn import TurnEngine
+    from infra.aws.dynamo_store import (
+        DynamoAgentStore,
+        DynamoInboxStore,
+        DynamoSessionStore,
+        DynamoVariableStore,
+    )
+    from infra.channels.base import Channel
+    from infra.outbox import DynamoOutbox
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+AGENT_ID_ENV = "WAYPOINT_AGENT_ID"
+CHANNEL_AGENTS_ENV = "WAYPOINT_CHANNEL_AGENTS"
+TOOLS_MODULE_ENV = "WAYPOINT_TOOLS_MODULE"
+TOOL_STATE_MACHINE_ENV = "WAYPOINT_TOOL_STATE_MACHINE_ARN"  # = infra.aws.sfn_dispatcher's
+TOOL_DISPATCH_MODE_ENV = "WAYPOINT_TOOL_DISPATCH_MODE"
+PUBLIC_BASE_URL_ENV = "WAYPOINT_PUBLIC_BASE_URL"
+CALLBACK_HOSTS_ENV = "WAYPOINT_CALLBACK_HOSTS"
+SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
+REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
+MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
+
+# Only these names are exported from the secrets path: a parameter called PATH must not win.
+_SECRET_NAME = re.compile(r"^(WAYPOINT|OPENAI)_[A-Z0-9_]+$")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # also a valid SQS MessageGroupId
+
+
+class RuntimeConfigurationError(WaypointError):
+    """A setting the requested part needs is missing or malformed; the message names it."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Settings
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def parse_channel_agents(raw: str | None) -> dict[str, str]:
+    """`telegram=bank, slack=helpdesk` → {"telegram": "bank", "slack": "helpdesk"}."""
+    agents: dict[str, str] = {}
+    for item in (raw or "").split(","):
+        if not item.strip():
+            continue
+        channel, sep, agent = item.partition("=")
+        if not sep or not channel.strip() or not agent.strip():
+            raise RuntimeConfigurationError(
+                f"{CHANNEL_AGENTS_ENV}: {item.strip()!r} is not `channel=agent_id` "
+                "(example: telegram=bank,slack=helpdesk)"
+            )
+        agents[channel.strip()] = agent.strip()
+    return agents
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """The non-secret configuration, read once from the environment."""
+
+    agent_id: str | None = None
+    channel_agents: dict[str, str] = field(default_factory=dict)
+    tools_module: str | None = None
+    tool_state_machine_arn: str | None = None
+    tool_dispatch_mode: Literal["sync", "poll"] | None = None
+    public_base_url: str | None = None
+    callback_hosts: tuple[str, ...] | None = None
+    secrets_path: str | None = None
+    reply_per_message: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
+        env = os.environ if environ is None else environ
+        mode = (env.get(TOOL_DISPATCH_MODE_ENV) or "").strip().lower() or None
+        if mode not in (None, "sync", "poll"):
+            raise RuntimeConfigurationError(
+                f"{TOOL_DISPATCH_MODE_ENV} must be 'sync' (AWS) or 'poll' (moto), got {mode!r}"
+            )
+        hosts = env.get(CALLBACK_HOSTS_ENV)
+        return cls(
+            agent_id=env.get(AGENT_ID_ENV) or None,
+            channel_agents=parse_channel_agents(env.get(CHANNEL_AGENTS_ENV)),
+            tools_module=env.get(TOOLS_MODULE_ENV) or None,
+            tool_state_machine_arn=env.get(TOOL_STATE_MACHINE_ENV) or None,
+            tool_dispatch_mode=mode,  # type: ignore[arg-type]
+            public_base_url=env.get(PUBLIC_BASE_URL_ENV) or None,
+            callback_hosts=(
+                tuple(h.strip() for h in hosts.split(",") if h.strip()) if hosts else None
+            ),
+            secrets_path=env.get(SECRETS_PATH_ENV) or None,
+            reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# The turn queue's message (webhook / management API → worker)
+
+
+class QueuedMessage(BaseModel):
+    """One SQS FIFO message: a normalized customer message for a session.
+
+    Group id = `session_id` (turns of a session run in order); dedup id = `dedup_id` (a retried
+    webhook is dropped by SQS too, within its 5-minute window)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = 1
+    session_id: str
+    agent_id: str
+    message: NormalizedMessage
+
+    @property
+    def dedup_id(self) -> str:
+        return hashlib.sha256(self.message.dedup_key.encode()).hexdigest()
+
+
+def session_id_for(agent_id: str, channel: str, conversation_key: str) -> str:
+    """The session of a channel conversation with an agent: `{channel}-{32 hex}`.
+
+    A digest, not the key itself: conversation keys hold phone numbers and chat ids (they stay out
+    of keys and logs), can be long, and may contain characters SQS group ids refuse. The agent is
+    part of it, so pointing a channel at another agent starts fresh conversations."""
+    digest = hashlib.sha256(f"{agent_id}\x1f{channel}\x1f{conversation_key}".encode()).hexdigest()
+    return f"{channel}-{digest[:32]}"
+
+
+def check_session_id(session_id: str) -> str:
+    """`session_id` if usable as a key and an SQS group id, else `ValueError`."""
+    if not _SESSION_ID.match(session_id):
+        raise ValueError("a session id is 1-100 characters of A-Z a-z 0-9 _ . : -")
+    return session_id
+
+
+# --------------------------------------------------------------------------------------------------
+# Tool registry
+
+
+def load_tool_registry(module_path: str) -> ToolRegistry:
+    """The `ToolRegistry` of a module exposing `registry` or `TOOLS` (like the tool Lambda)."""
+    from engine.toolkit import ToolRegistry
+
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        raise RuntimeConfigurationError(
+            f"{TOOLS_MODULE_ENV}={module_path!r} cannot be imported: {exc}"
+        ) from exc
+    registry = getattr(module, "registry", None)
+    if isinstance(registry, ToolRegistry):
+        return registry
+    tools = getattr(module, "TOOLS", None)
+    if isinstance(tools, list | tuple):
+        return ToolRegistry(tools)
+    raise RuntimeConfigurationError(
+        f"{module_path} exposes neither `registry: ToolRegistry` nor `TOOLS: list`"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# The runtime
+
+
+@dataclass(frozen=True)
+class PublishedAgent:
+    agent_id: str
+    version: str
+    embedded: dict[str, int]  # namespace → number of vectors written to S3
+
+
+class Runtime:
+    """The parts of a warm container, each built on first use (see the module docstring).
+
+    Keyword arguments replace parts before they are built (tests, the local stack): `llm`,
+    `embedder`, `tools`, `channels`, `http`, `clock`, `outbox`."""
+
+    _OVERRIDABLE = frozenset({"llm", "embedder", "tools", "channels", "http", "clock", "outbox"})
+
+    def __init__(self, settings: RuntimeSettings | None = None, **parts: Any) -> None:
+        unknown = set(parts) - self._OVERRIDABLE
+        if unknown:
+            raise TypeError(f"Runtime() got unknown parts {sorted(unknown)}")
+        self.settings = settings or RuntimeSettings.from_env()
+        for name, value in parts.items():
+            if value is not None:
+                self.__dict__[name] = value  # what cached_property would have stored
+        self._secrets_loaded = False
+        self._missing_indexes: set[tuple[str, str]] = set()
+        self.known_sessions: set[str] = set()  # created or seen by this container
+        self._lock = threading.Lock()
+
+    # ---- secrets
+
+    def load_secrets(self) -> None:
+        """Export the parameters under `WAYPOINT_SECRETS_PATH` (SSM, decrypted) as environment
+        variables, once. Variables already set win: a local `.env` overrides the path. Names
+        must be `WAYPOINT_*` or `OPENAI_*` (e.g. `/waypoint/prod/WAYPOINT_SLACK_BOT_TOKEN`)."""
+        with self._lock:
+            if self._secrets_loaded:
+                return
+            if self.settings.secrets_path:
+                for name, value in self._read_parameters(self.settings.secrets_path).items():
+                    os.environ.setdefault(name, value)
+            self._secrets_loaded = True
+
+    @staticmethod
+    def _read_parameters(path: str) -> dict[str, str]:
+        from infra.aws.clients import client
+
+        ssm = client("ssm")
+        values: dict[str, str] = {}
+        kwargs: dict[str, Any] = {"Path": path, "WithDecryption": True, "Recursive": False}
+        while True:
+            page = ssm.get_parameters_by_path(**kwargs)
+            for parameter in page.get("Parameters", []):
+                name = parameter["Name"].rsplit("/", 1)[-1]
+                if _SECRET_NAME.match(name):
+                    values[name] = parameter["Value"]
+                else:
+                    log.warning("ignored parameter %s: not a WAYPOINT_* or OPENAI_* name", name)
+            if not page.get("NextToken"):
+                return values
+            kwargs["NextToken"] = page["NextToken"]
+
+    def management_api_key(self) -> str | None:
+        """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path)."""
+        self.load_secrets()
+        return os.environ.get(MANAGEMENT_API_KEY_ENV) or None
+
+    # ---- stores
+
+    @cached_property
+    def clock(self) -> Clock:
+        from engine.clock import SystemClock
+
+        return SystemClock()
+
+    @cached_property
+    def agents(self) -> DynamoAgentStore:
+        from infra.aws.dynamo_store import DynamoAgentStore
+
+        return DynamoAgentStore(clock=self.clock)
+
+    @cached_property
+    def sessions(self) -> DynamoSessionStore:
+        from infra.aws.dynamo_store import DynamoSessionStore
+
+        return DynamoSessionStore(clock=self.clock)
+
+    @cached_property
+    def inbox(self) -> DynamoInboxStore:
+        from infra.aws.dynamo_store import DynamoInboxStore
+
+        return DynamoInboxStore(clock=self.clock)
+
+    @cached_property
+    def variables(self) -> DynamoVariableStore:
+        from infra.aws.dynamo_store import DynamoVariableStore
+
+        return DynamoVariableStore()
+
+    @cached_property
+    def outbox(self) -> DynamoOutbox:
+        from infra.outbox import DynamoOutbox
+
+        return DynamoOutbox(clock=self.clock)
+
+    # ---- models and tools
+
+    @cached_property
+    def llm(self) -> SchematicLLM:
+        from infra.llm.factory import build_llm
+
+        self.load_secrets()  # OPENAI_API_KEY may live in the secrets path
+        return build_llm()
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        from infra.llm.factory import build_embedder
+
+        self.load_secrets()
+        return build_embedder()
+
+    @cached_property
+    def tools(self) -> ToolDispatcher | None:
+        """Step Functions when a state machine is configured, else the registry in process,
+        else None (an agent without tools)."""
+        if self.settings.tool_state_machine_arn:
+            from infra.aws.sfn_dispatcher import StepFunctionsDispatcher
+
+            return StepFunctionsDispatcher(
+                self.settings.tool_state_machine_arn, mode=self.settings.tool_dispatch_mode
+            )
+        if self.settings.tools_module:
+            from engine.toolkit import InProcessDispatcher
+
+            return InProcessDispatcher(load_tool_registry(self.settings.tools_module))
+        return None
+
+    async def index_for(self, agent: AgentSnapshot) -> VectorIndex | None:
+        """The S3 vector index of an agent version, or None when it has no journeys to recall or
+        was published without embeddings (recall then uses active journeys only)."""
+        from infra.aws.s3_vectors import EmbeddingsNotPublished, S3VectorIndex
+
+        key = (agent.id, agent.version)
+        if not agent.journeys or key in self._missing_indexes:
+            return None
+        index = S3VectorIndex(agent.id, agent.version)
+        try:
+            await index.load()  # cached per container after the first turn
+        except EmbeddingsNotPublished:
+            log.warning(
+                "agent %s version %s has no embeddings in S3; publish it again with "
+                "`waypoint publish` (journey recall by similarity is off meanwhile)",
+                agent.id,
+                agent.version,
+            )
+            self._missing_indexes.add(key)
+            return None
+        return index
+
+    @cached_property
+    def engine(self) -> TurnEngine:
+        from engine.turn import EngineDeps, TurnEngine
+
+        deps = EngineDeps(llm=self.llm, embedder=self.embedder, tools=self.tools, clock=self.clock)
+        return TurnEngine(self.agents, self.sessions, deps, index_for=self.index_for)
+
+    async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
+        """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
+        flip, so a turn never sees a version whose vectors are missing."""
+        from engine.memory import versioned
+        from infra.aws.clients import BUCKET_ENV, client, required_env
+        from infra.aws.s3_vectors import publish_embeddings
+
+        snapshot = versioned(snapshot)
+        bucket = required_env(BUCKET_ENV, "the S3 embeddings bucket")
+        manifest = await publish_embeddings(client("s3"), bucket, snapshot, self.embedder)
+        version = await self.agents.publish(snapshot)
+        return PublishedAgent(snapshot.id, version, dict(manifest.namespaces))
+
+    # ---- channels and delivery
+
+    @cached_property
+    def channels(self) -> dict[str, Channel]:
+        from infra.channels.registry import ChannelSecrets, build_channels
+
+        self.load_secrets()
+        return build_channels(
+            ChannelSecrets.from_env(),
+            self.clock,
+            public_base_url=self.settings.public_base_url,
+            callback_hosts=self.settings.callback_hosts,
+        )
+
+    @cached_property
+    def http(self) -> httpx.AsyncClient:
+        """One small client for every outbound send of this container (connection reuse)."""
+        import httpx
+
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(10.0, connect=3.0),
+            limits=httpx.Limits(max_connections=20, max_keepalive_connections=5),
+        )
+
+    def agent_for(self, channel: str) -> str:
+        """The agent answering `channel`: its `WAYPOINT_CHANNEL_AGENTS` entry, else
+        `WAYPOINT_AGENT_ID`."""
+        agent_id = self.settings.channel_agents.get(channel) or self.settings.agent_id
+        if not agent_id:
+            raise RuntimeConfigurationError(
+                f"no agent answers the {channel} channel: set {AGENT_ID_ENV} (or "
+                f"{CHANNEL_AGENTS_ENV}={channel}=<agent id>)"
+            )
+        return agent_id
+
+    # ---- the turn queue
+
+    @cached_property
+    def sqs(self) -> Any:
+        from infra.aws.clients import client
+
+        return client("sqs")
+
+    @cached_property
+    def queue_url(self) -> str:
+        from infra.aws.clients import QUEUE_URL_ENV, required_env
+
+        return required_env(QUEUE_URL_ENV, "the SQS FIFO turn queue's URL")
+
+    def enqueue(self, queued: QueuedMessage) -> str:
+        """Send one message to the turn queue; returns its SQS message id."""
+        response = self.sqs.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=queued.model_dump_json(),
+            MessageGroupId=queued.session_id,
+            MessageDeduplicationId=queued.dedup_id,
+        )
+        return str(response["MessageId"])
+
+    # ---- the event loop
+
+    @cached_property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The container's event loop: the http client and LLM clients stay bound to one loop
+        across invocations."""
+        return asyncio.new_event_loop()
+
+    def bind_event_loop(self) -> None:
+        """Make `loop` the thread's current loop (Mangum runs the ASGI app on that one)."""
+        asyncio.set_event_loop(self.loop)
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine to completion on the container's loop (from sync handler code)."""
+        return self.loop.run_until_complete(work)
+
+    def close(self) -> None:
+        """Release the http client and the loop (tests; a container simply ends)."""
+        loop = self.__dict__.get("loop")
+        http = self.__dict__.pop("http", None)
+        if loop is not None and not loop.is_closed():
+            if http is not None:
+                loop.run_until_complete(http.aclose())
+            loop.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# The container's runtime
+
+_current: Runtime | None = None
+_current_lock = threading.Lock()
+
+
+def current_runtime() -> Runtime:
+    """This container's runtime, built from the environment on first call."""
+    global _current
+    if _current is None:
+        with _current_lock:
+            if _current is None:
+                _current = Runtime()
+    return _current
+
+
+def install_runtime(runtime: Runtime) -> Runtime:
+    """Use `runtime` from now on (tests, the local stack); the previous one is closed."""
+    global _current
+    with _current_lock:
+        previous, _current = _current, runtime
+    if previous is not None and previous is not runtime:
+        previous.close()
+    return runtime
+
+
+def reset_runtime() -> None:
+    """Forget the runtime; the next `current_runtime()` rebuilds it from the environment."""
+    global _current
+    with _current_lock:
+        previous, _current = _current, None
+    if previous is not None:
+        previous.close()

@@ -1,0 +1,188 @@
+"""Fixtures for the Lambda handlers: the moto stack from template.yaml, a runtime wired to it with
+every channel enabled and the platforms faked, the banking agent published, and helpers that
+invoke the handlers the way Lambda does."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.ports import Generation
+from examples.banking import load as load_bank
+from functions import management, webhook, worker
+from infra.aws.lambda_routing import LocalLambdaContext
+from infra.aws.local_stack import LocalStack
+from infra.channels.registry import ChannelSecrets, build_channels
+from infra.offline import OfflineLLM
+from infra.runtime import Runtime, RuntimeSettings, install_runtime, reset_runtime
+from tests.channels.signed import ALL_SECRETS, PUBLIC_BASE_URL, channel_secrets
+from tests.functions.lambda_events import records_from_queue, sqs_event
+from tests.functions.platforms import BASE_URLS, FakePlatforms
+
+API_KEY = "test-management-key-0123456789"
+AGENT_ID = "bank"
+
+
+class CountingLLM:
+    """The offline provider, counting calls: a replayed turn must not make any."""
+
+    def __init__(self) -> None:
+        self.inner = OfflineLLM()
+        self.calls = 0
+
+    async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
+        self.calls += 1
+        return await self.inner.generate(prompt, schema, model=model)
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Offline, tracing off, no secret from the developer's shell."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    for field in ChannelSecrets.model_fields:
+        monkeypatch.delenv(f"WAYPOINT_{field.upper()}", raising=False)
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "WaypointTest")
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("WAYPOINT_AGENT_ID", AGENT_ID)
+    monkeypatch.setenv("WAYPOINT_TOOLS_MODULE", "examples.banking.tools")
+    monkeypatch.setenv("WAYPOINT_MANAGEMENT_API_KEY", API_KEY)
+    monkeypatch.delenv("WAYPOINT_REPLY_PER_MESSAGE", raising=False)
+    monkeypatch.delenv("WAYPOINT_TOOL_STATE_MACHINE_ARN", raising=False)
+
+
+@pytest.fixture
+def stack() -> Iterator[LocalStack]:
+    with LocalStack() as local:
+        yield local
+
+
+@pytest.fixture
+def platforms() -> FakePlatforms:
+    return FakePlatforms()
+
+
+@pytest.fixture
+def llm() -> CountingLLM:
+    return CountingLLM()
+
+
+@pytest.fixture
+def make_runtime(
+    stack: LocalStack, platforms: FakePlatforms, llm: CountingLLM
+) -> Iterator[Callable[..., Runtime]]:
+    """`make_runtime(**settings)`: install a runtime on the stack (settings from the env, then
+    overridden), with every channel enabled and pointed at the fake platforms."""
+
+    def make(
+        public_base_url: str | None = PUBLIC_BASE_URL,
+        callback_hosts: tuple[str, ...] = ("client.test",),
+        **settings: Any,
+    ) -> Runtime:
+        chosen = dataclasses.replace(RuntimeSettings.from_env(), **settings)
+        runtime = Runtime(
+            chosen,
+            llm=llm,
+            channels=build_channels(
+                channel_secrets(),
+                base_urls=BASE_URLS,
+                public_base_url=public_base_url,
+                callback_hosts=callback_hosts,
+            ),
+            http=httpx.AsyncClient(transport=platforms.transport()),
+        )
+        return install_runtime(runtime)
+
+    yield make
+    reset_runtime()
+    asyncio.set_event_loop(None)
+
+
+@pytest.fixture
+def runtime(make_runtime: Callable[..., Runtime]) -> Runtime:
+    """A runtime with the banking agent published (embeddings in S3, then the pointer)."""
+    installed = make_runtime()
+    installed.run(installed.publish_agent(load_bank()))
+    return installed
+
+
+# -- invoking the handlers --------------------------------------------------------------------
+
+
+def invoke_webhook(event: dict[str, Any]) -> dict[str, Any]:
+    return webhook.handler(event, LocalLambdaContext("waypoint-local-webhook"))
+
+
+def invoke_worker(event: dict[str, Any]) -> dict[str, Any]:
+    return worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
+
+
+def invoke_management(event: dict[str, Any]) -> dict[str, Any]:
+    return management.handler(event, LocalLambdaContext("waypoint-local-management"))
+
+
+def receive_all(stack: LocalStack) -> list[dict[str, Any]]:
+    """Every message now visible on the turn queue (received, so now in flight)."""
+    sqs = stack.client("sqs")
+    messages: list[dict[str, Any]] = []
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=stack.queue_url,
+            MaxNumberOfMessages=10,
+            AttributeNames=["All"],
+            WaitTimeSeconds=0,
+        ).get("Messages", [])
+        if not batch:
+            return messages
+        messages.extend(batch)
+
+
+def queue_depth(stack: LocalStack) -> int:
+    attributes = stack.client("sqs").get_queue_attributes(
+        QueueUrl=stack.queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(
+        attributes["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+def drain(stack: LocalStack) -> list[dict[str, Any]]:
+    """What the event source mapping does: receive a batch, invoke the worker, delete what
+    succeeded, make failures visible again at once (instead of after the visibility timeout).
+    Returns the worker's responses, one per invocation."""
+    sqs = stack.client("sqs")
+    responses = []
+    messages = receive_all(stack)
+    for start in range(0, len(messages), 10):
+        batch = messages[start : start + 10]
+        response = invoke_worker(sqs_event(records_from_queue(batch)))
+        responses.append(response)
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        for message in batch:
+            if message["MessageId"] in failed:
+                sqs.change_message_visibility(
+                    QueueUrl=stack.queue_url,
+                    ReceiptHandle=message["ReceiptHandle"],
+                    VisibilityTimeout=0,
+                )
+            else:
+                sqs.delete_message(QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return responses
+
+
+def inbox_items(stack: LocalStack) -> list[dict[str, Any]]:
+    items = stack.client("dynamodb").scan(TableName=stack.table_name)["Items"]
+    return [item for item in items if item["pk"]["S"].startswith("INBOX#")]
+
+
+def assert_no_secret_in(text: str) -> None:
+    for secret in (*ALL_SECRETS, API_KEY):
+        assert secret not in text

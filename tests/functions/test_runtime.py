@@ -1,0 +1,170 @@
+"""infra.runtime: settings from the environment, secrets from SSM, the parts each Lambda needs
+built lazily (and only those), publishing with embeddings first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.toolkit import InProcessDispatcher
+from examples.banking import load as load_bank
+from infra.aws.s3_vectors import S3VectorIndex
+from infra.aws.sfn_dispatcher import StepFunctionsDispatcher
+from infra.channels.registry import DisabledChannel
+from infra.runtime import (
+    Runtime,
+    RuntimeConfigurationError,
+    RuntimeSettings,
+    check_session_id,
+    parse_channel_agents,
+    session_id_for,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_settings_come_from_the_environment() -> None:
+    settings = RuntimeSettings.from_env(
+        {
+            "WAYPOINT_AGENT_ID": "bank",
+            "WAYPOINT_CHANNEL_AGENTS": "slack=helpdesk, telegram=bank",
+            "WAYPOINT_TOOL_DISPATCH_MODE": "poll",
+            "WAYPOINT_CALLBACK_HOSTS": "a.example, b.example",
+            "WAYPOINT_REPLY_PER_MESSAGE": "1",
+        }
+    )
+    assert settings.channel_agents == {"slack": "helpdesk", "telegram": "bank"}
+    assert settings.tool_dispatch_mode == "poll"
+    assert settings.callback_hosts == ("a.example", "b.example")
+    assert settings.reply_per_message is True
+    assert RuntimeSettings.from_env({}).reply_per_message is False
+
+
+@pytest.mark.parametrize("raw", ["slack", "slack=", "=bank", "slack=a,,telegram"])
+def test_a_malformed_channel_mapping_says_how_to_write_it(raw: str) -> None:
+    with pytest.raises(RuntimeConfigurationError, match="channel=agent_id"):
+        parse_channel_agents(raw)
+
+
+def test_a_bad_dispatch_mode_is_refused() -> None:
+    with pytest.raises(RuntimeConfigurationError, match="sync"):
+        RuntimeSettings.from_env({"WAYPOINT_TOOL_DISPATCH_MODE": "later"})
+
+
+def test_each_channel_is_answered_by_its_agent_or_the_default() -> None:
+    runtime = Runtime(RuntimeSettings(agent_id="bank", channel_agents={"slack": "helpdesk"}))
+    assert (runtime.agent_for("slack"), runtime.agent_for("telegram")) == ("helpdesk", "bank")
+    with pytest.raises(RuntimeConfigurationError, match="WAYPOINT_AGENT_ID"):
+        Runtime(RuntimeSettings()).agent_for("slack")
+
+
+def test_session_ids_are_stable_opaque_and_usable_as_sqs_group_ids() -> None:
+    key = "twilio:AC123:+14155550100:whatsapp:+14155550199"
+    session = session_id_for("bank", "twilio", key)
+    assert session == session_id_for("bank", "twilio", key)
+    assert session != session_id_for("other", "twilio", key)
+    assert session != session_id_for("bank", "twilio", key + "0")
+    assert "+1415" not in session  # no phone numbers in keys and logs
+    assert check_session_id(session) == session
+    with pytest.raises(ValueError):
+        check_session_id("a b")
+
+
+def test_tools_run_through_step_functions_when_a_state_machine_is_configured() -> None:
+    arn = "arn:aws:states:us-east-1:123456789012:stateMachine:waypoint-tools"
+    runtime = Runtime(RuntimeSettings(tool_state_machine_arn=arn, tool_dispatch_mode="poll"))
+    dispatcher = runtime.tools
+    assert isinstance(dispatcher, StepFunctionsDispatcher)
+    assert (dispatcher.state_machine_arn, dispatcher.mode) == (arn, "poll")
+    assert StepFunctionsDispatcher(arn).mode == "sync"  # the default, for AWS
+
+
+def test_tools_run_in_process_from_the_registry_module_otherwise() -> None:
+    runtime = Runtime(RuntimeSettings(tools_module="examples.banking.tools"))
+    assert isinstance(runtime.tools, InProcessDispatcher)
+    assert Runtime(RuntimeSettings()).tools is None
+    with pytest.raises(RuntimeConfigurationError, match="cannot be imported"):
+        _ = Runtime(RuntimeSettings(tools_module="no.such.module")).tools
+
+
+def test_secrets_come_from_the_ssm_path_and_never_override_the_environment(
+    stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ssm = stack.client("ssm")
+    values = {
+        "WAYPOINT_TELEGRAM_SECRET_TOKEN": "from-ssm-secret",
+        "WAYPOINT_TELEGRAM_BOT_TOKEN": "123:from-ssm",
+        "WAYPOINT_MANAGEMENT_API_KEY": "from-ssm-key",
+        "PATH": "/nope",  # not a WAYPOINT_/OPENAI_ name: ignored
+    }
+    for name, value in values.items():
+        ssm.put_parameter(Name=f"/waypoint/test/{name}", Value=value, Type="SecureString")
+    monkeypatch.setenv("WAYPOINT_MANAGEMENT_API_KEY", "from-env")
+    exported = [n for n in values if n != "PATH" and n not in os.environ]
+    try:
+        runtime = Runtime(RuntimeSettings(secrets_path="/waypoint/test"))
+        telegram = runtime.channels["telegram"]
+        assert not isinstance(telegram, DisabledChannel)
+        assert runtime.management_api_key() == "from-env"
+        assert os.environ["PATH"] != "/nope"
+    finally:
+        for name in exported:
+            os.environ.pop(name, None)
+
+
+def test_publishing_writes_the_embeddings_before_the_version_pointer(
+    make_runtime: Callable[..., Runtime], stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime()
+
+    async def refuse(snapshot: Any) -> str:
+        raise ConnectionError("DynamoDB is down")
+
+    monkeypatch.setattr(runtime.agents, "publish", refuse)
+    with pytest.raises(ConnectionError):
+        runtime.run(runtime.publish_agent(load_bank()))
+    keys = [o["Key"] for o in stack.client("s3").list_objects_v2(Bucket=stack.bucket)["Contents"]]
+    assert any(k.endswith("/manifest.json") for k in keys)  # vectors first…
+    with pytest.raises(Exception, match="no published agent"):
+        runtime.run(runtime.agents.get("bank"))  # …the version is not visible without them
+
+
+def test_the_vector_index_is_used_only_when_embeddings_were_published(
+    make_runtime: Callable[..., Runtime], caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = make_runtime()
+    agent = load_bank().with_content_version()
+    runtime.run(runtime.agents.publish(agent))  # published without embeddings
+    assert runtime.run(runtime.index_for(agent)) is None
+    assert "has no embeddings" in caplog.text
+
+    published = runtime.run(runtime.publish_agent(load_bank()))
+    assert published.version == agent.version
+    fresh = Runtime(runtime.settings)
+    index = runtime.run(fresh.index_for(agent))
+    assert isinstance(index, S3VectorIndex)
+
+
+@pytest.mark.parametrize(
+    ("module", "never"),
+    [
+        ("functions.webhook", ("numpy", "openai", "engine.turn", "boto3", "pydantic.v1")),
+        ("functions.worker", ("numpy", "openai", "engine.turn", "boto3", "fastapi")),
+        ("functions.management", ("numpy", "openai", "engine.turn", "boto3")),
+    ],
+)
+def test_handler_modules_import_only_what_every_request_needs(
+    module: str, never: tuple[str, ...]
+) -> None:
+    """Cold start: the engine, boto3 and openai are imported by the runtime when first used."""
+    code = f"import sys, {module}; print(','.join(m for m in {never!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert result.stdout.strip() == ""

@@ -1,0 +1,177 @@
+"""template.yaml: cfn-lint clean, transformed by the SAM translator (what `sam deploy` does
+first), and wired the way the code expects — least privilege included."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.aws.local_stack import load_template
+from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
+from infra.channels.registry import ChannelSecrets
+from infra.runtime import MANAGEMENT_API_KEY_ENV, TOOL_STATE_MACHINE_ENV, load_tool_registry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_template_passes_cfn_lint() -> None:
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    result = subprocess.run(
+        [str(cfn_lint), str(REPO / "template.yaml")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+class _NoManagedPolicies:
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def transformed() -> dict[str, Any]:
+    """The template after the SAM transform, with the s3:// URIs `sam package` would write."""
+    from samtranslator.translator.transform import transform
+
+    template = copy.deepcopy(load_template())
+    template["Globals"]["Function"]["CodeUri"] = "s3://waypoint-artifacts/code.zip"
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::StateMachine":
+            resource["Properties"]["DefinitionUri"] = "s3://waypoint-artifacts/tools.asl.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        result: dict[str, Any] = transform(template, {}, _NoManagedPolicies())
+    return result
+
+
+def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {lid: r for lid, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _statements(transformed: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    policies = transformed["Resources"][role]["Properties"].get("Policies", [])
+    return [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+
+
+def _actions(transformed: dict[str, Any], role: str) -> set[str]:
+    actions: set[str] = set()
+    for statement in _statements(transformed, role):
+        value = statement["Action"]
+        actions.update([value] if isinstance(value, str) else value)
+    return actions
+
+
+def test_the_sam_translator_produces_every_function_api_and_the_state_machine(
+    transformed: dict[str, Any],
+) -> None:
+    functions = _resources(transformed, "AWS::Lambda::Function")
+    assert set(functions) == {
+        "WebhookFunction",
+        "WorkerFunction",
+        "ManagementFunction",
+        "ToolFunction",
+    }
+    for function in functions.values():
+        properties = function["Properties"]
+        assert properties["Runtime"] == "python3.11"
+        assert properties["Architectures"] == ["arm64"]
+    assert len(_resources(transformed, "AWS::ApiGatewayV2::Api")) == 2
+    (machine,) = _resources(transformed, "AWS::StepFunctions::StateMachine").values()
+    assert machine["Properties"]["StateMachineType"] == "EXPRESS"
+    assert set(machine["Properties"]["DefinitionSubstitutions"]) == {
+        "ToolFunctionArn",
+        "ToolTimeoutSeconds",
+    }
+
+
+def test_the_worker_reports_partial_batch_failures_on_the_fifo_queue(
+    transformed: dict[str, Any],
+) -> None:
+    (mapping,) = _resources(transformed, "AWS::Lambda::EventSourceMapping").values()
+    properties = mapping["Properties"]
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert properties["BatchSize"] == 10
+    assert properties["EventSourceArn"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
+    template = load_template()
+    worker_timeout = template["Resources"]["WorkerFunction"]["Properties"]["Timeout"]
+    visibility = template["Resources"]["TurnQueue"]["Properties"]["VisibilityTimeout"]
+    assert worker_timeout < visibility  # an event source mapping refuses anything else
+
+
+def test_the_tool_timeouts_fit_the_tools() -> None:
+    resources = load_template()["Resources"]
+    substitutions = resources["ToolStateMachine"]["Properties"]["DefinitionSubstitutions"]
+    task_timeout = int(substitutions["ToolTimeoutSeconds"])
+    registry = load_tool_registry("examples.banking.tools")
+    assert task_timeout >= task_timeout_seconds(registry.specs)
+    assert resources["ToolFunction"]["Properties"]["Timeout"] >= task_timeout
+
+
+def test_the_worker_gets_the_state_machine_under_the_name_the_dispatcher_reads() -> None:
+    assert TOOL_STATE_MACHINE_ENV == STATE_MACHINE_ENV
+    env = load_template()["Resources"]["WorkerFunction"]["Properties"]["Environment"]["Variables"]
+    assert env[STATE_MACHINE_ENV] == {"Ref": "ToolStateMachine"}
+
+
+def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str, Any]) -> None:
+    webhook = _actions(transformed, "WebhookFunctionRole")
+    worker = _actions(transformed, "WorkerFunctionRole")
+    management = _actions(transformed, "ManagementFunctionRole")
+    tools = _actions(transformed, "ToolFunctionRole")
+    machine = _actions(transformed, "ToolStateMachineRole")
+
+    assert {"dynamodb:PutItem", "dynamodb:DeleteItem", "sqs:SendMessage*"} <= webhook
+    assert not any(a.startswith(("s3:", "states:", "lambda:")) for a in webhook)
+
+    assert {"dynamodb:UpdateItem", "s3:GetObject", "states:StartSyncExecution"} <= worker
+    assert not any(a.startswith("sqs:SendMessage") for a in worker)
+    assert "states:StartExecution" not in worker and "s3:DeleteObject" not in worker
+
+    assert {"s3:PutObject", "sqs:SendMessage*", "states:StartSyncExecution"} <= management
+
+    for actions in (webhook, worker, management):  # never a scan or a batch write
+        assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"} & actions
+    assert "dynamodb:DeleteItem" not in worker | management
+
+    assert tools == set()  # the tool Lambda touches no AWS resource of ours
+    assert "lambda:InvokeFunction" in machine
+    assert not any(a.startswith(("dynamodb:", "s3:", "sqs:")) for a in machine)
+
+    start_sync = [
+        s
+        for s in _statements(transformed, "WorkerFunctionRole")
+        if s["Action"] == "states:StartSyncExecution"
+    ]
+    assert [s["Resource"] for s in start_sync] == [{"Ref": "ToolStateMachine"}]
+
+
+def test_no_secret_is_in_the_template() -> None:
+    """Secrets are SecureString parameters read at run time, never deploy-time values."""
+    template = load_template()
+    secret_variables = {ChannelSecrets.env_var(f) for f in ChannelSecrets.model_fields} | {
+        MANAGEMENT_API_KEY_ENV,
+        "OPENAI_API_KEY",
+    }
+    for lid, resource in template["Resources"].items():
+        env = resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+        assert not secret_variables & set(env), f"{lid} sets a secret as an environment variable"
+    for name, parameter in template["Parameters"].items():
+        if "SECRET" in name.upper():
+            assert str(parameter["Default"]).startswith("/"), f"{name} must name an SSM path"
+    text = json.dumps(template)
+    assert "xoxb-" not in text and "sk-" not in text
+
+
+def test_the_outputs_name_a_webhook_url_per_channel_and_the_management_api() -> None:
+    outputs = load_template()["Outputs"]
+    for channel in ("telegram", "slack", "whatsapp", "twilio", "generic"):
+        (url,) = [
+            o["Value"]["Fn::Sub"] for o in outputs.values() if f"/webhooks/{channel}" in str(o)
+        ]
+        assert url.startswith("https://${WebhookApi}.execute-api.")
+    assert outputs["ManagementApiUrl"]["Value"]["Fn::Sub"].startswith("https://${ManagementApi}")
