@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
@@ -285,7 +286,8 @@ def _new_session(queued: QueuedMessage) -> SessionState:
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
-@metrics.log_metrics(capture_cold_start_metric=True)
+# The cold-start metric bypasses POWERTOOLS_METRICS_DISABLED, so honor it here (local runs).
+@metrics.log_metrics(capture_cold_start_metric=not is_metrics_disabled())
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """SQS FIFO event → `{"batchItemFailures": [...]}`."""
     runtime = current_runtime()

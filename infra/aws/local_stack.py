@@ -211,14 +211,17 @@ class LocalStack:
                 "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY") or "testing",
             }
         )
-        request = urllib.request.Request(
-            f"{self.endpoint_url}/moto-api/config",
-            data=json.dumps(MOTO_CONFIG).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10):
-            pass
+        # moto's backends live in this process: a server started after another one (a second
+        # `waypoint chat` in one test run) would see its tables. Start from empty state.
+        for path, payload in (("reset", b""), ("config", json.dumps(MOTO_CONFIG).encode())):
+            request = urllib.request.Request(
+                f"{self.endpoint_url}/moto-api/{path}",
+                data=payload,
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=10):
+                pass
 
     def _set_env(self, values: Mapping[str, str]) -> None:
         for name, value in values.items():

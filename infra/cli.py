@@ -1,0 +1,299 @@
+"""`waypoint` — the command line: demo, chat, serve, validate, publish.
+
+Everything here runs the same engine, adapters and Lambda handlers as a deployment; the local
+commands put moto in place of AWS and the offline model in place of OpenAI (unless
+`OPENAI_API_KEY` is set or `--llm openai` is given).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+
+from engine.errors import InvalidAgentDefinition
+from engine.model import AgentSnapshot
+
+app = typer.Typer(
+    help="Waypoint: serverless agents that follow business rules.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+SEED_CONVERSATION = [
+    "Hi",
+    "Transfer money",
+    "seldo",
+    "monkey",
+    "Checking",
+    "To account ID 1234324",
+    "500",
+]
+
+
+class LLMChoice(StrEnum):
+    AUTO = "auto"
+    OFFLINE = "offline"
+    OPENAI = "openai"
+
+
+LLMOption = Annotated[
+    LLMChoice,
+    typer.Option("--llm", help="auto = OpenAI when OPENAI_API_KEY is set, else offline"),
+]
+AgentPath = Annotated[
+    Path | None,
+    typer.Argument(help="agent definition (YAML/JSON); default: the banking concierge"),
+]
+ToolsOption = Annotated[
+    str | None,
+    typer.Option("--tools", help="module with the tool registry, e.g. examples.banking.tools"),
+]
+
+
+def _choose_llm(choice: LLMChoice) -> str:
+    """Set the provider for the runtime; returns a human description."""
+    if choice is LLMChoice.AUTO:
+        choice = LLMChoice.OPENAI if os.environ.get("OPENAI_API_KEY") else LLMChoice.OFFLINE
+    if choice is LLMChoice.OPENAI and not (
+        os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL")
+    ):
+        console.print("[red]--llm openai needs OPENAI_API_KEY (or OPENAI_BASE_URL).[/red]")
+        raise typer.Exit(2)
+    os.environ["WAYPOINT_LLM_PROVIDER"] = choice.value
+    if choice is LLMChoice.OFFLINE:
+        return "offline heuristic model (no key, no network)"
+    return f"OpenAI-compatible model at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')}"
+
+
+def _load(path: Path | None, tools: str | None) -> tuple[AgentSnapshot, str | None]:
+    """The agent to run and its tools module (the banking concierge by default)."""
+    if path is None:
+        from examples.banking import TOOLS_MODULE
+        from examples.banking import load as load_bank
+
+        return load_bank(), tools or TOOLS_MODULE
+    from engine.authoring import load_agent
+
+    try:
+        return load_agent(path), tools
+    except InvalidAgentDefinition as exc:
+        _print_problems(path, exc)
+        raise typer.Exit(1) from None
+
+
+def _print_problems(path: Path, exc: InvalidAgentDefinition) -> None:
+    console.print(f"[red]✗ {path}: {len(exc.problems)} problem(s)[/red]")
+    for problem in exc.problems:
+        console.print(f"  • {problem}")
+    console.print("Fix them and run [bold]waypoint validate[/bold] again.")
+
+
+def _step(text: str) -> float:
+    console.print(f"[dim]…[/dim] {text}")
+    return time.perf_counter()
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+@app.command()
+def demo(
+    llm: LLMOption = LLMChoice.AUTO,
+    verbose: Annotated[bool, typer.Option(help="show the full trace of every turn")] = False,
+) -> None:
+    """Run the banking concierge end to end on the local stack and print the transcript."""
+    from engine.trace import summarize
+    from examples.banking import TOOLS_MODULE, bank
+    from examples.banking import load as load_bank
+    from infra.local_server import GenericChatClient, LocalServer
+
+    model = _choose_llm(llm)
+    console.print(Panel.fit("Waypoint demo — the banking concierge", style="bold"))
+    started = _step("starting the local stack: moto (DynamoDB, S3, SQS) from template.yaml")
+    bank.reset_bank()
+    server = LocalServer(load_bank(), tools_module=TOOLS_MODULE)
+    server.start()
+    try:
+        console.print(
+            f"[dim]…[/dim] webhook, worker and management API up at {server.base_url} "
+            f"in {time.perf_counter() - started:.1f} s; model: {model}"
+        )
+        console.print(
+            "[dim]… the customer writes through the generic channel: HMAC-signed webhook → "
+            "dedup → SQS FIFO → turn worker → signed callback[/dim]\n"
+        )
+        client = GenericChatClient(server, f"demo-{secrets.token_hex(3)}", "seldo")
+        for text in SEED_CONVERSATION:
+            t0 = time.perf_counter()
+            reply = client.send(text)
+            elapsed = time.perf_counter() - t0
+            console.print(f"[bold cyan]customer ›[/bold cyan] {text}")
+            console.print(f"[bold green]agent    ›[/bold green] {reply['text']}")
+            trace = server.trace_of_last_turn(client.session_id)
+            if trace is not None:
+                lines = summarize(trace)
+                shown = lines if verbose else [ln for ln in lines if not ln.startswith("note:")]
+                for line in shown:
+                    console.print(f"    [dim]{line}[/dim]")
+            console.print(f"    [dim]round trip {elapsed * 1000:.0f} ms[/dim]")
+        client.close()
+        transfers = bank.BANK.transfers
+        console.print()
+        if len(transfers) == 1:
+            t = transfers[0]
+            console.print(
+                f"[green]✓ exactly one transfer: ${t['amount']} from {t['from']} to {t['to']}[/green]"
+            )
+        else:
+            console.print(f"[red]✗ expected one transfer, the bank recorded {transfers}[/red]")
+            raise typer.Exit(1)
+    finally:
+        server.stop()
+
+
+@app.command()
+def chat(
+    path: AgentPath = None,
+    tools: ToolsOption = None,
+    llm: LLMOption = LLMChoice.AUTO,
+    trace: Annotated[bool, typer.Option("--trace", help="show each turn's trace")] = False,
+) -> None:
+    """Talk to an agent interactively on the local stack (Ctrl-D to quit)."""
+    from engine.trace import summarize
+    from infra.local_server import GenericChatClient, LocalServer
+
+    agent, tools_module = _load(path, tools)
+    model = _choose_llm(llm)
+    _step(f"starting the local stack for agent {agent.id!r} ({model})")
+    with LocalServer(agent, tools_module=tools_module) as server:
+        client = GenericChatClient(server, f"chat-{secrets.token_hex(3)}", "you")
+        console.print("Type a message (Ctrl-D to quit).")
+        while True:
+            try:
+                text = console.input("[bold cyan]you ›[/bold cyan] ").strip()
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                break
+            if not text:
+                continue
+            reply = client.send(text)
+            console.print(f"[bold green]agent ›[/bold green] {reply['text']}")
+            for option in reply.get("options") or []:
+                console.print(f"   [{option['id']}] {option['label']}")
+            if trace:
+                turn = server.trace_of_last_turn(client.session_id)
+                for line in summarize(turn) if turn else []:
+                    console.print(f"    [dim]{line}[/dim]")
+        client.close()
+
+
+@app.command()
+def serve(
+    path: AgentPath = None,
+    tools: ToolsOption = None,
+    llm: LLMOption = LLMChoice.AUTO,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port")] = 8750,
+) -> None:
+    """Serve webhooks, the management API and the turn worker locally (for a real front end)."""
+    from infra.local_server import LocalServer
+
+    agent, tools_module = _load(path, tools)
+    model = _choose_llm(llm)
+    key = os.environ.get("WAYPOINT_MANAGEMENT_API_KEY") or secrets.token_urlsafe(24)
+    generic = os.environ.get("WAYPOINT_GENERIC_SECRET") or secrets.token_urlsafe(24)
+    server = LocalServer(
+        agent,
+        tools_module=tools_module,
+        host=host,
+        port=port,
+        management_api_key=key,
+        generic_secret=generic,
+    )
+    server.start()
+    try:
+        console.print(Panel.fit(f"Waypoint serving agent {agent.id!r} — {model}", style="bold"))
+        console.print(f"webhooks        {server.base_url}/webhooks/{{channel}}")
+        console.print(f"management API  {server.base_url}/api   (header X-Api-Key: {key})")
+        console.print(f"generic channel secret: {generic}")
+        console.print("\nTo publish another agent to this stack from another shell:")
+        for name, value in server.client_env().items():
+            console.print(f"  export {name}={value}")
+        console.print("  waypoint publish path/to/agent.yaml\n\nCtrl-C to stop.")
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        console.print("stopping")
+    finally:
+        server.stop()
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")]) -> None:
+    """Check an agent definition and report every problem, each naming what to fix."""
+    from engine.authoring import load_agent
+
+    if not path.exists():
+        console.print(f"[red]✗ {path} does not exist[/red]")
+        raise typer.Exit(2)
+    try:
+        agent = load_agent(path)
+    except InvalidAgentDefinition as exc:
+        _print_problems(path, exc)
+        raise typer.Exit(1) from None
+    nodes = sum(len(j.nodes) for j in agent.journeys)
+    console.print(
+        f"[green]✓ {path}[/green]: agent {agent.id!r} version {agent.version} — "
+        f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
+        f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
+    )
+
+
+@app.command()
+def publish(
+    path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")],
+    llm: LLMOption = LLMChoice.AUTO,
+) -> None:
+    """Publish a version: embeddings to S3, then the agent to DynamoDB (atomic pointer flip).
+
+    Targets whatever the environment points at: AWS with your credentials and WAYPOINT_TABLE /
+    WAYPOINT_BUCKET, or a running `waypoint serve` (export the variables it prints)."""
+    from infra.aws.clients import AwsConfigurationError
+    from infra.runtime import current_runtime
+
+    agent, _ = _load(path, None)
+    _choose_llm(llm)  # the embedder follows the provider
+    runtime = current_runtime()
+    try:
+        published = runtime.run(runtime.publish_agent(agent))
+    except AwsConfigurationError as exc:
+        console.print(f"[red]✗ {exc}[/red]")
+        raise typer.Exit(2) from None
+    vectors = ", ".join(f"{n}: {c}" for n, c in published.embedded.items()) or "none"
+    console.print(
+        f"[green]✓ published[/green] agent {published.agent_id!r} version {published.version} "
+        f"(embeddings — {vectors})"
+    )
+
+
+def main() -> Any:
+    """Console-script entry point."""
+    try:
+        return app()
+    except TimeoutError as exc:
+        console.print(f"[red]✗ {exc}[/red]")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,387 @@
+"""The whole deployment in one process, for `waypoint demo | chat | serve`.
+
+- moto's threaded server stands in for DynamoDB, S3 and SQS, with the table, bucket and queues
+  created from `template.yaml`;
+- the webhook and management Lambda apps are served on one local HTTP port (webhooks under
+  `/webhooks/{channel}`, the management API under `/api`);
+- a poller does what Lambda's SQS event source mapping does: it receives batches from the FIFO
+  turn queue, invokes `functions.worker.handler` with the same event shape, deletes what
+  succeeded and lets failed records come back;
+- `/local/replies` receives the generic channel's signed reply callbacks, for a front end
+  running on this machine (the demo's customer).
+
+The same handlers, runtime, stores and channel code run here as in a deployment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.model import AgentSnapshot
+from engine.trace import TurnTrace
+
+log = logging.getLogger("waypoint.local")
+
+# Quiet, offline-friendly defaults; anything already set in the environment wins.
+LOCAL_DEFAULTS: Mapping[str, str] = {
+    "POWERTOOLS_TRACE_DISABLED": "1",
+    "POWERTOOLS_METRICS_DISABLED": "1",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_SERVICE_NAME": "waypoint-local",
+    "POWERTOOLS_METRICS_NAMESPACE": "WaypointLocal",
+}
+
+
+def queue_records(messages: Sequence[Mapping[str, Any]], queue_arn: str) -> list[dict[str, Any]]:
+    """Lambda event records for messages received from an SQS FIFO queue, built the way the SQS
+    event source mapping builds them."""
+    records = []
+    for message in messages:
+        attributes = dict(message.get("Attributes", {}))
+        records.append(
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": {
+                    "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
+                    "SentTimestamp": attributes.get("SentTimestamp", "0"),
+                    "SequenceNumber": attributes.get("SequenceNumber", "0"),
+                    "MessageGroupId": attributes["MessageGroupId"],
+                    "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
+                    "MessageDeduplicationId": attributes.get("MessageDeduplicationId", ""),
+                    "ApproximateFirstReceiveTimestamp": attributes.get(
+                        "ApproximateFirstReceiveTimestamp", "0"
+                    ),
+                },
+                "messageAttributes": {},
+                "md5OfBody": message.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+            }
+        )
+    return records
+
+
+class QueuePoller(threading.Thread):
+    """Lambda's SQS event source mapping, locally: batches → worker handler → delete successes.
+    Failed records become visible again after `retry_after` seconds and are retried."""
+
+    def __init__(self, sqs: Any, queue_url: str, *, batch_size: int = 10, retry_after: int = 1):
+        super().__init__(name="waypoint-queue-poller", daemon=True)
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.batch_size = batch_size
+        self.retry_after = retry_after
+        self.batches = 0
+        self.failed_records = 0
+        self._stop_event = threading.Event()
+        arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+        self.queue_arn = arn["Attributes"]["QueueArn"]
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                self.poll_once(wait_seconds=1)
+            except Exception:  # keep polling: the next batch may succeed (and the demo says so)
+                log.exception("local worker invocation failed")
+                time.sleep(0.5)
+
+    def poll_once(self, wait_seconds: int = 0) -> int:
+        """Receive one batch and invoke the worker on it; returns the number of records."""
+        from functions import worker
+        from infra.aws.lambda_routing import LocalLambdaContext
+
+        messages = self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.batch_size,
+            AttributeNames=["All"],
+            WaitTimeSeconds=wait_seconds,
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        event = {"Records": queue_records(messages, self.queue_arn)}
+        response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        self.batches += 1
+        self.failed_records += len(failed)
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self.sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+        for m in messages:
+            if m["MessageId"] in failed:
+                self.sqs.change_message_visibility(
+                    QueueUrl=self.queue_url,
+                    ReceiptHandle=m["ReceiptHandle"],
+                    VisibilityTimeout=self.retry_after,
+                )
+        return len(messages)
+
+
+@dataclass
+class ReplyInbox:
+    """Replies the generic channel POSTs back (signed), per conversation."""
+
+    secret: str
+    _queues: dict[str, queue.Queue[dict[str, Any]]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _queue(self, conversation_id: str) -> queue.Queue[dict[str, Any]]:
+        with self._lock:
+            return self._queues.setdefault(conversation_id, queue.Queue())
+
+    def put(self, payload: dict[str, Any]) -> None:
+        self._queue(str(payload.get("conversation_id"))).put(payload)
+
+    def wait(self, conversation_id: str, timeout: float) -> dict[str, Any]:
+        """The next reply to a conversation; raises TimeoutError with what to check."""
+        try:
+            return self._queue(conversation_id).get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(
+                f"no reply within {timeout:.0f} s; the worker log above says why "
+                "(run with --verbose for more)"
+            ) from None
+
+
+class LocalServer:
+    """Start with `start()` (or as a context manager); see the module docstring."""
+
+    def __init__(
+        self,
+        agent: AgentSnapshot,
+        *,
+        tools_module: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        management_api_key: str | None = None,
+        generic_secret: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.tools_module = tools_module
+        self.host = host
+        self.port = port
+        self.management_api_key = management_api_key or secrets.token_urlsafe(24)
+        self.generic_secret = generic_secret or secrets.token_urlsafe(24)
+        self.replies = ReplyInbox(self.generic_secret)
+        self.stack: Any = None
+        self.poller: QueuePoller | None = None
+        self._http: Any = None
+        self._http_thread: threading.Thread | None = None
+        self._saved_env: dict[str, str | None] = {}
+
+    # ---- lifecycle
+
+    def __enter__(self) -> LocalServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from infra.aws.local_stack import LocalStack
+        from infra.runtime import current_runtime, reset_runtime
+
+        env = {**LOCAL_DEFAULTS, **{k: v for k, v in os.environ.items() if k in LOCAL_DEFAULTS}}
+        env.update(
+            {
+                "WAYPOINT_AGENT_ID": self.agent.id,
+                "WAYPOINT_GENERIC_SECRET": self.generic_secret,
+                "WAYPOINT_CALLBACK_HOSTS": "127.0.0.1,localhost",
+                "WAYPOINT_MANAGEMENT_API_KEY": self.management_api_key,
+            }
+        )
+        if self.tools_module:
+            env["WAYPOINT_TOOLS_MODULE"] = self.tools_module
+        self._set_env(env)
+        self.stack = LocalStack(server=True)
+        self.stack.start()
+        self.stack.create_resources()
+        reset_runtime()
+        runtime = current_runtime()
+        runtime.run(runtime.publish_agent(self.agent))
+        self._start_http()
+        self.poller = QueuePoller(self.stack.client("sqs"), self.stack.queue_url)
+        self.poller.start()
+
+    def stop(self) -> None:
+        from infra.runtime import reset_runtime
+
+        if self.poller is not None:
+            self.poller.stop()
+            self.poller.join(timeout=5)
+        if self._http is not None:
+            self._http.should_exit = True
+            if self._http_thread is not None:
+                self._http_thread.join(timeout=5)
+        reset_runtime()
+        if self.stack is not None:
+            self.stack.stop()
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def _set_env(self, values: Mapping[str, str]) -> None:
+        for name, value in values.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    # ---- HTTP
+
+    def asgi_app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Mount, Route
+
+        from functions import management, webhook
+        from infra.channels.signing import constant_time_equals, sign_generic
+
+        async def local_replies(request: Request) -> JSONResponse:
+            body = await request.body()
+            timestamp = request.headers.get("x-waypoint-timestamp", "")
+            signature = request.headers.get("x-waypoint-signature", "")
+            expected = sign_generic(self.generic_secret, body, timestamp)
+            if not constant_time_equals(signature, expected):
+                return JSONResponse({"error": "bad signature"}, status_code=401)
+            self.replies.put(json.loads(body))
+            return JSONResponse({"id": secrets.token_hex(6)})
+
+        return Starlette(
+            routes=[
+                Route("/local/replies", local_replies, methods=["POST"]),
+                Mount("/api", app=management.app),
+                Mount("/", app=webhook.app),
+            ]
+        )
+
+    def _start_http(self) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(
+            self.asgi_app(), host=self.host, port=self.port, log_level="warning", lifespan="off"
+        )
+        self._http = uvicorn.Server(config)
+        self._http_thread = threading.Thread(
+            target=self._http.run, name="waypoint-http", daemon=True
+        )
+        self._http_thread.start()
+        deadline = time.monotonic() + 10
+        while not self._http.started:
+            if time.monotonic() > deadline or not self._http_thread.is_alive():
+                raise RuntimeError(
+                    f"the local HTTP server did not start on {self.host}:{self.port}"
+                )
+            time.sleep(0.02)
+        self.port = self._http.servers[0].sockets[0].getsockname()[1]
+
+    # ---- what clients need
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def webhook_url(self, channel: str) -> str:
+        return f"{self.base_url}/webhooks/{channel}"
+
+    @property
+    def replies_url(self) -> str:
+        return f"{self.base_url}/local/replies"
+
+    def client_env(self) -> dict[str, str]:
+        """What `waypoint publish` (or boto3) needs to talk to this stack from another shell."""
+        keys = ("WAYPOINT_AWS_ENDPOINT_URL", "WAYPOINT_TABLE", "WAYPOINT_BUCKET",
+                "WAYPOINT_QUEUE_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY")  # fmt: skip
+        return {k: os.environ[k] for k in keys if k in os.environ}
+
+    def trace_of_last_turn(self, session_id: str) -> TurnTrace | None:
+        """The trace of the newest turn of a session (for the demo's per-turn summary)."""
+        from infra.runtime import current_runtime
+
+        # The runtime's loop belongs to the queue poller; the stores are loop-agnostic.
+        sessions = current_runtime().sessions
+        session = asyncio.run(sessions.load(session_id))
+        turn_ids = [e.turn_id for e in session.events if e.turn_id] if session else []
+        if not turn_ids:
+            return None
+        raw = asyncio.run(sessions.trace(session_id, turn_ids[-1]))
+        return TurnTrace.model_validate(raw) if raw else None
+
+
+class GenericChatClient:
+    """A customer on the generic channel: signed webhook requests in, signed callbacks out."""
+
+    def __init__(self, server: LocalServer, conversation_id: str, customer_id: str) -> None:
+        import httpx
+
+        self.server = server
+        self.conversation_id = conversation_id
+        self.customer_id = customer_id
+        self._http = httpx.Client(timeout=30)
+        self._n = 0
+
+    def send(self, text: str, *, choice: str | None = None, timeout: float = 60) -> dict[str, Any]:
+        """Post one message through the webhook and wait for the agent's reply."""
+        from infra.channels.signing import generic_headers
+
+        self._n += 1
+        payload = {
+            "event_id": f"{self.conversation_id}-{self._n}-{secrets.token_hex(4)}",
+            "conversation_id": self.conversation_id,
+            "customer_id": self.customer_id,
+            "text": text,
+            "callback_url": self.server.replies_url,
+            **({"choice": choice} if choice else {}),
+        }
+        body = json.dumps(payload).encode()
+        headers = generic_headers(self.server.generic_secret, body, int(time.time()))
+        response = self._http.post(
+            self.server.webhook_url("generic"), content=body, headers=headers
+        )
+        if response.status_code != 200:
+            raise RuntimeError(f"webhook answered {response.status_code}: {response.text[:200]}")
+        return self.server.replies.wait(self.conversation_id, timeout)
+
+    @property
+    def session_id(self) -> str:
+        from infra.runtime import session_id_for
+
+        # The generic channel's conversation key (infra/channels/generic.py).
+        return session_id_for(self.server.agent.id, "generic", f"generic:{self.conversation_id}")
+
+    def close(self) -> None:
+        self._http.close()
+
+
+@contextlib.contextmanager
+def local_server(agent: AgentSnapshot, **kwargs: Any) -> Iterator[LocalServer]:
+    server = LocalServer(agent, **kwargs)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

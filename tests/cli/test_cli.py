@@ -1,0 +1,90 @@
+"""The `waypoint` command line, run as a user runs it (typer's runner, real local stack)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from examples.banking import AGENT_PATH
+from infra.cli import app
+from infra.runtime import reset_runtime
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping in assertions
+
+
+def test_validate_accepts_the_banking_agent() -> None:
+    result = runner.invoke(app, ["validate", str(AGENT_PATH)])
+    assert result.exit_code == 0, result.output
+    assert "agent 'bank'" in result.output and "4 journeys" in result.output
+
+
+def test_validate_names_every_problem(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        """
+agent: {id: shop, name: Shop}
+journeys:
+  - id: refund
+    title: Refund
+    conditions: [The customer wants a refund]
+    states:
+      - {id: ask, chat: Ask for the order number}
+      - {id: pay, tool: refund_money}
+    transitions:
+      - {from: root, to: ask}
+      - {from: ask, to: pay}
+      - {from: pay, to: nowhere}
+"""
+    )
+    result = runner.invoke(app, ["validate", str(broken)])
+    assert result.exit_code == 1
+    assert "refund_money" in result.output and "nowhere" in result.output
+
+
+def test_demo_prints_the_transcript_and_one_transfer() -> None:
+    result = runner.invoke(app, ["demo"])
+    reset_runtime()
+    assert result.exit_code == 0, result.output
+    assert "customer › Transfer money" in result.output
+    assert "Could you tell me your password?" in result.output
+    assert "tool transfer_money(account_id=1234567890, to_account_id=1234324" in result.output
+    assert "✓ exactly one transfer: $500.00 from 1234567890 to 1234324" in result.output
+
+
+def test_chat_answers_typed_messages_with_a_trace() -> None:
+    result = runner.invoke(app, ["chat", "--trace"], input="Hi\nI want to log in\n")
+    reset_runtime()
+    assert result.exit_code == 0, result.output
+    assert "agent › Hi! I can look up a stock price" in result.output
+    assert "journey authenticate: llm → ask_username" in result.output
+
+
+def test_publish_writes_the_agent_and_its_embeddings_to_the_stack() -> None:
+    from infra.aws.local_stack import LocalStack
+
+    with LocalStack():
+        reset_runtime()
+        result = runner.invoke(app, ["publish", str(AGENT_PATH)])
+        reset_runtime()
+    assert result.exit_code == 0, result.output
+    assert "published agent 'bank'" in result.output and "journeys: 4" in result.output
+
+
+def test_publish_without_a_stack_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("WAYPOINT_TABLE", "WAYPOINT_BUCKET", "WAYPOINT_AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    reset_runtime()
+    result = runner.invoke(app, ["publish", str(AGENT_PATH)])
+    reset_runtime()
+    assert result.exit_code == 2
+    assert "WAYPOINT_" in result.output
