@@ -175,3 +175,14 @@ def test_the_outputs_name_a_webhook_url_per_channel_and_the_management_api() -> 
         ]
         assert url.startswith("https://${WebhookApi}.execute-api.")
     assert outputs["ManagementApiUrl"]["Value"]["Fn::Sub"].startswith("https://${ManagementApi}")
+
+
+def test_requirements_txt_matches_the_project_dependencies() -> None:
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    lines = (root / "requirements.txt").read_text().splitlines()
+    listed = [line for line in lines if line.strip() and not line.startswith("#")]
+    assert listed == declared, "regenerate requirements.txt (see docs/deploy.md §1)"
