@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+CODE := $(wildcard engine infra functions tests examples bench)
 
 .PHONY: install test lint typecheck format demo bench soak clean
 
@@ -17,12 +18,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine infra functions tests examples bench
-	$(BIN)/ruff format --check engine infra functions tests examples bench
+	$(BIN)/ruff check $(CODE)
+	$(BIN)/ruff format --check $(CODE)
 
 format: $(STAMP)
-	$(BIN)/ruff format engine infra functions tests examples bench
-	$(BIN)/ruff check --fix engine infra functions tests examples bench
+	$(BIN)/ruff format $(CODE)
+	$(BIN)/ruff check --fix $(CODE)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine
