@@ -88,7 +88,7 @@ class TurnCommit:
     turn_id: str
     expected_version: int
     state: SessionState  # the new state, version already = expected_version + 1
-    new_events: Sequence[Event]
+    new_events: Sequence[Event]  # stores persist these (state.events is the full history)
     trace: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,6 +109,26 @@ class SessionStore(Protocol):
         ...
 
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class VariableStore(Protocol):
+    """Per-customer values of context variables (customer → agent → defaults, later wins)."""
+
+    async def get_variables(self, agent_id: str, customer_id: str) -> dict[str, Any]: ...
+
+    async def set_variable(
+        self, agent_id: str, customer_id: str, name: str, value: Any
+    ) -> None: ...
+
+
+@runtime_checkable
+class InboxStore(Protocol):
+    """Deduplication of inbound channel events: `claim` is true only the first time."""
+
+    async def claim(self, channel: str, event_id: str, ttl_seconds: int) -> bool: ...
+
+    async def release(self, channel: str, event_id: str) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class TurnTrace(BaseModel):
     journeys: list[JourneyTransitionRecord] = Field(default_factory=list)
     relations: list[RelationRecord] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    collected: dict[str, str] = Field(default_factory=dict)  # "journey.field" → value this turn
     matched_guideline_ids: list[str] = Field(default_factory=list)
     applied_guideline_ids: list[str] = Field(default_factory=list)
     stages: list[StageTiming] = Field(default_factory=list)
@@ -103,6 +104,8 @@ def summarize(trace: TurnTrace) -> list[str]:
         step = t.node_id or "—"
         repaired = f" (repaired: {'; '.join(t.repairs)})" if t.repairs else ""
         lines.append(f"journey {t.journey_id}: {t.how} → {step}{repaired}")
+    if trace.collected:
+        lines.append("collected: " + ", ".join(f"{k}={v}" for k, v in trace.collected.items()))
     for r in trace.relations:
         lines.append(f"{r.kind}: {r.source} → {r.target} ({r.effect})")
     for c in trace.tool_calls:
@@ -118,3 +121,13 @@ def summarize(trace: TurnTrace) -> list[str]:
         )
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
+
+
+SECRET_NAMES = ("password", "passcode", "secret", "pin", "token", "otp", "cvv")
+
+
+def redact(name: str, value: object) -> str:
+    """Traces are read by operators and returned by the API: values of secret-looking fields
+    (passwords, PINs, tokens) are never written into them."""
+    lowered = name.lower()
+    return "•••" if any(word in lowered for word in SECRET_NAMES) else str(value)

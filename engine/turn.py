@@ -72,6 +72,7 @@ from engine.ports import (
     ToolDispatcher,
     ToolOutcome,
     TurnCommit,
+    VariableStore,
     VectorIndex,
 )
 from engine.projection import journey_node_guideline_id, node_action_text
@@ -103,6 +104,7 @@ from engine.trace import (
     StageTiming,
     ToolCallRecord,
     TurnTrace,
+    redact,
 )
 
 
@@ -158,10 +160,12 @@ class TurnEngine:
         deps: EngineDeps,
         *,
         index_for: Callable[[AgentSnapshot], Awaitable[VectorIndex | None]] | None = None,
+        variables: VariableStore | None = None,
         max_conflict_retries: int = 4,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
+        self.variables = variables
         self.pipeline = TurnPipeline(deps)
         self.index_for = index_for
         self.max_conflict_retries = max_conflict_retries
@@ -178,6 +182,10 @@ class TurnEngine:
             if not fresh or turn_id in session.committed_turn_ids:
                 return _replayed(session, turn_id)
             agent = await self.agents.get(session.agent_id)
+            if self.variables is not None:
+                # Per-customer values, fresh every turn (a tool or operator may have set them).
+                values = await self.variables.get_variables(agent.id, session.customer_id)
+                session = session.model_copy(update={"variables": {**session.variables, **values}})
             index = await self.index_for(agent) if self.index_for else None
             output = await self.pipeline.run(agent, session, fresh, turn_id=turn_id, index=index)
             commit = TurnCommit(
@@ -260,6 +268,7 @@ class _Turn:
         self.matches: dict[str, gm.GuidelineMatch] = {}
         self.clarifications: list[Guideline] = []
         self.completed_customer_dependent: list[str] = []
+        self.candidates: list[Guideline] = []
         self.views = {j.id: build_node_views(j) for j in agent.journeys}
         self._offset = session.next_offset()
         self._clock_started = time.perf_counter()
@@ -341,6 +350,7 @@ class _Turn:
         )
         self.trace.high_probability_journeys = list(high)
         recall = prune_low_probability(candidates, high)
+        self.candidates = recall.candidates
         active_before = set(self._active())
         to_match = [
             g for g in recall.candidates if g.metadata.get("journey_condition") not in active_before
@@ -562,6 +572,7 @@ class _Turn:
 
     def _record_collected(self, journey_id: str, values: dict[str, Any]) -> None:
         for name, value in values.items():
+            self.trace.collected[f"{journey_id}.{name}"] = redact(name, value)
             node_id = self.paths.get(journey_id, (None,))[-1] or ""
             self.collected.append(
                 CollectedValue(
@@ -688,6 +699,7 @@ class _Turn:
             if self.interrupt is not None and self.interrupt.call_id.startswith(self.turn_id):
                 return  # an interrupting tool waits for the customer; the journey stays put
             await self._after_tools()
+            await self._rematch_after_tools()
             resolution = self._resolve()
 
     async def _plan_guideline_calls(
@@ -780,12 +792,14 @@ class _Turn:
                 None,
                 tool=call.tool,
                 call_id=call.id,
-                arguments=call.arguments,
+                arguments={k: redact(k, v) for k, v in call.arguments.items()},
                 llm_view=llm_view_of(outcome),
                 view=outcome.view,
                 error=outcome.error,
             )
             self._maybe_interrupt(call, outcome)
+            if outcome.error and outcome.view is not None and self.reply_view is None:
+                self.reply_view = outcome.view  # e.g. {"scene": "showError", "tip": "…"}
             self._trace_tool(
                 call.tool,
                 call.arguments,
@@ -890,6 +904,19 @@ class _Turn:
             if step is not None:
                 self._apply_verified(journey.id, step, "auto_return")
 
+    async def _rematch_after_tools(self) -> None:
+        """Guidelines that opt in (`metadata.reevaluate_after_tools`) are matched again with this
+        turn's tool results in view — "the balance is negative → warn the customer". Opt-in keeps
+        the common turn at one matching round."""
+        pending = [
+            g
+            for g in self.candidates
+            if g.metadata.get("reevaluate_after_tools") and g.id not in self.matches
+        ]
+        if pending:
+            self.llm.round += 1
+            self._absorb_matches(await self._match(self._context(), pending))
+
     async def _after_tools(self) -> None:
         """Re-select journey steps after tool results: deterministic auto-return where possible."""
         for jid in list(self.steps):
@@ -913,7 +940,7 @@ class _Turn:
             ToolCallRecord(
                 call_id=f"{self.turn_id}:{len(self.trace.tool_calls)}",
                 tool=tool,
-                arguments={k: str(v) for k, v in args.items()},
+                arguments={k: redact(k, v) for k, v in args.items()},
                 status=status,
                 detail=detail,
                 duration_ms=ms,

@@ -377,7 +377,9 @@ class Runtime:
         from engine.turn import EngineDeps, TurnEngine
 
         deps = EngineDeps(llm=self.llm, embedder=self.embedder, tools=self.tools, clock=self.clock)
-        return TurnEngine(self.agents, self.sessions, deps, index_for=self.index_for)
+        return TurnEngine(
+            self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables
+        )
 
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer

@@ -415,3 +415,25 @@ async def test_journey_scoped_guideline_still_applies_in_the_turn_its_journey_ex
 
     assert out.trace.journeys[-1].how == "exit"
     assert "Confirm that nothing was booked" in out.reply.text
+
+
+async def test_per_customer_variable_values_reach_the_prompts() -> None:
+    from engine.memory import InMemoryVariableStore
+    from engine.model import ContextVariable
+
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({}))
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(guidelines=[Guideline(id="g", condition="c", action="a")])
+    agent = type(agent).model_validate(
+        {**agent.model_dump(), "variables": [ContextVariable(name="tier", default="basic")]}
+    )
+    h = Harness(agent, llm, index=False)
+    store = InMemoryVariableStore()
+    await store.set_variable(agent.id, "c1", "tier", "gold")
+    h.engine.variables = store
+    await h.start()
+
+    await h.say("hello")
+
+    assert "- tier: gold" in llm.calls_for(ComposedReply)[0].prompt

@@ -247,3 +247,114 @@ async def test_journey_tool_step_arguments_can_come_from_one_extraction_call() -
 
     assert [(c.tool, c.status) for c in out.trace.tool_calls] == [("stock_price", "ok")]
     assert out.state.completed_journeys == ("quote",)
+
+
+@tool(description="account overview")
+def overview(account: str) -> ToolResult:
+    return ToolResult(data={"account": account, "balance": "-20.00"})
+
+
+@tool(description="refund")
+def refund(order: str) -> ToolResult:
+    return ToolResult(
+        error="not allowed",
+        view={"scene": "showError", "tip": "Sorry, you can't refund this order"},
+    )
+
+
+async def test_guideline_flagged_for_reevaluation_is_matched_again_after_tool_results() -> None:
+    look = Guideline(
+        id="look", condition="asks about the account", action="Summarize", tools=("overview",)
+    )
+    warn = Guideline(
+        id="warn",
+        condition="The account balance is negative",
+        action="Warn the customer about the overdraft fee",
+        metadata={"reevaluate_after_tools": True},
+    )
+    llm = ScriptedLLM()
+    seen: list[bool] = []
+
+    def matcher(prompt: str) -> dict:
+        has_results = "Tool results from this turn" in prompt
+        seen.append(has_results)
+        return match_when({"account": True, "negative": lambda m: has_results})(prompt)
+
+    llm.on(GuidelineMatchBatch, matcher)
+    llm.on(
+        ToolCallPlan,
+        {"calls": [{"tool": "overview", "arguments": [{"name": "account", "value": "main"}]}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(guidelines=[look, warn], tools=[spec_of(overview)])
+    h = Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry([overview])), index=False)
+    await h.start()
+
+    out = await h.say("how is my account?")
+
+    assert seen[-1] is True  # the second matching round saw the tool results
+    assert "Warn the customer about the overdraft fee" in out.reply.text
+
+
+async def test_a_tool_error_view_is_shown_to_the_customer() -> None:
+    g = Guideline(
+        id="r", condition="wants a refund", action="Process the refund", tools=("refund",)
+    )
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"refund": True}))
+    llm.on(
+        ToolCallPlan,
+        {"calls": [{"tool": "refund", "arguments": [{"name": "order", "value": "7"}]}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(
+        make_agent(guidelines=[g], tools=[spec_of(refund)]),
+        llm,
+        tools=InProcessDispatcher(ToolRegistry([refund])),
+        index=False,
+    )
+    await h.start()
+
+    out = await h.say("refund order 7")
+
+    assert out.reply.data["view"] == {
+        "scene": "showError",
+        "tip": "Sorry, you can't refund this order",
+    }
+    tool_event = next(e for e in out.state.events if e.kind.value == "tool")
+    assert tool_event.data["llm_view"] == {"error": "not allowed"}  # the view never reaches the LLM
+    assert "showError" not in llm.calls_for(ComposedReply)[0].prompt
+
+
+async def test_secret_arguments_are_redacted_in_trace_and_events() -> None:
+    LOGINS.clear()
+    auth = AUTH[0]
+    n = lambda node: step_number(auth, node)  # noqa: E731
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"log in": True}))
+    llm.on(
+        JourneyNodeSelection,
+        per_journey(
+            {
+                "Authenticate": [
+                    advance(
+                        n("user"),
+                        n("pass"),
+                        n("login"),
+                        collected={"username": "seldo", "password": "monkey"},
+                    )
+                ]
+            }
+        ),
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(journeys=[AUTH], tools=[spec_of(login)]), llm, tools=registry())
+    await h.start()
+
+    out = await h.say("I need to log in: seldo / monkey")
+
+    assert LOGINS[0][:2] == ("seldo", "monkey")  # the tool got the real value
+    assert out.trace.tool_calls[0].arguments == {"username": "seldo", "password": "•••"}
+    assert out.trace.collected["auth.password"] == "•••"
+    event = next(e for e in out.state.events if e.kind.value == "tool")
+    assert event.data["arguments"]["password"] == "•••"
