@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import importlib
 import inspect
 import time
 import typing
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, get_args, get_origin
 
+from engine.errors import WaypointError
 from engine.model import ParameterType, ToolKind, ToolParameter, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
 
@@ -223,3 +225,27 @@ class InProcessDispatcher:
 
     async def dispatch(self, calls: Sequence[ToolCall], context: ToolContext) -> list[ToolOutcome]:
         return list(await asyncio.gather(*[self.registry.invoke(c, context) for c in calls]))
+
+
+class ToolRegistryNotConfigured(WaypointError):
+    """The tools cannot be found: the module is missing or exposes no registry."""
+
+
+def registry_from_module(module_path: str, *, setting: str = "the tools module") -> ToolRegistry:
+    """The `ToolRegistry` of a module exposing `registry: ToolRegistry` or `TOOLS: list` of
+    @tool functions. `setting` names where the path came from, for the error message."""
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        raise ToolRegistryNotConfigured(
+            f"{setting}={module_path!r} cannot be imported: {exc}"
+        ) from exc
+    registry = getattr(module, "registry", None)
+    if isinstance(registry, ToolRegistry):
+        return registry
+    tools = getattr(module, "TOOLS", None)
+    if isinstance(tools, list | tuple):
+        return ToolRegistry(tools)
+    raise ToolRegistryNotConfigured(
+        f"{module_path} exposes neither `registry: ToolRegistry` nor `TOOLS: list`"
+    )

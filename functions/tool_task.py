@@ -16,41 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import os
 from typing import Any
 
-from engine.errors import WaypointError
-from engine.toolkit import ToolRegistry
+from engine.toolkit import ToolRegistry, ToolRegistryNotConfigured, registry_from_module
 from infra.aws.sfn_dispatcher import decode_call, decode_context, encode_outcome
 
 TOOLS_MODULE_ENV = "WAYPOINT_TOOLS_MODULE"
-
-
-class ToolRegistryNotConfigured(WaypointError):
-    """The tool Lambda cannot find its tools. Set WAYPOINT_TOOLS_MODULE to an importable module
-    exposing `registry: ToolRegistry` or `TOOLS: list` of @tool functions."""
 
 
 @functools.cache
 def load_registry(module_path: str) -> ToolRegistry:
     """The registry of `module_path`, imported once per container (`load_registry.cache_clear()`
     forgets it)."""
-    try:
-        module = importlib.import_module(module_path)
-    except ImportError as exc:
-        raise ToolRegistryNotConfigured(
-            f"{TOOLS_MODULE_ENV}={module_path!r} cannot be imported: {exc}"
-        ) from exc
-    registry = getattr(module, "registry", None)
-    if isinstance(registry, ToolRegistry):
-        return registry
-    tools = getattr(module, "TOOLS", None)
-    if isinstance(tools, list | tuple):
-        return ToolRegistry(tools)
-    raise ToolRegistryNotConfigured(
-        f"{module_path} exposes neither `registry: ToolRegistry` nor `TOOLS: list`"
-    )
+    return registry_from_module(module_path, setting=TOOLS_MODULE_ENV)
 
 
 def configured_registry() -> ToolRegistry:

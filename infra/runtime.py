@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import logging
 import os
 import re
@@ -191,23 +190,12 @@ def check_session_id(session_id: str) -> str:
 
 def load_tool_registry(module_path: str) -> ToolRegistry:
     """The `ToolRegistry` of a module exposing `registry` or `TOOLS` (like the tool Lambda)."""
-    from engine.toolkit import ToolRegistry
+    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
 
     try:
-        module = importlib.import_module(module_path)
-    except ImportError as exc:
-        raise RuntimeConfigurationError(
-            f"{TOOLS_MODULE_ENV}={module_path!r} cannot be imported: {exc}"
-        ) from exc
-    registry = getattr(module, "registry", None)
-    if isinstance(registry, ToolRegistry):
-        return registry
-    tools = getattr(module, "TOOLS", None)
-    if isinstance(tools, list | tuple):
-        return ToolRegistry(tools)
-    raise RuntimeConfigurationError(
-        f"{module_path} exposes neither `registry: ToolRegistry` nor `TOOLS: list`"
-    )
+        return registry_from_module(module_path, setting=TOOLS_MODULE_ENV)
+    except ToolRegistryNotConfigured as exc:
+        raise RuntimeConfigurationError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------------------------------

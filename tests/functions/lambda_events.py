@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
+from infra.local_server import queue_records
 from infra.runtime import QueuedMessage
 
 API_HOST = "abcdef1234.execute-api.us-east-1.amazonaws.com"
@@ -123,31 +124,5 @@ def sqs_event(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def records_from_queue(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Lambda records for messages received from the (moto) queue, as the event source mapping
-    builds them."""
-    records = []
-    for message in messages:
-        attributes = dict(message.get("Attributes", {}))
-        records.append(
-            {
-                "messageId": message["MessageId"],
-                "receiptHandle": message["ReceiptHandle"],
-                "body": message["Body"],
-                "attributes": {
-                    "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-                    "SentTimestamp": attributes.get("SentTimestamp", "0"),
-                    "SequenceNumber": attributes.get("SequenceNumber", "0"),
-                    "MessageGroupId": attributes["MessageGroupId"],
-                    "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
-                    "MessageDeduplicationId": attributes.get("MessageDeduplicationId", ""),
-                    "ApproximateFirstReceiveTimestamp": attributes.get(
-                        "ApproximateFirstReceiveTimestamp", "0"
-                    ),
-                },
-                "messageAttributes": {},
-                "md5OfBody": message.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": QUEUE_ARN,
-                "awsRegion": "us-east-1",
-            }
-        )
-    return records
+    builds them (the same code the local server's poller uses)."""
+    return queue_records(messages, QUEUE_ARN)
