@@ -383,6 +383,14 @@ class _Turn:
 
         # Stage 6: supplemental matching for journeys activated outside the prediction.
         supplemental = [j for j in to_enter if j not in step_results]
+        # A prerequisite the customer did not ask for starts at its first question: no LLM round
+        # (the customer's message was about the suspended journey, not this one).
+        for jid in [j for j in supplemental if j not in newly]:
+            entry = entry_step(self.agent.journey(jid), self.views[jid])
+            if entry is not None and not recall.dropped.get(jid):
+                self._apply_verified(jid, entry, "entry")
+                supplemental.remove(jid)
+                to_enter.remove(jid)
         if supplemental:
             self.llm.round = 2
             self.trace.supplemental_journeys = list(supplemental)
@@ -705,9 +713,23 @@ class _Turn:
     async def _plan_guideline_calls(
         self, offered: dict[str, str], known: dict[str, Any]
     ) -> list[tuple[ToolSpec, dict[str, Any], str | None]]:
-        specs = [self.agent.tool(n) for n in offered]
-        # Tools with every required argument already known need no LLM call to run.
-        prompt = build_tool_call_prompt(self._context(), specs, offered, known)
+        # A tool whose arguments are all known runs without an LLM call — unless it is
+        # consequential (moving money, cancelling orders): then the model confirms it is due.
+        # An identical call already made in this session is not repeated: its result is in view.
+        ready: list[tuple[ToolSpec, dict[str, Any], str | None]] = []
+        to_ask = dict(offered)
+        for name in offered:
+            spec = self.agent.tool(name)
+            args, missing = fill_arguments(spec, known)
+            if missing or spec.consequential:
+                continue
+            del to_ask[name]
+            if not self._already_called(name, args):
+                ready.append((spec, args, None))
+        if not to_ask:
+            return ready
+        specs = [self.agent.tool(n) for n in to_ask]
+        prompt = build_tool_call_prompt(self._context(), specs, to_ask, known)
         self.llm.round += 1
         try:
             gen = await self.llm.generate(
@@ -715,8 +737,8 @@ class _Turn:
             )
         except LLMError as exc:
             self.trace.notes.append(f"tool planning failed: {exc}")
-            return []
-        planned: list[tuple[ToolSpec, dict[str, Any], str | None]] = []
+            return ready
+        planned = ready
         for call in gen.value.calls:
             if call.tool not in offered:
                 self._trace_tool(
@@ -822,6 +844,17 @@ class _Turn:
             and not e.data.get("error")
             and e.data.get("llm_view") is not None
         ]
+
+    def _already_called(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether this session already has a successful call of `tool` with these arguments."""
+        wanted = {k: redact(k, v) for k, v in args.items()}
+        return any(
+            e.kind is EventKind.TOOL
+            and e.data.get("tool") == tool
+            and not e.data.get("error")
+            and e.data.get("arguments") == wanted
+            for e in (*self.session.events, *self.events)
+        )
 
     def _interrupted_by(self, call: ToolCall) -> bool:
         return self.interrupt is not None and self.interrupt.call_id == call.id

@@ -73,8 +73,8 @@ async def test_prerequisite_runs_first_then_the_original_journey_resumes_by_itse
         JourneyNodeSelection,
         per_journey(
             {
+                # Entering the prerequisite needs no call: it starts at its first question.
                 "Authenticate": [
-                    advance(n("user")),
                     advance(n("user"), n("pass"), collected={"username": "seldo"}),
                     advance(n("pass"), n("login"), collected={"password": "monkey"}),
                 ],
@@ -92,6 +92,7 @@ async def test_prerequisite_runs_first_then_the_original_journey_resumes_by_itse
     first = await h.say("I want to transfer money")
     assert first.state.suspended_journeys == ("transfer",)
     assert "Ask for the username" in first.reply.text
+    assert first.trace.llm_rounds == 2  # matching, then composing: the entry cost nothing
     await h.say("seldo")
     last = await h.say("monkey")
 
@@ -358,3 +359,51 @@ async def test_secret_arguments_are_redacted_in_trace_and_events() -> None:
     assert out.trace.collected["auth.password"] == "•••"
     event = next(e for e in out.state.events if e.kind.value == "tool")
     assert event.data["arguments"]["password"] == "•••"
+
+
+async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_once() -> None:
+    price = Guideline(
+        id="price", condition="asks for the price", action="Give the price", tools=("stock_price",)
+    )
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"price": True}))
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(guidelines=[price], tools=[spec_of(stock_price)])
+    h = Harness(agent, llm, tools=registry(), index=False)
+    await h.start()
+    from engine.memory import InMemoryVariableStore
+
+    store = InMemoryVariableStore()
+    await store.set_variable(agent.id, "c1", "symbol", "NVDA")  # known from the customer profile
+    h.engine.variables = store
+
+    first = await h.say("what's the price?")
+    second = await h.say("and the price again?")
+
+    assert not llm.calls_for(ToolCallPlan)
+    assert [(c.tool, c.status) for c in first.trace.tool_calls] == [("stock_price", "ok")]
+    assert second.trace.tool_calls == []  # the same call's result is already in the session
+
+
+async def test_consequential_tool_is_confirmed_by_the_model_even_with_known_arguments() -> None:
+    pay = Guideline(id="pay", condition="wants to log in", action="Log in", tools=("login",))
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"log in": True}))
+    llm.on(ToolCallPlan, {"calls": []})  # the model decides it is not due
+    llm.on(ComposedReply, compose_echo)
+    consequential = spec_of(login).model_copy(update={"consequential": True})
+    agent = make_agent(guidelines=[pay], tools=[consequential])
+    h = Harness(agent, llm, tools=registry(), index=False)
+    from engine.memory import InMemoryVariableStore
+
+    store = InMemoryVariableStore()
+    await store.set_variable(agent.id, "c1", "username", "seldo")
+    await store.set_variable(agent.id, "c1", "password", "monkey")
+    h.engine.variables = store
+    await h.start()
+    LOGINS.clear()
+
+    await h.say("log me in")
+
+    assert len(llm.calls_for(ToolCallPlan)) == 1
+    assert LOGINS == []
