@@ -16,7 +16,7 @@ import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from engine.clock import SystemClock, UuidIds
 from engine.compose import (
@@ -41,6 +41,7 @@ from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journeys import (
     JourneyStepResult,
+    NodeView,
     VerifiedStep,
     auto_return,
     build_node_views,
@@ -132,6 +133,34 @@ def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
         "\x1f".join([session_id, *(m.event_id for m in messages)]).encode()
     ).hexdigest()
     return f"turn_{digest[:24]}"
+
+
+_PER_VERSION: dict[tuple[str, str, str], Any] = {}
+
+
+def _per_version(agent: AgentSnapshot, what: str, build: Callable[[], Any]) -> Any:
+    """Derived data of an agent version, computed once per warm container."""
+    key = (agent.id, agent.version or agent.content_hash(), what)
+    value = _PER_VERSION.get(key)
+    if value is None:
+        if len(_PER_VERSION) > 256:
+            _PER_VERSION.clear()
+        value = _PER_VERSION[key] = build()
+    return value
+
+
+def node_views_of(agent: AgentSnapshot) -> dict[str, dict[str, NodeView]]:
+    return cast(
+        dict[str, dict[str, NodeView]],
+        _per_version(agent, "views", lambda: {j.id: build_node_views(j) for j in agent.journeys}),
+    )
+
+
+def guideline_ids_of(agent: AgentSnapshot) -> frozenset[str]:
+    return cast(
+        frozenset[str],
+        _per_version(agent, "ids", lambda: frozenset(g.id for g in agent.guidelines)),
+    )
 
 
 class TurnPipeline:
@@ -269,7 +298,7 @@ class _Turn:
         self.clarifications: list[Guideline] = []
         self.completed_customer_dependent: list[str] = []
         self.candidates: list[Guideline] = []
-        self.views = {j.id: build_node_views(j) for j in agent.journeys}
+        self.views = node_views_of(agent)
         self._offset = session.next_offset()
         self._clock_started = time.perf_counter()
 
@@ -636,7 +665,7 @@ class _Turn:
             self.agent.relationships,
             matched,
             in_scope,
-            known_guidelines={g.id for g in self.agent.guidelines},
+            known_guidelines=guideline_ids_of(self.agent),
         )
         for record in resolution.records:
             if record not in self.trace.relations:
