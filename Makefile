@@ -35,6 +35,7 @@ demo: $(STAMP)
 	$(BIN)/waypoint demo
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 
 clean:

@@ -1,0 +1,70 @@
+"""`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from bench.config import DEFAULT, QUICK, SECTIONS
+from bench.document import DOC, write_document
+from bench.report import console_report
+from bench.run import console_progress, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "
+        "embeddings, cold start; writes docs/BENCHMARKS.md.",
+    )
+    parser.add_argument("--quick", action="store_true", help="about a minute: fewer repeats")
+    parser.add_argument(
+        "--latency-ms", type=float, default=None, help="simulated latency per LLM call (400)"
+    )
+    parser.add_argument(
+        "--latency-per-token-ms",
+        type=float,
+        default=None,
+        help="extra simulated latency per completion token (0)",
+    )
+    parser.add_argument(
+        "--estimate-tokens",
+        action="store_true",
+        help="count tokens as chars/4 even when a tokenizer is installed",
+    )
+    parser.add_argument(
+        "--only",
+        default=None,
+        help=f"comma-separated sections to run ({', '.join(SECTIONS)}); the document still "
+        "gets written",
+    )
+    parser.add_argument("--output", type=Path, default=DOC, help="Markdown report path")
+    parser.add_argument("--no-write", action="store_true", help="do not write the document")
+    args = parser.parse_args(argv)
+
+    config = QUICK if args.quick else DEFAULT
+    if args.latency_ms is not None:
+        config = replace(config, latency_ms=args.latency_ms)
+    if args.latency_per_token_ms is not None:
+        config = replace(config, latency_per_token_ms=args.latency_per_token_ms)
+    if args.estimate_tokens:
+        config = replace(config, tokenizer=False)
+    if args.only:
+        wanted = tuple(s.strip() for s in args.only.split(",") if s.strip())
+        unknown = set(wanted) - set(SECTIONS)
+        if unknown:
+            parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
+        config = replace(config, sections=wanted)
+
+    result = run(config, console_progress(time.perf_counter()))
+    print(console_report(result))
+    if not args.no_write:
+        path = write_document(result, args.output)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

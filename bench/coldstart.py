@@ -1,0 +1,238 @@
+"""Cold start: import time of each Lambda handler module, and the first turn, in fresh processes.
+
+Like shared/notes/aws-local.md §8: a new interpreter per measurement, `time.perf_counter()`
+around the import, `.pyc` files present (one unmeasured warm-up run first), median of N. The
+handler modules are the ones template.yaml names (`Handler:`), else the four the design plans
+(webhook, worker, management, tool_task); a module that does not exist yet gets a "not present"
+row. A few component modules are measured too, to explain the handlers' numbers, and
+`-X importtime` names the heaviest packages each handler pulls in.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.results import FirstTurnRow, ImportRow
+from bench.stats import median
+
+Progress = Callable[[str], None]
+ROOT = Path(__file__).resolve().parents[1]
+
+PLANNED_HANDLERS = {
+    "functions.webhook": "webhook (channel ingress)",
+    "functions.worker": "turn worker",
+    "functions.management": "management API",
+    "functions.tool_task": "tool task (Step Functions)",
+}
+COMPONENTS = {
+    "engine.turn": "component: the engine alone",
+    "infra.aws.dynamo_store": "component: DynamoDB stores (boto3)",
+    "infra.llm.openai_llm": "component: OpenAI adapter",
+}
+
+# What a Lambda has in its environment; dummy credentials keep botocore from probing for any.
+LAMBDA_ENV = {
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "WAYPOINT_TABLE": "waypoint-bench-state",
+    "WAYPOINT_BUCKET": "waypoint-bench-embeddings",
+    "WAYPOINT_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/waypoint-bench.fifo",
+}
+
+
+def handler_modules(template: Path = ROOT / "template.yaml") -> dict[str, str]:
+    """Module → role for every function in template.yaml, plus the planned ones."""
+    modules: dict[str, str] = {}
+    try:
+        from infra.aws.local_stack import load_template
+
+        resources = load_template(template).get("Resources", {})
+    except Exception:  # no template or unreadable: the planned list still applies
+        resources = {}
+    for logical_id, resource in resources.items():
+        if resource.get("Type") not in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+            continue
+        handler = str(resource.get("Properties", {}).get("Handler", ""))
+        if "." in handler:
+            module = handler.rsplit(".", 1)[0].replace("/", ".")
+            modules[module] = PLANNED_HANDLERS.get(module, f"handler of {logical_id}")
+    for module, role in PLANNED_HANDLERS.items():
+        modules.setdefault(module, role)
+    return modules
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, **LAMBDA_ENV}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _import_once(module: str) -> tuple[float, float]:
+    """(wall ms, CPU ms) of `import module` in a fresh interpreter."""
+    code = (
+        "import time\n_t, _c = time.perf_counter(), time.process_time()\n"
+        f"import {module}\n"
+        "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise RuntimeError(last[:200])
+    wall, cpu = done.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
+
+
+def _attempt(module: str) -> tuple[float, float] | str:
+    """`_import_once`, with a failure turned into its message."""
+    try:
+        return _import_once(module)
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+        return str(exc)
+
+
+_IMPORTTIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)$")
+
+
+def heaviest_packages(module: str, top: int = 6) -> list[tuple[str, float]]:
+    """Top-level packages by cumulative import time (first import of each, ms)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    per_package: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        m = _IMPORTTIME.match(line)
+        if not m:
+            continue
+        package = m.group(4).split(".")[0]
+        per_package[package] = max(per_package.get(package, 0.0), int(m.group(2)) / 1000)
+    ranked = sorted(per_package.items(), key=lambda kv: -kv[1])
+    return [(name, round(ms, 1)) for name, ms in ranked[:top]]
+
+
+def measure_imports(
+    runs: int,
+    progress: Progress,
+    *,
+    warmup: bool = True,
+    profile: bool = True,
+    components: bool = True,
+    parallel: bool = False,
+    only: tuple[str, ...] = (),
+) -> list[ImportRow]:
+    """Median of `runs` fresh-process imports per module. Runs are interleaved across modules
+    (round robin), so a burst of load from elsewhere on the machine hits every module alike."""
+    modules = {**handler_modules(), **(COMPONENTS if components else {})}
+    rows: dict[str, ImportRow] = {}
+    walls: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
+    for module, role in modules.items():
+        if not _present(module):
+            rows[module] = ImportRow(module, role, "not present")
+            progress(f"import {module}: not present")
+            continue
+        if only and module not in only:
+            rows[module] = ImportRow(module, role, "skipped in this configuration")
+            continue
+        try:
+            if warmup:
+                _import_once(module)  # .pyc written, files in the page cache
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+            rows[module] = ImportRow(module, role, f"error: {exc}")
+            progress(f"import {module}: error: {exc}")
+            continue
+        walls[module], cpus[module] = [], []
+    for _ in range(runs):
+        pending = list(walls)
+        if parallel:
+            with ThreadPoolExecutor(max_workers=len(pending) or 1) as pool:
+                outcomes = list(pool.map(_attempt, pending))
+        else:
+            outcomes = [_attempt(module) for module in pending]
+        for module, outcome in zip(pending, outcomes, strict=True):
+            if isinstance(outcome, str):
+                rows[module] = ImportRow(module, modules[module], f"error: {outcome}")
+                del walls[module], cpus[module]
+                continue
+            walls[module].append(outcome[0])
+            cpus[module].append(outcome[1])
+    for module, times in walls.items():
+        row = ImportRow(
+            module,
+            modules[module],
+            "ok",
+            median_ms=median(times),
+            min_ms=min(times),
+            max_ms=max(times),
+            cpu_median_ms=median(cpus[module]),
+            runs=runs,
+            heaviest=heaviest_packages(module)
+            if profile and module.startswith("functions.")
+            else [],
+        )
+        rows[module] = row
+        progress(
+            f"import {module}: median {row.median_ms:.0f} ms wall, {row.cpu_median_ms:.0f} ms "
+            f"CPU over {runs} fresh processes"
+        )
+    return [rows[m] for m in modules]
+
+
+def measure_first_turn(runs: int, progress: Progress, *, warmup: bool = True) -> FirstTurnRow:
+    results: list[dict[str, Any]] = []
+    for _ in range(runs + int(warmup)):
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.first_turn"],
+            cwd=ROOT,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+            return FirstTurnRow(0, 0.0, 0.0, 0.0, 0.0, status=f"error: {last[:200]}")
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    results = results[int(warmup) :]
+    row = FirstTurnRow(
+        runs=runs,
+        import_ms=median(r["import_ms"] for r in results),
+        agent_ms=median(r["agent_ms"] for r in results),
+        first_turn_ms=median(r["first_turn_ms"] for r in results),
+        second_turn_ms=median(r["second_turn_ms"] for r in results),
+    )
+    progress(
+        f"fresh process: engine import {row.import_ms:.0f} ms, banking agent {row.agent_ms:.0f} ms, "
+        f"first turn {row.first_turn_ms:.0f} ms, second turn {row.second_turn_ms:.0f} ms"
+    )
+    return row

@@ -1,0 +1,167 @@
+"""What a benchmark run produces: plain dataclasses, rendered by `bench.report`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.harness import TurnSample
+
+
+@dataclass
+class TurnSummary:
+    """Per-turn figures of one agent's conversations under the latency model."""
+
+    agent: str
+    turns: int
+    wall_p50_ms: float
+    wall_p95_ms: float
+    rounds_p50: float
+    rounds_max: int
+    calls_mean: float
+    calls_max: int
+    prompt_tokens_mean: float
+    prompt_tokens_max: int
+    prompt_est_mean: float  # chars/4
+    completion_tokens_mean: float
+    tool_turns: int
+    budget_skips: int
+    speculative_discarded: int
+
+
+@dataclass
+class OverheadSummary:
+    """Engine overhead (zero-latency LLM) of one agent on one port set."""
+
+    agent: str
+    ports: str
+    turns: int
+    p50_ms: float
+    p95_ms: float
+    max_ms: float
+    stages_p50_ms: dict[str, float]
+    stages_p95_ms: dict[str, float]
+    llm_self_p50_ms: float  # the fake LLM's own CPU per turn (excluded from the overhead)
+
+
+@dataclass
+class ScaleRow:
+    label: str
+    guidelines: int
+    journeys: int
+    global_guidelines: int
+    snapshot_guidelines: int  # incl. journey conditions
+    evaluated_mean: float  # guidelines the matcher saw per turn
+    calls_mean: float
+    rounds_max: int
+    prompt_tokens_mean: float
+    prompt_est_mean: float
+    completion_tokens_mean: float
+    critical_completion_mean: float  # completion tokens on the critical path
+    ratio_vs_100: float
+    overhead_p50_ms: dict[str, float] = field(default_factory=dict)  # port set → ms
+    overhead_p95_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ReferenceRow:
+    scenario: str
+    description: str
+    calls: int
+    rounds: int
+    prompt_tokens: int
+    prompt_est: int
+    completion_tokens: int
+    wall_p50_ms: float
+    calls_by_schema: dict[str, int]
+    theirs_calls: str
+    theirs_rounds: str
+    theirs_prompt_tokens: str
+
+
+@dataclass
+class EmbeddingRow:
+    vectors: int
+    dimensions: int
+    megabytes: float
+    write_ms: float
+    cold_load_ms: float  # download + parse, no disk cache
+    revalidated_load_ms: float  # conditional GET (304) + disk read + parse
+    warm_hit_ms: float  # this container already holds it
+    topk_p50_ms: float
+    topk_p95_ms: float
+
+
+@dataclass
+class ImportRow:
+    module: str
+    role: str
+    status: str  # "ok" | "not present" | "skipped in this configuration" | "error: …"
+    median_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    cpu_median_ms: float | None = None  # process CPU time: what the import costs without contention
+    runs: int = 0
+    heaviest: list[tuple[str, float]] = field(default_factory=list)  # (module, cumulative ms)
+
+
+@dataclass
+class FirstTurnRow:
+    runs: int
+    import_ms: float
+    agent_ms: float
+    first_turn_ms: float
+    second_turn_ms: float
+    status: str = "ok"
+
+
+@dataclass
+class ThroughputRow:
+    status: str  # "ok" | "pending: …"
+    sessions: int = 0
+    turns: int = 0
+    seconds: float = 0.0
+    turns_per_second: float = 0.0
+    p50_ms: float = 0.0
+    p95_ms: float = 0.0
+
+
+@dataclass
+class TargetResult:
+    name: str
+    limit: str
+    measured: str
+    status: str  # "PASS" | "MISS" | "PENDING"
+    margin: str
+    why: str = ""
+    fix: str = ""
+
+
+@dataclass
+class ProfileRow:
+    function: str
+    calls: float  # per turn; a coroutine counts once per resumption
+    own_ms: float
+    cumulative_ms: float
+
+
+@dataclass
+class BenchResult:
+    machine: dict[str, Any]
+    config: dict[str, Any]
+    started_at: str
+    duration_s: float = 0.0
+    tokenizer: str = ""
+    turns: list[TurnSummary] = field(default_factory=list)
+    overhead: list[OverheadSummary] = field(default_factory=list)
+    scale: list[ScaleRow] = field(default_factory=list)
+    reference: list[ReferenceRow] = field(default_factory=list)
+    embeddings: list[EmbeddingRow] = field(default_factory=list)
+    imports: list[ImportRow] = field(default_factory=list)
+    first_turn: FirstTurnRow | None = None
+    throughput: ThroughputRow | None = None
+    targets: list[TargetResult] = field(default_factory=list)
+    profile: list[ProfileRow] = field(default_factory=list)
+    profile_label: str = ""
+    samples: list[TurnSample] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,175 @@
+"""The benchmark harness in its tiny configuration: every section runs, and what it reports is
+complete and sane. Structure only — no timing is asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from bench.config import TINY
+from bench.document import markdown
+from bench.fake_llm import BenchLLM, LatencyModel
+from bench.harness import BREAKDOWN
+from bench.ports import IN_MEMORY, MOTO
+from bench.report import console_report
+from bench.results import BenchResult
+from bench.run import run
+from bench.synthetic import REFERENCE_VARIANTS, reference_agent
+from bench.tokens import EstimateCounter
+from engine.compose import (
+    CannedChoice,
+    CompositionInput,
+    Instruction,
+    Template,
+    build_canned_prompt,
+)
+from engine.context import TurnContext
+from engine.matching import guidelines as gm
+from engine.model import CustomerDependentAction, Guideline
+from engine.session import Event, EventKind, EventSource, SessionState
+
+pytestmark = pytest.mark.timeout(60)
+
+HANDLERS = ("functions.webhook", "functions.worker", "functions.management", "functions.tool_task")
+
+
+@pytest.fixture(scope="module")
+def result() -> BenchResult:
+    return run(TINY, progress=lambda _message: None)
+
+
+def test_every_workload_reports_llm_cost_per_turn(result: BenchResult) -> None:
+    agents = {t.agent for t in result.turns}
+    assert {"banking concierge", "10 guidelines / 5 journeys"} <= agents
+    assert {f"reference: {v}" for v in REFERENCE_VARIANTS} <= agents
+    for t in result.turns:
+        assert t.turns > 0
+        assert 1 <= t.rounds_max <= t.calls_max
+        assert t.prompt_tokens_mean > 0 and t.completion_tokens_mean > 0
+    banking = next(t for t in result.turns if t.agent == "banking concierge")
+    assert banking.tool_turns >= 3  # the fake LLM drove the journeys to their tool steps
+
+
+def test_overhead_is_split_by_stage_for_both_port_sets(result: BenchResult) -> None:
+    ports = {(o.agent, o.ports) for o in result.overhead}
+    assert ("banking concierge", IN_MEMORY) in ports
+    assert ("reference: tool_via_guideline", IN_MEMORY) in ports
+    assert ("10 guidelines / 5 journeys", MOTO) in ports
+    for o in result.overhead:
+        assert set(o.stages_p50_ms) == set(BREAKDOWN)
+        assert 0 <= o.p50_ms <= o.p95_ms <= o.max_ms
+        assert all(v >= 0 for v in o.stages_p50_ms.values())
+
+
+def test_samples_are_consistent(result: BenchResult) -> None:
+    assert result.samples
+    for s in result.samples:
+        assert s.llm_calls == sum(s.calls_by_schema.values())
+        assert 1 <= s.llm_rounds <= s.llm_calls
+        assert len(s.rounds_detail) == s.llm_rounds
+        assert 0 <= s.overhead_ms <= s.wall_ms + 1e-6
+        assert set(s.breakdown_ms) == set(BREAKDOWN)
+        assert s.reply
+
+
+def test_scale_reference_and_embeddings_rows(result: BenchResult) -> None:
+    (row,) = result.scale
+    assert (row.guidelines, row.journeys) == (10, 5)
+    assert row.evaluated_mean > 0 and row.prompt_tokens_mean > 0
+    assert math.isnan(row.ratio_vs_100)  # no 100-guideline agent in the tiny run
+    assert [r.scenario for r in result.reference] == list(REFERENCE_VARIANTS)
+    for r in result.reference:
+        assert r.calls >= 3 and r.rounds >= 2 and r.prompt_tokens > 0
+        assert r.theirs_calls and r.theirs_prompt_tokens
+    (emb,) = result.embeddings
+    assert emb.vectors == 1_000 and emb.dimensions == 384
+    assert emb.cold_load_ms > 0 and emb.topk_p50_ms > 0
+
+
+def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
+    modules = {r.module: r for r in result.imports}
+    assert set(HANDLERS) <= set(modules)
+    for r in modules.values():
+        assert r.status in ("ok", "not present", "skipped in this configuration") or (
+            r.status.startswith("error")
+        )
+        if r.status == "ok":
+            assert r.median_ms is not None and r.median_ms > 0
+    assert result.first_turn is not None and result.first_turn.status == "ok"
+    assert result.first_turn.first_turn_ms > 0
+    throughput = result.throughput
+    assert throughput is not None
+    assert throughput.status.startswith(("ok", "pending"))
+    if throughput.status.startswith("ok"):
+        assert throughput.turns == TINY.throughput_sessions * TINY.throughput_turns
+        assert throughput.turns_per_second > 0 and 0 < throughput.p50_ms <= throughput.p95_ms
+    names = " | ".join(t.name for t in result.targets)
+    for expected in ("rounds per turn without tools", "30-guideline scenario", "functions.worker"):
+        assert expected in names
+    assert {t.status for t in result.targets} <= {"PASS", "MISS", "PENDING"}
+    assert all(t.margin for t in result.targets if t.status != "PENDING")
+
+
+def test_report_renders(result: BenchResult) -> None:
+    text = console_report(result)
+    doc = markdown(result)
+    assert "Targets" in text and "Side by side" in text
+    assert doc.startswith("# Benchmarks") and "## Machine" in doc and "## Targets" in doc
+    assert result.machine["cores"] and result.machine["python"]
+
+
+# -- the fake LLM answers the schemas the smoke run does not reach ---------------------------------
+
+
+def _context() -> TurnContext:
+    agent = reference_agent("no_tool")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    said = Event(
+        id="e1",
+        offset=0,
+        kind=EventKind.MESSAGE,
+        source=EventSource.CUSTOMER,
+        created_at=at,
+        text="Here is my receipt for the velori trasko",
+    )
+    session = SessionState(id="s", agent_id=agent.id, customer_id="c", events=(said,))
+    return TurnContext(agent=agent, session=session, history=session.events)
+
+
+def _generate(prompt: str, schema: type) -> object:
+    llm = BenchLLM(LatencyModel(0.0), EstimateCounter())
+    return asyncio.run(llm.generate(prompt, schema, model="bench")).value
+
+
+def test_fake_llm_answers_customer_dependent_disambiguation_and_canned_prompts() -> None:
+    ctx = _context()
+    dependent = Guideline(
+        id="receipt",
+        condition="The customer wants a refund for the velori trasko",
+        action="Ask for the receipt",
+        metadata={
+            "customer_dependent_action_data": CustomerDependentAction(
+                customer_action="The customer sent the receipt", agent_action="Ask for it"
+            ).model_dump()
+        },
+    )
+    batch = gm.Batch(gm.BatchKind.CUSTOMER_DEPENDENT, (dependent,))
+    answer = _generate(gm.build_match_prompt(ctx, batch), gm.CustomerDependentBatch)
+    assert [v.id for v in answer.verdicts] == ["g1"] and answer.verdicts[0].customer_completed
+
+    head = Guideline(id="h", condition="The customer mentions the velori trasko")
+    options = (
+        Guideline(id="a", condition="The customer wants the velori trasko refunded", action="x"),
+        Guideline(id="b", condition="The customer wants the velori trasko replaced", action="y"),
+    )
+    prompt = gm.build_match_prompt(ctx, gm.Batch(gm.BatchKind.DISAMBIGUATION, options, head=head))
+    verdict = _generate(prompt, gm.DisambiguationVerdict)
+    assert verdict.head_applies and verdict.is_ambiguous and verdict.candidate_ids == ["g1", "g2"]
+
+    data = CompositionInput(instructions=[Instruction("i1", "Thank the customer", "g")])
+    canned = build_canned_prompt(ctx, data, [Template("t1", "c1", "Thanks!")], {}, strict=True)
+    choice = _generate(canned, CannedChoice)
+    assert choice.template == "t1" and choice.applied == ["i1"]
