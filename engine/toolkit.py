@@ -16,6 +16,7 @@ import asyncio
 import enum
 import importlib
 import inspect
+import json
 import time
 import typing
 from collections.abc import Awaitable, Callable, Sequence
@@ -192,18 +193,31 @@ async def _call(fn: ToolFunction, context: ToolContext, arguments: dict[str, Any
     kwargs = {k: v for k, v in arguments.items() if k in params}
     if "context" in params:
         kwargs["context"] = context
-    result = fn(**kwargs)
-    if inspect.isawaitable(result):
-        result = await result
+    if inspect.iscoroutinefunction(fn):
+        result = await fn(**kwargs)
+    else:
+        # A plain function runs on a worker thread: a blocking tool must not hold the event loop,
+        # or its timeout could never fire (the thread is abandoned when it does).
+        result = await asyncio.to_thread(fn, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
     if not isinstance(result, ToolResult):
         result = ToolResult(data=result)
     return result
 
 
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON types; anything else becomes its string form."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
 def outcome_of(call: ToolCall, result: ToolResult, duration_ms: float) -> ToolOutcome:
-    data = result.data
-    if data is not None and len(repr(data)) > MAX_RESULT_CHARS:
-        data = {"truncated": repr(data)[:MAX_RESULT_CHARS]}
+    # Tool data is persisted with the turn and shown to the LLM: make it JSON (dates, Decimals and
+    # objects become strings) and cut what is too large to be useful.
+    data = json_safe(result.data)
+    text = json.dumps(data, ensure_ascii=False)
+    if data is not None and len(text) > MAX_RESULT_CHARS:
+        data = {"truncated": text[:MAX_RESULT_CHARS]}
     return ToolOutcome(
         call_id=call.id,
         tool=call.tool,

@@ -207,7 +207,13 @@ class TurnEngine:
             session = await self.sessions.load(session_id)
             if session is None:
                 raise KeyError(f"no session {session_id!r}; create it before sending messages")
-            fresh = [m for m in messages if m.event_id not in session.processed_event_ids]
+            # Unanswered messages, each once (a re-sent copy can share a batch with the original).
+            seen = set(session.processed_event_ids)
+            fresh = []
+            for m in messages:
+                if m.event_id not in seen:
+                    seen.add(m.event_id)
+                    fresh.append(m)
             if not fresh or turn_id in session.committed_turn_ids:
                 return _replayed(session, turn_id)
             agent = await self.agents.get(session.agent_id)

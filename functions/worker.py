@@ -23,6 +23,7 @@ The engine and the stores are imported on the first record (`infra.runtime`), no
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -266,8 +267,22 @@ class TurnWorker:
             metrics.add_metric(name="DeliveriesRefused", unit=MetricUnit.Count, value=1)
             await outbox.mark_failed(session_id, pending.turn_id, str(error))
             return
-        await outbox.mark_sent(session_id, pending.turn_id, receipt.message_ids)
         metrics.add_metric(name="RepliesSent", unit=MetricUnit.Count, value=1)
+        # The platform has the reply now. Failing the record here would make SQS redeliver it and
+        # send the reply again, so a failed SENT mark is retried briefly and then only logged.
+        for attempt in range(3):
+            try:
+                await outbox.mark_sent(session_id, pending.turn_id, receipt.message_ids)
+                return
+            except Exception:
+                if attempt == 2:
+                    logger.exception(
+                        "reply sent but not marked SENT",
+                        extra={"turn_id": pending.turn_id},
+                    )
+                    metrics.add_metric(name="SentMarkFailures", unit=MetricUnit.Count, value=1)
+                    return
+                await asyncio.sleep(0.05 * (attempt + 1))
 
 
 def _new_session(queued: QueuedMessage) -> SessionState:

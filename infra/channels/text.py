@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 
@@ -15,9 +16,15 @@ _DROP.update({c: None for c in range(0x7F, 0xA0)})
 _DROP.update({0x2028: "\n", 0x2029: "\n"})
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def clean_text(text: str, limit: int = MAX_INBOUND_CHARS) -> str:
     """NFC-normalize, drop control characters, strip, and cap at `limit` characters."""
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n")).translate(_DROP)
+    # A lone surrogate (JSON "\ud83d" without its pair) cannot be encoded as UTF-8 anywhere
+    # downstream (queue, store): replace it rather than fail the message on every retry.
+    text = _LONE_SURROGATE.sub("\ufffd", text)
     return text.strip()[:limit]
 
 
