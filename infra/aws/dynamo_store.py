@@ -334,6 +334,8 @@ class DynamoAgentStore:
 
     async def get(self, agent_id: str, version: str | None = None) -> AgentSnapshot:
         """The given version, or the published one when `version` is None. Raises AgentNotFound."""
+        if "#" in agent_id:  # no agent can be stored under such an id (see `_key_part`)
+            raise agent_not_found(agent_id, version)
         resolved = version if version is not None else await self.published_version(agent_id)
         if resolved is None:
             raise agent_not_found(agent_id, None)

@@ -122,7 +122,22 @@ def parse_json_object(body: bytes, channel: str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise MalformedRequest(f"{channel} webhook body must be a JSON object", channel=channel)
-    return data
+    return _without_lone_surrogates(data)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """A JSON `\\ud83d` escape without its pair decodes to a lone surrogate, which nothing
+    downstream (SQS, DynamoDB, UTF-8) can encode; replace it in every string, keys included."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def parse_form(body: bytes, channel: str) -> list[tuple[str, str]]:
