@@ -38,5 +38,9 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 
+soak: $(STAMP)
+	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"
+	$(BIN)/python -m pytest tests/reliability -m soak
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.blocks import read_block
 from bench.ports import IN_MEMORY, MOTO
 from bench.report import Table, render_markdown, tables
 from bench.results import BenchResult
@@ -48,7 +49,8 @@ overhead p50 ≈ 17 ms at 1,000 guidelines and ≈ 64 ms at 5,000 with a ≈ 200
 call; a non-consequential tool whose arguments are all known runs without a planning call, and \
 an identical earlier call is not repeated.
 - `6ac8dbb` — relationships indexed by source (resolve looks only at active sources), node \
-views and guideline ids computed once per agent version."""
+views and guideline ids computed once per agent version.
+- recall preselection — on agents with more than `guideline_top_k` (30) agent-wide guidelines or `condition_top_k` (20) other journeys' conditions, only the most similar to the conversation are matched (vectors embedded at publish). Before it, prompt tokens per turn at 5,000 guidelines were 5.51× those at 100 (21,499 vs 3,905; 473 vs 43 guidelines evaluated per turn)."""
 
 RUN = """\
 ```
@@ -247,7 +249,17 @@ def markdown(result: BenchResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+LOAD_BLOCK = "load"  # written by `make soak` (tests/reliability/test_load.py)
+LOAD_HEADING = "## Load with faults (`make soak`)"
+
+
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
+    """Rewrite the document; the load results `make soak` wrote into it are kept."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(result), encoding="utf-8")
+    text = markdown(result)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    load = read_block(old, LOAD_BLOCK)
+    if load is not None:
+        text = f"{text.rstrip()}\n\n{LOAD_HEADING}\n\n{load}\n"
+    path.write_text(text, encoding="utf-8")
     return path

@@ -107,7 +107,12 @@ async def accept(runtime: Runtime, outcome: WebhookOutcome) -> int:
     enqueued = 0
     for message in outcome.messages:
         claim_id = f"{message.account_id}:{message.event_id}"  # event ids are per account
-        if not await runtime.inbox.claim(message.channel, claim_id, INBOX_TTL_SECONDS):
+        try:
+            claimed = await runtime.inbox.claim(message.channel, claim_id, INBOX_TTL_SECONDS)
+        except Exception:  # throttled or unreachable: nothing written, the platform retries
+            logger.exception("could not claim the event; asking the platform to retry")
+            raise EnqueueFailed from None
+        if not claimed:
             logger.info("duplicate event", extra={"channel": message.channel})
             continue
         try:

@@ -196,6 +196,9 @@ class LocalStack:
     def _start_server(self) -> None:
         from moto.server import ThreadedMotoServer  # dev dependency: imported only here
 
+        from infra.aws import moto_fidelity
+
+        moto_fidelity.install()  # many threads hit the server: keep DynamoDB's and SQS's semantics
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
         self._server.start()

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import math
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from bench.blocks import read_block, update_block
 from bench.config import TINY
-from bench.document import markdown
+from bench.document import LOAD_BLOCK, markdown, write_document
 from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import BREAKDOWN
 from bench.ports import IN_MEMORY, MOTO
@@ -119,6 +121,22 @@ def test_report_renders(result: BenchResult) -> None:
     assert "Targets" in text and "Side by side" in text
     assert doc.startswith("# Benchmarks") and "## Machine" in doc and "## Targets" in doc
     assert result.machine["cores"] and result.machine["python"]
+
+
+def test_rewriting_the_document_keeps_the_load_results_of_make_soak(
+    result: BenchResult, tmp_path: Path
+) -> None:
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# old run\n", encoding="utf-8")
+    update_block(doc, LOAD_BLOCK, "| soak | 1000 |", heading="## Load")
+    update_block(doc, LOAD_BLOCK, "| soak | 2000 |", heading="## Load")  # replaced, not added
+
+    write_document(result, doc)
+
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmarks") and "# old run" not in text
+    assert read_block(text, LOAD_BLOCK) == "<!-- load:begin -->\n| soak | 2000 |\n<!-- load:end -->"
+    assert text.count("load:begin") == 1
 
 
 # -- the fake LLM answers the schemas the smoke run does not reach ---------------------------------

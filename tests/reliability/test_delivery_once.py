@@ -1,0 +1,302 @@
+"""Exactly one reply per turn, whatever happens between the queue, the commit and the platform:
+crashes before and after the commit, SQS redeliveries (in a row, concurrently with the original,
+after the dead-letter queue), and the one window the outbox documents."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.compose import ComposedReply
+from engine.ports import Generation, TurnCommit
+from engine.session import EventSource, SessionState
+from functions.worker import Burst, TurnWorker, plan_bursts
+from infra.channels.registry import build_channels
+from infra.outbox import OutboxStatus
+from infra.runtime import Runtime, RuntimeSettings, session_id_for
+from tests.channels.payloads import tg_text_update
+from tests.channels.signed import PUBLIC_BASE_URL, channel_secrets
+from tests.functions import signed_events as signed
+from tests.functions.conftest import (
+    CountingLLM,
+    drain,
+    invoke_webhook,
+    invoke_worker,
+    queue_depth,
+    receive_all,
+)
+from tests.functions.lambda_events import records_from_queue, sqs_event
+from tests.functions.platforms import BASE_URLS, FakePlatforms
+
+CHAT = 7171
+SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
+MAX_RECEIVE_COUNT = 5  # template.yaml: TurnQueue RedrivePolicy
+
+
+def say(text: str, update_id: int) -> None:
+    update = tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT)
+    assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
+
+
+def session(runtime: Runtime) -> SessionState:
+    state = runtime.run(runtime.sessions.load(SESSION))
+    assert state is not None
+    return state
+
+
+def agent_replies(runtime: Runtime) -> list[str]:
+    return [e.text or "" for e in session(runtime).events if e.source is EventSource.AGENT]
+
+
+def assert_one_turn_one_reply(runtime: Runtime, platforms: FakePlatforms) -> None:
+    (reply,) = agent_replies(runtime)
+    assert [r.json()["text"] for r in platforms.replies()] == [reply]
+
+
+# -- crashes --------------------------------------------------------------------------------------
+
+
+class CrashingComposer(CountingLLM):
+    """The offline model; the first `crashes` compositions kill the invocation (a Lambda timeout
+    or out-of-memory: not an LLM error the engine could fall back from)."""
+
+    def __init__(self, crashes: int) -> None:
+        super().__init__()
+        self.crashes = crashes
+
+    async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
+        if schema is ComposedReply and self.crashes:
+            self.crashes -= 1
+            raise MemoryError("injected: the worker died mid-turn")
+        return await super().generate(prompt, schema, model=model)
+
+
+@pytest.fixture
+def llm() -> CountingLLM:
+    return CrashingComposer(crashes=1)
+
+
+def test_a_crash_before_the_commit_leaves_nothing_and_the_redelivery_answers_once(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    say("hi", 1)
+
+    assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    assert session(runtime).events == ()  # nothing half-written
+    assert platforms.replies() == []
+
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert_one_turn_one_reply(runtime, platforms)
+    assert queue_depth(stack) == 0
+
+
+@pytest.mark.parametrize("crash_in", ["open", "send"])
+def test_a_crash_between_the_commit_and_the_delivery_still_sends_exactly_once(
+    crash_in: str,
+    runtime: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    telegram = runtime.channels["telegram"]
+    target, name = (runtime.outbox, "open") if crash_in == "open" else (telegram, "send")
+    real = getattr(target, name)
+    crashes = [TimeoutError("injected: Lambda timed out after the commit")]
+
+    async def crash_once(*args: Any, **kwargs: Any) -> Any:
+        if crashes:
+            raise crashes.pop()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, crash_once)
+
+    assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    assert len(agent_replies(runtime)) == 1  # committed
+    assert platforms.replies() == []
+    calls = llm.calls
+
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert llm.calls == calls  # replayed, not recomputed
+    assert_one_turn_one_reply(runtime, platforms)
+
+
+class LambdaKilled(BaseException):
+    """The invocation dies (timeout, out of memory): no `except Exception` in the handler runs."""
+
+
+def test_the_documented_window_a_worker_killed_after_the_platform_accepted_sends_again(
+    runtime: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """infra/outbox.py: "a crash between the platform's accept and `mark_sent`: the next attempt
+    sends again". Pinned so the window stays exactly that wide: one duplicate, same text."""
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    real = runtime.outbox.mark_sent
+    kills = [LambdaKilled("injected: the worker died right after the platform accepted")]
+
+    async def mark_sent(*args: Any, **kwargs: Any) -> Any:
+        if kills:
+            raise kills.pop()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.outbox, "mark_sent", mark_sent)
+    (message,) = receive_all(stack)
+    with pytest.raises(LambdaKilled):
+        invoke_worker(sqs_event(records_from_queue([message])))
+    stack.client("sqs").change_message_visibility(  # the visibility timeout runs out
+        QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
+
+    assert drain(stack) == [{"batchItemFailures": []}]
+
+    (reply,) = agent_replies(runtime)
+    assert [r.json()["text"] for r in platforms.replies()] == [reply, reply]
+    assert queue_depth(stack) == 0
+
+
+# -- redeliveries ---------------------------------------------------------------------------------
+
+
+def test_the_same_record_delivered_five_times_is_answered_once(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    (message,) = receive_all(stack)
+    event = sqs_event(records_from_queue([message]))
+
+    responses = [invoke_worker(event) for _ in range(5)]  # the deletes were lost
+
+    assert responses == [{"batchItemFailures": []}] * 5
+    assert_one_turn_one_reply(runtime, platforms)
+
+
+def test_the_same_message_twice_in_one_batch_is_stored_and_answered_once(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    """A message re-sent past SQS's 5-minute dedup window (management API `event_id` retry,
+    a manual redrive) can land in the same batch as its first copy. Found by this suite: the
+    customer message used to be stored twice."""
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    (message,) = receive_all(stack)
+    first, again = records_from_queue([message, {**message, "MessageId": "copy"}])
+
+    assert invoke_worker(sqs_event([first, again])) == {"batchItemFailures": []}
+
+    customer = [e for e in session(runtime).events if e.source is EventSource.CUSTOMER]
+    assert [e.text for e in customer] == ["hi"]
+    assert_one_turn_one_reply(runtime, platforms)
+
+
+@pytest.fixture
+def second_worker(
+    runtime: Runtime, platforms: FakePlatforms, llm: CountingLLM
+) -> Iterator[Runtime]:
+    """Another warm container of the worker Lambda: same stack, platforms and model."""
+    other = Runtime(
+        RuntimeSettings.from_env(),
+        llm=llm,
+        channels=build_channels(
+            channel_secrets(),
+            base_urls=BASE_URLS,
+            public_base_url=PUBLIC_BASE_URL,
+            callback_hosts=("client.test",),
+        ),
+        http=httpx.AsyncClient(transport=platforms.transport()),
+    )
+    yield other
+    other.close()
+
+
+def _burst(records: list[dict[str, Any]]) -> Burst:
+    bursts = list(plan_bursts(records, per_message=False).values())
+    assert len(bursts) == 1 and isinstance(bursts[0], Burst)
+    return bursts[0]
+
+
+def test_a_redelivery_processed_concurrently_with_the_original_commits_and_sends_once(
+    runtime: Runtime,
+    second_worker: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The visibility timeout ran out while the first worker was still computing: SQS hands the
+    same message to a second worker. The first one then loses the commit and replays."""
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    records = records_from_queue(receive_all(stack))
+    first_is_about_to_commit, second_is_done = threading.Event(), threading.Event()
+    real_commit = runtime.sessions.commit
+
+    async def slow_commit(turn: TurnCommit) -> bool:
+        first_is_about_to_commit.set()
+        assert second_is_done.wait(timeout=30)
+        return await real_commit(turn)
+
+    monkeypatch.setattr(runtime.sessions, "commit", slow_commit)
+    errors: list[BaseException] = []
+
+    def first_worker() -> None:
+        try:
+            runtime.run(TurnWorker(runtime, {}).answer(_burst(records)))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=first_worker)
+    thread.start()
+    assert first_is_about_to_commit.wait(timeout=30), errors
+    second_worker.run(TurnWorker(second_worker, {}).answer(_burst(records)))
+    second_is_done.set()
+    thread.join(timeout=30)
+
+    assert errors == []
+    assert_one_turn_one_reply(runtime, platforms)
+    (reply,) = [e for e in session(runtime).events if e.source is EventSource.AGENT]
+    entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
+    assert entry is not None and entry.status is OutboxStatus.SENT
+
+
+def test_a_reply_that_failed_until_the_dead_letter_queue_is_sent_once_after_the_redrive(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    platforms.fail_next(MAX_RECEIVE_COUNT, status=503)  # Telegram down for every attempt
+
+    for _ in range(MAX_RECEIVE_COUNT):
+        assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    assert drain(stack) == []  # moved to the dead-letter queue on the next receive
+    sqs = stack.client("sqs")
+    (dead,) = sqs.receive_message(
+        QueueUrl=stack.dead_letter_queue_url, AttributeNames=["All"], MaxNumberOfMessages=10
+    )["Messages"]
+    assert len(agent_replies(runtime)) == 1 and platforms.replies() == []
+    calls = llm.calls
+
+    # The operator redrives it once Telegram is back.
+    sqs.send_message(
+        QueueUrl=stack.queue_url,
+        MessageBody=dead["Body"],
+        MessageGroupId=dead["Attributes"]["MessageGroupId"],
+        MessageDeduplicationId="redrive-" + dead["Attributes"]["MessageDeduplicationId"][:50],
+    )
+    sqs.delete_message(QueueUrl=stack.dead_letter_queue_url, ReceiptHandle=dead["ReceiptHandle"])
+    assert drain(stack) == [{"batchItemFailures": []}]
+
+    assert llm.calls == calls  # the turn was not computed again
+    assert_one_turn_one_reply(runtime, platforms)
+    assert queue_depth(stack) == 0
