@@ -340,9 +340,10 @@ def _scale(result: BenchResult) -> Table:
         ],
         rows,
         [
-            "evaluated/turn = guideline verdicts the matcher produced (journey conditions and "
-            "agent-wide guidelines every turn; scoped guidelines of the active or predicted "
-            "journey only). Completion tokens on the critical path = the largest answer of each "
+            "evaluated/turn = guideline verdicts the matcher produced: agent-wide guidelines and "
+            "other journeys' conditions up to the recall caps (guideline_top_k = 30, "
+            "condition_top_k = 20, the most similar to the conversation), scoped guidelines of "
+            "the active or predicted journey only. Completion tokens on the critical path = the largest answer of each "
             "sequential round, summed: what a per-token latency waits for (see "
             "--latency-per-token-ms)."
         ],

@@ -212,12 +212,10 @@ WHY: dict[str, str] = {
         "was already known (fixed in 3ee74d0)."
     ),
     "growth": (
-        "Recall prunes journey-scoped guidelines well (only those of the active or predicted "
-        "journey are evaluated), but every journey's activation condition and every agent-wide "
-        "guideline is evaluated on every turn, by design (`engine/recall.py`: keep everything "
-        'global "so vector recall can never hide a journey"). At 5,000 guidelines that is 200 '
-        "conditions + 250 agent-wide guidelines against 20 + 20 at 100, spread over more "
-        "batches, each of which re-sends the shared context (conversation, variables, glossary)."
+        "More is evaluated per turn than recall's caps suggest: check `guideline_top_k` and "
+        "`condition_top_k` of the synthetic agents (bench/synthetic.py) and the always-matched "
+        "guidelines (pending, continuous applied, high criticality) in the traces; each batch "
+        "also re-sends the shared context (conversation, variables, glossary)."
     ),
     "import": "{module}: the heaviest packages it pulls in are {heavy} (ms, `-X importtime`).",
 }
@@ -247,16 +245,8 @@ FIX: dict[str, str] = {
         "the shared context (3 calls for this scenario instead of 5)."
     ),
     "growth": (
-        "A recall change, not a one-liner: embed agent-wide guidelines and journey conditions "
-        "at publish time (more namespaces in `engine.vectors.agent_index_texts`, already "
-        "loaded from S3 per version) and evaluate only the top-k most similar to the recall "
-        "query, plus every guideline previously applied, pending or tied to an active journey "
-        "— as is already done for the journeys' scoped guidelines. So that recall cannot hide a "
-        "journey, list the journeys left out as a one-line menu (title only, ≈ 8 tokens each) "
-        "in the observational batch, matched like a condition. Estimate (not measured): with "
-        "k = 20 per namespace the 5,000-guideline agent would evaluate ≈ 65 guidelines per turn "
-        "(43 at 100) plus a ≈ 1.6k-token menu — about 1.6–1.7× the 100-guideline prompt at the "
-        "≈ 35 tokens per evaluated guideline this run measures."
+        "Lower the recall caps (`guideline_top_k`, `condition_top_k`), or pack the batch kinds "
+        "into fewer calls so the shared context is sent fewer times."
     ),
     "import": "",
 }

@@ -335,6 +335,12 @@ class AgentConfig(BaseModel):
     model_config = _FROZEN
     composition_mode: CompositionMode = CompositionMode.FLUID
     journey_top_k: int = 1
+    # Recall on large agents: when more agent-wide guidelines (or more journeys' activation
+    # conditions) than this reach a turn, only the most similar to the conversation are matched
+    # (vector top-k; pending, continuous-applied and high-criticality guidelines always are).
+    # 0 = match them all, every turn.
+    guideline_top_k: int = Field(default=30, ge=0)
+    condition_top_k: int = Field(default=20, ge=0)
     max_tool_iterations: int = 3
     max_journey_depth: int = 5  # BFS depth of the node map shown to the LLM
     batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section

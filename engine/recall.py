@@ -6,8 +6,15 @@
 2. High-probability journeys — those with an active path; if fewer than k, padded with the vector
    top-k over journey embeddings, the query built from history, variables and terms.
 3. Drop the guidelines scoped to low-probability journeys; keep everything global (including every
-   journey's activation conditions, so vector recall can never hide a journey — see supplemental
-   matching in `engine.turn`).
+   journey's activation conditions — see supplemental matching in `engine.turn`).
+4. Preselection, on large agents only: when more agent-wide guidelines than
+   `config.guideline_top_k` remain, match only the k most similar to the recall query; when more
+   journeys' activation conditions than `config.condition_top_k` remain, match only the
+   conditions of the k most similar journeys (plus the high-probability ones). Guidelines awaiting
+   the customer's data, continuous guidelines already applied and high-criticality guidelines are
+   always matched. This bounds a turn's prompt however large the agent grows; the price is that a
+   journey far from the conversation's words can go unmatched for a turn (set the k to 0 to
+   match everything, every turn, as small agents do).
 """
 
 from __future__ import annotations
@@ -16,11 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.context import TurnContext, render_history, render_terms, render_variables
-from engine.model import AgentSnapshot, Guideline, agent_tag, journey_tag
+from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
 from engine.ports import Embedder, VectorIndex
 from engine.session import SessionState
+from engine.vectors import GUIDELINES, JOURNEYS, Array, is_agent_wide
 
-JOURNEY_NAMESPACE = "journeys"
+JOURNEY_NAMESPACE = JOURNEYS
 
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
@@ -50,12 +58,29 @@ def recall_query(ctx: TurnContext, matched: Sequence[Guideline] = ()) -> str:
     return "\n".join(parts)
 
 
+class RecallQuery:
+    """The recall query, embedded at most once per turn and only when a ranking needs it."""
+
+    def __init__(self, ctx: TurnContext, embedder: Embedder | None):
+        self._ctx = ctx
+        self._embedder = embedder
+        self._vector: Array | None = None
+
+    async def vector(self) -> Array | None:
+        if self._embedder is None:
+            return None
+        if self._vector is None:
+            self._vector = (await self._embedder.embed([recall_query(self._ctx)]))[0]
+        return self._vector
+
+
 async def high_probability_journeys(
     ctx: TurnContext,
     *,
     k: int,
     embedder: Embedder | None,
     index: VectorIndex | None,
+    query: RecallQuery | None = None,
 ) -> list[str]:
     """Active journeys first (all of them, even beyond k); padded to k by vector similarity."""
     agent = ctx.agent
@@ -65,8 +90,10 @@ async def high_probability_journeys(
     ]
     if len(chosen) >= k or embedder is None or index is None or not agent.journeys:
         return chosen
-    vectors = await embedder.embed([recall_query(ctx)])
-    ranked = await index.nearest(JOURNEY_NAMESPACE, vectors[0], k + len(chosen))
+    vector = await (query or RecallQuery(ctx, embedder)).vector()
+    if vector is None:
+        return chosen
+    ranked = await index.nearest(JOURNEY_NAMESPACE, vector, k + len(chosen))
     for journey_id, _score in ranked:
         if len(chosen) >= k:
             break
@@ -93,3 +120,69 @@ def prune_low_probability(guidelines: Sequence[Guideline], high: Sequence[str]) 
         else:
             dropped.setdefault(journey_id, []).append(g)
     return Recall(keep, dropped)
+
+
+@dataclass(frozen=True)
+class Preselection:
+    kept: list[Guideline]  # what the matcher evaluates
+    held_back: list[str]  # ids recall left out this turn (agent-wide guidelines, conditions)
+
+
+def _always_matched(guideline: Guideline, session: SessionState) -> bool:
+    return (
+        guideline.criticality is Criticality.HIGH
+        or guideline.id in session.pending_customer_guideline_ids
+        or (
+            bool(guideline.metadata.get("continuous"))
+            and guideline.id in session.applied_guideline_ids
+        )
+    )
+
+
+async def preselect(
+    ctx: TurnContext,
+    candidates: Sequence[Guideline],
+    *,
+    high: Sequence[str],
+    index: VectorIndex | None,
+    query: RecallQuery,
+) -> Preselection:
+    """Stage 4 (large agents only): keep the agent-wide guidelines and the journey conditions most
+    similar to the conversation. Without an index, an embedder or the guidelines' vectors (an
+    agent published before they were embedded), everything is kept."""
+    config, session = ctx.agent.config, ctx.session
+    wide = [g for g in candidates if is_agent_wide(g) and not _always_matched(g, session)]
+    conditions: dict[str, list[Guideline]] = {}
+    for g in candidates:
+        journey_id = g.metadata.get("journey_condition")
+        if isinstance(journey_id, str) and journey_id not in high:
+            conditions.setdefault(journey_id, []).append(g)
+
+    drop: set[str] = set()
+    if index is not None and config.guideline_top_k and len(wide) > config.guideline_top_k:
+        vector = await query.vector()
+        ranked = (
+            await index.nearest(GUIDELINES, vector, len(ctx.agent.guidelines))
+            if (vector is not None)
+            else []
+        )
+        if ranked:
+            eligible = {g.id for g in wide}
+            chosen = [gid for gid, _ in ranked if gid in eligible][: config.guideline_top_k]
+            drop.update(eligible.difference(chosen))
+    if index is not None and config.condition_top_k and len(conditions) > config.condition_top_k:
+        vector = await query.vector()
+        ranked = (
+            await index.nearest(JOURNEYS, vector, len(ctx.agent.journeys))
+            if (vector is not None)
+            else []
+        )
+        if ranked:
+            chosen = [jid for jid, _ in ranked if jid in conditions][: config.condition_top_k]
+            for journey_id in set(conditions).difference(chosen):
+                drop.update(g.id for g in conditions[journey_id])
+    if not drop:
+        return Preselection(list(candidates), [])
+    return Preselection(
+        [g for g in candidates if g.id not in drop], [g.id for g in candidates if g.id in drop]
+    )

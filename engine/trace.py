@@ -71,6 +71,7 @@ class TurnTrace(BaseModel):
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     matches: list[MatchRecord] = Field(default_factory=list)
     high_probability_journeys: list[str] = Field(default_factory=list)
+    held_back_guideline_ids: list[str] = Field(default_factory=list)  # left out by recall (top-k)
     activated_journeys: list[str] = Field(default_factory=list)
     supplemental_journeys: list[str] = Field(default_factory=list)
     journeys: list[JourneyTransitionRecord] = Field(default_factory=list)
@@ -100,6 +101,8 @@ def summarize(trace: TurnTrace) -> list[str]:
     matched = [m.guideline_id for m in trace.matches if m.matched]
     if matched:
         lines.append("matched: " + ", ".join(matched))
+    if trace.held_back_guideline_ids:
+        lines.append(f"recall: {len(trace.held_back_guideline_ids)} guidelines not matched (top-k)")
     for t in trace.journeys:
         step = t.node_id or "—"
         repaired = f" (repaired: {'; '.join(t.repairs)})" if t.repairs else ""

@@ -77,7 +77,13 @@ from engine.ports import (
     VectorIndex,
 )
 from engine.projection import journey_node_guideline_id, node_action_text
-from engine.recall import high_probability_journeys, prune_low_probability, tag_filter
+from engine.recall import (
+    RecallQuery,
+    high_probability_journeys,
+    preselect,
+    prune_low_probability,
+    tag_filter,
+)
 from engine.relations import resolve
 from engine.session import (
     CollectedValue,
@@ -380,15 +386,24 @@ class _Turn:
 
         # Stages 1–3: tag filter, high-probability journeys, pruning.
         candidates = tag_filter(self.agent, self.session)
+        query = RecallQuery(ctx, self.deps.embedder)
         high = await high_probability_journeys(
-            ctx, k=self.agent.config.journey_top_k, embedder=self.deps.embedder, index=self.index
+            ctx,
+            k=self.agent.config.journey_top_k,
+            embedder=self.deps.embedder,
+            index=self.index,
+            query=query,
         )
         self.trace.high_probability_journeys = list(high)
         recall = prune_low_probability(candidates, high)
-        self.candidates = recall.candidates
+        preselection = await preselect(
+            ctx, recall.candidates, high=high, index=self.index, query=query
+        )
+        self.trace.held_back_guideline_ids = preselection.held_back
+        self.candidates = preselection.kept
         active_before = set(self._active())
         to_match = [
-            g for g in recall.candidates if g.metadata.get("journey_condition") not in active_before
+            g for g in self.candidates if g.metadata.get("journey_condition") not in active_before
         ]
         t = self._stage("recall", t)
 

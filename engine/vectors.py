@@ -15,11 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.errors import WaypointError
-from engine.model import AgentSnapshot, Journey
+from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Embedder
 
 JOURNEYS = "journeys"  # namespace of journey vectors, ids = journey ids
 TERMS = "terms"  # namespace of glossary term vectors, ids = term names
+GUIDELINES = "guidelines"  # agent-wide guidelines, ids = guideline ids (large agents only)
 
 UnitVectors = npt.NDArray[np.float32]  # (n, dim), rows of length 1 (or 0 for empty input)
 Array = npt.NDArray[Any]
@@ -133,9 +134,25 @@ def journey_index_texts(agent: AgentSnapshot) -> dict[str, str]:
     return {journey.id: journey_index_text(journey) for journey in agent.journeys}
 
 
+def is_agent_wide(guideline: Guideline) -> bool:
+    """Neither scoped to a journey nor one of a journey's activation conditions."""
+    return guideline.scoped_journey_id is None and "journey_condition" not in guideline.metadata
+
+
+def guideline_index_text(guideline: Guideline) -> str:
+    parts = [guideline.condition, guideline.action or "", guideline.description or ""]
+    return "\n".join(p.strip() for p in parts if p and p.strip())
+
+
 def agent_index_texts(agent: AgentSnapshot) -> dict[str, dict[str, str]]:
-    """Every namespace embedded at publish time: journeys, and glossary terms when there are any."""
+    """Every namespace embedded at publish time: journeys; glossary terms when there are any;
+    agent-wide guidelines when there are more than recall matches per turn
+    (`config.guideline_top_k`)."""
     texts: dict[str, dict[str, str]] = {JOURNEYS: journey_index_texts(agent)}
+    wide = [g for g in agent.guidelines if g.enabled and is_agent_wide(g)]
+    top_k = agent.config.guideline_top_k
+    if top_k and len(wide) > top_k:
+        texts[GUIDELINES] = {g.id: guideline_index_text(g) for g in wide}
     if agent.terms:
         texts[TERMS] = {
             term.name: "\n".join([term.name, *term.synonyms, term.description])

@@ -33,7 +33,12 @@ from engine.projection import journey_condition_guideline_id
 from engine.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from engine.turn import EngineDeps, TurnEngine
-from engine.vectors import InMemoryVectorIndex, journey_index_texts
+from engine.vectors import (
+    InMemoryVectorIndex,
+    agent_index_texts,
+    build_index,
+    journey_index_texts,
+)
 
 # -- agents -------------------------------------------------------------------------------------
 
@@ -220,8 +225,8 @@ class Harness:
     async def _index_for(self, agent: AgentSnapshot) -> InMemoryVectorIndex | None:
         if not self._use_index:
             return None
-        if self._index is None:
-            self._index = await journey_index(agent, self.embedder)
+        if self._index is None:  # every namespace publishing would embed
+            self._index = await build_index(self.embedder, agent_index_texts(agent))
         return self._index
 
     async def start(self, session_id: str = "s1") -> None:
