@@ -160,29 +160,41 @@ async def preselect(
 
     drop: set[str] = set()
     if index is not None and config.guideline_top_k and len(wide) > config.guideline_top_k:
-        vector = await query.vector()
-        ranked = (
-            await index.nearest(GUIDELINES, vector, len(ctx.agent.guidelines))
-            if (vector is not None)
-            else []
+        eligible = {g.id for g in wide}
+        chosen = await _most_similar(
+            index, GUIDELINES, query, eligible, config.guideline_top_k, len(ctx.agent.guidelines)
         )
-        if ranked:
-            eligible = {g.id for g in wide}
-            chosen = [gid for gid, _ in ranked if gid in eligible][: config.guideline_top_k]
+        if chosen is not None:
             drop.update(eligible.difference(chosen))
     if index is not None and config.condition_top_k and len(conditions) > config.condition_top_k:
-        vector = await query.vector()
-        ranked = (
-            await index.nearest(JOURNEYS, vector, len(ctx.agent.journeys))
-            if (vector is not None)
-            else []
+        journeys = set(conditions)
+        chosen = await _most_similar(
+            index, JOURNEYS, query, journeys, config.condition_top_k, len(ctx.agent.journeys)
         )
-        if ranked:
-            chosen = [jid for jid, _ in ranked if jid in conditions][: config.condition_top_k]
-            for journey_id in set(conditions).difference(chosen):
+        if chosen is not None:
+            for journey_id in journeys.difference(chosen):
                 drop.update(g.id for g in conditions[journey_id])
     if not drop:
         return Preselection(list(candidates), [])
     return Preselection(
         [g for g in candidates if g.id not in drop], [g.id for g in candidates if g.id in drop]
     )
+
+
+async def _most_similar(
+    index: VectorIndex,
+    namespace: str,
+    query: RecallQuery,
+    eligible: set[str],
+    k: int,
+    size: int,
+) -> list[str] | None:
+    """The k eligible ids nearest the query, best first, ranking all `size` ids the namespace can
+    hold; None when nothing can be ranked (no embedder, or the namespace was never embedded)."""
+    vector = await query.vector()
+    if vector is None:
+        return None
+    ranked = await index.nearest(namespace, vector, size)
+    if not ranked:
+        return None
+    return [item for item, _ in ranked if item in eligible][:k]

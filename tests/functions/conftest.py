@@ -87,18 +87,15 @@ def make_runtime(
         **settings: Any,
     ) -> Runtime:
         chosen = dataclasses.replace(RuntimeSettings.from_env(), **settings)
-        runtime = Runtime(
-            chosen,
-            llm=llm,
-            channels=build_channels(
-                channel_secrets(),
-                base_urls=BASE_URLS,
+        return install_runtime(
+            build_runtime(
+                chosen,
+                llm,
+                platforms,
                 public_base_url=public_base_url,
                 callback_hosts=callback_hosts,
-            ),
-            http=httpx.AsyncClient(transport=platforms.transport()),
+            )
         )
-        return install_runtime(runtime)
 
     yield make
     reset_runtime()
@@ -186,3 +183,39 @@ def inbox_items(stack: LocalStack) -> list[dict[str, Any]]:
 def assert_no_secret_in(text: str) -> None:
     for secret in (*ALL_SECRETS, API_KEY):
         assert secret not in text
+
+
+def build_runtime(
+    settings: RuntimeSettings,
+    llm: Any,
+    platforms: FakePlatforms,
+    *,
+    public_base_url: str | None = PUBLIC_BASE_URL,
+    callback_hosts: tuple[str, ...] = ("client.test",),
+) -> Runtime:
+    """A runtime with every channel enabled and its send APIs pointed at the fake platforms."""
+    return Runtime(
+        settings,
+        llm=llm,
+        channels=build_channels(
+            channel_secrets(),
+            base_urls=BASE_URLS,
+            public_base_url=public_base_url,
+            callback_hosts=callback_hosts,
+        ),
+        http=httpx.AsyncClient(transport=platforms.transport()),
+    )
+
+
+def fail_once(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, error: Exception) -> None:
+    """Make the async method `target.name` raise `error` on its next call, then work again: a
+    Lambda killed or timed out at exactly that point."""
+    real = getattr(target, name)
+    pending = [error]
+
+    async def fail_then_work(*args: Any, **kwargs: Any) -> Any:
+        if pending:
+            raise pending.pop()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, fail_then_work)

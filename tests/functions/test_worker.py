@@ -22,6 +22,7 @@ from tests.functions import signed_events as signed
 from tests.functions.conftest import (
     CountingLLM,
     drain,
+    fail_once,
     invoke_webhook,
     invoke_worker,
     queue_depth,
@@ -224,15 +225,7 @@ def test_a_crash_between_the_commit_and_the_outbox_still_sends_exactly_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     say("hi", 1)
-    real_open = runtime.outbox.open
-    crashes = [RuntimeError("Lambda killed right after the commit")]
-
-    async def open_or_crash(*args: Any, **kwargs: Any) -> Any:
-        if crashes:
-            raise crashes.pop()
-        return await real_open(*args, **kwargs)
-
-    monkeypatch.setattr(runtime.outbox, "open", open_or_crash)
+    fail_once(monkeypatch, runtime.outbox, "open", RuntimeError("Lambda killed after the commit"))
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
     assert platforms.replies() == []
     calls = llm.calls

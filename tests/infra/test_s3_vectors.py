@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.vectors import JOURNEYS, TERMS
+from engine.model import AgentConfig, Guideline
+from engine.vectors import GUIDELINES, JOURNEYS, TERMS
 from infra.aws.local_stack import LocalStack
 from infra.aws.s3_vectors import (
     EmbeddingsNotPublished,
@@ -123,6 +124,33 @@ async def test_published_agent_embeddings_recall_the_transfer_journey(
     (query,) = await embedder.embed(["I want to transfer money"])
     assert [j for j, _ in await index.nearest(JOURNEYS, query, 1)] == ["transfer"]
     assert await index.nearest("canned_responses", query, 1) == []
+
+
+async def test_a_large_agent_publishes_its_guideline_vectors_for_recall(
+    local_stack: LocalStack,
+) -> None:
+    embedder = HashingEmbedder()
+    base = make_agent()
+    extra = tuple(
+        Guideline(id=f"rule_{i}", condition=f"the customer mentions topic {i}", action="help")
+        for i in range(8)
+    )
+    agent = base.model_copy(
+        update={
+            "guidelines": (*base.guidelines, *extra),
+            "config": AgentConfig(guideline_top_k=4),
+        }
+    )
+    manifest = await publish_embeddings(
+        local_stack.client("s3"), local_stack.bucket, agent, embedder
+    )
+    wide = [g for g in agent.guidelines if "journey_condition" not in g.metadata]
+    wide = [g for g in wide if g.scoped_journey_id is None]
+    assert manifest.namespaces[GUIDELINES] == len(wide) > 4
+
+    index = S3VectorIndex("bank", manifest.version)
+    (query,) = await embedder.embed(["the customer mentions topic 6"])
+    assert (await index.nearest(GUIDELINES, query, 1))[0][0] == "rule_6"
 
 
 async def test_missing_embeddings_say_how_to_publish_them(local_stack: LocalStack) -> None:

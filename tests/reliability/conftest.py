@@ -10,14 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from examples.banking import load as load_bank
 from infra.aws.local_stack import LocalStack
-from infra.channels.registry import build_channels
 from infra.runtime import Runtime, RuntimeSettings, install_runtime, reset_runtime
-from tests.channels.signed import PUBLIC_BASE_URL, channel_secrets
 
 # The Lambda fixtures of tests/functions, shared rather than copied: importing them into this
 # conftest registers them for the tests in this folder.
@@ -25,6 +22,7 @@ from tests.functions.conftest import (  # noqa: F401
     AGENT_ID,
     API_KEY,
     CountingLLM,
+    build_runtime,
     environment,
     llm,
     make_runtime,
@@ -32,7 +30,7 @@ from tests.functions.conftest import (  # noqa: F401
     runtime,
     stack,
 )
-from tests.functions.platforms import BASE_URLS, FakePlatforms
+from tests.functions.platforms import FakePlatforms
 
 SOAK = "soak"
 
@@ -79,18 +77,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStack]:
         env.delenv("WAYPOINT_REPLY_PER_MESSAGE", raising=False)
         with LocalStack() as stack:
             platforms, model = FakePlatforms(), CountingLLM()
-            runtime = Runtime(
-                RuntimeSettings.from_env(),
-                llm=model,
-                channels=build_channels(
-                    channel_secrets(),
-                    base_urls=BASE_URLS,
-                    public_base_url=PUBLIC_BASE_URL,
-                    callback_hosts=("client.test",),
-                ),
-                http=httpx.AsyncClient(transport=platforms.transport()),
-            )
-            install_runtime(runtime)
+            runtime = install_runtime(build_runtime(RuntimeSettings.from_env(), model, platforms))
             runtime.run(runtime.publish_agent(load_bank()))
             yield SharedStack(runtime, stack, platforms, model)
             reset_runtime()

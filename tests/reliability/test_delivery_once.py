@@ -8,29 +8,28 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from engine.compose import ComposedReply
 from engine.ports import Generation, TurnCommit
 from engine.session import EventSource, SessionState
 from functions.worker import Burst, TurnWorker, plan_bursts
-from infra.channels.registry import build_channels
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, RuntimeSettings, session_id_for
 from tests.channels.payloads import tg_text_update
-from tests.channels.signed import PUBLIC_BASE_URL, channel_secrets
 from tests.functions import signed_events as signed
 from tests.functions.conftest import (
     CountingLLM,
+    build_runtime,
     drain,
+    fail_once,
     invoke_webhook,
     invoke_worker,
     queue_depth,
     receive_all,
 )
 from tests.functions.lambda_events import records_from_queue, sqs_event
-from tests.functions.platforms import BASE_URLS, FakePlatforms
+from tests.functions.platforms import FakePlatforms
 
 CHAT = 7171
 SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
@@ -107,15 +106,7 @@ def test_a_crash_between_the_commit_and_the_delivery_still_sends_exactly_once(
     say("hi", 1)
     telegram = runtime.channels["telegram"]
     target, name = (runtime.outbox, "open") if crash_in == "open" else (telegram, "send")
-    real = getattr(target, name)
-    crashes = [TimeoutError("injected: Lambda timed out after the commit")]
-
-    async def crash_once(*args: Any, **kwargs: Any) -> Any:
-        if crashes:
-            raise crashes.pop()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(target, name, crash_once)
+    fail_once(monkeypatch, target, name, TimeoutError("injected: Lambda timed out after commit"))
 
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
     assert len(agent_replies(runtime)) == 1  # committed
@@ -142,15 +133,8 @@ def test_the_documented_window_a_worker_killed_after_the_platform_accepted_sends
     sends again". Pinned so the window stays exactly that wide: one duplicate, same text."""
     llm.crashes = 0  # type: ignore[attr-defined]
     say("hi", 1)
-    real = runtime.outbox.mark_sent
-    kills = [LambdaKilled("injected: the worker died right after the platform accepted")]
-
-    async def mark_sent(*args: Any, **kwargs: Any) -> Any:
-        if kills:
-            raise kills.pop()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(runtime.outbox, "mark_sent", mark_sent)
+    killed = LambdaKilled("injected: the worker died right after the platform accepted")
+    fail_once(monkeypatch, runtime.outbox, "mark_sent", killed)
     (message,) = receive_all(stack)
     with pytest.raises(LambdaKilled):
         invoke_worker(sqs_event(records_from_queue([message])))
@@ -205,17 +189,7 @@ def second_worker(
     runtime: Runtime, platforms: FakePlatforms, llm: CountingLLM
 ) -> Iterator[Runtime]:
     """Another warm container of the worker Lambda: same stack, platforms and model."""
-    other = Runtime(
-        RuntimeSettings.from_env(),
-        llm=llm,
-        channels=build_channels(
-            channel_secrets(),
-            base_urls=BASE_URLS,
-            public_base_url=PUBLIC_BASE_URL,
-            callback_hosts=("client.test",),
-        ),
-        http=httpx.AsyncClient(transport=platforms.transport()),
-    )
+    other = build_runtime(RuntimeSettings.from_env(), llm, platforms)
     yield other
     other.close()
 
