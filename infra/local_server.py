@@ -144,14 +144,24 @@ class ReplyInbox:
 
     secret: str
     _queues: dict[str, queue.Queue[dict[str, Any]]] = field(default_factory=dict)
+    _seen: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _queue(self, conversation_id: str) -> queue.Queue[dict[str, Any]]:
         with self._lock:
             return self._queues.setdefault(conversation_id, queue.Queue())
 
-    def put(self, payload: dict[str, Any]) -> None:
+    def put(self, payload: dict[str, Any]) -> bool:
+        """Queue a reply; False (and nothing queued) when its `id` was already received — the
+        worker re-sends a reply whose delivery it could not confirm (a timeout, say)."""
+        reply_id = payload.get("id")
+        if isinstance(reply_id, str) and reply_id:
+            with self._lock:
+                if reply_id in self._seen:
+                    return False
+                self._seen.add(reply_id)
         self._queue(str(payload.get("conversation_id"))).put(payload)
+        return True
 
     def wait(self, conversation_id: str, timeout: float) -> dict[str, Any]:
         """The next reply to a conversation; raises TimeoutError with what to check."""
@@ -267,8 +277,9 @@ class LocalServer:
             expected = sign_generic(self.generic_secret, body, timestamp)
             if not constant_time_equals(signature, expected):
                 return JSONResponse({"error": "bad signature"}, status_code=401)
-            self.replies.put(json.loads(body))
-            return JSONResponse({"id": secrets.token_hex(6)})
+            payload = json.loads(body)
+            new = self.replies.put(payload)
+            return JSONResponse({"id": str(payload.get("id") or ""), "duplicate": not new})
 
         return Starlette(
             routes=[

@@ -64,7 +64,11 @@ def outbound_reply(event: Event, reply_to: dict[str, Any]) -> OutboundReply | No
         return None
     view = event.data.get("view")
     return OutboundReply(
-        text=text, options=options, view=view if isinstance(view, dict) else None, reply_to=reply_to
+        text=text,
+        options=options,
+        view=view if isinstance(view, dict) else None,
+        reply_to=reply_to,
+        id=event.id,
     )
 
 

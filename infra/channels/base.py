@@ -199,6 +199,9 @@ class OutboundReply(BaseModel):
     options: list[ReplyOption] = Field(default_factory=list)
     view: dict[str, Any] | None = None
     reply_to: dict[str, Any] = Field(default_factory=dict, repr=False)
+    # Stable per reply (the agent's event id): a retried delivery repeats it, so a receiver that
+    # can (the generic channel's front end) drops what it already has.
+    id: str = ""
 
     @model_validator(mode="after")
     def _has_something_to_say(self) -> OutboundReply:

@@ -162,6 +162,7 @@ class GenericChannel:
         if problem := self._callback_problem(url):
             raise DeliveryRejected(problem, channel=self.name)
         payload = {
+            "id": reply.id,  # the same on every retry of this reply: drop repeats
             "conversation_id": reply.reply_to.get("conversation_id"),
             "in_reply_to": reply.reply_to.get("event_id"),
             "text": reply.text,
@@ -175,7 +176,10 @@ class GenericChannel:
             url,
             channel=self.name,
             content=body,
-            headers=generic_headers(self._secret, body, timestamp),
+            headers={
+                **generic_headers(self._secret, body, timestamp),
+                **({"Idempotency-Key": reply.id} if reply.id else {}),
+            },
         )
         data = json_body(response)
         if response.is_success:

@@ -104,12 +104,15 @@ async def test_reply_is_posted_to_the_callback_signed(
             "event_id": "evt-1",
             "callback_url": platform.url("hooks/cb"),
         },
+        id="ev_reply_7",
     )
     receipt = await channels["generic"].send(reply, http)
 
     [request] = platform.requests
     assert request.path == "/hooks/cb"
+    assert request.headers["idempotency-key"] == "ev_reply_7"  # the same on every retry
     assert request.json() == {
+        "id": "ev_reply_7",
         "conversation_id": "conv-1",
         "in_reply_to": "evt-1",
         "text": "Pick a slot",

@@ -131,6 +131,7 @@ class ServedStack:
         self.crash_after_commit: _CrashAfterCommit | None = None
         self.runtime: Runtime | None = None
         self.received: dict[str, list[dict[str, Any]]] = {}  # conversation → replies, in order
+        self.repeated_replies = 0  # re-sent after an unconfirmed delivery, dropped by reply id
         self._saved_env: dict[str, str | None] = {}
         self._http = httpx.Client(timeout=30)
 
@@ -195,11 +196,14 @@ class ServedStack:
     def _record_reply(self, put: Any) -> Any:
         lock = threading.Lock()
 
-        def record(payload: dict[str, Any]) -> None:
-            with lock:
+        def record(payload: dict[str, Any]) -> bool:
+            with lock:  # what the front end keeps: a repeated reply id is dropped by the inbox
+                if not put(payload):
+                    self.repeated_replies += 1
+                    return False
                 stamped = {**payload, "received_at": time.monotonic()}
                 self.received.setdefault(str(payload.get("conversation_id")), []).append(stamped)
-            put(payload)
+                return True
 
         return record
 

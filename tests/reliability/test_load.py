@@ -119,6 +119,7 @@ class LoadReport:
     llm_crashes: int
     delivery_failures: int
     crashes_after_commit: int
+    repeated_replies: int  # re-sent after an unconfirmed delivery; the front end dropped them by id
     latencies: list[float]
 
     def summary(self) -> str:
@@ -131,7 +132,8 @@ class LoadReport:
             f"{self.llm_errors} LLM errors, {self.llm_crashes} LLM crashes, "
             f"{self.delivery_failures} failed callbacks, {self.crashes_after_commit} crashes "
             f"after commit, {self.webhook_duplicates} duplicate webhooks "
-            f"({self.webhook_retries} 5xx retried)"
+            f"({self.webhook_retries} 5xx retried); {self.repeated_replies} replies re-sent "
+            "after an unconfirmed delivery (dropped by reply id)"
         )
 
 
@@ -206,6 +208,7 @@ def run_load(
         llm_crashes=served.llm.crashes,
         delivery_failures=served.delivery.failed,
         crashes_after_commit=served.crash_after_commit.crashes,
+        repeated_replies=served.repeated_replies,
         latencies=latencies,
     )
 
@@ -414,7 +417,8 @@ def record_soak(mode: str, report: LoadReport) -> None:
         f"messages/s, {report.turns / report.seconds:.1f} turns/s | {p50:.1f} s / {p95:.1f} s | "
         f"{report.llm_errors} LLM errors ({report.llm_crashes} crashing the turn), "
         f"{report.delivery_failures} failed callbacks, {report.crashes_after_commit} crashes "
-        f"after commit, {report.webhook_duplicates} duplicate webhooks |"
+        f"after commit, {report.webhook_duplicates} duplicate webhooks; "
+        f"{report.repeated_replies} replies re-sent after an unconfirmed delivery |"
     )
     for path, name, heading in (
         (RELIABILITY_DOC, SOAK_BLOCK, "## Soak results"),
