@@ -93,6 +93,12 @@ class Guideline(BaseModel):
         return JourneyNodeRef.model_validate(raw) if raw else None
 
     @property
+    def condition_of_journey(self) -> str | None:
+        """Set on a journey's activation-condition guidelines: the journey they activate."""
+        owner = self.metadata.get(JOURNEY_CONDITION_KEY)
+        return owner if isinstance(owner, str) else None
+
+    @property
     def scoped_journey_id(self) -> str | None:
         """The journey this guideline belongs to: a journey-scoped, projected or trigger guideline."""
         for tag in self.tags:
@@ -102,6 +108,7 @@ class Guideline(BaseModel):
 
 
 JOURNEY_TAG_PREFIX = "journey:"
+JOURNEY_CONDITION_KEY = "journey_condition"  # metadata key of a journey's condition guidelines
 AGENT_TAG_PREFIX = "agent:"
 
 

@@ -28,8 +28,6 @@ from engine.ports import Embedder, VectorIndex
 from engine.session import SessionState
 from engine.vectors import GUIDELINES, JOURNEYS, Array, is_agent_wide
 
-JOURNEY_NAMESPACE = JOURNEYS
-
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
     tags = {agent_tag(agent.id), f"channel:{session.channel}", *session.customer_tags}
@@ -93,7 +91,7 @@ async def high_probability_journeys(
     vector = await (query or RecallQuery(ctx, embedder)).vector()
     if vector is None:
         return chosen
-    ranked = await index.nearest(JOURNEY_NAMESPACE, vector, k + len(chosen))
+    ranked = await index.nearest(JOURNEYS, vector, k + len(chosen))
     for journey_id, _score in ranked:
         if len(chosen) >= k:
             break
@@ -154,8 +152,8 @@ async def preselect(
     wide = [g for g in candidates if is_agent_wide(g) and not _always_matched(g, session)]
     conditions: dict[str, list[Guideline]] = {}
     for g in candidates:
-        journey_id = g.metadata.get("journey_condition")
-        if isinstance(journey_id, str) and journey_id not in high:
+        journey_id = g.condition_of_journey
+        if journey_id is not None and journey_id not in high:
             conditions.setdefault(journey_id, []).append(g)
 
     drop: set[str] = set()

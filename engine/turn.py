@@ -402,9 +402,7 @@ class _Turn:
         self.trace.held_back_guideline_ids = preselection.held_back
         self.candidates = preselection.kept
         active_before = set(self._active())
-        to_match = [
-            g for g in self.candidates if g.metadata.get("journey_condition") not in active_before
-        ]
+        to_match = [g for g in self.candidates if g.condition_of_journey not in active_before]
         t = self._stage("recall", t)
 
         # Round 1: matching batches ∥ node selection of active journeys ∥ speculative entry of

@@ -136,7 +136,7 @@ def journey_index_texts(agent: AgentSnapshot) -> dict[str, str]:
 
 def is_agent_wide(guideline: Guideline) -> bool:
     """Neither scoped to a journey nor one of a journey's activation conditions."""
-    return guideline.scoped_journey_id is None and "journey_condition" not in guideline.metadata
+    return guideline.scoped_journey_id is None and guideline.condition_of_journey is None
 
 
 def guideline_index_text(guideline: Guideline) -> str:

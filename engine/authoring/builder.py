@@ -20,12 +20,12 @@ unreachable step, a priority cycle) are all reported together by `build()`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, TypedDict, Unpack, overload
 
 from engine.authoring.canonical import (
-    JOURNEY_CONDITION_KEY,
     canonical_guidelines,
     canonical_relationships,
     canonical_tools,
@@ -44,6 +44,7 @@ from engine.authoring.ids import (
 )
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
+    JOURNEY_CONDITION_KEY,
     AgentConfig,
     AgentSnapshot,
     CannedResponse,
@@ -121,14 +122,15 @@ def _customer_dependent(
 # Relationships, shared by guidelines and journeys
 
 
-class _Relatable:
+class _Relatable(ABC):
     """Relationship methods of guideline and journey handles."""
 
     _agent: Agent
 
     @property
+    @abstractmethod
     def ref(self) -> EntityRef:
-        raise NotImplementedError
+        """What relationships name this guideline or journey by."""
 
     def prioritize_over(self, other: Related) -> Relationship:
         """While this is active, `other` is suppressed."""

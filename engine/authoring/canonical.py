@@ -29,8 +29,6 @@ from engine.model import (
     ToolSpec,
 )
 
-JOURNEY_CONDITION_KEY = "journey_condition"  # metadata key of a journey's condition guidelines
-
 
 @dataclass(frozen=True)
 class Placement:
@@ -60,8 +58,8 @@ def place_guideline(
 ) -> Placement:
     """A condition guideline is named by its journey; a scoped guideline carries its journey's tag
     first and depends on that journey — exactly what `JourneyBuilder.create_guideline` makes."""
-    owner = guideline.metadata.get(JOURNEY_CONDITION_KEY)
-    if isinstance(owner, str) and guideline.id in _condition_ids(journeys.get(owner)):
+    owner = guideline.condition_of_journey
+    if owner is not None and guideline.id in _condition_ids(journeys.get(owner)):
         return Placement(owner, is_condition=True)
     if guideline.tags and guideline.tags[0].startswith(JOURNEY_TAG_PREFIX):
         journey_id = guideline.tags[0][len(JOURNEY_TAG_PREFIX) :]

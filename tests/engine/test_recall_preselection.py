@@ -119,7 +119,7 @@ async def test_only_the_conditions_of_the_most_similar_journeys_are_matched() ->
 
     result = await recall(agent, context(agent, "I need refund help with my invoice"))
 
-    kept = {g.metadata["journey_condition"] for g in result.kept}
+    kept = {g.condition_of_journey for g in result.kept}
     assert kept == {"j_refund", "j_invoice"}
 
 
