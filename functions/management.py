@@ -28,13 +28,13 @@ from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from mangum import Mangum
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
+from functions.http_entry import http_lambda_handler
 from infra.channels.base import NormalizedMessage, ReplyOption
 from infra.channels.text import clean_text
 from infra.outbox import reply_options
@@ -377,12 +377,4 @@ async def post_message(
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point
 
-_asgi = Mangum(app, lifespan="off")
-
-
-@logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Lambda entry point (API Gateway HTTP API, payload v2)."""
-    current_runtime().bind_event_loop()
-    response: dict[str, Any] = _asgi(event, context)
-    return response
+handler = http_lambda_handler(app, logger)

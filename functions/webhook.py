@@ -19,14 +19,12 @@ runtime on the first request, and the engine (numpy) is never imported here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from mangum import Mangum
 
 from engine.session import SessionState
+from functions.http_entry import http_lambda_handler
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
 from infra.channels.errors import PayloadTooLarge, WebhookRejected
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
@@ -164,12 +162,4 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return _error(500, "internal error")
 
 
-_asgi = Mangum(app, lifespan="off")
-
-
-@logger.inject_lambda_context(clear_state=True)
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Lambda entry point (API Gateway HTTP API, payload v2)."""
-    current_runtime().bind_event_loop()
-    response: dict[str, Any] = _asgi(event, context)
-    return response
+handler = http_lambda_handler(app, logger)
