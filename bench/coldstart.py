@@ -86,6 +86,27 @@ def _present(module: str) -> bool:
         return False
 
 
+def _fresh_python(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run `python *args` in a fresh interpreter from the repository root."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _last_output_line(*args: str, timeout: float) -> str:
+    """The last line `python *args` prints; RuntimeError with its last error line if it fails."""
+    done = _fresh_python(*args, timeout=timeout)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise RuntimeError(last[:200])
+    return done.stdout.strip().splitlines()[-1]
+
+
 def _import_once(module: str) -> tuple[float, float]:
     """(wall ms, CPU ms) of `import module` in a fresh interpreter."""
     code = (
@@ -93,18 +114,7 @@ def _import_once(module: str) -> tuple[float, float]:
         f"import {module}\n"
         "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["failed"])[-1]
-        raise RuntimeError(last[:200])
-    wall, cpu = done.stdout.strip().splitlines()[-1].split()
+    wall, cpu = _last_output_line("-c", code, timeout=120).split()
     return float(wall), float(cpu)
 
 
@@ -121,14 +131,7 @@ _IMPORTTIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)$")
 
 def heaviest_packages(module: str, top: int = 6) -> list[tuple[str, float]]:
     """Top-level packages by cumulative import time (first import of each, ms)."""
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-        cwd=ROOT,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _fresh_python("-X", "importtime", "-c", f"import {module}", timeout=120)
     per_package: dict[str, float] = {}
     for line in done.stderr.splitlines():
         m = _IMPORTTIME.match(line)
@@ -211,18 +214,11 @@ def measure_imports(
 def measure_first_turn(runs: int, progress: Progress, *, warmup: bool = True) -> FirstTurnRow:
     results: list[dict[str, Any]] = []
     for _ in range(runs + int(warmup)):
-        done = subprocess.run(
-            [sys.executable, "-m", "bench.first_turn"],
-            cwd=ROOT,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["failed"])[-1]
-            return FirstTurnRow(0, 0.0, 0.0, 0.0, 0.0, status=f"error: {last[:200]}")
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        try:
+            line = _last_output_line("-m", "bench.first_turn", timeout=300)
+        except RuntimeError as exc:
+            return FirstTurnRow(0, 0.0, 0.0, 0.0, 0.0, status=f"error: {exc}")
+        results.append(json.loads(line))
     results = results[int(warmup) :]
     row = FirstTurnRow(
         runs=runs,

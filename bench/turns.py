@@ -107,15 +107,7 @@ async def run_turn_suite(
     )
     memory_samples: dict[str, list[TurnSample]] = {}
     for workload in work.all():
-        await _run(zero, workload, config.warmup_conversations, "warm", progress, "", quiet=True)
-        samples = await _run(
-            zero,
-            workload,
-            _conversations(workload, config, pass_="memory"),
-            "zero",
-            progress,
-            "zero latency, in-memory",
-        )
+        samples = await _warm_then_run(zero, workload, config, progress, pass_="memory")
         memory_samples[workload.label] = samples
         suite.overhead.append(_overhead(workload.label, IN_MEMORY, samples))
 
@@ -131,17 +123,7 @@ async def run_turn_suite(
         runner = TurnRunner(ports, BenchLLM(LatencyModel(0.0), tokens), embedder=embedder)
         for workload in moto_work:
             await publisher.embeddings(workload.snapshot)
-            await _run(
-                runner, workload, config.warmup_conversations, "warm", progress, "", quiet=True
-            )
-            samples = await _run(
-                runner,
-                workload,
-                _conversations(workload, config, pass_="moto"),
-                "moto",
-                progress,
-                "zero latency, moto",
-            )
+            samples = await _warm_then_run(runner, workload, config, progress, pass_="moto")
             moto_samples[workload.label] = samples
             suite.overhead.append(_overhead(workload.label, MOTO, samples))
 
@@ -151,6 +133,27 @@ async def run_turn_suite(
     suite.scale = _scale_rows(work.scale, memory_samples, latency_samples, moto_samples)
     suite.reference = _reference_rows(work.reference, latency_samples)
     return suite
+
+
+_ZERO_LATENCY_PASSES = {  # pass → (session prefix, what the progress line says)
+    "memory": ("zero", "zero latency, in-memory"),
+    "moto": ("moto", "zero latency, moto"),
+}
+
+
+async def _warm_then_run(
+    runner: TurnRunner,
+    workload: Workload,
+    config: BenchConfig,
+    progress: Progress,
+    *,
+    pass_: str,
+) -> list[TurnSample]:
+    """One uncounted warm-up, then the measured conversations of a zero-latency pass."""
+    await _run(runner, workload, config.warmup_conversations, "warm", progress, "", quiet=True)
+    prefix, what = _ZERO_LATENCY_PASSES[pass_]
+    conversations = _conversations(workload, config, pass_=pass_)
+    return await _run(runner, workload, conversations, prefix, progress, what)
 
 
 async def _run(
