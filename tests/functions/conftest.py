@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from engine.ports import Generation
+from engine.session import SessionState
 from examples.banking import load as load_bank
 from functions import management, webhook, worker
 from infra.aws.lambda_routing import LocalLambdaContext
@@ -21,7 +22,9 @@ from infra.aws.local_stack import LocalStack
 from infra.channels.registry import ChannelSecrets, build_channels
 from infra.offline import OfflineLLM
 from infra.runtime import Runtime, RuntimeSettings, install_runtime, reset_runtime
+from tests.channels.payloads import tg_text_update
 from tests.channels.signed import ALL_SECRETS, PUBLIC_BASE_URL, channel_secrets
+from tests.functions import signed_events as signed
 from tests.functions.lambda_events import records_from_queue, sqs_event
 from tests.functions.platforms import BASE_URLS, FakePlatforms
 
@@ -115,6 +118,19 @@ def runtime(make_runtime: Callable[..., Runtime]) -> Runtime:
 
 def invoke_webhook(event: dict[str, Any]) -> dict[str, Any]:
     return webhook.handler(event, LocalLambdaContext("waypoint-local-webhook"))
+
+
+def telegram_says(chat: int, text: str, update_id: int) -> dict[str, Any]:
+    """The customer of Telegram chat `chat` writes `text`: a signed webhook call; its response."""
+    update = tg_text_update(text, update_id=update_id, chat_id=chat, user_id=chat)
+    return invoke_webhook(signed.telegram(update))
+
+
+def load_session(runtime: Runtime, session_id: str) -> SessionState:
+    """The stored session, which must exist."""
+    state = runtime.run(runtime.sessions.load(session_id))
+    assert state is not None, session_id
+    return state
 
 
 def invoke_worker(event: dict[str, Any]) -> dict[str, Any]:

@@ -17,15 +17,13 @@ from infra.channels.base import NormalizedMessage
 from infra.channels.options import compact_choice_id
 from infra.outbox import OutboxStatus, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, session_id_for
-from tests.channels.payloads import tg_text_update
-from tests.functions import signed_events as signed
 from tests.functions.conftest import (
     CountingLLM,
     drain,
     fail_once,
-    invoke_webhook,
     invoke_worker,
     queue_depth,
+    telegram_says,
 )
 from tests.functions.lambda_events import sqs_event, sqs_record
 from tests.functions.platforms import FakePlatforms
@@ -36,9 +34,7 @@ SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
 
 def say(text: str, update_id: int) -> dict[str, Any]:
     """The customer writes `text` in the Telegram chat (through the webhook)."""
-    response = invoke_webhook(
-        signed.telegram(tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT))
-    )
+    response = telegram_says(CHAT, text, update_id)
     assert response["statusCode"] == 200
     return response
 

@@ -16,17 +16,16 @@ from engine.session import EventSource, SessionState
 from functions.worker import Burst, TurnWorker, plan_bursts
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, RuntimeSettings, session_id_for
-from tests.channels.payloads import tg_text_update
-from tests.functions import signed_events as signed
 from tests.functions.conftest import (
     CountingLLM,
     build_runtime,
     drain,
     fail_once,
-    invoke_webhook,
     invoke_worker,
+    load_session,
     queue_depth,
     receive_all,
+    telegram_says,
 )
 from tests.functions.lambda_events import records_from_queue, sqs_event
 from tests.functions.platforms import FakePlatforms
@@ -37,14 +36,11 @@ MAX_RECEIVE_COUNT = 5  # template.yaml: TurnQueue RedrivePolicy
 
 
 def say(text: str, update_id: int) -> None:
-    update = tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT)
-    assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
+    assert telegram_says(CHAT, text, update_id)["statusCode"] == 200
 
 
 def session(runtime: Runtime) -> SessionState:
-    state = runtime.run(runtime.sessions.load(SESSION))
-    assert state is not None
-    return state
+    return load_session(runtime, SESSION)
 
 
 def agent_replies(runtime: Runtime) -> list[str]:

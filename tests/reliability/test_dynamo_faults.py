@@ -17,9 +17,14 @@ from engine.ports import TurnCommit
 from engine.session import EventKind, EventSource, InboundMessage, SessionState
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, session_id_for
-from tests.channels.payloads import tg_text_update
-from tests.functions import signed_events as signed
-from tests.functions.conftest import CountingLLM, drain, inbox_items, invoke_webhook, queue_depth
+from tests.functions.conftest import (
+    CountingLLM,
+    drain,
+    inbox_items,
+    load_session,
+    queue_depth,
+    telegram_says,
+)
 from tests.functions.platforms import FakePlatforms
 from tests.reliability.faults import (
     FaultyDynamoDB,
@@ -34,14 +39,11 @@ SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
 
 
 def say(text: str, update_id: int) -> dict[str, Any]:
-    update = tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT)
-    return invoke_webhook(signed.telegram(update))
+    return telegram_says(CHAT, text, update_id)
 
 
 def session(runtime: Runtime) -> SessionState:
-    state = runtime.run(runtime.sessions.load(SESSION))
-    assert state is not None
-    return state
+    return load_session(runtime, SESSION)
 
 
 def messages(state: SessionState, source: EventSource) -> list[str]:

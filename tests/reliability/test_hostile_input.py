@@ -26,12 +26,10 @@ from infra.channels.signing import (
 from infra.channels.text import MAX_INBOUND_CHARS
 from infra.runtime import QueuedMessage
 from tests.channels.payloads import (
-    form_body,
     json_body,
     slack_event,
     tg_click_update,
     tg_text_update,
-    twilio_sms,
     wa_button_reply,
     wa_change,
     wa_contact,
@@ -51,6 +49,7 @@ from tests.functions.conftest import assert_no_secret_in, drain, invoke_webhook,
 from tests.functions.lambda_events import http_event
 from tests.functions.platforms import CALLBACK_URL
 from tests.functions.signed_events import now
+from tests.reliability.channel_requests import BUILDERS
 from tests.reliability.conftest import SharedStack
 
 CHANNELS = ("telegram", "slack", "whatsapp", "twilio", "generic")
@@ -65,36 +64,8 @@ _ids = itertools.count(1000)
 def payload(channel: str, text: str = "hi", n: int | None = None) -> bytes:
     """A genuine message body with a fresh event id (and conversation)."""
     n = next(_ids) if n is None else n
-    if channel == "telegram":
-        return json_body(tg_text_update(text, update_id=n, chat_id=n, user_id=n))
-    if channel == "slack":
-        event = slack_event(
-            text,
-            event_type="message",
-            channel_type="im",
-            event_id=f"Ev{n}",
-            channel=f"D{n}",
-            ts=f"{1_700_000_000 + n}.000100",
-        )
-        return json_body(event)
-    if channel == "whatsapp":
-        sender = f"97254{n:07d}"
-        change = wa_change(
-            [wa_text(text, wamid=f"wamid.H{n}", sender=sender)], contacts=[wa_contact(sender)]
-        )
-        return json_body(wa_notification(change))
-    if channel == "twilio":
-        sid = f"SM{n:032d}"
-        params = twilio_sms(text, MessageSid=sid, SmsSid=sid, SmsMessageSid=sid, From=f"+1{n:010d}")
-        return form_body(params)
-    body = {
-        "event_id": f"e{n}",
-        "conversation_id": f"c{n}",
-        "customer_id": f"u{n}",
-        "text": text,
-        "callback_url": CALLBACK_URL,
-    }
-    return json.dumps(body).encode()
+    url = f"{PUBLIC_BASE_URL}/webhooks/{channel}"
+    return BUILDERS[channel](url, text, n, n, callback_url=CALLBACK_URL).body
 
 
 def sign(

@@ -33,7 +33,9 @@ from tests.functions.conftest import (
     inbox_items,
     invoke_management,
     invoke_webhook,
+    load_session,
     queue_depth,
+    telegram_says,
 )
 from tests.functions.lambda_events import http_event
 from tests.functions.platforms import FakePlatforms
@@ -150,14 +152,7 @@ def fresh_bank() -> Iterator[bank.Bank]:
 
 
 def say(text: str, update_id: int, chat: int = 8181) -> None:
-    update = tg_text_update(text, update_id=update_id, chat_id=chat, user_id=chat)
-    assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
-
-
-def session(runtime: Runtime, session_id: str) -> SessionState:
-    state = runtime.run(runtime.sessions.load(session_id))
-    assert state is not None
-    return state
+    assert telegram_says(chat, text, update_id)["statusCode"] == 200
 
 
 def tool_records(runtime: Runtime, state: SessionState) -> list[tuple[str, str]]:
@@ -179,7 +174,7 @@ def test_injected_instructions_in_customer_text_move_no_money(
         say(text, n)
         assert drain(stack) == [{"batchItemFailures": []}]
 
-    state = session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
+    state = load_session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
     assert fresh_bank.transfers == []
     assert ("transfer_money", "ok") not in tool_records(runtime, state)
     tools_run = [e.data["tool"] for e in state.events if e.kind is EventKind.TOOL]
@@ -204,7 +199,7 @@ def test_a_model_that_obeys_the_injection_still_cannot_call_an_unoffered_tool(
         say(text, n)
         assert drain(stack) == [{"batchItemFailures": []}]
 
-    state = session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
+    state = load_session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
     records = tool_records(runtime, state)
     assert model.tool_plans > 0  # the model was asked, and answered with transfer_money
     assert ("transfer_money", "refused") in records
@@ -275,7 +270,7 @@ def test_one_agent_never_sees_another_agents_rules_and_sessions_stay_apart(
         "zebra-bank": session_id_for("bank", "telegram", "tg:700100200:202"),
         "alpaca-helpdesk": session_id_for("helpdesk", "slack", "slack:T111:D101"),
     }
-    states = {name: session(runtime, sid) for name, sid in sessions.items()}
+    states = {name: load_session(runtime, sid) for name, sid in sessions.items()}
     assert {s.agent_id for s in states.values()} == {"bank", "helpdesk"}
     for name, state in states.items():
         customer = " ".join(e.text or "" for e in state.events if e.source is EventSource.CUSTOMER)
@@ -347,7 +342,7 @@ def test_the_management_api_reveals_nothing_without_its_key(
 ) -> None:
     say("my secret is PANGOLIN-9", 1)
     drain(stack)
-    state = session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
+    state = load_session(runtime, session_id_for("bank", "telegram", "tg:700100200:8181"))
     turn = next(e.turn_id for e in state.events if e.turn_id)
 
     for method, path in ROUTES:

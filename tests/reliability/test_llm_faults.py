@@ -19,7 +19,6 @@ from engine.session import EventKind, EventSource, SessionState
 from infra.llm.openai_llm import OpenAISchematicLLM
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, session_id_for
-from tests.channels.payloads import tg_text_update
 from tests.fakes.openai_server import (
     Behavior,
     Hang,
@@ -28,8 +27,7 @@ from tests.fakes.openai_server import (
     rate_limited,
     server_error,
 )
-from tests.functions import signed_events as signed
-from tests.functions.conftest import drain, invoke_webhook, queue_depth
+from tests.functions.conftest import drain, load_session, queue_depth, telegram_says
 from tests.functions.platforms import FakePlatforms
 from tests.reliability.faults import (
     OfflineBackedOpenAIServer,
@@ -74,14 +72,11 @@ def backoff(monkeypatch: pytest.MonkeyPatch) -> RecordedBackoff:
 
 
 def say(text: str, update_id: int) -> None:
-    update = tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT)
-    assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
+    assert telegram_says(CHAT, text, update_id)["statusCode"] == 200
 
 
 def session(runtime: Runtime) -> SessionState:
-    state = runtime.run(runtime.sessions.load(SESSION))
-    assert state is not None
-    return state
+    return load_session(runtime, SESSION)
 
 
 def texts(state: SessionState, source: EventSource) -> list[str]:

@@ -17,9 +17,7 @@ from engine.toolkit import MAX_RESULT_CHARS, InProcessDispatcher, ToolRegistry, 
 from examples.banking import tools as bank_tools
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, session_id_for
-from tests.channels.payloads import tg_text_update
-from tests.functions import signed_events as signed
-from tests.functions.conftest import drain, invoke_webhook, queue_depth
+from tests.functions.conftest import drain, load_session, queue_depth, telegram_says
 from tests.functions.platforms import FakePlatforms
 
 CHAT = 5151
@@ -94,8 +92,7 @@ def install_tools(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, price: Any)
 def ask_for_a_price(stack: Any) -> list[dict[str, Any]]:
     """Two turns: the stock journey asks which company, then runs both of its tools."""
     for update_id, text in ((1, "what is the price of AAPL"), (2, "apple")):
-        update = tg_text_update(text, update_id=update_id, chat_id=CHAT, user_id=CHAT)
-        assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
+        assert telegram_says(CHAT, text, update_id)["statusCode"] == 200
         responses = drain(stack)
     return responses
 
@@ -113,8 +110,7 @@ def assert_the_turn_completed(
     runtime: Runtime, stack: Any, platforms: FakePlatforms, responses: list[dict[str, Any]]
 ) -> SessionState:
     assert responses == [{"batchItemFailures": []}]
-    state = runtime.run(runtime.sessions.load(SESSION))
-    assert state is not None
+    state = load_session(runtime, SESSION)
     customer = [e for e in state.events if e.source is EventSource.CUSTOMER]
     agent = [e for e in state.events if e.source is EventSource.AGENT]
     assert [e.text for e in customer] == ["what is the price of AAPL", "apple"]
