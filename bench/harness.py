@@ -230,7 +230,7 @@ class TurnRunner:
         stages = _stages_without_llm(trace.stages, ended, calls)
         breakdown = {"store_load": self.sessions.load_ms + self.agents.get_ms + self._index_ms}
         breakdown.update({name: stages.get(name, 0.0) for name in ENGINE_STAGES})
-        # `_Turn.__init__` (node views of every journey, the turn's LLM facade) is not a stage
+        # `TurnState.__init__` (node views of every journey, the turn's LLM facade) is not a stage
         breakdown["pipeline_setup"] = max(0.0, self.pipeline.ms - sum(s.ms for s in trace.stages))
         breakdown["store_commit"] = self.sessions.commit_ms
         overhead = max(0.0, wall_ms - llm_time)

@@ -127,7 +127,7 @@ def tables(result: BenchResult) -> list[Table]:
                     for o in result.overhead
                 ],
                 [
-                    "turn setup = TurnPipeline.run before the first stage (`_Turn.__init__`: node "
+                    "turn setup = TurnPipeline.run before the first stage (`TurnState.__init__`: node "
                     "views of every journey); other = TurnEngine serializing the trace, the glue "
                     "around the stores, and any stage this benchmark does not name."
                 ],

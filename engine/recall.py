@@ -6,7 +6,7 @@
 2. High-probability journeys — those with an active path; if fewer than k, padded with the vector
    top-k over journey embeddings, the query built from history, variables and terms.
 3. Drop the guidelines scoped to low-probability journeys; keep everything global (including every
-   journey's activation conditions — see supplemental matching in `engine.turn`).
+   journey's activation conditions — see supplemental matching in `engine.stages.activation`).
 4. Preselection, on large agents only: when more agent-wide guidelines than
    `config.guideline_top_k` remain, match only the k most similar to the recall query; when more
    journeys' activation conditions than `config.condition_top_k` remain, match only the

@@ -17,7 +17,7 @@ from engine.matching.guidelines import (
 )
 from engine.matching.journeys import JourneyNodeSelection
 from engine.ports import Generation, Usage
-from engine.tools import ToolCallPlan
+from engine.tool_calls import ToolCallPlan
 from infra.offline.compose import choose_canned, compose_reply
 from infra.offline.journeys import select_node
 from infra.offline.matching import disambiguate, match_customer_dependent, match_guidelines

@@ -21,8 +21,8 @@ from engine.model import (
     NodeKind,
 )
 from engine.testing import ScriptedLLM
+from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
-from engine.tools import ToolCallPlan
 from tests.engine.pipeline_kit import FLIGHT_LIKE, Harness, compose_echo, make_agent, match_when
 
 

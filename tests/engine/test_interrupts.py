@@ -10,8 +10,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
 from engine.model import ToolKind
 from engine.testing import ScriptedLLM
+from engine.tool_calls import resolve_pick
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
-from engine.tools import resolve_pick
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -8,8 +8,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
 from engine.model import CollectedField, Guideline
 from engine.testing import ScriptedLLM
+from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
-from engine.tools import ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -45,8 +45,8 @@ from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import ToolOutcome
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
+from engine.tool_calls import ToolCallPlan, build_tool_call_prompt
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
-from engine.tools import ToolCallPlan, build_tool_call_prompt
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from engine.vectors import InMemoryVectorIndex, journey_index_texts
 from infra.embeddings import HashingEmbedder

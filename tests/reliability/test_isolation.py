@@ -19,7 +19,7 @@ from engine.matching.journeys import JourneyNodeSelection, build_node_views
 from engine.model import AgentSnapshot
 from engine.ports import Generation
 from engine.session import EventKind, EventSource, SessionState
-from engine.tools import ToolCallPlan
+from engine.tool_calls import ToolCallPlan
 from examples.banking import bank
 from examples.banking import load as load_bank
 from infra.offline import OfflineLLM

@@ -1,0 +1,98 @@
+"""Activation: journeys whose condition matched start, prerequisites first, then a supplemental
+round for journeys nobody predicted.
+
+Every journey whose condition guideline matched activates. A journey whose prerequisites have not
+completed is suspended and its first unmet prerequisite is entered instead; when that completes,
+the suspended journey resumes by itself — the customer is not asked again. Journeys activated
+outside recall's prediction get one more round (their scoped guidelines and their entry step).
+Writes journey progress (`paths`, `steps`, `suspended`, `completed`, `collected`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from engine.context import TurnContext
+from engine.matching.journeys import entry_step
+from engine.stages.journey_progress import (
+    apply_step,
+    apply_verified,
+    first_runnable,
+    resume_suspended,
+    select_step,
+)
+from engine.stages.match import StepResults, absorb_matches, match_guidelines
+from engine.stages.recall import Recalled
+from engine.stages.state import TurnState
+from engine.trace import JourneyTransitionRecord
+
+
+async def activate(
+    state: TurnState, ctx: TurnContext, recalled: Recalled, step_results: StepResults
+) -> None:
+    newly = newly_activated(state, recalled.active_before)
+    state.trace.activated_journeys = list(newly)
+    to_enter = apply_prerequisites(state, newly)
+
+    supplemental = [j for j in to_enter if j not in step_results]
+    # A prerequisite the customer did not ask for starts at its first question: no LLM round
+    # (the customer's message was about the suspended journey, not this one).
+    for jid in [j for j in supplemental if j not in newly]:
+        entry = entry_step(state.agent.journey(jid), state.views[jid])
+        if entry is not None and not recalled.dropped.get(jid):
+            apply_verified(state, jid, entry, "entry")
+            supplemental.remove(jid)
+            to_enter.remove(jid)
+    if supplemental:
+        state.llm.round = 2
+        state.trace.supplemental_journeys = list(supplemental)
+        extra_guidelines = [g for j in supplemental for g in recalled.dropped.get(j, [])]
+        extra, entries = await asyncio.gather(
+            match_guidelines(state, ctx, extra_guidelines),
+            asyncio.gather(
+                *[select_step(state, ctx, state.agent.journey(j)) for j in supplemental]
+            ),
+        )
+        absorb_matches(state, extra)
+        step_results.update(zip(supplemental, entries, strict=True))
+    for jid in [*recalled.active_before, *to_enter]:
+        apply_step(state, jid, step_results.get(jid))
+    await resume_suspended(state)
+
+
+def newly_activated(state: TurnState, active_before: Sequence[str]) -> list[str]:
+    matched = set(state.matches)
+    newly = []
+    for j in state.agent.journeys:
+        if j.id in active_before:
+            continue
+        if matched.intersection(j.condition_guideline_ids):
+            newly.append(j.id)
+    return newly
+
+
+def apply_prerequisites(state: TurnState, newly: Sequence[str]) -> list[str]:
+    """Journeys to enter now: each newly activated journey, or its first unmet prerequisite
+    (the journey itself is then suspended until that completes)."""
+    to_enter: list[str] = []
+    for jid in newly:
+        journey = state.agent.journey(jid)
+        target = first_runnable(state, journey, set())
+        if target is None:
+            continue
+        if target != jid and jid not in state.suspended:
+            state.suspended.append(jid)
+            state.trace.journeys.append(
+                JourneyTransitionRecord(
+                    journey_id=jid,
+                    previous_path=list(state.paths.get(jid, ())),
+                    new_path=list(state.paths.get(jid, ())),
+                    node_id=None,
+                    how="suspended",
+                    rationale=f"waiting for prerequisite journey {target!r}",
+                )
+            )
+        if target not in to_enter and target not in state.active():
+            to_enter.append(target)
+    return to_enter

@@ -1,0 +1,187 @@
+"""The compose stage: the reply, from what applies this turn.
+
+Gathers the instructions (matched guidelines, clarifications, journey steps shown and tool steps
+performed), observations, questions and facts (failed tools, suspended journeys) into a
+`CompositionInput`, then writes the reply fluidly or from canned templates (strict: approved
+templates and tool fragments only). A failed composition sends the fallback reply. Appends the
+reply event; returns the ids of the guidelines the reply applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.compose import (
+    FALLBACK_REPLY,
+    CannedChoice,
+    ComposedReply,
+    CompositionInput,
+    Instruction,
+    Template,
+    applied_sources,
+    build_canned_prompt,
+    build_compose_prompt,
+    effective_composition_mode,
+    field_values,
+    fillable,
+    merge_fragments,
+    render_template,
+)
+from engine.errors import LLMError
+from engine.model import (
+    CompositionMode,
+    Guideline,
+    GuidelineKind,
+    Journey,
+    JourneyNode,
+    LLMPurpose,
+    journey_tag,
+)
+from engine.projection import journey_node_guideline_id, node_action_text
+from engine.relations import Resolution
+from engine.session import Event, EventKind, EventSource
+from engine.stages.journey_progress import first_runnable
+from engine.stages.state import TurnState
+
+
+async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event, list[str]]:
+    data, guidelines, steps = composition_input(state, resolution)
+    mode = effective_composition_mode(state.agent, guidelines, steps)
+    state.trace.composition_mode = mode.value
+    state.trace.matched_guideline_ids = sorted(resolution.guideline_ids)
+    state.llm.round += 1
+    try:
+        if mode is CompositionMode.FLUID:
+            text, applied = await _compose_fluid(state, data)
+        else:
+            text, applied = await _compose_canned(state, data, resolution, mode)
+    except LLMError as exc:
+        state.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
+        reply = state.add_event(EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True)
+        return reply, []
+    state.trace.applied_guideline_ids = applied
+    extras: dict[str, Any] = {"composition_mode": mode.value}
+    if state.reply_options:
+        extras["options"] = state.reply_options
+    if state.reply_view is not None:
+        extras["view"] = state.reply_view
+    return state.add_event(EventKind.MESSAGE, EventSource.AGENT, text, **extras), applied
+
+
+def composition_input(
+    state: TurnState, resolution: Resolution
+) -> tuple[CompositionInput, list[Guideline], list[tuple[Journey, JourneyNode]]]:
+    """What the reply must do and say, with the guidelines and steps it draws on."""
+    agent = state.agent
+    data = CompositionInput(questions=list(state.questions), collected=state.collected_for())
+    guidelines: list[Guideline] = []
+    steps: list[tuple[Journey, JourneyNode]] = []
+    n = 0
+    for g in agent.guidelines:
+        if g.id not in resolution.guideline_ids:
+            continue
+        if g.kind is GuidelineKind.OBSERVATIONAL:
+            data.observations.append(g.condition)
+            continue
+        if any(g.id in c.metadata.get("disambiguates", []) for c in state.clarifications):
+            continue  # the clarification question replaces the ambiguous options
+        n += 1
+        guidelines.append(g)
+        data.instructions.append(Instruction(f"i{n}", g.action or "", g.id))
+    for c in state.clarifications:
+        n += 1
+        data.instructions.append(Instruction(f"i{n}", c.action or "", c.id))
+    for jid, node_id in state.performed_tool_steps:
+        node = agent.journey(jid).node(node_id)
+        shown = state.steps.get(jid) == node_id and jid in resolution.journey_ids
+        if node.action and not shown:  # the journey moved on, but the step's words are due
+            steps.append((agent.journey(jid), node))
+            n += 1
+            source = journey_node_guideline_id(jid, node_id)
+            data.instructions.append(Instruction(f"i{n}", node.action, source, jid))
+    for jid, node_id in state.steps.items():
+        if jid not in resolution.journey_ids:
+            continue
+        journey = agent.journey(jid)
+        node = journey.node(node_id)
+        text = node_action_text(journey, node)
+        if not text:
+            continue
+        n += 1
+        steps.append((journey, node))
+        data.instructions.append(
+            Instruction(
+                f"i{n}",
+                f"({journey.title}) {text}",
+                journey_node_guideline_id(jid, node_id),
+                jid,
+            )
+        )
+    for jid in state.suspended:
+        if jid not in state.session.suspended_journeys:
+            waiting_for = first_runnable(state, agent.journey(jid), set())
+            if waiting_for and waiting_for != jid:
+                data.notes.append(
+                    f"Before '{agent.journey(jid).title}' the customer must complete "
+                    f"'{agent.journey(waiting_for).title}'; say so briefly."
+                )
+    for r in state.tool_results:
+        if r.error:
+            data.notes.append(f"tool {r.tool} failed: {r.error}")
+    return data, guidelines, steps
+
+
+async def _compose_fluid(state: TurnState, data: CompositionInput) -> tuple[str, list[str]]:
+    prompt = build_compose_prompt(state.context(), data, explain=state.agent.config.explain)
+    gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, ComposedReply, label="fluid")
+    return gen.value.message, applied_sources(data, gen.value)
+
+
+def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
+    """Tool fragments of this turn, then the agent's templates in scope (untagged, or tagged to
+    a guideline, journey or step that applies)."""
+    scope = {f"guideline:{g}" for g in resolution.guideline_ids}
+    scope |= {journey_tag(j) for j in resolution.journey_ids}
+    scope |= {f"node:{j}:{n}" for j, n in state.steps.items() if j in resolution.journey_ids}
+    scope |= {f"node:{j}:{n}" for j, n in state.performed_tool_steps}
+    approved = [
+        Template("", c.id, c.template)
+        for c in state.agent.canned_responses
+        if not c.tags or scope.intersection(c.tags)
+    ]
+    fragments = merge_fragments([(r.tool, r.fragments) for r in state.tool_results if r.fragments])
+    return fragments + approved  # fragments first: they are specific to this turn
+
+
+async def _compose_canned(
+    state: TurnState, data: CompositionInput, resolution: Resolution, mode: CompositionMode
+) -> tuple[str, list[str]]:
+    strict = mode is CompositionMode.CANNED_STRICT
+    values = field_values(
+        [r.data for r in state.tool_results if r.error is None],
+        [f for r in state.tool_results for f in r.fragments],
+        state.collected_for(),
+        state.context().variables,
+    )
+    candidates = fillable(_canned_templates(state, resolution), values)
+    candidates = candidates[: state.agent.config.max_canned_candidates]
+    candidates = [
+        Template(f"t{i}", t.source_id, t.text, t.transient) for i, t in enumerate(candidates, 1)
+    ]
+    if not candidates:
+        if strict:
+            state.trace.notes.append("canned_strict: no fillable template; sent the no-match reply")
+            return state.agent.config.no_match_response, []
+        return await _compose_fluid(state, data)
+    prompt = build_canned_prompt(state.context(), data, candidates, values, strict=strict)
+    gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, CannedChoice, label=mode.value)
+    choice = gen.value
+    applied = applied_sources(data, ComposedReply(message="", applied=choice.applied))
+    chosen = next((t for t in candidates if t.handle == choice.template), None)
+    if chosen is not None:
+        state.trace.notes.append(f"canned: sent template {chosen.source_id}")
+        return render_template(chosen, values), applied
+    if strict or not choice.message.strip():
+        state.trace.notes.append("canned: no template chosen; sent the no-match reply")
+        return state.agent.config.no_match_response, applied
+    return choice.message, applied

@@ -1,0 +1,151 @@
+"""Moving journeys along: node selection, recording a transition, prerequisites and resumption.
+
+Several stages move journeys (matching selects steps, activation enters new journeys, the tool
+stage returns from tool steps, interrupts resume a paused step); they all do it through these
+functions so that a transition is recorded, traced and ended the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.context import TurnContext
+from engine.errors import LLMBudgetExceeded, LLMError
+from engine.matching.journeys import (
+    JourneyStepResult,
+    VerifiedStep,
+    entry_step,
+    select_journey_step,
+)
+from engine.model import Journey
+from engine.session import CollectedValue
+from engine.stages.state import TurnState
+from engine.trace import JourneyTransitionRecord, redact
+
+
+async def select_step(
+    state: TurnState, ctx: TurnContext, journey: Journey
+) -> JourneyStepResult | None:
+    """Ask the model where `journey` goes next; a failed call keeps the journey where it was."""
+    try:
+        return await select_journey_step(
+            state.llm,
+            ctx,
+            journey,
+            state.paths.get(journey.id, ()) if journey.id in state.active() else (),
+            executed_tools=state.executed_tools,
+            max_depth=state.agent.config.max_journey_depth,
+            explain=state.agent.config.explain,
+        )
+    except LLMError as exc:
+        if not isinstance(exc, LLMBudgetExceeded):
+            state.trace.notes.append(f"node selection for {journey.id!r} failed: {exc}")
+        return None
+
+
+def apply_step(state: TurnState, journey_id: str, result: JourneyStepResult | None) -> None:
+    """Record a journey's transition and collected values; exits and completions end it."""
+    previous = state.paths.get(journey_id, ())
+    if result is None:
+        if previous and previous[-1] is not None:
+            state.steps[journey_id] = previous[-1]  # keep the step we were at
+        return
+    fresh_run = not previous or previous[-1] is None
+    if fresh_run and result.step.outcome != "exit":
+        # A new run of a journey collects its own values again: a second transfer must never
+        # reuse the first one's amount or destination.
+        state.collected = [c for c in state.collected if c.journey_id != journey_id]
+    record_collected(state, journey_id, result.collected)
+    state.trace.notes.extend(result.notes)
+    apply_verified(
+        state,
+        journey_id,
+        result.step,
+        "llm" if result.used_llm else "auto_return",
+        result.rationale,
+    )
+
+
+def apply_verified(
+    state: TurnState, journey_id: str, step: VerifiedStep, how: str, rationale: str = ""
+) -> None:
+    """Move `journey_id` to a verified step (or end it) and trace the transition."""
+    previous = state.paths.get(journey_id, ())
+    state.paths[journey_id] = tuple(step.path)
+    state.steps.pop(journey_id, None)
+    if step.outcome == "completed":
+        if journey_id not in state.completed:
+            state.completed.append(journey_id)
+        how = "completed"
+    elif step.outcome == "exit":
+        how = "exit"
+        if journey_id in state.suspended:
+            state.suspended.remove(journey_id)
+    elif step.node_id is not None:
+        state.steps[journey_id] = step.node_id
+    state.trace.journeys.append(
+        JourneyTransitionRecord(
+            journey_id=journey_id,
+            previous_path=list(previous),
+            new_path=list(step.path),
+            node_id=step.node_id,
+            how=how,
+            repairs=list(step.repairs),
+            rationale=rationale,
+        )
+    )
+
+
+def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        state.trace.collected[f"{journey_id}.{name}"] = redact(name, value)
+        node_id = state.paths.get(journey_id, (None,))[-1] or ""
+        state.collected.append(
+            CollectedValue(
+                journey_id=journey_id,
+                node_id=node_id,
+                name=name,
+                value=value,
+                turn_id=state.turn_id,
+            )
+        )
+
+
+def first_runnable(state: TurnState, journey: Journey, seen: set[str]) -> str | None:
+    """The journey to run for `journey`: itself, or its first prerequisite not yet completed
+    (recursively); None on a cycle."""
+    if journey.id in seen:
+        return None
+    seen.add(journey.id)
+    for req in journey.requires:
+        if req not in state.completed:
+            return first_runnable(state, state.agent.journey(req), seen)
+    return journey.id
+
+
+async def resume_suspended(state: TurnState) -> None:
+    """After a prerequisite completes, resume (or advance the chain of) suspended journeys."""
+    for _ in range(len(state.suspended) + 1):
+        waiting = [j for j in state.suspended if j not in state.active()]
+        if not waiting or state.active():
+            return
+        jid = waiting[-1]
+        target = first_runnable(state, state.agent.journey(jid), set())
+        if target is None:
+            return
+        if target == jid:
+            state.suspended.remove(jid)
+        journey = state.agent.journey(target)
+        previous = state.paths.get(target, ())
+        entry = entry_step(journey, state.views[target], previous_path=previous)
+        if entry is not None:
+            # The usual case (a first question): no LLM round. Values the customer gave
+            # earlier are still picked up by the journey's next node selection.
+            state.collected = [c for c in state.collected if c.journey_id != target]
+            apply_verified(state, target, entry, "entry")
+            continue
+        state.llm.round += 1
+        result = await select_step(state, state.context(), journey)
+        apply_step(state, target, result)
+        if result is None:
+            return

@@ -1,0 +1,55 @@
+"""The last stage: the session as it stands after this turn.
+
+Applied and pending customer-dependent guidelines are updated from what the reply applied;
+journey progress, collected values, the pending interrupt and the idempotency memory (processed
+event ids, committed turn ids) are carried into a new session version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.model import GuidelineKind
+from engine.session import SessionState, remember
+from engine.stages.state import TurnState
+
+
+def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
+    session = state.session
+    applied_ids = list(session.applied_guideline_ids)
+    pending = [
+        g
+        for g in session.pending_customer_guideline_ids
+        if g not in state.completed_customer_dependent
+    ]
+    for gid in state.completed_customer_dependent:
+        if gid not in applied_ids:
+            applied_ids.append(gid)
+    for gid in applied:
+        if not state.agent.has_guideline(gid):
+            continue  # projected journey steps are tracked by journey paths, not here
+        g = state.agent.guideline(gid)
+        if g.kind is GuidelineKind.CONTINUOUS:
+            continue
+        if g.kind is GuidelineKind.CUSTOMER_DEPENDENT and gid not in applied_ids:
+            if gid not in pending:
+                pending.append(gid)
+        elif gid not in applied_ids:
+            applied_ids.append(gid)
+    return session.model_copy(
+        update={
+            "version": session.version + 1,
+            "events": (*session.events, *state.events),
+            "journey_paths": dict(state.paths),
+            "completed_journeys": tuple(state.completed),
+            "suspended_journeys": tuple(state.suspended),
+            "applied_guideline_ids": tuple(applied_ids),
+            "pending_customer_guideline_ids": tuple(pending),
+            "collected": tuple(state.collected),
+            "pending_interrupt": state.interrupt,
+            "processed_event_ids": remember(
+                session.processed_event_ids, *(m.event_id for m in state.messages)
+            ),
+            "committed_turn_ids": remember(session.committed_turn_ids, state.turn_id),
+        }
+    )

@@ -1,0 +1,45 @@
+"""The relationships stage: priority, dependency and entailment over what matched this turn.
+
+Journey-scoped guidelines count only while their journey is in scope; journeys a priority
+suppresses keep their previous position, so their suppressed step is not taken as performed.
+Reads matches and journey progress; writes the trace's relation records (and, through
+`suppress_journeys`, journey progress).
+"""
+
+from __future__ import annotations
+
+from engine.relations import Resolution, resolve
+from engine.stages.state import TurnState, guideline_ids_of
+
+
+def resolve_relationships(state: TurnState) -> Resolution:
+    """What applies now: the guidelines and journeys that survive the agent's relationships."""
+    active_journeys = [j for j in state.steps if j in state.active()]
+    matched = set(state.matches)
+    # Journey-scoped guidelines depend on their journey being active — or having been active
+    # when the turn began, so "confirm nothing was transferred" still applies in the turn the
+    # customer cancels.
+    in_scope = set(active_journeys) | set(state.session.active_journey_ids)
+    for gid in list(matched):
+        scoped = state.matches[gid].guideline.scoped_journey_id
+        if scoped is not None and scoped not in in_scope:
+            matched.discard(gid)
+    # Journeys in scope satisfy dependencies; only those with a step this turn are shown
+    # (consumers read steps from `state.steps`).
+    resolution = resolve(
+        state.agent.relationships,
+        matched,
+        in_scope,
+        known_guidelines=guideline_ids_of(state.agent),
+    )
+    for record in resolution.records:
+        if record not in state.trace.relations:
+            state.trace.relations.append(record)
+    return resolution
+
+
+def suppress_journeys(state: TurnState, resolution: Resolution) -> None:
+    """A journey whose step is suppressed by priority keeps its previous position."""
+    for jid in resolution.suppressed_journeys:
+        state.paths[jid] = state.session.journey_paths.get(jid, ())
+        state.steps.pop(jid, None)

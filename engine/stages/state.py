@@ -1,0 +1,177 @@
+"""The working state of one turn, shared by every stage.
+
+A `TurnState` is created when a turn starts, handed from stage to stage, and discarded when the
+new session state has been built. Each field says which stage writes it; every other stage only
+reads it. Per-version derived data of an agent (node views, guideline ids) is cached here too,
+once per warm container.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from engine.clock import SystemClock, UuidIds
+from engine.context import TurnContext
+from engine.llm import TurnLLM
+from engine.matching import guidelines as gm
+from engine.matching.journeys import NodeView, build_node_views
+from engine.model import AgentSnapshot, Guideline, Journey
+from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
+from engine.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    InboundMessage,
+    PendingInterrupt,
+    SessionState,
+)
+from engine.trace import StageTiming, TurnTrace
+
+
+@dataclass
+class EngineDeps:
+    """What a turn needs from the world, through the ports."""
+
+    llm: SchematicLLM
+    embedder: Embedder | None = None
+    tools: ToolDispatcher | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdGenerator = field(default_factory=UuidIds)
+
+
+_PER_VERSION: dict[tuple[str, str, str], Any] = {}
+
+
+def _per_version(agent: AgentSnapshot, what: str, build: Callable[[], Any]) -> Any:
+    """Derived data of an agent version, computed once per warm container."""
+    key = (agent.id, agent.version or agent.content_hash(), what)
+    value = _PER_VERSION.get(key)
+    if value is None:
+        if len(_PER_VERSION) > 256:
+            _PER_VERSION.clear()
+        value = _PER_VERSION[key] = build()
+    return value
+
+
+def node_views_of(agent: AgentSnapshot) -> dict[str, dict[str, NodeView]]:
+    return cast(
+        dict[str, dict[str, NodeView]],
+        _per_version(agent, "views", lambda: {j.id: build_node_views(j) for j in agent.journeys}),
+    )
+
+
+def guideline_ids_of(agent: AgentSnapshot) -> frozenset[str]:
+    return cast(
+        frozenset[str],
+        _per_version(agent, "ids", lambda: frozenset(g.id for g in agent.guidelines)),
+    )
+
+
+class TurnState:
+    """Everything one turn has decided so far. Created, run through the stages once, discarded."""
+
+    def __init__(
+        self,
+        deps: EngineDeps,
+        agent: AgentSnapshot,
+        session: SessionState,
+        messages: Sequence[InboundMessage],
+        *,
+        turn_id: str,
+        trace: TurnTrace,
+        llm: TurnLLM,
+    ) -> None:
+        # Inputs, read by every stage.
+        self.deps = deps
+        self.agent = agent
+        self.session = session
+        self.messages = messages
+        self.turn_id = turn_id
+        self.views = node_views_of(agent)
+        # Written by every stage: what happened and why; every LLM call goes through `llm`.
+        self.trace = trace
+        self.llm = llm
+        # Appended by load (customer messages), tools (tool events) and compose (the reply).
+        self.events: list[Event] = []
+        # Journey progress — written by match, activation, tools and interrupts.
+        self.paths: dict[str, tuple[str | None, ...]] = dict(session.journey_paths)
+        self.steps: dict[str, str] = {}  # journey id → node id shown this turn
+        self.completed: list[str] = list(session.completed_journeys)
+        self.suspended: list[str] = list(session.suspended_journeys)
+        self.collected: list[CollectedValue] = list(session.collected)
+        # Recall: the guidelines this turn may match at all.
+        self.candidates: list[Guideline] = []
+        # Match and activation (and re-matching after tools).
+        self.matches: dict[str, gm.GuidelineMatch] = {}
+        self.clarifications: list[Guideline] = []
+        self.completed_customer_dependent: list[str] = []
+        # Tools and interrupts.
+        self.tool_results: list[ToolOutcome] = []
+        self.executed_tools: set[str] = set()
+        self.performed_tool_steps: list[tuple[str, str]] = []  # (journey, node) run this turn
+        self.interrupt: PendingInterrupt | None = session.pending_interrupt
+        self.reply_options: list[dict[str, Any]] = []
+        self.reply_view: dict[str, Any] | None = None
+        # Any stage: what the reply must ask for, read by compose.
+        self.questions: list[str] = []
+        self._offset = session.next_offset()
+
+    # -- shared helpers ---------------------------------------------------------------------------
+
+    def add_event(
+        self, kind: EventKind, source: EventSource, text: str | None = None, **data: Any
+    ) -> Event:
+        event = Event(
+            id=self.deps.ids.new_id("ev_"),
+            offset=self._offset,
+            kind=kind,
+            source=source,
+            created_at=self.deps.clock.now(),
+            turn_id=self.turn_id,
+            text=text,
+            data=data,
+        )
+        self._offset += 1
+        self.events.append(event)
+        return event
+
+    def timed(self, stage: str, started: float) -> float:
+        """Record how long a stage took since `started`; returns the time it ended."""
+        now = time.perf_counter()
+        self.trace.stages.append(StageTiming(stage=stage, ms=round((now - started) * 1000, 3)))
+        return now
+
+    def context(self) -> TurnContext:
+        """What the prompts see now: history including this turn's events, variables, results."""
+        variables = {v.name: v.default for v in self.agent.variables if v.default is not None}
+        variables.update(self.session.variables)
+        return TurnContext(
+            agent=self.agent,
+            session=self.session,
+            history=(*self.session.events, *self.events),
+            variables=variables,
+            terms=self.agent.terms,
+            tool_results=tuple(self.tool_results),
+        )
+
+    def collected_for(self, journey_id: str | None = None) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for c in self.collected:
+            if journey_id is None or c.journey_id == journey_id:
+                values[c.name] = c.value
+        return values
+
+    def active(self) -> list[str]:
+        """Journeys with a current step (not ended), as of now in this turn."""
+        return [
+            j
+            for j, p in self.paths.items()
+            if p and p[-1] is not None and self.agent.has_journey(j)
+        ]
+
+    def prerequisites_met(self, journey: Journey) -> bool:
+        return all(r in self.completed for r in journey.requires)

@@ -1,0 +1,313 @@
+"""The tool stage: which calls are due, with which arguments, run through the dispatcher, and
+what the journeys and guidelines make of the results.
+
+Bounded iterations of: gate (only tools of matched guidelines and selected tool steps) → fill
+arguments from known values, plan the rest with one LLM call → validate → dispatch → return
+from tool steps (auto-return or re-selection) → re-match guidelines that opted in. Writes tool
+results and events, `executed_tools`, `performed_tool_steps`, questions, and journey progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine.context import llm_view_of
+from engine.errors import LLMError, ToolArgumentError
+from engine.matching.journeys import auto_return
+from engine.model import Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
+from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
+from engine.relations import Resolution
+from engine.session import EventKind, EventSource
+from engine.stages.interrupts import interrupted_by, maybe_interrupt
+from engine.stages.journey_progress import (
+    apply_step,
+    apply_verified,
+    resume_suspended,
+    select_step,
+)
+from engine.stages.match import absorb_matches, match_guidelines
+from engine.stages.relationships import resolve_relationships
+from engine.stages.state import TurnState
+from engine.tool_calls import (
+    ToolCallPlan,
+    build_tool_call_prompt,
+    fill_arguments,
+    known_values,
+    missing_argument_question,
+    validate_arguments,
+)
+from engine.trace import ToolCallRecord, redact
+
+PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
+
+
+async def run_tools(state: TurnState, resolution: Resolution) -> None:
+    """Run the calls due this turn, re-evaluating after each round of results."""
+    dispatcher = state.deps.tools
+    for _iteration in range(state.agent.config.max_tool_iterations):
+        calls: list[PlannedCall] = []
+        known = known_values(
+            state.collected_for(),
+            state.session.variables,
+            [*_earlier_tool_results(state), *state.tool_results],
+        )
+        # A journey tool step whose arguments are all known runs without any LLM call; one
+        # with gaps gets a single extraction attempt together with the guidelines' tools.
+        step_of_tool: dict[str, str] = {}
+        offered: dict[str, str] = {}
+        for journey, node in _journey_tool_steps(state, resolution):
+            for name in node.tools:
+                spec = state.agent.tool(name)
+                args, missing = fill_arguments(spec, known)
+                if missing:
+                    offered[name] = node.action or f"the '{journey.title}' journey runs it now"
+                    step_of_tool[name] = journey.id
+                    continue
+                calls.append((spec, args, journey.id))
+        offered.update(_guideline_tools(state, resolution))
+        if offered:
+            planned = await _plan_calls(state, offered, known)
+            calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
+            asked = {c.tool for c in state.trace.tool_calls if c.status == "missing_arguments"}
+            for name in set(step_of_tool) - {spec.name for spec, _, _ in planned} - asked:
+                # A journey's tool step is not optional: what is missing must be asked for.
+                spec = state.agent.tool(name)
+                _, missing = fill_arguments(spec, known)
+                state.questions.append(missing_argument_question(spec, missing))
+                trace_tool(state, name, {}, "missing_arguments", ", ".join(missing))
+        if not calls:
+            return
+        if dispatcher is None:
+            state.trace.notes.append("tools were due but no tool dispatcher is configured")
+            return
+        await _dispatch(state, dispatcher, calls)
+        if state.interrupt is not None and state.interrupt.call_id.startswith(state.turn_id):
+            return  # an interrupting tool waits for the customer; the journey stays put
+        await _return_from_tool_steps(state)
+        await _rematch_after_tools(state)
+        resolution = resolve_relationships(state)
+
+
+def _journey_tool_steps(
+    state: TurnState, resolution: Resolution
+) -> list[tuple[Journey, JourneyNode]]:
+    steps = []
+    for jid, node_id in state.steps.items():
+        if jid not in resolution.journey_ids:
+            continue
+        journey = state.agent.journey(jid)
+        node = journey.node(node_id)
+        if node.kind is NodeKind.TOOL and not set(node.tools) & state.executed_tools:
+            steps.append((journey, node))
+    return steps
+
+
+def _guideline_tools(state: TurnState, resolution: Resolution) -> dict[str, str]:
+    """Tools of the guidelines that apply, each with the reason it is offered."""
+    offered: dict[str, str] = {}
+    for gid in resolution.guideline_ids:
+        g = state.agent.guideline(gid)
+        for tool in g.tools:
+            if tool not in state.executed_tools and state.agent.has_tool(tool):
+                offered.setdefault(tool, g.action or g.condition)
+    return offered
+
+
+async def _plan_calls(
+    state: TurnState, offered: dict[str, str], known: dict[str, Any]
+) -> list[PlannedCall]:
+    # A tool whose arguments are all known runs without an LLM call — unless it is
+    # consequential (moving money, cancelling orders): then the model confirms it is due.
+    # An identical call already made in this session is not repeated: its result is in view.
+    ready: list[PlannedCall] = []
+    to_ask = dict(offered)
+    for name in offered:
+        spec = state.agent.tool(name)
+        args, missing = fill_arguments(spec, known)
+        if missing or spec.consequential:
+            continue
+        del to_ask[name]
+        if not _already_called(state, name, args):
+            ready.append((spec, args, None))
+    if not to_ask:
+        return ready
+    specs = [state.agent.tool(n) for n in to_ask]
+    prompt = build_tool_call_prompt(state.context(), specs, to_ask, known)
+    state.llm.round += 1
+    try:
+        gen = await state.llm.generate(
+            LLMPurpose.CALL_TOOLS, prompt, ToolCallPlan, label=",".join(offered)
+        )
+    except LLMError as exc:
+        state.trace.notes.append(f"tool planning failed: {exc}")
+        return ready
+    planned = ready
+    for call in gen.value.calls:
+        if call.tool not in offered:
+            trace_tool(
+                state, call.tool, {}, "refused", "not offered by any matched guideline or step"
+            )
+            continue
+        spec = state.agent.tool(call.tool)
+        args = {a.name: a.value for a in call.arguments}
+        for p in spec.parameters:
+            if p.name not in args and known.get(p.name) not in (None, ""):
+                args[p.name] = known[p.name]
+        _, missing = fill_arguments(spec, args)
+        if missing:
+            state.questions.append(missing_argument_question(spec, missing))
+            trace_tool(state, spec.name, args, "missing_arguments", ", ".join(missing))
+            continue
+        planned.append((spec, args, None))
+    return planned
+
+
+async def _dispatch(
+    state: TurnState, dispatcher: ToolDispatcher, planned: Sequence[PlannedCall]
+) -> None:
+    calls: list[ToolCall] = []
+    for spec, raw_args, journey_id in planned:
+        node_id = state.steps.get(journey_id) if journey_id else None
+        if journey_id and node_id and (journey_id, node_id) not in state.performed_tool_steps:
+            state.performed_tool_steps.append((journey_id, node_id))
+        try:
+            args = validate_arguments(spec, raw_args)
+        except ToolArgumentError as exc:
+            state.questions.append(
+                f"The details for {spec.name} were not valid ({exc}); ask again."
+            )
+            trace_tool(state, spec.name, raw_args, "invalid_arguments", str(exc))
+            continue
+        index = len(state.tool_results) + len(calls)
+        calls.append(
+            ToolCall(
+                id=f"{state.turn_id}:{index}",
+                tool=spec.name,
+                arguments=args,
+                idempotency_key=f"{state.session.id}:{state.turn_id}:{index}",
+            )
+        )
+    if not calls:
+        return
+    context = ToolContext(
+        agent_id=state.agent.id,
+        session_id=state.session.id,
+        customer_id=state.session.customer_id,
+        turn_id=state.turn_id,
+        variables=dict(state.session.variables),
+    )
+    try:
+        outcomes = await dispatcher.dispatch(calls, context)
+    except Exception as exc:  # a broken dispatcher must not drop the customer's message
+        outcomes = [
+            ToolOutcome(call_id=c.id, tool=c.tool, error=f"dispatch failed: {exc}") for c in calls
+        ]
+    by_id = {o.call_id: o for o in outcomes}
+    for call in calls:
+        outcome = by_id.get(call.id) or ToolOutcome(
+            call_id=call.id, tool=call.tool, error="no result"
+        )
+        state.tool_results.append(outcome)
+        state.executed_tools.add(call.tool)
+        state.add_event(
+            EventKind.TOOL,
+            EventSource.SYSTEM,
+            None,
+            tool=call.tool,
+            call_id=call.id,
+            arguments={k: redact(k, v) for k, v in call.arguments.items()},
+            llm_view=llm_view_of(outcome),
+            view=outcome.view,
+            error=outcome.error,
+        )
+        maybe_interrupt(state, call, outcome)
+        if outcome.error and outcome.view is not None and state.reply_view is None:
+            state.reply_view = outcome.view  # e.g. {"scene": "showError", "tip": "…"}
+        trace_tool(
+            state,
+            call.tool,
+            call.arguments,
+            "interrupted" if interrupted_by(state, call) else "error" if outcome.error else "ok",
+            outcome.error or "",
+            outcome.duration_ms,
+        )
+
+
+def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
+    """Successful tool results of earlier turns, as the LLM saw them: a value looked up
+    before (an account id) can fill an argument now without asking again."""
+    return [
+        ToolOutcome(
+            call_id=e.data.get("call_id", ""),
+            tool=e.data.get("tool", ""),
+            data=e.data["llm_view"],
+        )
+        for e in state.session.events
+        if e.kind is EventKind.TOOL
+        and not e.data.get("error")
+        and e.data.get("llm_view") is not None
+    ]
+
+
+def _already_called(state: TurnState, tool: str, args: dict[str, Any]) -> bool:
+    """Whether this session already has a successful call of `tool` with these arguments."""
+    wanted = {k: redact(k, v) for k, v in args.items()}
+    return any(
+        e.kind is EventKind.TOOL
+        and e.data.get("tool") == tool
+        and not e.data.get("error")
+        and e.data.get("arguments") == wanted
+        for e in (*state.session.events, *state.events)
+    )
+
+
+async def _return_from_tool_steps(state: TurnState) -> None:
+    """Re-select journey steps after tool results: deterministic auto-return where possible."""
+    for jid in list(state.steps):
+        journey = state.agent.journey(jid)
+        node = journey.node(state.steps[jid])
+        if node.kind is not NodeKind.TOOL or not set(node.tools) & state.executed_tools:
+            continue
+        step = auto_return(journey, state.views[jid], state.paths[jid], state.executed_tools)
+        if step is not None:
+            apply_verified(state, jid, step, "auto_return")
+        else:
+            state.llm.round += 1
+            result = await select_step(state, state.context(), journey)
+            apply_step(state, jid, result)
+    await resume_suspended(state)
+
+
+async def _rematch_after_tools(state: TurnState) -> None:
+    """Guidelines that opt in (`metadata.reevaluate_after_tools`) are matched again with this
+    turn's tool results in view — "the balance is negative → warn the customer". Opt-in keeps
+    the common turn at one matching round."""
+    pending = [
+        g
+        for g in state.candidates
+        if g.metadata.get("reevaluate_after_tools") and g.id not in state.matches
+    ]
+    if pending:
+        state.llm.round += 1
+        absorb_matches(state, await match_guidelines(state, state.context(), pending))
+
+
+def trace_tool(
+    state: TurnState,
+    tool: str,
+    args: dict[str, Any],
+    status: str,
+    detail: str = "",
+    ms: float = 0.0,
+) -> None:
+    state.trace.tool_calls.append(
+        ToolCallRecord(
+            call_id=f"{state.turn_id}:{len(state.trace.tool_calls)}",
+            tool=tool,
+            arguments={k: redact(k, v) for k, v in args.items()},
+            status=status,
+            detail=detail,
+            duration_ms=ms,
+        )
+    )
