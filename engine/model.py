@@ -291,6 +291,9 @@ class ToolParameter(BaseModel):
     enum: tuple[str, ...] = ()
     required: bool = True
     default: Any = None
+    # The model phrases this value itself (a search query): exempt from grounding. Only on
+    # non-consequential tools; validation refuses it elsewhere.
+    composed: bool = False
 
 
 class ToolKind(StrEnum):
@@ -299,8 +302,15 @@ class ToolKind(StrEnum):
     INTERRUPTER = "interrupter"  # interrupts: returns an action (link, form); a later event resumes
 
 
+ConfirmPolicy = Literal["always", "when_inferred", "never"]
+
+
 class ToolSpec(BaseModel):
-    """What the engine knows of a tool: its typed signature. The implementation lives elsewhere."""
+    """What the engine knows of a tool: its typed signature. The implementation lives elsewhere.
+
+    `confirm` says when the customer must agree to the exact call first: `always`,
+    `when_inferred` (some value was derived rather than said as is) or `never`. Unset, it is
+    `when_inferred` for consequential tools and `never` for the others."""
 
     model_config = _FROZEN
     name: str
@@ -308,11 +318,18 @@ class ToolSpec(BaseModel):
     parameters: tuple[ToolParameter, ...] = ()
     kind: ToolKind = ToolKind.GENERAL
     consequential: bool = False
+    confirm: ConfirmPolicy | None = None
     timeout_seconds: float = 10.0
 
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters if p.required)
+
+    @property
+    def confirmation(self) -> ConfirmPolicy:
+        if self.confirm is not None:
+            return self.confirm
+        return "when_inferred" if self.consequential else "never"
 
 
 # --------------------------------------------------------------------------------------------------

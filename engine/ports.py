@@ -143,13 +143,19 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may know about the conversation it runs in."""
+    """What a tool may know about the conversation it runs in.
+
+    `sender_id` is who wrote the message this turn answers (in a group, one of several people);
+    `principal` is who a tool established that sender to be (e.g. after a login), or None. Only
+    tool results set it — never the model — so a tool checks ownership against it."""
 
     agent_id: str
     session_id: str
     customer_id: str
     turn_id: str
     variables: dict[str, Any] = field(default_factory=dict)
+    sender_id: str = ""
+    principal: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,20 @@ class PendingInterrupt(BaseModel):
     prompt: str | None = None
 
 
+class PendingConfirmation(BaseModel):
+    """A consequential call the agent stated and the customer has to agree to, in their next
+    message, before it runs. It lives for one turn: anything but a clear yes drops it."""
+
+    model_config = _FROZEN
+    tool: str
+    arguments: dict[str, Any]
+    summary: str  # the action and values as the customer saw them
+    sender: str  # only this sender's agreement counts
+    journey_id: str | None = None
+    node_id: str | None = None
+    retry: bool = False  # asked because the same step failed before
+
+
 class CollectedValue(BaseModel):
     """A typed value a journey step collected from the customer."""
 
@@ -98,6 +112,11 @@ class SessionState(BaseModel):
     variables: dict[str, Any] = Field(default_factory=dict)  # per-customer context variable values
     customer_tags: tuple[str, ...] = ()
     pending_interrupt: PendingInterrupt | None = None
+    pending_confirmation: PendingConfirmation | None = None
+    # sender id → who a tool established they are (`control.principal`); never set by a model
+    principals: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # journey id → the tool step whose tool failed last; retrying a consequential one asks first
+    failed_steps: dict[str, str] = Field(default_factory=dict)
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Literal, get_args, get_origin
 
 from engine.errors import WaypointError
-from engine.model import ParameterType, ToolKind, ToolParameter, ToolSpec
+from engine.model import ConfirmPolicy, ParameterType, ToolKind, ToolParameter, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
 
 MAX_RESULT_CHARS = 20_000  # a huge result is cut before it reaches the LLM
@@ -108,9 +108,16 @@ def tool(
     description: str | None = None,
     kind: ToolKind | str = ToolKind.GENERAL,
     consequential: bool = False,
+    confirm: ConfirmPolicy | None = None,
+    composed: Sequence[str] = (),
     timeout_seconds: float = 10.0,
 ) -> Any:
-    """Decorate a function as a tool. Its first parameter may be the `ToolContext`."""
+    """Decorate a function as a tool. Its first parameter may be the `ToolContext`.
+
+    `consequential` marks a tool that changes something for the customer (money, orders);
+    `confirm` overrides when the customer must agree to the exact call first (see `ToolSpec`);
+    `composed` names parameters the model may phrase itself (a search query) — only on
+    non-consequential tools."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         hints = typing.get_type_hints(f, include_extras=True)
@@ -119,7 +126,10 @@ def tool(
             annotation = hints.get(pname, str)
             if annotation is ToolContext or pname == "context":
                 continue
-            params.append(_parameter(pname, annotation, p.default))
+            param = _parameter(pname, annotation, p.default)
+            if pname in composed:
+                param = param.model_copy(update={"composed": True})
+            params.append(param)
         doc = inspect.getdoc(f) or ""
         spec = ToolSpec(
             name=name or f.__name__,
@@ -127,6 +137,7 @@ def tool(
             parameters=tuple(params),
             kind=ToolKind(kind),
             consequential=consequential,
+            confirm=confirm,
             timeout_seconds=timeout_seconds,
         )
         f.tool_spec = spec  # type: ignore[attr-defined]

@@ -53,9 +53,12 @@ class ToolCallRecord(BaseModel):
     call_id: str
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    status: str  # "ok" | "error" | "refused" | "missing_arguments" | "interrupted"
+    # "ok" | "error" | "refused" | "missing_arguments" | "invalid_arguments" | "ungrounded" |
+    # "awaiting_confirmation" | "declined" | "interrupted"
+    status: str
     detail: str = ""
     duration_ms: float = 0.0
+    sources: list[str] = Field(default_factory=list)  # "amount ← customer message #7: '$40'"
 
 
 class StageTiming(BaseModel):

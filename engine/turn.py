@@ -24,6 +24,7 @@ from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, Ve
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from engine.stages.activation import activate
 from engine.stages.compose import compose_reply
+from engine.stages.confirmation import read_answer
 from engine.stages.interrupts import resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
@@ -78,14 +79,18 @@ class TurnPipeline:
         t = time.perf_counter()
 
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
+        # A pending confirmation is answered (or dropped) by this turn's messages.
         for m in messages:
+            sender = m.metadata.get("customer_id")
             state.add_event(
                 EventKind.MESSAGE,
                 EventSource.CUSTOMER,
                 m.text or m.choice or "",
                 channel_event_id=m.event_id,
                 **({"choice": m.choice} if m.choice else {}),
+                **({"sender": str(sender)} if sender else {}),
             )
+        read_answer(state)
         if state.interrupt is not None:
             resume_interrupt(state)
         ctx = state.context()

@@ -35,11 +35,13 @@ from engine.model import (
     Journey,
     JourneyNode,
     LLMPurpose,
+    NodeKind,
     journey_tag,
 )
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.relations import Resolution
 from engine.session import Event, EventKind, EventSource
+from engine.stages.confirmation import confirmation_line
 from engine.stages.journey_progress import first_runnable
 from engine.stages.state import TurnState
 
@@ -50,6 +52,7 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
     state.trace.composition_mode = mode.value
     state.trace.matched_guideline_ids = sorted(resolution.guideline_ids)
     state.llm.round += 1
+    fallback = False
     try:
         if mode is CompositionMode.FLUID:
             text, applied = await _compose_fluid(state, data)
@@ -57,6 +60,14 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
             text, applied = await _compose_canned(state, data, resolution, mode)
     except LLMError as exc:
         state.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
+        text, applied, fallback = FALLBACK_REPLY, [], True
+    if not text.strip():
+        state.trace.notes.append("composition was empty; sent the fallback reply")
+        text, applied, fallback = FALLBACK_REPLY, [], True
+    if state.pending_confirmation is not None:
+        # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
+        text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
+    if fallback and state.pending_confirmation is None:
         reply = state.add_event(EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True)
         return reply, []
     state.trace.applied_guideline_ids = applied
@@ -104,6 +115,8 @@ def composition_input(
             continue
         journey = agent.journey(jid)
         node = journey.node(node_id)
+        if not _may_speak_for(state, node):
+            continue  # its words describe a result this turn does not have
         text = node_action_text(journey, node)
         if not text:
             continue
@@ -125,10 +138,14 @@ def composition_input(
                     f"Before '{agent.journey(jid).title}' the customer must complete "
                     f"'{agent.journey(waiting_for).title}'; say so briefly."
                 )
-    for r in state.tool_results:
-        if r.error:
-            data.notes.append(f"tool {r.tool} failed: {r.error}")
+    data.notes.extend(state.notes_for_reply)
     return data, guidelines, steps
+
+
+def _may_speak_for(state: TurnState, node: JourneyNode) -> bool:
+    """A tool step's words ("tell the customer the transfer is complete") are due only once its
+    tool succeeded this turn — not while it waits, is refused, or failed."""
+    return node.kind is not NodeKind.TOOL or bool(set(node.tools) & state.succeeded_tools)
 
 
 async def _compose_fluid(state: TurnState, data: CompositionInput) -> tuple[str, list[str]]:
@@ -142,7 +159,11 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
     a guideline, journey or step that applies)."""
     scope = {f"guideline:{g}" for g in resolution.guideline_ids}
     scope |= {journey_tag(j) for j in resolution.journey_ids}
-    scope |= {f"node:{j}:{n}" for j, n in state.steps.items() if j in resolution.journey_ids}
+    scope |= {
+        f"node:{j}:{n}"
+        for j, n in state.steps.items()
+        if j in resolution.journey_ids and _may_speak_for(state, state.agent.journey(j).node(n))
+    }
     scope |= {f"node:{j}:{n}" for j, n in state.performed_tool_steps}
     approved = [
         Template("", c.id, c.template)

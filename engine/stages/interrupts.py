@@ -90,13 +90,14 @@ def resume_interrupt(state: TurnState) -> None:
         ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": picked})
     )
     state.executed_tools.add(pending.tool)
+    state.succeeded_tools.add(pending.tool)
     state.trace.notes.append(f"interrupt of {pending.tool} resumed with {picked!r}")
     state.interrupt = None
     if pending.journey_id and pending.node_id and pending.journey_id in state.active():
         state.steps[pending.journey_id] = pending.node_id
         journey = state.agent.journey(pending.journey_id)
         step = auto_return(
-            journey, state.views[journey.id], state.paths[journey.id], state.executed_tools
+            journey, state.views[journey.id], state.paths[journey.id], state.succeeded_tools
         )
         if step is not None:
             apply_verified(state, journey.id, step, "auto_return")

@@ -33,7 +33,7 @@ async def select_step(
             ctx,
             journey,
             state.paths.get(journey.id, ()) if journey.id in state.active() else (),
-            executed_tools=state.executed_tools,
+            executed_tools=state.succeeded_tools,
             max_depth=state.agent.config.max_journey_depth,
             explain=state.agent.config.explain,
         )

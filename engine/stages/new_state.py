@@ -47,6 +47,9 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "pending_customer_guideline_ids": tuple(pending),
             "collected": tuple(state.collected),
             "pending_interrupt": state.interrupt,
+            "pending_confirmation": state.pending_confirmation,
+            "principals": dict(state.principals),
+            "failed_steps": dict(state.failed_steps),
             "processed_event_ids": remember(
                 session.processed_event_ids, *(m.event_id for m in state.messages)
             ),

@@ -26,6 +26,7 @@ from engine.session import (
     EventKind,
     EventSource,
     InboundMessage,
+    PendingConfirmation,
     PendingInterrupt,
     SessionState,
 )
@@ -92,6 +93,9 @@ class TurnState:
         self.messages = messages
         self.turn_id = turn_id
         self.views = node_views_of(agent)
+        # Who this turn answers: the sender of its last message (in a group, one of several).
+        last = messages[-1].metadata.get("customer_id") if messages else None
+        self.sender: str = str(last or session.customer_id)
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
@@ -111,13 +115,28 @@ class TurnState:
         self.completed_customer_dependent: list[str] = []
         # Tools and interrupts.
         self.tool_results: list[ToolOutcome] = []
-        self.executed_tools: set[str] = set()
-        self.performed_tool_steps: list[tuple[str, str]] = []  # (journey, node) run this turn
+        self.executed_tools: set[str] = (
+            set()
+        )  # ran this turn (whatever the outcome): not offered again
+        self.succeeded_tools: set[str] = (
+            set()
+        )  # succeeded this turn: their journey steps may move on
+        self.performed_tool_steps: list[
+            tuple[str, str]
+        ] = []  # (journey, node) whose tools succeeded
+        self.failed_steps: dict[str, str] = dict(session.failed_steps)  # journey → failed tool step
+        # sender → principal; written only from tool results (`control.principal`)
+        self.principals: dict[str, dict[str, Any]] = dict(session.principals)
+        # Confirmation: the call the customer agreed to this turn (load), the one asked now (tools).
+        self.confirmed: PendingConfirmation | None = None
+        self.pending_confirmation: PendingConfirmation | None = None
+        self.declined_tools: set[str] = set()  # the customer said no to these this turn
         self.interrupt: PendingInterrupt | None = session.pending_interrupt
         self.reply_options: list[dict[str, Any]] = []
         self.reply_view: dict[str, Any] | None = None
-        # Any stage: what the reply must ask for, read by compose.
+        # Any stage: what the reply must ask for, and facts it must state; read by compose.
         self.questions: list[str] = []
+        self.notes_for_reply: list[str] = []
         self._offset = session.next_offset()
 
     # -- shared helpers ---------------------------------------------------------------------------
@@ -172,6 +191,11 @@ class TurnState:
             for j, p in self.paths.items()
             if p and p[-1] is not None and self.agent.has_journey(j)
         ]
+
+    @property
+    def principal(self) -> dict[str, Any] | None:
+        """Who a tool established this turn's sender to be, if anyone."""
+        return self.principals.get(self.sender)
 
     def prerequisites_met(self, journey: Journey) -> bool:
         return all(r in self.completed for r in journey.requires)

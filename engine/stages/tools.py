@@ -9,16 +9,17 @@ results and events, `executed_tools`, `performed_tool_steps`, questions, and jou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.context import llm_view_of
-from engine.errors import LLMError, ToolArgumentError
+from engine.errors import LLMError
 from engine.matching.journeys import auto_return
 from engine.model import Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
 from engine.session import EventKind, EventSource
+from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
 from engine.stages.interrupts import interrupted_by, maybe_interrupt
 from engine.stages.journey_progress import (
     apply_step,
@@ -35,9 +36,8 @@ from engine.tool_calls import (
     fill_arguments,
     known_values,
     missing_argument_question,
-    validate_arguments,
 )
-from engine.trace import ToolCallRecord, redact
+from engine.trace import redact
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 
@@ -66,6 +66,11 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
                     continue
                 calls.append((spec, args, journey.id))
         offered.update(_guideline_tools(state, resolution))
+        agreed = state.confirmed
+        if agreed is not None and agreed.journey_id is None and agreed.tool in offered:
+            # The customer said yes to exactly this call last turn: no new planning for it.
+            del offered[agreed.tool]
+            calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
         if offered:
             planned = await _plan_calls(state, offered, known)
             calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
@@ -166,36 +171,33 @@ async def _plan_calls(
 async def _dispatch(
     state: TurnState, dispatcher: ToolDispatcher, planned: Sequence[PlannedCall]
 ) -> None:
-    calls: list[ToolCall] = []
+    evidence = evidence_for(state)
+    cleared: list[ClearedCall] = []
     for spec, raw_args, journey_id in planned:
-        node_id = state.steps.get(journey_id) if journey_id else None
-        if journey_id and node_id and (journey_id, node_id) not in state.performed_tool_steps:
-            state.performed_tool_steps.append((journey_id, node_id))
-        try:
-            args = validate_arguments(spec, raw_args)
-        except ToolArgumentError as exc:
-            state.questions.append(
-                f"The details for {spec.name} were not valid ({exc}); ask again."
-            )
-            trace_tool(state, spec.name, raw_args, "invalid_arguments", str(exc))
-            continue
-        index = len(state.tool_results) + len(calls)
+        ready = clear_call(state, spec, raw_args, journey_id, evidence)
+        if ready is not None:
+            cleared.append(ready)
+    if not cleared:
+        return
+    calls: list[ToolCall] = []
+    for i, c in enumerate(cleared):
+        index = len(state.tool_results) + i
         calls.append(
             ToolCall(
                 id=f"{state.turn_id}:{index}",
-                tool=spec.name,
-                arguments=args,
+                tool=c.spec.name,
+                arguments=c.arguments,
                 idempotency_key=f"{state.session.id}:{state.turn_id}:{index}",
             )
         )
-    if not calls:
-        return
     context = ToolContext(
         agent_id=state.agent.id,
         session_id=state.session.id,
         customer_id=state.session.customer_id,
         turn_id=state.turn_id,
         variables=dict(state.session.variables),
+        sender_id=state.sender,
+        principal=state.principal,
     )
     try:
         outcomes = await dispatcher.dispatch(calls, context)
@@ -204,12 +206,13 @@ async def _dispatch(
             ToolOutcome(call_id=c.id, tool=c.tool, error=f"dispatch failed: {exc}") for c in calls
         ]
     by_id = {o.call_id: o for o in outcomes}
-    for call in calls:
+    for call, c in zip(calls, cleared, strict=True):
         outcome = by_id.get(call.id) or ToolOutcome(
             call_id=call.id, tool=call.tool, error="no result"
         )
         state.tool_results.append(outcome)
         state.executed_tools.add(call.tool)
+        _record_step_outcome(state, c, outcome)
         state.add_event(
             EventKind.TOOL,
             EventSource.SYSTEM,
@@ -231,7 +234,35 @@ async def _dispatch(
             "interrupted" if interrupted_by(state, call) else "error" if outcome.error else "ok",
             outcome.error or "",
             outcome.duration_ms,
+            sources=c.grounding.describe(),
         )
+
+
+def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutcome) -> None:
+    """A tool step is performed only when its tool succeeded; a failure is a fact the reply
+    must state. A successful result may establish who the sender is (`control.principal`)."""
+    node_id = state.steps.get(call.journey_id) if call.journey_id else None
+    if outcome.error is not None:
+        action = (call.spec.description or call.spec.name).rstrip(".")
+        state.notes_for_reply.append(
+            f"tool {call.spec.name} failed: {outcome.error} — '{action}' did NOT happen. Say "
+            "plainly that it did not happen, never that it is done, and offer to try again."
+        )
+        if call.journey_id and node_id:
+            state.failed_steps[call.journey_id] = node_id
+        return
+    state.succeeded_tools.add(call.spec.name)
+    if call.journey_id and node_id:
+        if (call.journey_id, node_id) not in state.performed_tool_steps:
+            state.performed_tool_steps.append((call.journey_id, node_id))
+        if state.failed_steps.get(call.journey_id) == node_id:
+            del state.failed_steps[call.journey_id]
+    if "principal" in outcome.control:
+        principal = outcome.control["principal"]
+        if isinstance(principal, Mapping) and principal:
+            state.principals[state.sender] = {str(k): v for k, v in principal.items()}
+        elif principal is None:
+            state.principals.pop(state.sender, None)  # a logout
 
 
 def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
@@ -269,7 +300,9 @@ async def _return_from_tool_steps(state: TurnState) -> None:
         node = journey.node(state.steps[jid])
         if node.kind is not NodeKind.TOOL or not set(node.tools) & state.executed_tools:
             continue
-        step = auto_return(journey, state.views[jid], state.paths[jid], state.executed_tools)
+        if not set(node.tools) & state.succeeded_tools:
+            continue  # the step's tool failed: the journey stays where it is
+        step = auto_return(journey, state.views[jid], state.paths[jid], state.succeeded_tools)
         if step is not None:
             apply_verified(state, jid, step, "auto_return")
         else:
@@ -291,23 +324,3 @@ async def _rematch_after_tools(state: TurnState) -> None:
     if pending:
         state.llm.round += 1
         absorb_matches(state, await match_guidelines(state, state.context(), pending))
-
-
-def trace_tool(
-    state: TurnState,
-    tool: str,
-    args: dict[str, Any],
-    status: str,
-    detail: str = "",
-    ms: float = 0.0,
-) -> None:
-    state.trace.tool_calls.append(
-        ToolCallRecord(
-            call_id=f"{state.turn_id}:{len(state.trace.tool_calls)}",
-            tool=tool,
-            arguments={k: redact(k, v) for k, v in args.items()},
-            status=status,
-            detail=detail,
-            duration_ms=ms,
-        )
-    )

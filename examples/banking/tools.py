@@ -32,35 +32,57 @@ def lookup_stock_price(symbol: Annotated[str, "ticker symbol, e.g. AAPL"]) -> To
 @tool(description="Log the customer in with their username and password")
 def authenticate(context: ToolContextWithKey, username: str, password: str) -> ToolResult:
     ok = bank.BANK.login(username, password)
+    # A successful login establishes who this sender is; later tools check ownership against it.
     return ToolResult(
         data={"authenticated": ok, "username": username.lower() if ok else None},
         metadata={"session": context.session_id},
+        control={"principal": {"username": username.lower()}} if ok else {},
     )
+
+
+def _owner(context: ToolContextWithKey) -> str | None:
+    """Who is logged in for the sender of this message (never a value the model chose)."""
+    principal = context.principal or {}
+    username = principal.get("username")
+    return str(username) if username else None
+
+
+def _own_account(context: ToolContextWithKey, account_id: str) -> bank.Account | ToolResult:
+    owner = _owner(context)
+    if owner is None:
+        return ToolResult(error="the customer is not logged in")
+    account = bank.BANK.accounts.get(account_id)
+    if account is None or account.owner != owner:
+        return ToolResult(error=f"account {account_id!r} is not one of this customer's accounts")
+    return account
 
 
 @tool(description="Find the id of one of the customer's accounts by its name")
 def lookup_account_id(
-    username: str, account_name: Annotated[str, "e.g. Checking or Savings"]
+    context: ToolContextWithKey, account_name: Annotated[str, "e.g. Checking or Savings"]
 ) -> ToolResult:
-    account = bank.BANK.account_named(username.lower(), account_name)
+    owner = _owner(context)
+    if owner is None:
+        return ToolResult(error="the customer is not logged in")
+    account = bank.BANK.account_named(owner, account_name)
     if account is None:
         return ToolResult(data={"found": False}, error=f"no account named {account_name!r}")
     return ToolResult(data={"account_id": account.id, "account_name": account.name})
 
 
 @tool(description="Get the balance of an account")
-def get_account_balance(account_id: str) -> ToolResult:
-    account = bank.BANK.accounts.get(account_id)
-    if account is None:
-        return ToolResult(error=f"unknown account {account_id!r}")
+def get_account_balance(context: ToolContextWithKey, account_id: str) -> ToolResult:
+    account = _own_account(context, account_id)
+    if isinstance(account, ToolResult):
+        return account
     return ToolResult(data={"account_id": account.id, "balance": f"{account.balance:.2f}"})
 
 
 @tool(description="Check whether an account has enough money for a transfer")
-def check_funds(account_id: str, amount: Decimal) -> ToolResult:
-    account = bank.BANK.accounts.get(account_id)
-    if account is None:
-        return ToolResult(error=f"unknown account {account_id!r}")
+def check_funds(context: ToolContextWithKey, account_id: str, amount: Decimal) -> ToolResult:
+    account = _own_account(context, account_id)
+    if isinstance(account, ToolResult):
+        return account
     return ToolResult(data={"sufficient": account.balance >= Decimal(str(amount))})
 
 
@@ -68,9 +90,12 @@ def check_funds(account_id: str, amount: Decimal) -> ToolResult:
 def transfer_money(
     context: ToolContextWithKey, account_id: str, to_account_id: str, amount: Decimal
 ) -> ToolResult:
+    source = _own_account(context, account_id)
+    if isinstance(source, ToolResult):
+        return source
     # The idempotency key (session:turn:call) makes a retried task or redelivered turn harmless.
     result = bank.BANK.transfer(
-        context.idempotency_key, account_id, to_account_id, Decimal(str(amount))
+        context.idempotency_key, source.id, to_account_id, Decimal(str(amount))
     )
     if result["status"] != "completed":
         return ToolResult(data=result, error=result["reason"])

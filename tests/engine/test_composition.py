@@ -68,7 +68,7 @@ async def test_canned_strict_fills_the_chosen_template_from_tool_data() -> None:
     h, llm = harness(CompositionMode.CANNED_STRICT, {"template": "t2", "applied": ["i1"]})
     await h.start()
 
-    out = await h.say("what's my balance?")
+    out = await h.say("what's my checking balance?")
 
     assert out.reply.text == "Your checking balance is $1000.00."
     prompt = llm.calls_for(CannedChoice)[0].prompt
@@ -82,7 +82,7 @@ async def test_canned_strict_never_emits_free_text() -> None:
     )
     await h.start()
 
-    out = await h.say("what's my balance?")
+    out = await h.say("what's my checking balance?")
 
     assert out.reply.text == AgentConfig().no_match_response
 
@@ -91,7 +91,7 @@ async def test_canned_fluid_falls_back_to_its_own_words_when_no_template_fits() 
     h, _ = harness(CompositionMode.CANNED_FLUID, {"template": None, "message": "Let me check."})
     await h.start()
 
-    out = await h.say("what's my balance?")
+    out = await h.say("what's my checking balance?")
 
     assert out.reply.text == "Let me check."
 
@@ -100,7 +100,7 @@ async def test_tool_fragment_is_used_in_the_reply() -> None:
     h, llm = harness(CompositionMode.CANNED_STRICT, {"template": "t1"})
     await h.start()
 
-    out = await h.say("what's my balance?")
+    out = await h.say("what's my checking balance?")
 
     assert out.reply.text == "Savings rate today: 3.5%"
     assert "[t1] Savings rate today: 3.5%" in llm.calls_for(CannedChoice)[0].prompt

@@ -189,7 +189,7 @@ async def test_failing_tool_becomes_an_error_result_and_the_turn_completes() -> 
     )
     await h.start()
 
-    out = await h.say("what's my balance?")
+    out = await h.say("what's my checking balance?")
 
     assert [c.status for c in out.trace.tool_calls] == ["error"]
     event = next(e for e in out.state.events if e.kind.value == "tool")
@@ -291,7 +291,7 @@ async def test_guideline_flagged_for_reevaluation_is_matched_again_after_tool_re
     h = Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry([overview])), index=False)
     await h.start()
 
-    out = await h.say("how is my account?")
+    out = await h.say("how is my main account?")
 
     assert seen[-1] is True  # the second matching round saw the tool results
     assert "Warn the customer about the overdraft fee" in out.reply.text

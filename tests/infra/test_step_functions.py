@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import threading
 import time
@@ -311,7 +312,9 @@ async def test_a_retried_transfer_moves_the_money_once(stack: ToolStack) -> None
         "c1", "transfer_money", account_id="1234567890", to_account_id="1234324", amount="250"
     )
 
-    (outcome,) = await stack.dispatcher().dispatch([transfer], CONTEXT)
+    # The logged-in principal travels with the context through the state machine to the tool.
+    logged_in = dataclasses.replace(CONTEXT, sender_id="c1", principal={"username": "seldo"})
+    (outcome,) = await stack.dispatcher().dispatch([transfer], logged_in)
 
     assert outcome.error is None
     assert outcome.data["status"] == "completed"
@@ -535,3 +538,17 @@ def test_references_inside_parallel_branches_and_choices_are_checked() -> None:
 def test_a_missing_substitution_is_reported() -> None:
     with pytest.raises(InvalidStateMachineDefinition, match=r"\$\{ToolTimeoutSeconds\}"):
         render_definition(TOOLS_ASL, {"ToolFunctionArn": "arn:x"})
+
+
+async def test_a_transfer_without_a_login_is_refused_by_the_tool(stack: ToolStack) -> None:
+    transfer = call(
+        "c1", "transfer_money", account_id="1234567890", to_account_id="1234324", amount="250"
+    )
+    stranger = dataclasses.replace(CONTEXT, sender_id="c2", principal={"username": "friend"})
+
+    outcomes = await stack.dispatcher().dispatch([transfer], CONTEXT)
+    theirs = await stack.dispatcher().dispatch([transfer], stranger)
+
+    assert outcomes[0].error == "the customer is not logged in"
+    assert theirs[0].error == "account '1234567890' is not one of this customer's accounts"
+    assert bank.BANK.transfers == []

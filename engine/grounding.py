@@ -1,0 +1,348 @@
+"""Grounded tool arguments: every value a tool runs on is traced to where it came from.
+
+A value is grounded when it can be found, after normalisation, in the evidence of this session:
+
+- the customer's own messages (numbers and amounts with currency words, ids with or without
+  separators, dates, enum labels, any text — case and whitespace ignored);
+- a successful tool result or a context variable of the same name as the parameter;
+- the authenticated principal (a field of the same name);
+- for a parameter declared `composed` on a non-consequential tool, the model itself.
+
+Grounding is *direct* when the value appears as is (after normalisation) and *inferred* when it
+had to be derived: a number written in words, a unique prefix of an enum label, a long bare digit
+string read as an amount (or an amount read as an id), two arguments drawn from one phrase.
+Nothing here asks a model anything: a hostile model cannot make an ungrounded value pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from engine.model import ToolParameter, ToolSpec
+
+
+@dataclass(frozen=True)
+class CustomerMessage:
+    """One message of the customer whose turn this is: its position and its text."""
+
+    number: int  # the event offset, shown to people as "message #n"
+    text: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a tool argument may be traced to, in this session, for this sender."""
+
+    customer_messages: Sequence[CustomerMessage] = ()
+    # parameter name → (tool, value) of successful results that returned a field of that name
+    tool_values: Mapping[str, Sequence[tuple[str, Any]]] = field(default_factory=dict)
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    principal: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """Where one argument's value came from."""
+
+    parameter: str
+    source: str  # "customer message #7: '$40'", "tool lookup_account_id", "principal", …
+    direct: bool
+    span: tuple[int, int, int] | None = None  # (message, start, end) of a customer phrase
+
+    def describe(self) -> str:
+        kind = "" if self.direct else " (inferred)"
+        return f"{self.parameter} ← {self.source}{kind}"
+
+
+@dataclass(frozen=True)
+class CallGrounding:
+    """The grounding of every argument of one call; `ungrounded` names what must be asked."""
+
+    groundings: tuple[Grounding, ...]
+    ungrounded: tuple[str, ...]
+
+    @property
+    def inferred(self) -> tuple[str, ...]:
+        return tuple(g.parameter for g in self.groundings if not g.direct)
+
+    def describe(self) -> list[str]:
+        return [g.describe() for g in self.groundings] + [
+            f"{name} ← nothing the customer said (ungrounded)" for name in self.ungrounded
+        ]
+
+
+def ground_call(spec: ToolSpec, arguments: Mapping[str, Any], evidence: Evidence) -> CallGrounding:
+    """Ground every argument of a call to `spec` (arguments already validated and coerced)."""
+    found: list[Grounding] = []
+    missing: list[str] = []
+    for param in spec.parameters:
+        if param.name not in arguments:
+            continue
+        grounding = ground_argument(spec, param, arguments[param.name], evidence)
+        if grounding is None:
+            missing.append(param.name)
+        else:
+            found.append(grounding)
+    # Two arguments of a consequential call read from one phrase of the customer: the model
+    # chose how to split it, so the customer must see the values.
+    if spec.consequential:
+        by_span: dict[tuple[int, int, int], int] = {}
+        for g in found:
+            if g.span is not None:
+                by_span[g.span] = by_span.get(g.span, 0) + 1
+        found = [
+            Grounding(g.parameter, g.source, False, g.span)
+            if g.span is not None and by_span[g.span] > 1
+            else g
+            for g in found
+        ]
+    return CallGrounding(tuple(found), tuple(missing))
+
+
+def ground_argument(
+    spec: ToolSpec, param: ToolParameter, value: Any, evidence: Evidence
+) -> Grounding | None:
+    """Where `value` of `param` comes from, or None when nothing in the evidence supports it."""
+    name = param.name
+    principal = evidence.principal or {}
+    if name in principal and _same(principal[name], value):
+        return Grounding(name, "the authenticated principal", True)
+    for tool_name, result_value in evidence.tool_values.get(name, ()):
+        if _same(result_value, value):
+            return Grounding(name, f"tool {tool_name}", True)
+    if name in evidence.variables and _same(evidence.variables[name], value):
+        return Grounding(name, f"context variable {name}", True)
+    if param.default is not None and _same(param.default, value):
+        return Grounding(name, "the parameter's default", True)
+    from_customer = _in_customer_messages(param, value, evidence.customer_messages)
+    if from_customer is not None:
+        return from_customer
+    if param.composed and not spec.consequential:
+        return Grounding(name, "composed by the model (declared composed)", True)
+    return None
+
+
+# -- values in the customer's words ----------------------------------------------------------------
+
+_NUMBER = re.compile(
+    r"(?P<cur>[$€£¥₹])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<k>\s?[kK]\b)?(?:\s?(?P<word>dollars?|usd|eur|euros?|pounds?|gbp|bucks))?",
+    re.IGNORECASE,
+)
+_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "ninety": 90,
+}  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_ID_SEPARATORS = re.compile(r"[\s\-./_]")
+_ID_GAP = re.compile(r"[\s\-./]+")
+_SPACE = re.compile(r"\s+")
+
+
+def _in_customer_messages(
+    param: ToolParameter, value: Any, messages: Sequence[CustomerMessage]
+) -> Grounding | None:
+    # Latest first: the customer's most recent words are the best evidence.
+    for message in reversed(messages):
+        found = _in_text(param, value, message.text)
+        if found is not None:
+            direct, start, end = found
+            phrase = message.text[start:end].strip()
+            return Grounding(
+                param.name,
+                f"customer message #{message.number}: {phrase!r}",
+                direct,
+                (message.number, start, end),
+            )
+    return None
+
+
+def _in_text(param: ToolParameter, value: Any, text: str) -> tuple[bool, int, int] | None:
+    if isinstance(value, bool):
+        return None  # a yes/no argument is never read off free text; it needs a tool or a step
+    if param.type in ("number", "integer") or isinstance(value, int | float | Decimal):
+        return _number_in_text(_decimal(value), text)
+    if isinstance(value, list | tuple):
+        spans = [_in_text(param, item, text) for item in value]
+        if not spans or any(s is None for s in spans):
+            return None
+        direct = all(s[0] for s in spans if s is not None)
+        return direct, min(s[1] for s in spans if s), max(s[2] for s in spans if s)
+    if isinstance(value, Mapping):
+        return None
+    return _text_in_text(param, str(value), text)
+
+
+def _decimal(value: Any) -> Decimal | None:
+    try:
+        return Decimal(str(value).replace(",", "").strip())
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _number_in_text(wanted: Decimal | None, text: str) -> tuple[bool, int, int] | None:
+    if wanted is None:
+        return None
+    for m in _NUMBER.finditer(text):
+        number = Decimal(m.group("num").replace(",", ""))
+        if m.group("k"):
+            if number * 1000 == wanted:
+                return False, m.start(), m.end()  # "2k": a conversion, shown back to confirm
+            continue
+        if number != wanted:
+            continue
+        money = bool(m.group("cur") or m.group("word"))
+        bare_digits = m.group("num").isdigit() and len(m.group("num")) >= 6
+        # A long bare digit string reads like an account or phone number, not an amount.
+        return (money or not bare_digits), m.start(), m.end()
+    for start, end, number in _number_words(text):
+        if number == wanted:
+            return False, start, end
+    return None
+
+
+def _number_words(text: str) -> list[tuple[int, int, Decimal]]:
+    """Numbers written in words ("forty", "two hundred fifty"), with their spans."""
+    found: list[tuple[int, int, Decimal]] = []
+    tokens = list(re.finditer(r"[A-Za-z]+", text))
+    i = 0
+    while i < len(tokens):
+        total, current, start, end, j = 0, 0, None, None, i
+        while j < len(tokens):
+            word = tokens[j].group().lower()
+            if word in _WORDS:
+                current += _WORDS[word]
+            elif word in _SCALES and start is not None:
+                current = max(current, 1) * _SCALES[word]
+                if _SCALES[word] >= 1000:
+                    total, current = total + current, 0
+            elif word == "and" and start is not None:
+                j += 1
+                continue
+            else:
+                break
+            start = tokens[j].start() if start is None else start
+            end = tokens[j].end()
+            j += 1
+        if start is not None and end is not None:
+            found.append((start, end, Decimal(total + current)))
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def _text_in_text(param: ToolParameter, value: str, text: str) -> tuple[bool, int, int] | None:
+    wanted = _SPACE.sub(" ", value.strip()).casefold()
+    if not wanted:
+        return None
+    haystack = text.casefold()
+    pattern = r"(?<!\w)" + re.escape(wanted).replace(r"\ ", r"\s+") + r"(?!\w)"
+    m = re.search(pattern, haystack)
+    if m is not None:
+        return _money_shaped(text, m.start(), m.end()), m.start(), m.end()
+    if any(ch.isdigit() for ch in wanted):
+        # Ids are compared without separators: "1234-324" is "1234324".
+        found = _id_in_text(_ID_SEPARATORS.sub("", wanted), haystack)
+        if found is not None:
+            return True, found[0], found[1]
+    parsed = _date(wanted)
+    if parsed is not None:
+        tokens = list(re.finditer(r"[\w/.\-,]+", text))
+        for i in range(len(tokens)):
+            for last in tokens[i : i + 3]:
+                if _date(text[tokens[i].start() : last.end()]) == parsed:
+                    return True, tokens[i].start(), last.end()
+    if param.enum:
+        # A unique prefix of a label ("med" for "medium"): the model completed it.
+        for m in re.finditer(r"\w{3,}", haystack):
+            labels = [e for e in param.enum if e.casefold().startswith(m.group())]
+            if len(labels) == 1 and labels[0].casefold() == wanted:
+                return False, m.start(), m.end()
+    return None
+
+
+def _id_in_text(bare: str, haystack: str) -> tuple[int, int] | None:
+    """A run of word tokens joined only by separators whose letters and digits spell `bare`."""
+    tokens = list(re.finditer(r"\w+", haystack))
+    for i in range(len(tokens)):
+        joined = ""
+        for j in range(i, min(i + 6, len(tokens))):
+            if j > i and not _ID_GAP.fullmatch(haystack[tokens[j - 1].end() : tokens[j].start()]):
+                break
+            joined += tokens[j].group()
+            if joined == bare:
+                return tokens[i].start(), tokens[j].end()
+            if not bare.startswith(joined):
+                break
+    return None
+
+
+def _money_shaped(text: str, start: int, end: int) -> bool:
+    """False when an id-like text value sits in an amount phrase ("$40" used as an account)."""
+    before = text[max(0, start - 2) : start]
+    after = text[end : end + 9].casefold()
+    return not (
+        any(c in before for c in "$€£¥₹")
+        or re.match(r"\s?(dollars?|usd|eur|euros?|pounds?|bucks)\b", after) is not None
+    )
+
+
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"),
+            ("may",), ("jun", "june"), ("jul", "july"), ("aug", "august"),
+            ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
+            ("dec", "december"),
+        ],
+        start=1,
+    )
+    for m in names
+}  # fmt: skip
+
+
+def _date(text: str) -> date | None:
+    """A calendar date written as ISO, d/m/y or "5 March 2026" / "March 5, 2026"."""
+    t = text.strip().casefold().rstrip(".,")
+    m = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", t)
+    try:
+        if m:
+            return date(int(m[1]), int(m[2]), int(m[3]))
+        m = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})[/.](\d{4})", t)
+        if m:
+            return date(int(m[3]), int(m[2]), int(m[1]))
+        m = re.fullmatch(r"(\d{1,2})\s+([a-z]+),?\s+(\d{4})", t)
+        if m and m[2] in _MONTHS:
+            return date(int(m[3]), _MONTHS[m[2]], int(m[1]))
+        m = re.fullmatch(r"([a-z]+)\s+(\d{1,2}),?\s+(\d{4})", t)
+        if m and m[1] in _MONTHS:
+            return date(int(m[3]), _MONTHS[m[1]], int(m[2]))
+    except ValueError:
+        return None
+    return None
+
+
+def _same(known: Any, value: Any) -> bool:
+    """Equal after normalisation: numbers by value, text by case and whitespace."""
+    if known is None or isinstance(known, Mapping | list | tuple):
+        return False
+    if isinstance(value, bool) or isinstance(known, bool):
+        return known is value
+    a, b = _decimal(known), _decimal(value)
+    if a is not None and b is not None:
+        return a == b
+    return _normal_text(known) == _normal_text(value)
+
+
+def _normal_text(value: Any) -> str:
+    return _SPACE.sub(" ", str(value).strip()).casefold()

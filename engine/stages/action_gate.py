@@ -1,0 +1,130 @@
+"""The gate every tool call passes between planning and dispatch.
+
+A planned call runs only when (1) its arguments validate against the tool's schema, (2) every
+argument is grounded — traced to this sender's own words, a tool result or context variable of
+the same name, the authenticated principal, or (for a `composed` parameter of a harmless tool)
+the model — and (3) the customer agreed to it, when its tool's confirmation policy asks for that.
+An ungrounded value is never used: the step asks for it. Each argument's source is in the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ToolArgumentError
+from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call
+from engine.model import ToolSpec
+from engine.session import EventKind, EventSource
+from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
+from engine.stages.state import TurnState
+from engine.tool_calls import missing_argument_question, validate_arguments
+from engine.trace import ToolCallRecord, redact
+
+
+@dataclass(frozen=True)
+class ClearedCall:
+    spec: ToolSpec
+    arguments: dict[str, Any]
+    journey_id: str | None
+    grounding: CallGrounding
+
+
+def evidence_for(state: TurnState) -> Evidence:
+    """What this turn's arguments may be traced to: this sender's messages in the session,
+    successful tool results by field name, context variables, the sender's principal."""
+    messages = [
+        CustomerMessage(e.offset, e.text or "")
+        for e in (*state.session.events, *state.events)
+        if e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
+        and str(e.data.get("sender") or state.session.customer_id) == state.sender
+    ]
+    tool_values: dict[str, list[tuple[str, Any]]] = {}
+    results = [
+        (str(e.data.get("tool", "")), e.data.get("llm_view"))
+        for e in (*state.session.events, *state.events)
+        if e.kind is EventKind.TOOL and not e.data.get("error")
+    ]
+    results += [(r.tool, r.data) for r in state.tool_results if r.error is None]
+    for tool, data in results:
+        if isinstance(data, Mapping):
+            for key, value in data.items():
+                if not isinstance(value, Mapping | list):
+                    tool_values.setdefault(str(key), []).append((tool, value))
+    variables = {v.name: v.default for v in state.agent.variables if v.default is not None}
+    variables.update(state.session.variables)
+    return Evidence(tuple(messages), tool_values, variables, state.principal)
+
+
+def clear_call(
+    state: TurnState,
+    spec: ToolSpec,
+    raw_arguments: dict[str, Any],
+    journey_id: str | None,
+    evidence: Evidence,
+) -> ClearedCall | None:
+    """The call with validated, grounded, agreed arguments — or None, having asked for what is
+    missing or for the customer's confirmation (and traced why)."""
+    node_id = state.steps.get(journey_id) if journey_id else None
+    try:
+        arguments = validate_arguments(spec, raw_arguments)
+    except ToolArgumentError as exc:
+        state.questions.append(f"The details for {spec.name} were not valid ({exc}); ask again.")
+        trace_tool(state, spec.name, raw_arguments, "invalid_arguments", str(exc))
+        return None
+    grounding = ground_call(spec, arguments, evidence)
+    if grounding.ungrounded:
+        state.questions.append(missing_argument_question(spec, grounding.ungrounded))
+        trace_tool(
+            state,
+            spec.name,
+            arguments,
+            "ungrounded",
+            "not given by the customer: " + ", ".join(grounding.ungrounded),
+            sources=grounding.describe(),
+        )
+        return None
+    if spec.name in state.declined_tools:
+        trace_tool(state, spec.name, arguments, "declined", "the customer said no this turn")
+        return None
+    retry = bool(journey_id and node_id and state.failed_steps.get(journey_id) == node_id)
+    needed, why = needs_confirmation(spec, grounding, retry=retry)
+    if needed and not is_confirmed(state, spec, arguments):
+        if state.pending_confirmation is None:
+            request_confirmation(
+                state, spec, arguments, journey_id=journey_id, node_id=node_id, retry=retry
+            )
+        trace_tool(
+            state,
+            spec.name,
+            arguments,
+            "awaiting_confirmation",
+            why,
+            sources=grounding.describe(),
+        )
+        return None
+    return ClearedCall(spec, arguments, journey_id, grounding)
+
+
+def trace_tool(
+    state: TurnState,
+    tool: str,
+    args: dict[str, Any],
+    status: str,
+    detail: str = "",
+    ms: float = 0.0,
+    sources: list[str] | None = None,
+) -> None:
+    state.trace.tool_calls.append(
+        ToolCallRecord(
+            call_id=f"{state.turn_id}:{len(state.trace.tool_calls)}",
+            tool=tool,
+            arguments={k: redact(k, v) for k, v in args.items()},
+            status=status,
+            detail=detail,
+            duration_ms=ms,
+            sources=sources or [],
+        )
+    )

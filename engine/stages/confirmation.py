@@ -1,0 +1,157 @@
+"""Confirmation before consequential actions, and the customer's answer to it.
+
+When a call needs the customer's agreement (its tool's `confirm` policy, an inferred value, or a
+retry of a step that failed), the call does not run: the agent states the exact action and
+values — an engine-written line, so the values shown are the values that will be used — and
+offers yes / no. The next message from the same sender decides, read deterministically (a
+button, or a plain yes); anything else drops the request. The agreed call runs only with exactly
+the agreed values: a changed value needs a new confirmation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+from engine.grounding import CallGrounding
+from engine.model import ToolSpec
+from engine.session import InboundMessage, PendingConfirmation
+from engine.stages.state import TurnState
+
+CONFIRM_CHOICE = "confirm"
+CANCEL_CHOICE = "cancel"
+CONFIRM_OPTIONS = [
+    {"id": CONFIRM_CHOICE, "label": "Yes, go ahead", "value": CONFIRM_CHOICE},
+    {"id": CANCEL_CHOICE, "label": "No", "value": CANCEL_CHOICE},
+]
+
+_YES = re.compile(
+    r"(yes|yep|yeah|yup|sure|ok|okay|confirm|confirmed|i confirm|correct|go ahead|proceed|do it)"
+    r"([ ,]+(please|go ahead|do it|proceed|that'?s (right|correct)|confirm(ed)?|thanks|thank you))*"
+)
+_NO = re.compile(r"(no|nope|cancel|stop|don'?t|do not|wait|hold on)\b.*")
+
+
+def agreement(message: InboundMessage) -> bool | None:
+    """True for a clear yes, False for a clear no, None for anything else."""
+    if message.choice == CONFIRM_CHOICE:
+        return True
+    if message.choice == CANCEL_CHOICE:
+        return False
+    text = re.sub(r"[.!\s]+$", "", (message.text or "").strip().casefold())
+    text = re.sub(r"\s+", " ", text)
+    if _YES.fullmatch(text):
+        return True
+    if _NO.fullmatch(text):
+        return False
+    return None
+
+
+def sender_of(message: InboundMessage, default: str) -> str:
+    return str(message.metadata.get("customer_id") or default)
+
+
+def read_answer(state: TurnState) -> None:
+    """Load stage: does this turn answer the pending confirmation? Sets `state.confirmed` or
+    tells composition the customer declined; the request itself never outlives this turn."""
+    pending = state.session.pending_confirmation
+    if pending is None:
+        return
+    own = [m for m in state.messages if sender_of(m, state.session.customer_id) == pending.sender]
+    verdict = agreement(own[-1]) if own else None
+    if verdict is True:
+        state.confirmed = pending
+        state.trace.notes.append(f"the customer confirmed {pending.summary}")
+    elif verdict is False:
+        state.notes_for_reply.append(
+            f"The customer declined: {pending.summary}. Nothing was done; say so briefly."
+        )
+        state.trace.notes.append(f"the customer declined {pending.summary}")
+        state.declined_tools.add(pending.tool)
+
+
+def needs_confirmation(
+    spec: ToolSpec, grounding: CallGrounding, *, retry: bool
+) -> tuple[bool, str]:
+    """Whether this call waits for the customer's yes, and why."""
+    policy = spec.confirmation
+    if policy == "never":
+        return False, ""
+    if policy == "always":
+        return True, "always confirmed"
+    if retry:
+        return True, "a retry of a step that failed"
+    if grounding.inferred:
+        return True, "inferred: " + ", ".join(grounding.inferred)
+    return False, ""
+
+
+def is_confirmed(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> bool:
+    agreed = state.confirmed
+    return (
+        agreed is not None
+        and agreed.tool == spec.name
+        and _digest(agreed.arguments) == _digest(arguments)
+        and agreed.sender == state.sender
+    )
+
+
+def request_confirmation(
+    state: TurnState,
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    *,
+    journey_id: str | None,
+    node_id: str | None,
+    retry: bool,
+) -> PendingConfirmation:
+    """Hold the call and ask: the reply states the exact action and offers yes / no."""
+    summary = describe_call(spec, arguments)
+    pending = PendingConfirmation(
+        tool=spec.name,
+        arguments=dict(arguments),
+        summary=summary,
+        sender=state.sender,
+        journey_id=journey_id,
+        node_id=node_id,
+        retry=retry,
+    )
+    state.pending_confirmation = pending
+    state.reply_options = list(CONFIRM_OPTIONS)
+    state.questions.append(
+        "Before anything is done, the customer must confirm an action. Tell them briefly you "
+        "need their confirmation; the exact action and a yes/no question are added after your "
+        "message automatically, so do not repeat the details and never say it is done."
+    )
+    return pending
+
+
+def confirmation_line(pending: PendingConfirmation) -> str:
+    """The engine's own words for the request: exact values, independent of the model."""
+    again = "Try again: " if pending.retry else ""
+    return f"Please confirm — {again}{pending.summary}. Reply yes to go ahead or no to cancel."
+
+
+def describe_call(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    values = ", ".join(
+        f"{p.name} {arguments[p.name]}" for p in spec.parameters if p.name in arguments
+    )
+    action = (spec.description or spec.name).rstrip(".")
+    return f"{action} ({values})" if values else action
+
+
+def _digest(arguments: dict[str, Any]) -> str:
+    canonical = json.dumps(
+        {k: _canonical(v) for k, v in arguments.items()}, sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    """Numbers by value (40, 40.0 and Decimal("40.00") agree), everything else as text."""
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        return format(Decimal(str(value)).normalize(), "f")
+    return str(value)

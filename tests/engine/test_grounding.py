@@ -1,0 +1,145 @@
+"""Grounding of tool arguments, deterministic and model-free: each value is traced to the
+customer's words, a tool result or variable of the same name, or the principal — or refused."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from engine.grounding import CustomerMessage, Evidence, ground_call
+from engine.model import ToolParameter, ToolSpec
+
+TRANSFER = ToolSpec(
+    name="transfer_money",
+    consequential=True,
+    parameters=(
+        ToolParameter(name="account_id"),
+        ToolParameter(name="to_account_id"),
+        ToolParameter(name="amount", type="number"),
+    ),
+)
+SEARCH = ToolSpec(
+    name="search_faq",
+    parameters=(ToolParameter(name="query", composed=True),),
+)
+PIZZA = ToolSpec(
+    name="order",
+    consequential=True,
+    parameters=(ToolParameter(name="size", enum=("small", "medium", "large")),),
+)
+
+
+def said(*texts: str, **extra: object) -> Evidence:
+    messages = tuple(CustomerMessage(i, t) for i, t in enumerate(texts, start=1))
+    return Evidence(customer_messages=messages, **extra)  # type: ignore[arg-type]
+
+
+def test_values_the_customer_said_are_grounded_directly_with_their_message() -> None:
+    evidence = said(
+        "transfer $40 to 1234324",
+        tool_values={"account_id": [("lookup_account_id", "1234567890")]},
+    )
+    result = ground_call(
+        TRANSFER, {"account_id": "1234567890", "to_account_id": "1234324", "amount": 40.0}, evidence
+    )
+    assert result.ungrounded == ()
+    assert result.inferred == ()
+    assert "amount ← customer message #1: '$40'" in result.describe()
+    assert "account_id ← tool lookup_account_id" in result.describe()
+
+
+def test_an_amount_the_customer_never_gave_is_ungrounded() -> None:
+    evidence = said("transfer $40 to 1234324")
+    result = ground_call(
+        TRANSFER, {"account_id": "x", "to_account_id": "1234324", "amount": 900.0}, evidence
+    )
+    assert set(result.ungrounded) == {"account_id", "amount"}
+
+
+def test_a_tool_result_grounds_only_the_parameter_of_its_own_name() -> None:
+    # The balance (1500.00) is a tool value, but not an amount the customer asked to move.
+    evidence = said("transfer $40 to 1234324", tool_values={"balance": [("balance", "1500.00")]})
+    result = ground_call(
+        TRANSFER, {"to_account_id": "1234324", "amount": Decimal("1500.00")}, evidence
+    )
+    assert result.ungrounded == ("amount",)
+
+
+@pytest.mark.parametrize(
+    ("text", "amount"),
+    [
+        ("send 1,250.50 dollars", "1250.50"),
+        ("send €40", "40"),
+        ("40 bucks please", "40.0"),
+        ("make it 40", "40"),
+    ],
+)
+def test_normalised_amounts_are_direct(text: str, amount: str) -> None:
+    result = ground_call(TRANSFER, {"amount": Decimal(amount)}, said(text))
+    assert result.ungrounded == () and result.inferred == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "amount"),
+    [("send forty dollars", "40"), ("two hundred fifty please", "250"), ("move 2k", "2000")],
+)
+def test_converted_amounts_are_grounded_but_inferred(text: str, amount: str) -> None:
+    result = ground_call(TRANSFER, {"amount": Decimal(amount)}, said(text))
+    assert result.ungrounded == () and result.inferred == ("amount",)
+
+
+def test_ids_match_without_separators_and_case() -> None:
+    result = ground_call(TRANSFER, {"to_account_id": "1234324"}, said("to 1234-324 please"))
+    assert result.ungrounded == () and result.inferred == ()
+    result = ground_call(TRANSFER, {"to_account_id": "ab-77x"}, said("account AB 77X"))
+    assert result.ungrounded == ()
+
+
+def test_swapped_values_need_the_customer_to_see_them() -> None:
+    # A schema-valid model that swaps the amount and the destination: both numbers were said, but
+    # a long bare digit string is not an amount and "$40" is not an account.
+    result = ground_call(
+        TRANSFER, {"to_account_id": "40", "amount": Decimal("1234324")}, said("send $40 to 1234324")
+    )
+    assert result.ungrounded == ()
+    assert set(result.inferred) == {"to_account_id", "amount"}
+
+
+def test_an_enum_label_said_is_direct_a_prefix_is_inferred_a_guess_is_ungrounded() -> None:
+    assert ground_call(PIZZA, {"size": "large"}, said("a LARGE one")).inferred == ()
+    assert ground_call(PIZZA, {"size": "medium"}, said("med please")).inferred == ("size",)
+    assert ground_call(PIZZA, {"size": "large"}, said("yes")).ungrounded == ("size",)
+
+
+def test_dates_match_in_any_common_writing() -> None:
+    spec = ToolSpec(name="book", parameters=(ToolParameter(name="day"),))
+    for text in ("on 2026-03-05", "on 5 March 2026", "March 5, 2026 works", "5/3/2026"):
+        assert ground_call(spec, {"day": "2026-03-05"}, said(text)).ungrounded == (), text
+
+
+def test_principal_and_variables_ground_by_name() -> None:
+    spec = ToolSpec(
+        name="t", parameters=(ToolParameter(name="username"), ToolParameter(name="tier"))
+    )
+    evidence = said("hi", principal={"username": "seldo"}, variables={"tier": "gold"})
+    result = ground_call(spec, {"username": "seldo", "tier": "gold"}, evidence)
+    assert result.ungrounded == ()
+    assert "username ← the authenticated principal" in result.describe()
+    assert ground_call(spec, {"username": "bob"}, evidence).ungrounded == ("username",)
+
+
+def test_composed_parameters_are_exempt_only_on_harmless_tools() -> None:
+    assert ground_call(SEARCH, {"query": "fees for wires"}, said("hi")).ungrounded == ()
+    harmful = SEARCH.model_copy(update={"consequential": True})
+    assert ground_call(harmful, {"query": "fees for wires"}, said("hi")).ungrounded == ("query",)
+
+
+def test_the_latest_message_is_the_source_named() -> None:
+    result = ground_call(TRANSFER, {"amount": Decimal("40")}, said("maybe 40", "yes, 40"))
+    assert "customer message #2" in result.describe()[0]
+
+
+def test_yes_no_arguments_are_never_read_off_free_text() -> None:
+    spec = ToolSpec(name="t", parameters=(ToolParameter(name="agree", type="boolean"),))
+    assert ground_call(spec, {"agree": True}, said("yes")).ungrounded == ("agree",)

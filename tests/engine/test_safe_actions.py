@@ -1,0 +1,236 @@
+"""Safe actions through the real pipeline with a scripted (and deliberately wrong) model:
+grounded arguments, confirmation of consequential calls, failed steps that do not advance, the
+principal a tool establishes, and a reply that is never empty."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from engine.compose import FALLBACK_REPLY, ComposedReply
+from engine.matching.guidelines import GuidelineMatchBatch
+from engine.matching.journeys import JourneyNodeSelection
+from engine.model import Guideline
+from engine.testing import ScriptedLLM
+from engine.tool_calls import ToolCallPlan
+from engine.toolkit import InProcessDispatcher, ToolContextWithKey, ToolRegistry, ToolResult, tool
+from tests.engine.pipeline_kit import (
+    Harness,
+    advance,
+    chain_journey,
+    compose_echo,
+    make_agent,
+    match_when,
+    per_journey,
+    step_number,
+)
+
+SENT: list[dict[str, Any]] = []
+
+
+@tool(description="Send money to an account", consequential=True)
+def send_money(context: ToolContextWithKey, to_account_id: str, amount: Decimal) -> ToolResult:
+    SENT.append({"to": to_account_id, "amount": Decimal(str(amount)), "who": context.principal})
+    return ToolResult(data={"sent": f"{amount}"})
+
+
+@tool(description="Pay a bill", consequential=True, confirm="always")
+def pay_bill(bill_id: str) -> ToolResult:
+    SENT.append({"bill": bill_id})
+    return ToolResult(data={"paid": bill_id})
+
+
+SEND = Guideline(
+    id="send", condition="wants to send money", action="Send the money", tools=("send_money",)
+)
+PAY = Guideline(id="pay", condition="wants to pay a bill", action="Pay it", tools=("pay_bill",))
+
+
+def plan(tool_name: str, **arguments: Any) -> dict[str, Any]:
+    args = [{"name": k, "value": str(v)} for k, v in arguments.items()]
+    return {"calls": [{"tool": tool_name, "arguments": args}]}
+
+
+def money_harness(*plans: dict[str, Any]) -> tuple[Harness, ScriptedLLM]:
+    SENT.clear()
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"send money": True, "pay a bill": True}))
+    llm.on(ToolCallPlan, *plans)
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(guidelines=[SEND, PAY], tools=[send_money.tool_spec, pay_bill.tool_spec])
+    dispatcher = InProcessDispatcher(ToolRegistry([send_money, pay_bill]))
+    return Harness(agent, llm, tools=dispatcher, index=False), llm
+
+
+async def test_an_invented_amount_is_never_used_the_customer_is_asked_instead() -> None:
+    h, llm = money_harness(plan("send_money", to_account_id="1234324", amount=900))
+    await h.start()
+
+    out = await h.say("send $40 to 1234324")
+
+    assert SENT == []
+    record = out.trace.tool_calls[0]
+    assert record.status == "ungrounded" and "amount" in record.detail
+    assert "ask the customer for: amount" in llm.calls_for(ComposedReply)[-1].prompt
+
+
+async def test_values_said_as_is_run_without_a_confirmation_turn() -> None:
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+
+    out = await h.say("send $40 to 1234324")
+
+    assert [{"to": "1234324", "amount": Decimal("40"), "who": None}] == SENT
+    assert "amount ← customer message #0: '$40'" in out.trace.tool_calls[0].sources
+
+
+async def test_an_inferred_value_is_stated_and_runs_only_after_a_yes() -> None:
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+
+    asked = await h.say("send forty dollars to 1234324")
+
+    assert SENT == []
+    assert asked.trace.tool_calls[0].status == "awaiting_confirmation"
+    assert "Please confirm — Send money to an account (to_account_id 1234324, amount 40" in (
+        asked.reply.text
+    )
+    assert [o["id"] for o in asked.reply.data["options"]] == ["confirm", "cancel"]
+    assert asked.state.pending_confirmation is not None
+
+    done = await h.say("yes please")
+
+    assert [{"to": "1234324", "amount": Decimal("40"), "who": None}] == SENT
+    assert done.state.pending_confirmation is None
+
+
+async def test_a_button_press_confirms_and_a_no_cancels() -> None:
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+    await h.say("send forty dollars to 1234324")
+    declined = await h.say("no")
+    assert SENT == [] and declined.state.pending_confirmation is None
+    assert any("declined" in n for n in declined.trace.notes)
+
+    await h.say("send forty dollars to 1234324")
+    await h.say("", choice="confirm")
+    assert len(SENT) == 1
+
+
+async def test_a_changed_value_needs_a_new_confirmation() -> None:
+    h, _ = money_harness(
+        plan("send_money", to_account_id="1234324", amount=40),
+        plan("send_money", to_account_id="1234324", amount=50),
+    )
+    await h.start()
+    await h.say("send forty dollars to 1234324")
+
+    changed = await h.say("actually make it fifty")
+
+    assert SENT == []
+    assert changed.trace.tool_calls[0].status == "awaiting_confirmation"
+    assert "amount 50" in changed.reply.text
+
+
+async def test_anything_but_a_clear_yes_drops_the_request() -> None:
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40), {"calls": []})
+    await h.start()
+    await h.say("send forty dollars to 1234324")
+
+    out = await h.say("hmm what is the weather")
+
+    assert SENT == [] and out.state.pending_confirmation is None
+
+
+async def test_only_the_sender_who_was_asked_can_confirm() -> None:
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40), {"calls": []})
+    await h.start()
+    await h.say("send forty dollars to 1234324", metadata={"customer_id": "alice"})
+
+    await h.say("yes", metadata={"customer_id": "mallory"})
+
+    assert SENT == []
+
+
+async def test_confirm_always_asks_even_for_values_said_verbatim() -> None:
+    h, _ = money_harness(plan("pay_bill", bill_id="B-77"))
+    await h.start()
+
+    asked = await h.say("I want to pay a bill: B-77")
+    assert SENT == [] and asked.trace.tool_calls[0].status == "awaiting_confirmation"
+
+    await h.say("confirm")
+    assert SENT == [{"bill": "B-77"}]
+
+
+async def test_an_empty_composition_becomes_the_fallback_reply() -> None:
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({}))
+    llm.on(ComposedReply, {"message": "   ", "applied": []})
+    h = Harness(make_agent(guidelines=[SEND]), llm, index=False)
+    await h.start()
+
+    out = await h.say("hello")
+
+    assert out.reply.text == FALLBACK_REPLY
+
+
+# -- failed steps ---------------------------------------------------------------------------------
+
+OUTCOMES: list[str] = []
+
+
+@tool(description="Book the table")
+def book(context: ToolContextWithKey, day: str) -> ToolResult:
+    if OUTCOMES and OUTCOMES.pop(0) == "fail":
+        return ToolResult(error="the booking system is down")
+    return ToolResult(data={"booked": day})
+
+
+BOOKING = chain_journey(
+    "booking",
+    "Table booking",
+    "The customer wants to book a table",
+    [
+        ("ask_day", "Ask for the day", {"collects": ()}),
+        ("book", "tool:book", {"action": "Tell the customer the table is booked"}),
+        ("thanks", "Thank the customer"),
+    ],
+)
+
+
+def booking_harness() -> tuple[Harness, ScriptedLLM]:
+    journey = BOOKING[0]
+    n = lambda node: step_number(journey, node)  # noqa: E731
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"book a table": True}))
+    llm.on(
+        JourneyNodeSelection,
+        per_journey({"Table booking": [advance(n("ask_day"), n("book"))]}),
+    )
+    llm.on(ToolCallPlan, plan("book", day="friday"))
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(journeys=[BOOKING], tools=[book.tool_spec])
+    return Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry([book]))), llm
+
+
+async def test_a_failed_tool_step_does_not_advance_and_the_reply_says_so() -> None:
+    OUTCOMES[:] = ["fail"]
+    h, llm = booking_harness()
+    await h.start()
+
+    out = await h.say("book a table for friday")
+
+    assert out.state.journey_paths["booking"][-1] == "book"  # still at the tool step
+    assert "booking" not in out.state.completed_journeys
+    assert out.state.failed_steps == {"booking": "book"}
+    prompt = llm.calls_for(ComposedReply)[-1].prompt
+    assert "did NOT happen" in prompt
+    assert "Tell the customer the table is booked" not in prompt
+
+    OUTCOMES[:] = ["ok"]
+    retried = await h.say("please try again, friday")
+
+    assert [c.status for c in retried.trace.tool_calls] == ["ok"]
+    assert retried.state.journey_paths["booking"][-1] == "thanks"
+    assert retried.state.failed_steps == {}
