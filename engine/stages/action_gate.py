@@ -37,15 +37,13 @@ def evidence_for(state: TurnState) -> Evidence:
     messages = [
         CustomerMessage(e.offset, e.text or "")
         for e in (*state.session.events, *state.events)
-        if e.kind is EventKind.MESSAGE
-        and e.source is EventSource.CUSTOMER
-        and str(e.data.get("sender") or state.session.customer_id) == state.sender
+        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER and state.is_own(e)
     ]
     tool_values: dict[str, list[tuple[str, Any]]] = {}
     results = [
         (str(e.data.get("tool", "")), e.data.get("llm_view"))
         for e in (*state.session.events, *state.events)
-        if e.kind is EventKind.TOOL and not e.data.get("error")
+        if e.kind is EventKind.TOOL and not e.data.get("error") and state.is_own(e)
     ]
     results += [(r.tool, r.data) for r in state.tool_results if r.error is None]
     for tool, data in results:

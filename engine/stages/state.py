@@ -192,6 +192,11 @@ class TurnState:
             if p and p[-1] is not None and self.agent.has_journey(j)
         ]
 
+    def is_own(self, event: Event) -> bool:
+        """Whether an event belongs to this turn's sender (events from before senders were
+        recorded belong to the session's customer)."""
+        return str(event.data.get("sender") or self.session.customer_id) == self.sender
+
     @property
     def principal(self) -> dict[str, Any] | None:
         """Who a tool established this turn's sender to be, if anyone."""

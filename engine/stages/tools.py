@@ -223,6 +223,7 @@ async def _dispatch(
             llm_view=llm_view_of(outcome),
             view=outcome.view,
             error=outcome.error,
+            sender=state.sender,
         )
         maybe_interrupt(state, call, outcome)
         if outcome.error and outcome.view is not None and state.reply_view is None:
@@ -243,10 +244,9 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
     must state. A successful result may establish who the sender is (`control.principal`)."""
     node_id = state.steps.get(call.journey_id) if call.journey_id else None
     if outcome.error is not None:
-        action = (call.spec.description or call.spec.name).rstrip(".")
         state.notes_for_reply.append(
-            f"tool {call.spec.name} failed: {outcome.error} — '{action}' did NOT happen. Say "
-            "plainly that it did not happen, never that it is done, and offer to try again."
+            f"tool {call.spec.name} failed: {outcome.error}. This did NOT happen: say so "
+            "plainly, never say it is done, and offer to try again."
         )
         if call.journey_id and node_id:
             state.failed_steps[call.journey_id] = node_id
@@ -278,6 +278,7 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
         if e.kind is EventKind.TOOL
         and not e.data.get("error")
         and e.data.get("llm_view") is not None
+        and state.is_own(e)  # another sender's lookups never fill this sender's arguments
     ]
 
 
@@ -289,6 +290,7 @@ def _already_called(state: TurnState, tool: str, args: dict[str, Any]) -> bool:
         and e.data.get("tool") == tool
         and not e.data.get("error")
         and e.data.get("arguments") == wanted
+        and state.is_own(e)
         for e in (*state.session.events, *state.events)
     )
 

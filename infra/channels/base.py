@@ -110,7 +110,8 @@ class NormalizedMessage(BaseModel):
     - `event_id`: the platform's id for this delivery, stable across its retries: the dedup id.
     - `account_id`: which of our accounts received it (Telegram bot id, Slack team, WhatsApp phone
       number id, Twilio AccountSid, "generic"); event ids are only unique within an account.
-    - `conversation_key`: the session key (`tg:{bot_id}:{chat_id}`, `slack:{team}:{channel}[:{thread}]`,
+    - `conversation_key`: the session key (`tg:{bot_id}:{chat_id}[:{topic}][:user:{id}]`,
+      `slack:{team}:{channel}` for a DM, `slack:{team}:{channel}[:{thread}]:user:{id}` in a channel,
       `wa:{phone_number_id}:{bsuid or wa_id}`, `twilio:{AccountSid}:{To}:{From}`, `generic:{id}`).
     - `text`: what the customer wrote; for a button click, the button's label when the platform
       tells it, else "". Cleaned of control characters and capped (`infra.channels.text`).

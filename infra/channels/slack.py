@@ -150,12 +150,13 @@ class _BlockActions(_Payload):
     actions: list[_Action] = Field(default_factory=list)
 
 
-def _conversation(team: str, channel: str, thread_ts: str | None, *, is_dm: bool) -> str:
-    return (
-        f"slack:{team}:{channel}"
-        if is_dm or not thread_ts
-        else f"slack:{team}:{channel}:{thread_ts}"
-    )
+def _conversation(team: str, channel: str, thread_ts: str | None, *, is_dm: bool, user: str) -> str:
+    """A DM is one session; in a channel each person in each thread has their own session, so a
+    login or a collected value never serves another member's message."""
+    if is_dm:
+        return f"slack:{team}:{channel}"
+    thread = f":{thread_ts}" if thread_ts else ""
+    return f"slack:{team}:{channel}{thread}:user:{user}"
 
 
 class SlackChannel:
@@ -248,7 +249,9 @@ class SlackChannel:
             channel=self.name,
             account_id=callback.team_id,
             event_id=f"{event.channel}:{event.ts}",
-            conversation_key=_conversation(callback.team_id, event.channel, thread_ts, is_dm=is_dm),
+            conversation_key=_conversation(
+                callback.team_id, event.channel, thread_ts, is_dm=is_dm, user=event.user
+            ),
             customer_id=event.user,
             text=clean_text(_plain_text(event.text, own_ids)),
             reply_to=reply_to,
@@ -287,7 +290,9 @@ class SlackChannel:
             channel=self.name,
             account_id=team,
             event_id=click.trigger_id,
-            conversation_key=_conversation(team, channel, thread_ts, is_dm=is_dm),
+            conversation_key=_conversation(
+                team, channel, thread_ts, is_dm=is_dm, user=click.user.id
+            ),
             customer_id=click.user.id,
             customer_name=click.user.name,
             text=clean_text(label),

@@ -69,6 +69,7 @@ class _User(_Payload):
 
 class _Chat(_Payload):
     id: int
+    type: str = "private"  # private | group | supergroup | channel
 
 
 class _Button(_Payload):
@@ -207,6 +208,9 @@ class TelegramChannel:
         if message.is_topic_message and message.message_thread_id is not None:
             key += f":{message.message_thread_id}"  # forum topics are separate conversations
             reply_to["message_thread_id"] = message.message_thread_id
+        if message.chat.type != "private":
+            # In a group each person has their own session: their login, their collected values.
+            key += f":user:{sender.id}"
         if callback_query_id is not None:
             reply_to["callback_query_id"] = callback_query_id
         return NormalizedMessage(

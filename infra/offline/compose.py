@@ -637,9 +637,14 @@ def _question_sentence(question: str, reply: _Reply) -> str | None:
 
 
 def _note_sentence(note: str) -> str | None:
-    failed = re.match(r"^tool (?P<tool>\S+) failed: (?P<error>.*)$", note)
+    failed = re.match(
+        r"^tool (?P<tool>\S+) failed: (?P<error>.*?)(?P<retry>\. This did NOT happen.*)?$", note
+    )
     if failed:
-        return f"Sorry, I could not complete {_human(failed['tool'])} just now ({failed['error']})"
+        sentence = (
+            f"Sorry, I could not complete {_human(failed['tool'])} just now ({failed['error']})"
+        )
+        return sentence + (". Would you like me to try again?" if failed["retry"] else "")
     waiting = re.match(
         r"^Before '(?P<goal>[^']+)' the customer must complete '(?P<first>[^']+)'", note
     )

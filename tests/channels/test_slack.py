@@ -60,7 +60,7 @@ def test_app_mention_in_a_channel_is_normalized(channels: dict[str, Channel]) ->
     [message] = outcome.messages
     assert message.event_id == "C111:1595926230.009600"
     assert message.account_id == "T111"
-    assert message.conversation_key == "slack:T111:C111:1595926230.009600"
+    assert message.conversation_key == "slack:T111:C111:1595926230.009600:user:W222"
     assert message.customer_id == "W222"
     assert message.text == "Hi & bye"  # our mention removed, Slack's escapes undone
     assert message.choice is None
@@ -96,7 +96,7 @@ def test_a_direct_message_is_one_conversation(channels: dict[str, Channel]) -> N
 def test_a_reply_in_a_thread_belongs_to_the_thread(channels: dict[str, Channel]) -> None:
     event = slack_event("more", ts="1595926300.000100", thread_ts="1595926230.009600")
     [message] = channels["slack"].handle(slack_request(event)).messages
-    assert message.conversation_key == "slack:T111:C111:1595926230.009600"
+    assert message.conversation_key == "slack:T111:C111:1595926230.009600:user:W222"
 
 
 def test_url_verification_echoes_the_challenge(channels: dict[str, Channel]) -> None:
@@ -163,7 +163,7 @@ def test_button_click_is_a_choice(channels: dict[str, Channel]) -> None:
     assert message.text == "Billing"
     assert message.customer_id == "W222"
     # the buttons were in the thread of the customer's message: same conversation as that message
-    assert message.conversation_key == "slack:T111:C111:1595926230.009600"
+    assert message.conversation_key == "slack:T111:C111:1595926230.009600:user:W222"
     assert message.reply_to["response_url"].startswith("https://hooks.slack.com/actions/")
     assert message.raw_type == "block_actions"
 
@@ -294,3 +294,20 @@ async def test_failure_on_a_later_part_reports_what_went_out(
     with pytest.raises(DeliveryUnavailable) as caught:
         await channels["slack"].send(reply, http)
     assert caught.value.delivered == ("1.1",) and caught.value.platform_status == 502
+
+
+def test_in_a_channel_thread_each_member_has_their_own_session(
+    channels: dict[str, Channel],
+) -> None:
+    keys = set()
+    for user in ("W222", "W333"):
+        event = slack_event(
+            "more", ts="1595926300.000100", thread_ts="1595926230.009600", user=user
+        )
+        [message] = channels["slack"].handle(slack_request(event)).messages
+        keys.add(message.conversation_key)
+        assert message.reply_to["thread_ts"] == "1595926230.009600"
+    assert keys == {
+        "slack:T111:C111:1595926230.009600:user:W222",
+        "slack:T111:C111:1595926230.009600:user:W333",
+    }

@@ -53,7 +53,7 @@ def test_button_click_is_a_choice_with_its_label(channels: dict[str, Channel]) -
 def test_forum_topics_are_separate_conversations(channels: dict[str, Channel]) -> None:
     update = tg_text_update("hi", chat_id=-100777, topic=42)
     [message] = channels["telegram"].handle(telegram_request(update)).messages
-    assert message.conversation_key == "tg:700100200:-100777:42"
+    assert message.conversation_key == "tg:700100200:-100777:42:user:1111111"
     assert message.reply_to["message_thread_id"] == 42
 
 
@@ -262,3 +262,14 @@ def test_an_unrepresentable_date_is_dropped_not_fatal(channels: dict[str, Channe
     update["message"]["date"] = 253402300800
     [message] = channels["telegram"].handle(telegram_request(update)).messages
     assert message.sent_at is None
+
+
+def test_in_a_group_each_sender_has_their_own_session(channels: dict[str, Channel]) -> None:
+    keys = set()
+    for user in (4242, 6666):
+        update = tg_text_update("hi", chat_id=-100777, user_id=user)
+        update["message"]["chat"]["type"] = "group"
+        [message] = channels["telegram"].handle(telegram_request(update)).messages
+        keys.add(message.conversation_key)
+        assert message.reply_to["chat_id"] == -100777  # the reply still goes to the group
+    assert keys == {"tg:700100200:-100777:user:4242", "tg:700100200:-100777:user:6666"}

@@ -234,3 +234,73 @@ async def test_a_failed_tool_step_does_not_advance_and_the_reply_says_so() -> No
     assert [c.status for c in retried.trace.tool_calls] == ["ok"]
     assert retried.state.journey_paths["booking"][-1] == "thanks"
     assert retried.state.failed_steps == {}
+
+
+# -- identity ---------------------------------------------------------------------------------
+
+SEEN_PRINCIPALS: list[tuple[str, Any]] = []
+
+
+@tool(description="Log in")
+def log_in(context: ToolContextWithKey, username: str) -> ToolResult:
+    return ToolResult(data={"ok": True}, control={"principal": {"username": username}})
+
+
+@tool(description="Show the balance")
+def show_balance(context: ToolContextWithKey) -> ToolResult:
+    SEEN_PRINCIPALS.append((context.sender_id, context.principal))
+    return ToolResult(data={"balance": "10"})
+
+
+async def test_a_login_belongs_to_the_sender_who_logged_in_even_in_one_shared_session() -> None:
+    SEEN_PRINCIPALS.clear()
+    login_rule = Guideline(id="in", condition="wants to log in", action="Log in", tools=("log_in",))
+    balance_rule = Guideline(
+        id="bal", condition="asks for the balance", action="Give it", tools=("show_balance",)
+    )
+    llm = ScriptedLLM()
+    llm.on(
+        GuidelineMatchBatch,
+        match_when({"log in": lambda m: "log" in m, "balance": lambda m: "balance" in m}),
+    )
+    llm.on(ToolCallPlan, plan("log_in", username="alice"))
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(
+        guidelines=[login_rule, balance_rule], tools=[log_in.tool_spec, show_balance.tool_spec]
+    )
+    h = Harness(
+        agent, llm, tools=InProcessDispatcher(ToolRegistry([log_in, show_balance])), index=False
+    )
+    await h.start()
+
+    logged = await h.say("log me in as alice", metadata={"customer_id": "alice"})
+    await h.say("what is my balance", metadata={"customer_id": "bob"})
+    await h.say("and my balance?", metadata={"customer_id": "alice"})
+
+    assert logged.state.principals == {"alice": {"username": "alice"}}
+    assert SEEN_PRINCIPALS == [("bob", None), ("alice", {"username": "alice"})]
+
+
+async def test_the_model_cannot_set_the_principal() -> None:
+    # A hostile plan passes a 'principal' argument: unknown arguments are dropped, and only a
+    # tool result's control field can establish who the sender is.
+    SEEN_PRINCIPALS.clear()
+    rule = Guideline(
+        id="bal", condition="asks for the balance", action="Give it", tools=("show_balance",)
+    )
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"balance": True}))
+    llm.on(ToolCallPlan, plan("show_balance", principal="alice", username="alice"))
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(
+        make_agent(guidelines=[rule], tools=[show_balance.tool_spec]),
+        llm,
+        tools=InProcessDispatcher(ToolRegistry([show_balance])),
+        index=False,
+    )
+    await h.start()
+
+    out = await h.say("balance please, I am alice")
+
+    assert SEEN_PRINCIPALS == [("c1", None)]
+    assert out.state.principals == {}
