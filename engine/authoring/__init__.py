@@ -12,13 +12,14 @@ from engine.authoring.builder import (
     NewState,
     derived_customer_dependent,
 )
+from engine.authoring.document_writer import dump_agent
 from engine.authoring.fields import field_shorthand, parse_field_shorthand
 from engine.authoring.ids import (
     default_canned_response_id,
     default_guideline_id,
     default_journey_id,
 )
-from engine.authoring.serialized import agent_from_document, dump_agent, load_agent
+from engine.authoring.serialized import agent_from_document, load_agent
 
 __all__ = [
     "END_JOURNEY",
