@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from engine.authoring.builder import END_JOURNEY, Agent, JourneyBuilder, Related
+from engine.authoring.agent_builder import Agent, Related
 from engine.authoring.document import (
     RELATION_KEYS,
     AgentDocument,
@@ -32,6 +32,7 @@ from engine.authoring.ids import (
     default_journey_id,
     default_state_id,
 )
+from engine.authoring.journey_builder import END_JOURNEY, JourneyBuilder
 from engine.errors import InvalidAgentDefinition
 from engine.model import EntityKind, EntityRef
 from engine.projection import journey_condition_guideline_id

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.authoring.builder import derived_customer_dependent
 from engine.authoring.canonical import AGENT_LEVEL, journey_dependency, place_guideline
+from engine.authoring.customer_dependent import derived_customer_dependent
 from engine.authoring.document import RELATION_KEYS, Reference
 from engine.authoring.fields import field_shorthand
 from engine.authoring.ids import END_STATE_NAME, default_transition_id

@@ -51,7 +51,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from engine.authoring.builder import Agent
+from engine.authoring.agent_builder import Agent
 from engine.authoring.document import AgentDocument, document_problems
 from engine.authoring.document_compiler import DocumentCompiler
 from engine.errors import InvalidAgentDefinition
