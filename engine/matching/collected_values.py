@@ -99,7 +99,7 @@ def _check_bounds(field: CollectedField, number: Decimal) -> None:
 
 
 def bound_text(value: float) -> str:
-    """A bound as the customer would write it: `300`, not `300.0`."""
+    """A bound as a person writes it: `300`, not `300.0`."""
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
@@ -119,7 +119,8 @@ def coerce_collected(
 def coerce_items(
     journey: Journey, items: Sequence[CollectedItem], node_ids: Iterable[str]
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """Values, rejected field names (→ reason) and notes."""
+    """`coerce_collected`, also returning the rejected field names (→ reason): answer
+    verification holds the walk at a step whose value failed, so the agent asks again."""
     allowed = set(node_ids)
     owners: dict[str, tuple[str, CollectedField]] = {}
     for node in journey.nodes:
