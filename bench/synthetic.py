@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.authoring import END_JOURNEY, Agent
-from engine.authoring.builder import JourneyBuilder
+from engine.authoring.journey_builder import JourneyBuilder
 from engine.model import AgentSnapshot, ToolParameter, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState

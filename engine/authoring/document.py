@@ -27,6 +27,14 @@ from engine.model import (
 # An id of a guideline or a journey, or `{guideline: id}` / `{journey: id}` when the id is both.
 Reference = str | dict[str, str]
 
+# Document key of each relationship kind, on the element that is the relationship's source.
+RELATION_KEYS: dict[RelationshipKind, str] = {
+    RelationshipKind.PRIORITY: "priority_over",
+    RelationshipKind.DEPENDENCY: "depends_on",
+    RelationshipKind.ENTAILMENT: "entails",
+    RelationshipKind.DISAMBIGUATION: "disambiguates",
+}
+
 
 class _Element(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

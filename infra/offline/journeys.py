@@ -1,6 +1,6 @@
 """Journey node selection (`JourneyNodeSelection`) from the map in the prompt.
 
-The prompt (`engine.matching.journeys.build_node_selection_prompt`) shows numbered steps with
+The prompt (`engine.matching.journey_prompt.build_node_selection_prompt`) shows numbered steps with
 flags (BEGIN HERE, CURRENT STEP, VISITED, CUSTOMER DEPENDENT, TOOL STEP, FORK), the fields each
 step collects and what is known of them, and the transitions. The walk:
 
@@ -18,7 +18,7 @@ step collects and what is known of them, and the transitions. The walk:
   customer already gave (so a first message "send $500 to account 1234" passes the asking step);
 - it never passes a tool step whose tools did not run, and "NONE" means the journey ended.
 
-`engine.matching.journeys.verify_advancement` still checks every answer against the graph.
+`engine.matching.journey_answer.verify_advancement` still checks every answer against the graph.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass, field
 
 from engine.compose import FALLBACK_REPLY
-from engine.matching.journeys import CollectedItem, JourneyNodeSelection
+from engine.matching.collected_values import CollectedItem
+from engine.matching.journey_answer import JourneyNodeSelection
 from infra.offline.language import (
     answer_polarity,
     condition_polarity,

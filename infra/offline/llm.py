@@ -15,7 +15,7 @@ from engine.matching.guidelines import (
     DisambiguationVerdict,
     GuidelineMatchBatch,
 )
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.ports import Generation, Usage
 from engine.tool_calls import ToolCallPlan
 from infra.offline.compose import choose_canned, compose_reply

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from engine.clock import FixedClock, SequentialIds
-from engine.matching.journeys import build_node_views
+from engine.matching.journey_graph import build_node_views
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import (
     AgentConfig,

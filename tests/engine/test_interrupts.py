@@ -7,7 +7,7 @@ import pytest
 
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import ToolKind
 from engine.testing import ScriptedLLM
 from engine.tool_calls import resolve_pick

@@ -11,17 +11,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.matching.journey_graph import current_run, current_step
-from engine.matching.journeys import (
-    JourneyNodeSelection,
+from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
+from engine.matching.journey_forced_moves import auto_return, entry_step
+from engine.matching.journey_graph import (
     NodeView,
-    VerifiedStep,
-    auto_return,
     build_node_views,
-    entry_step,
+    current_run,
+    current_step,
     prune_nodes,
-    verify_advancement,
 )
+from engine.matching.journey_walk import VerifiedStep
 from engine.model import (
     CollectedField,
     CustomerDependentAction,

@@ -18,15 +18,11 @@ import pytest
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.llm import TurnLLM
-from engine.matching.journeys import (
-    CollectedItem,
-    JourneyNodeSelection,
-    build_node_selection_prompt,
-    build_node_views,
-    coerce_collected,
-    select_journey_step,
-    transition_map_text,
-)
+from engine.matching.collected_values import CollectedItem, coerce_collected
+from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.journey_graph import build_node_views
+from engine.matching.journey_prompt import build_node_selection_prompt, transition_map_text
+from engine.matching.journeys import select_journey_step
 from engine.model import AgentConfig, AgentSnapshot, CollectedField, Journey, LLMPurpose
 from engine.ports import ToolOutcome
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState

@@ -8,7 +8,7 @@ from __future__ import annotations
 from engine.compose import ComposedReply
 from engine.context import TurnContext
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import AgentConfig, AgentSnapshot, Criticality, Guideline
 from engine.recall import RecallQuery, preselect, prune_low_probability, tag_filter
 from engine.session import SessionState

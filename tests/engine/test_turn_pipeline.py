@@ -7,7 +7,7 @@ import pytest
 from engine.compose import FALLBACK_REPLY, ComposedReply
 from engine.errors import LLMTransientError
 from engine.matching.guidelines import CustomerDependentBatch, GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import AgentConfig, Guideline, TurnBudget
 from engine.session import EventKind
 from engine.testing import ScriptedLLM

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField, Guideline
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan

@@ -26,6 +26,7 @@ from engine.compose import (
 )
 from engine.context import TurnContext
 from engine.errors import LLMError
+from engine.matching.collected_values import coerce_collected
 from engine.matching.guidelines import (
     Batch,
     BatchKind,
@@ -34,13 +35,9 @@ from engine.matching.guidelines import (
     GuidelineMatchBatch,
     build_match_prompt,
 )
-from engine.matching.journeys import (
-    JourneyNodeSelection,
-    build_node_selection_prompt,
-    build_node_views,
-    coerce_collected,
-    verify_advancement,
-)
+from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
+from engine.matching.journey_graph import build_node_views
+from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import ToolOutcome

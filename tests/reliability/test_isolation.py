@@ -15,7 +15,8 @@ import pytest
 
 from engine.authoring import END_JOURNEY, Agent
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection, build_node_views
+from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.journey_graph import build_node_views
 from engine.model import AgentSnapshot
 from engine.ports import Generation
 from engine.session import EventKind, EventSource, SessionState

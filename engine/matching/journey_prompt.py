@@ -1,0 +1,286 @@
+"""The node-selection prompt: the journey map shown to the model and the rules it answers by.
+
+Pure functions of their inputs, so the text is snapshot-tested (tests/snapshots/). The map shows
+the journey as numbered steps with flags and transitions, pruned around the current run
+(`engine.matching.journey_graph.prune_nodes`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from engine.context import TurnContext, render_context
+from engine.matching.collected_values import bound_text
+from engine.matching.journey_graph import (
+    EdgeView,
+    NodeView,
+    current_run,
+    current_step,
+    prune_nodes,
+)
+from engine.model import CollectedField, Journey, NodeKind
+
+# --------------------------------------------------------------------------------------------------
+# The journey map shown to the model
+
+
+def transition_map_text(
+    journey: Journey,
+    views: dict[str, NodeView],
+    path: Sequence[str | None],
+    *,
+    collected: Mapping[str, Any] | None = None,
+    max_depth: int = 5,
+    condition_texts: Sequence[str] = (),
+    executed_tools: Collection[str] = (),
+) -> str:
+    """The journey as numbered steps with flags and transitions, pruned around the current run.
+
+    `condition_texts` replaces the journey's own activation conditions when given (e.g. only the
+    ones that matched); `collected` shows known values next to the steps that collect them."""
+    shown = prune_nodes(journey, views, path, max_depth)
+    here = current_step(path, views)
+    visited = {n for n in current_run(path) if n in views} if here else set()
+    root = views.get(journey.root_id)
+    # an action-less root with one way out is just a door: show the step behind it instead
+    door = root if root and root.transit and len(root.exits) == 1 else None
+    begin: str | None = None
+    if here is None and root is not None:
+        begin = door.exits[0] if door else root.id
+    if begin is not None and begin not in shown:
+        shown = {nid: v for nid, v in views.items() if nid in shown or nid == begin}
+
+    lines = [f"Journey: {journey.title}"]
+    conditions = condition_texts or journey.conditions
+    if conditions:
+        lines.append("Activated when: " + " OR ".join(f'"{c}"' for c in conditions))
+    if journey.description:
+        lines.append(f"Description: {journey.description}")
+    lines.append("")
+    lines.append("Steps:")
+    for view in shown.values():
+        if door is not None and view.id == door.id:
+            continue
+        lines.extend(
+            _step_lines(
+                view,
+                views,
+                shown,
+                door=door,
+                begin=view.id == begin,
+                current=view.id == here,
+                visited=view.id in visited,
+                collected=collected or {},
+                executed_tools=executed_tools,
+            )
+        )
+    return "\n".join(lines)
+
+
+def _step_lines(
+    view: NodeView,
+    views: dict[str, NodeView],
+    shown: dict[str, NodeView],
+    *,
+    door: NodeView | None,
+    begin: bool,
+    current: bool,
+    visited: bool,
+    collected: Mapping[str, Any],
+    executed_tools: Collection[str],
+) -> list[str]:
+    lines = [f"STEP {view.index}: {_step_title(view)}"]
+    flags: list[str] = []
+    if begin:
+        flags.append(
+            "BEGIN HERE — the journey has not started; "
+            + ("choose its first step below" if view.transit else "it starts at this step")
+        )
+    if current:
+        flags.append("CURRENT STEP (last executed) — first decide whether it is complete")
+    elif visited and not view.transit:
+        flags.append("VISITED — done earlier in this run; a valid backtracking target")
+    if view.customer_dependent:
+        wanted = view.customer_action or "answered what this step asks"
+        flags.append(f"CUSTOMER DEPENDENT — complete only once the customer has: {wanted}")
+    if view.kind is NodeKind.TOOL:
+        tools = ", ".join(view.tools)
+        if view.tools and view.tools_ran(executed_tools):
+            flags.append(f"TOOL STEP ({tools}) — its tools ran this turn; it may be passed")
+        else:
+            flags.append(f"TOOL STEP ({tools}) — do not advance past it until its tools ran")
+    if view.transit:
+        flags.append("FORK — never the final step; continue along one of its transitions")
+    lines.extend(f"  - {flag}" for flag in flags)
+    lines.extend(f"  - {_field_text(fld, collected)}" for fld in view.collects)
+    lines.extend(_transition_lines(view, views, shown, door))
+    return lines
+
+
+def _step_title(view: NodeView) -> str:
+    if view.transit:
+        return "(no action: chooses between the transitions below)"
+    if view.kind is NodeKind.TOOL:
+        return view.action or f"Run {', '.join(view.tools)}"
+    return view.action or ""
+
+
+def _transition_lines(
+    view: NodeView, views: dict[str, NodeView], shown: dict[str, NodeView], door: NodeView | None
+) -> list[str]:
+    if not view.outgoing:
+        return ["  ↳ once this step is done → END JOURNEY"]
+    lines = []
+    for edge in view.outgoing:
+        if edge.condition:
+            when = f'if "{edge.condition}"'
+        else:
+            when = "always" if view.transit else "once this step is done"
+        lines.append(f"  ↳ {when} → {_destination(edge, views, shown, door)}")
+    return lines
+
+
+def _destination(
+    edge: EdgeView, views: dict[str, NodeView], shown: dict[str, NodeView], door: NodeView | None
+) -> str:
+    if edge.target is None:
+        return "END JOURNEY"
+    target = views[edge.target]
+    suffix = ""
+    if door is not None and target.id == door.id and door.exits[0] is not None:
+        target = views[door.exits[0]]  # a loop back to the start lands on the first real step
+        suffix = " (back to the start)"
+    if target.id not in shown:
+        suffix += " (not shown: more steps follow)"
+    return f"step {target.index}{suffix}"
+
+
+_TYPE_TEXT = {
+    "str": "text",
+    "int": "whole number",
+    "decimal": "number",
+    "bool": "yes/no",
+    "date": "date YYYY-MM-DD",
+}
+
+
+def _field_text(fld: CollectedField, collected: Mapping[str, Any]) -> str:
+    kind = f"one of: {', '.join(fld.choices)}" if fld.type == "enum" else _TYPE_TEXT[fld.type]
+    bounds = [
+        f"{sign} {bound_text(value)}"
+        for sign, value in ((">", fld.gt), ("≥", fld.ge), ("≤", fld.le))
+        if value is not None
+    ]
+    details = [kind + "".join(f" {b}" for b in bounds)]
+    if fld.description:
+        details.append(fld.description)
+    if not fld.required:
+        details.append("optional")
+    known = (
+        f"known = {_value_text(collected[fld.name])}" if fld.name in collected else "not given yet"
+    )
+    return f'collects "{fld.name}" ({", ".join(details)}): {known}'
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------------
+# The prompt
+
+
+_INTRO = (
+    "You keep track of where a conversation stands in one journey: a step-by-step process the "
+    "agent follows with the customer. Given the latest customer message, say whether the journey "
+    "still applies and which single step the agent performs in its next reply."
+)
+
+_RULES = """\
+Answer these questions in order.
+1. Does the journey still apply? If the customer clearly dropped it (refused to go on, asked to \
+stop, or switched to something that replaces it), answer journey_applies=false; nothing else \
+matters then. A side question alone does not drop it.
+2. Is the current step complete? A CUSTOMER DEPENDENT step is complete only when the customer \
+actually gave what it asks for; the agent asking is not enough. A TOOL STEP is complete only once \
+its tools ran (see the tool results). Any other step is complete once the agent has done it.
+3. Did the customer change an answer given at an earlier VISITED step? Then set \
+requires_backtracking=true and backtracking_target_step to that step's number, and walk on from \
+there. Only VISITED steps can be targets.
+4. step_advancement lists the step numbers the journey moves through this turn: it starts at the \
+current step (or the backtracking target, or BEGIN HERE) and follows only the transitions in the \
+map. Leave a step only when it is complete; pass several steps at once when the customer already \
+gave what they need. Never pass a TOOL STEP whose tools have not run: stop on it. Never stop on a \
+FORK: take one of its transitions.
+5. next_step is where the walk stops: the step the agent performs now (the current step again if \
+it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
+transition applies.
+6. collected lists the values the customer stated for fields of the steps you stayed on or \
+passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of \
+the listed options. Never guess a value the customer did not state. If the customer corrected a \
+value ("actually, make it 300"), give the new one. Leave out known values that did not change."""
+
+_ANSWER = (
+    "Reply with one JSON object:\n"
+    '{{"rationale": "{rationale}", "journey_applies": true, "requires_backtracking": false, '
+    '"backtracking_target_step": null, "step_advancement": ["<step>", "..."], '
+    '"next_step": "<step> or NONE", "collected": [{{"name": "<field>", "value": "<value>"}}]}}'
+)
+_RATIONALE_COMPACT = "<at most 12 words>"
+_RATIONALE_EXPLAIN = "<which step is complete, and why each transition you took applies>"
+
+
+def _position_text(
+    views: dict[str, NodeView], path: Sequence[str | None], executed_tools: Collection[str]
+) -> str:
+    here = current_step(path, views)
+    if here is None:
+        return (
+            "The journey has not started in this run: choose its first step, starting at "
+            "BEGIN HERE. There is nothing to backtrack to."
+        )
+    run = [views[n].label for n in current_run(path) if n in views and not views[n].transit]
+    text = (
+        f"Current step: {views[here].label} (executed last). Visited in this run: {', '.join(run)}."
+    )
+    view = views[here]
+    if view.kind is NodeKind.TOOL:
+        if view.tools_ran(executed_tools):
+            text += " Its tools ran this turn (see the tool results)."
+        else:
+            text += " Its tools have not run yet, so the journey cannot leave it."
+    return text
+
+
+def build_node_selection_prompt(
+    ctx: TurnContext,
+    journey: Journey,
+    views: dict[str, NodeView],
+    path: Sequence[str | None],
+    *,
+    collected: Mapping[str, Any],
+    max_depth: int,
+    explain: bool,
+) -> str:
+    """The node-selection prompt for one journey. Pure: same inputs, same text."""
+    executed = {r.tool for r in ctx.tool_results}
+    journey_map = transition_map_text(
+        journey, views, path, collected=collected, max_depth=max_depth, executed_tools=executed
+    )
+    answer = _ANSWER.format(rationale=_RATIONALE_EXPLAIN if explain else _RATIONALE_COMPACT)
+    return "\n\n".join(
+        [
+            _INTRO,
+            f"## Context\n{render_context(ctx)}",
+            f"## Journey map\n{journey_map}",
+            f"## Where the journey stands\n{_position_text(views, path, executed)}",
+            f"## How to decide\n{_RULES}",
+            f"## Answer\n{answer}",
+        ]
+    )
