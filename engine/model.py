@@ -168,7 +168,13 @@ class JourneyNode(BaseModel):
     customer_dependent: CustomerDependentAction | None = None
     collects: tuple[CollectedField, ...] = ()
     composition_mode: CompositionMode | None = None
+    # A tool step whose tool failed goes here (a state id, or END_OF_JOURNEY to end the journey
+    # without completing it) instead of staying at the step.
+    on_failure: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+END_OF_JOURNEY = "END"  # the target of a failure transition that ends the journey
 
 
 class JourneyEdge(BaseModel):

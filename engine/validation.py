@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
+    END_OF_JOURNEY,
     JOURNEY_TAG_PREFIX,
     AgentSnapshot,
     CollectedField,
@@ -197,6 +198,17 @@ def _field_shape(field: CollectedField) -> tuple[object, ...]:
 
 def _transition_problems(journey: Journey) -> Iterator[str]:
     node_ids = [n.id for n in journey.nodes]
+    for node in journey.nodes:
+        if node.on_failure is None:
+            continue
+        owner = f"journey '{journey.id}' state '{node.id}'"
+        if node.kind is not NodeKind.TOOL:
+            yield f"{owner} has on_failure, but only tool states can fail"
+        if node.on_failure != END_OF_JOURNEY and node.on_failure not in node_ids:
+            yield (
+                f"{owner}: on_failure leads to step '{node.on_failure}', which does not exist "
+                f"{_known('steps', node_ids)}"
+            )
     for edge in journey.edges:
         owner = f"journey '{journey.id}' transition '{edge.id}'"
         if edge.source not in node_ids:
@@ -314,8 +326,21 @@ def _prerequisite_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
         yield f"journey prerequisites form a cycle: {route}; no journey in it could ever start"
 
 
+def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    for spec in snapshot.tools:
+        composed = [p.name for p in spec.parameters if p.composed]
+        if composed and spec.consequential:
+            names = ", ".join(f"'{n}'" for n in composed)
+            yield (
+                f"tool '{spec.name}': parameter {names} is composed (the model phrases it), but "
+                "the tool is consequential; a consequential tool runs only on values the "
+                "customer gave — remove composed or make the tool non-consequential"
+            )
+
+
 _CHECKS: tuple[Check, ...] = (
     _duplicate_ids,
+    _tool_problems,
     _guideline_problems,
     _journey_problems,
     _relationship_problems,

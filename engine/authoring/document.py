@@ -72,6 +72,7 @@ class StateDoc(_Element):
     customer_dependent: bool | dict[str, Any] | None = None
     description: str | None = None
     composition_mode: CompositionMode | None = None
+    on_failure: str | None = None  # a tool state's failure transition: a state id or END
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -175,6 +175,12 @@ class DocumentCompiler:
         for index, transition in enumerate(doc.transitions):
             item = _item_path("transitions", transition, index)
             self._transition(f"{path}.{item}", journey, transition, declared)
+        for index, state in enumerate(doc.states):
+            if state.on_failure is not None:
+                item = _item_path("states", state, index)
+                self._on_failure(
+                    f"{path}.{item}.on_failure", journey, declared[index + 1], state, declared
+                )
         for index, guideline in enumerate(doc.guidelines):
             self._guideline(
                 f"{path}.{_item_path('guidelines', guideline, index)}", guideline, journey
@@ -205,6 +211,28 @@ class DocumentCompiler:
                 id=doc.id,
             ),
         )
+
+    def _on_failure(
+        self,
+        path: str,
+        journey: JourneyBuilder,
+        state_id: str,
+        doc: StateDoc,
+        declared: list[str],
+    ) -> None:
+        target_id = doc.on_failure or ""
+        ends = target_id == END_STATE_NAME
+        if not ends and target_id not in declared:
+            self.problems.append(
+                f"{path}: unknown state '{target_id}'{_known('states', declared, target_id)}"
+            )
+            return
+        try:
+            source = journey.state(state_id)
+            target = END_JOURNEY if ends else journey.state(target_id)
+        except KeyError:
+            return  # that state failed to build, and its own problem is reported already
+        self._attempt(path, lambda: source.on_failure(target))
 
     def _transition(
         self, path: str, journey: JourneyBuilder, doc: TransitionDoc, declared: list[str]

@@ -208,6 +208,8 @@ def _state(node: JourneyNode) -> dict[str, Any]:
         doc["tool"] = node.tools[0] if len(node.tools) == 1 else list(node.tools)
         if node.action is not None:
             doc["action"] = node.action
+        if node.on_failure is not None:
+            doc["on_failure"] = node.on_failure
     else:
         doc["fork"] = True if description is None else description
         description = None

@@ -24,6 +24,7 @@ from engine.authoring.relatable import GuidelineBuilder, Relatable
 from engine.authoring.tool_refs import ToolRefs
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
+    END_OF_JOURNEY,
     CompositionMode,
     EntityKind,
     EntityRef,
@@ -138,6 +139,24 @@ class JourneyState:
                 )
         self.journey._add_transition(self.id, target.id, condition, transition_id)
         return target
+
+    def on_failure(self, state: JourneyState | EndJourney) -> None:
+        """Where the journey goes when this tool state's tool fails — a state of this journey, or
+        `END_JOURNEY` (the journey ends without completing). Without it, a failed tool state
+        keeps the journey where it is and the customer is offered a retry."""
+        if self.node.kind is not NodeKind.TOOL:
+            raise _misuse(f"state '{self.id}' is not a tool state; only tool states can fail")
+        if isinstance(state, EndJourney):
+            target = END_OF_JOURNEY
+        elif state.journey is not self.journey:
+            raise _misuse(
+                f"state '{state.id}' belongs to journey '{state.journey.id}', not to "
+                f"'{self.journey.id}'"
+            )
+        else:
+            target = state.id
+        nodes = self.journey._nodes
+        nodes[self._index] = self.node.model_copy(update={"on_failure": target})
 
     def fork(
         self,

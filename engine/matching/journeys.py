@@ -81,15 +81,3 @@ async def select_journey_step(
     else:
         values, notes = coerce_collected(journey, selection.collected, _reached_nodes(step.path))
     return JourneyStepResult(journey.id, step, values, selection.rationale, True, tuple(notes))
-
-
-# --------------------------------------------------------------------------------------------------
-# temporary: engine/turn.py is being split in parallel; remove on merge.
-# engine/turn.py imports these names from here. Their homes: NodeView and build_node_views in
-# engine.matching.journey_graph, VerifiedStep in engine.matching.journey_walk, auto_return and
-# entry_step in engine.matching.journey_forced_moves.
-
-from engine.matching.journey_forced_moves import entry_step  # noqa: E402
-from engine.matching.journey_graph import NodeView  # noqa: E402
-
-__all__ += ["NodeView", "VerifiedStep", "auto_return", "build_node_views", "entry_step"]

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Sequence
 
 from engine.context import TurnContext
-from engine.matching.journeys import entry_step
+from engine.matching.journey_forced_moves import entry_step
 from engine.stages.journey_progress import (
     apply_step,
     apply_verified,

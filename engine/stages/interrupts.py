@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.matching.journeys import auto_return
+from engine.matching.journey_forced_moves import auto_return
 from engine.model import ToolKind
 from engine.ports import ToolCall, ToolOutcome
 from engine.session import CollectedValue, PendingInterrupt

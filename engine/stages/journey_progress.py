@@ -11,12 +11,9 @@ from typing import Any
 
 from engine.context import TurnContext
 from engine.errors import LLMBudgetExceeded, LLMError
-from engine.matching.journeys import (
-    JourneyStepResult,
-    VerifiedStep,
-    entry_step,
-    select_journey_step,
-)
+from engine.matching.journey_forced_moves import entry_step
+from engine.matching.journey_walk import VerifiedStep
+from engine.matching.journeys import JourneyStepResult, select_journey_step
 from engine.model import Journey
 from engine.session import CollectedValue
 from engine.stages.state import TurnState

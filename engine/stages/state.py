@@ -17,7 +17,7 @@ from engine.clock import SystemClock, UuidIds
 from engine.context import TurnContext
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
-from engine.matching.journeys import NodeView, build_node_views
+from engine.matching.journey_graph import NodeView, build_node_views
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
 from engine.session import (

@@ -14,8 +14,9 @@ from typing import Any
 
 from engine.context import llm_view_of
 from engine.errors import LLMError
-from engine.matching.journeys import auto_return
-from engine.model import Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
+from engine.matching.journey_forced_moves import auto_return
+from engine.matching.journey_walk import VerifiedStep
+from engine.model import END_OF_JOURNEY, Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
 from engine.session import EventKind, EventSource
@@ -244,11 +245,19 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
     must state. A successful result may establish who the sender is (`control.principal`)."""
     node_id = state.steps.get(call.journey_id) if call.journey_id else None
     if outcome.error is not None:
+        step = (
+            state.agent.journey(call.journey_id).node(node_id)
+            if call.journey_id and node_id
+            else None
+        )
+        next_move = (
+            "" if step is not None and step.on_failure is not None else ", and offer to try again"
+        )
         state.notes_for_reply.append(
             f"tool {call.spec.name} failed: {outcome.error}. This did NOT happen: say so "
-            "plainly, never say it is done, and offer to try again."
+            f"plainly, never say it is done{next_move}."
         )
-        if call.journey_id and node_id:
+        if call.journey_id and node_id and (step is None or step.on_failure is None):
             state.failed_steps[call.journey_id] = node_id
         return
     state.succeeded_tools.add(call.spec.name)
@@ -263,6 +272,18 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
             state.principals[state.sender] = {str(k): v for k, v in principal.items()}
         elif principal is None:
             state.principals.pop(state.sender, None)  # a logout
+
+
+def _take_failure_transition(state: TurnState, journey: Journey, node: JourneyNode) -> None:
+    path = state.paths[journey.id]
+    reason = (f"{node.id}: its tool failed",)
+    if node.on_failure == END_OF_JOURNEY:
+        step = VerifiedStep((*path, None), None, "exit", reason)
+    else:
+        target = node.on_failure or ""
+        step = VerifiedStep((*path, target), target, "advance", reason)
+    state.failed_steps.pop(journey.id, None)
+    apply_verified(state, journey.id, step, "on_failure")
 
 
 def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
@@ -303,7 +324,10 @@ async def _return_from_tool_steps(state: TurnState) -> None:
         if node.kind is not NodeKind.TOOL or not set(node.tools) & state.executed_tools:
             continue
         if not set(node.tools) & state.succeeded_tools:
-            continue  # the step's tool failed: the journey stays where it is
+            # The step's tool failed: the author's failure transition, else stay at the step.
+            if node.on_failure is not None:
+                _take_failure_transition(state, journey, node)
+            continue
         step = auto_return(journey, state.views[jid], state.paths[jid], state.succeeded_tools)
         if step is not None:
             apply_verified(state, jid, step, "auto_return")

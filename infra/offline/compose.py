@@ -644,7 +644,8 @@ def _note_sentence(note: str) -> str | None:
         sentence = (
             f"Sorry, I could not complete {_human(failed['tool'])} just now ({failed['error']})"
         )
-        return sentence + (". Would you like me to try again?" if failed["retry"] else "")
+        offer = failed["retry"] and "offer to try again" in failed["retry"]
+        return sentence + (". Would you like me to try again?" if offer else "")
     waiting = re.match(
         r"^Before '(?P<goal>[^']+)' the customer must complete '(?P<first>[^']+)'", note
     )

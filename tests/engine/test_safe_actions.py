@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.compose import FALLBACK_REPLY, ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journeys import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan

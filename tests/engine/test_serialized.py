@@ -294,3 +294,23 @@ def test_the_source_document_is_not_modified() -> None:
     before = copy.deepcopy(doc)
     load_agent(doc)
     assert doc == before
+
+
+def test_a_failure_transition_round_trips_and_is_checked() -> None:
+    from examples.banking import load as load_bank
+
+    bank = load_bank()
+    assert bank.journey("balance").node("find_account").on_failure == "ask_account"
+    assert load_agent(dump_agent(bank)) == bank
+
+    document = dump_agent(bank)
+    balance = next(j for j in document["journeys"] if j["id"] == "balance")
+    states = {s["id"]: s for s in balance["states"]}
+    states["find_account"]["on_failure"] = "ask_acount"
+    states["ask_account"]["on_failure"] = "END"
+    with pytest.raises(InvalidAgentDefinition) as error:
+        load_agent(document)
+    problems = str(error.value)
+    assert "states[find_account].on_failure: unknown state 'ask_acount'" in problems
+    assert "did you mean 'ask_account'" in problems
+    assert "states[ask_account].on_failure: state 'ask_account' is not a tool state" in problems

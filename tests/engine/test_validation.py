@@ -400,3 +400,20 @@ def test_validate_snapshot_raises_with_every_problem_at_once(shop: AgentSnapshot
 def test_find_cycles_reports_each_cycle_once() -> None:
     graph = {"a": ["b"], "b": ["c", "a"], "c": ["a"], "d": ["d"]}
     assert sorted(find_cycles(graph)) == [["a", "b", "a"], ["a", "b", "c", "a"], ["d", "d"]]
+
+
+def test_a_composed_parameter_on_a_consequential_tool_is_refused() -> None:
+    from engine.model import AgentSnapshot, ToolParameter, ToolSpec
+    from engine.validation import problems
+
+    spec = ToolSpec(
+        name="wire",
+        consequential=True,
+        parameters=(ToolParameter(name="memo", composed=True), ToolParameter(name="amount")),
+    )
+    found = problems(AgentSnapshot(id="a", name="a", tools=(spec,)))
+    assert found == [
+        "tool 'wire': parameter 'memo' is composed (the model phrases it), but the tool is "
+        "consequential; a consequential tool runs only on values the customer gave — remove "
+        "composed or make the tool non-consequential"
+    ]

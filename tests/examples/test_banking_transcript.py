@@ -90,3 +90,55 @@ async def test_redelivered_final_message_does_not_transfer_twice(concierge) -> N
     assert again.replayed
     assert again.reply == replies[-1].reply
     assert len(bank.BANK.transfers) == 1
+
+
+async def test_an_account_that_is_not_found_takes_the_failure_transition_and_asks_again(
+    concierge,
+) -> None:
+    for text in ["What is my balance?", "seldo", "monkey"]:
+        await concierge(text)
+
+    missed = await concierge("Chequing")
+
+    assert missed.state.journey_paths["balance"][-1] == "ask_account"
+    assert [c.status for c in missed.trace.tool_calls] == ["error"]
+    assert any(t.how == "on_failure" for t in missed.trace.journeys)
+    assert "no account named" in missed.reply.text and "account" in missed.reply.text.lower()
+    assert "balance" not in missed.state.completed_journeys
+
+    found = await concierge("Savings")
+
+    assert "25000.00" in found.reply.text
+    assert "balance" in found.state.completed_journeys
+
+
+async def test_a_failed_transfer_stays_put_never_claims_success_and_retries_only_after_a_yes(
+    concierge, monkeypatch
+) -> None:
+    for text in SEED[:6]:
+        await concierge(text)
+    real_transfer = bank.BANK.transfer
+    monkeypatch.setattr(
+        bank.BANK, "transfer", lambda *_: {"status": "failed", "reason": "the bank is closed"}
+    )
+
+    failed = await concierge("500")
+
+    assert [(c.tool, c.status) for c in failed.trace.tool_calls][-1] == ("transfer_money", "error")
+    assert failed.state.journey_paths["transfer"][-1] == "transfer"  # stays at the step
+    assert "transfer" not in failed.state.completed_journeys
+    assert "Done!" not in failed.reply.text and "the bank is closed" in failed.reply.text
+    assert failed.state.failed_steps == {"transfer": "transfer"}
+
+    monkeypatch.setattr(bank.BANK, "transfer", real_transfer)
+    asked = await concierge("please try again")
+
+    assert bank.BANK.transfers == []  # a retry of a failed consequential step asks first
+    assert "Please confirm — Try again: Transfer money to another account" in asked.reply.text
+    assert "amount 500" in asked.reply.text and "to_account_id 1234324" in asked.reply.text
+
+    done = await concierge("yes")
+
+    assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
+    assert "transfer" in done.state.completed_journeys
+    assert done.reply.text.startswith("Done! I transferred $500")
