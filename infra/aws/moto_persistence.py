@@ -24,6 +24,7 @@ the only consumer that held them, this server's poller, died with the old proces
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
 import fcntl
 import io
@@ -183,7 +184,7 @@ class MotoStateFiles:
             # change, moto_fidelity) so senders are not held up for a second; every other
             # change runs under its service's lock together with its snapshot.
             long_poll = service == "sqs" and _action_of(environ) in ("ReceiveMessage", None)
-            with lock if not long_poll else _Unlocked():
+            with contextlib.nullcontext() if long_poll else lock:
                 body = _consume(app, environ, start_response)
             with lock:
                 try:
@@ -196,14 +197,6 @@ class MotoStateFiles:
             return body
 
         return persisted
-
-
-class _Unlocked:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _consume(app: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
