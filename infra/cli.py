@@ -197,21 +197,62 @@ def chat(
         client.close()
 
 
+DEFAULT_DATA_DIR = Path(".waypoint")
+SECRETS_FILE = "secrets.json"
+
+
+def _served_secrets(data: Path | None) -> tuple[str, str]:
+    """The management API key and the generic channel secret: from the environment, else kept in
+    the data directory (a restart must not invalidate the front end's configuration), else new."""
+    import json
+
+    stored: dict[str, str] = {}
+    path = data / SECRETS_FILE if data is not None else None
+    if path is not None and path.exists():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    key = os.environ.get("WAYPOINT_MANAGEMENT_API_KEY") or stored.get("management_api_key")
+    generic = os.environ.get("WAYPOINT_GENERIC_SECRET") or stored.get("generic_secret")
+    key = key or secrets.token_urlsafe(24)
+    generic = generic or secrets.token_urlsafe(24)
+    if path is not None and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written once, readable by this user only: these are credentials of the local stack.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as f:
+            json.dump({"management_api_key": key, "generic_secret": generic}, f)
+    return key, generic
+
+
 @app.command()
 def serve(
     path: AgentPath = None,
     tools: ToolsOption = None,
     llm: LLMOption = LLMChoice.AUTO,
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port")] = 8750,
+    port: Annotated[int, typer.Option(help="HTTP port (0: any free port)")] = 8750,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help=f"directory keeping sessions, agents and queued messages across restarts "
+            f"(default: ./{DEFAULT_DATA_DIR})",
+        ),
+    ] = None,
+    ephemeral: Annotated[
+        bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
+    ] = False,
 ) -> None:
     """Serve webhooks, the management API and the turn worker locally (for a real front end)."""
+    from infra.aws.moto_persistence import LocalStateError
     from infra.local_server import LocalServer
 
+    if ephemeral and data is not None:
+        console.print("[red]--data and --ephemeral exclude each other: choose one.[/red]")
+        raise typer.Exit(2)
+    data_dir = None if ephemeral else (data or DEFAULT_DATA_DIR)
     agent, tools_module = _load(path, tools)
     model = _choose_llm(llm)
-    key = os.environ.get("WAYPOINT_MANAGEMENT_API_KEY") or secrets.token_urlsafe(24)
-    generic = os.environ.get("WAYPOINT_GENERIC_SECRET") or secrets.token_urlsafe(24)
+    key, generic = _served_secrets(data_dir)
     server = LocalServer(
         agent,
         tools_module=tools_module,
@@ -219,13 +260,24 @@ def serve(
         port=port,
         management_api_key=key,
         generic_secret=generic,
+        data_dir=data_dir,
     )
-    server.start()
+    try:
+        server.start()
+    except LocalStateError as exc:
+        server.stop()
+        console.print(f"[red]✗ {exc}[/red]")
+        raise typer.Exit(2) from None
     try:
         console.print(Panel.fit(f"Waypoint serving agent {agent.id!r} — {model}", style="bold"))
         console.print(f"webhooks        {server.base_url}/webhooks/{{channel}}")
         console.print(f"management API  {server.base_url}/api   (header X-Api-Key: {key})")
         console.print(f"generic channel secret: {generic}")
+        if data_dir is None:
+            console.print("state           in memory (--ephemeral): lost when this stops")
+        else:
+            how = "restored from" if server.stack.restored else "new, kept in"
+            console.print(f"state           {how} {data_dir}")
         console.print("\nTo publish another agent to this stack from another shell:")
         for name, value in server.client_env().items():
             console.print(f"  export {name}={value}")

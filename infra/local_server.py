@@ -8,7 +8,9 @@
   turn queue, invokes `functions.worker.handler` with the same event shape, deletes what
   succeeded and lets failed records come back;
 - `/local/replies` receives the generic channel's signed reply callbacks, for a front end
-  running on this machine (the demo's customer).
+  running on this machine (the demo's customer);
+- with `data_dir`, the stack's state (sessions, agent versions, queued and in-flight messages)
+  is kept in that directory and comes back on the next start (`infra.aws.moto_persistence`).
 
 The same handlers, runtime, stores and channel code run here as in a deployment.
 """
@@ -26,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.model import AgentSnapshot
@@ -186,8 +189,10 @@ class LocalServer:
         port: int = 0,
         management_api_key: str | None = None,
         generic_secret: str | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.agent = agent
+        self.data_dir = data_dir
         self.tools_module = tools_module
         self.host = host
         self.port = port
@@ -225,15 +230,26 @@ class LocalServer:
         if self.tools_module:
             env["WAYPOINT_TOOLS_MODULE"] = self.tools_module
         self._set_env(env)
-        self.stack = LocalStack(server=True)
+        self.stack = LocalStack(server=True, data_dir=self.data_dir)
         self.stack.start()
         self.stack.create_resources()
         reset_runtime()
         runtime = current_runtime()
-        runtime.run(runtime.publish_agent(self.agent))
+        if not self._already_published(runtime):
+            runtime.run(runtime.publish_agent(self.agent))
         self._start_http()
         self.poller = QueuePoller(self.stack.client("sqs"), self.stack.queue_url)
         self.poller.start()
+
+    def _already_published(self, runtime: Any) -> bool:
+        """On a restored stack, an agent version stored before is not published again: a newer
+        version published to the running stack (`waypoint publish`) stays the published one."""
+        from engine.memory import versioned
+
+        if not self.stack.restored:
+            return False
+        version = versioned(self.agent).version
+        return version in runtime.run(runtime.agents.versions(self.agent.id))
 
     def stop(self) -> None:
         from infra.runtime import reset_runtime

@@ -12,6 +12,11 @@ shipped in a Lambda.
         store = DynamoSessionStore()            # reads WAYPOINT_TABLE set by the stack
     with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint local`
         print(stack.endpoint_url)
+    with LocalStack(server=True, data_dir=Path(".waypoint")):   # state kept on disk across restarts
+
+With `data_dir`, the server's DynamoDB, SQS and S3 state is restored from that directory at start
+and written back after every change (`infra.aws.moto_persistence`); resources the template declares
+that are already there are kept as they are.
 """
 
 from __future__ import annotations
@@ -131,8 +136,15 @@ class LocalStack:
         parameters: Mapping[str, str] | None = None,
         region: str = "us-east-1",
         port: int = 0,
+        data_dir: Path | None = None,
     ):
+        if data_dir is not None and not server:
+            raise TemplateNotSupported(
+                "data_dir needs server=True: only moto's threaded server keeps its state on disk"
+            )
         self.server = server
+        self.data_dir = data_dir
+        self.state_files: Any = None  # moto_persistence.MotoStateFiles when data_dir is given
         self.template = load_template(template)
         self.region = region
         self.stack_name = "waypoint-local"
@@ -185,6 +197,9 @@ class LocalStack:
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self.state_files is not None:
+            self.state_files.close()
+            self.state_files = None
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -225,6 +240,25 @@ class LocalStack:
             )
             with urllib.request.urlopen(request, timeout=10):
                 pass
+        if self.data_dir is not None:
+            self._restore_state(self.data_dir)
+
+    @property
+    def restored(self) -> bool:
+        """True when this stack's state came back from its data directory."""
+        return bool(self.state_files is not None and self.state_files.restored)
+
+    def _restore_state(self, data_dir: Path) -> None:
+        from infra.aws.moto_persistence import MotoStateFiles
+
+        files = MotoStateFiles(data_dir, ACCOUNT_ID, self.region)
+        files.open()
+        self.state_files = files
+        # Every later request goes through the snapshotting app (werkzeug reads `server.app`
+        # per request); snapshots start once the stored state is back in the backends.
+        wsgi_server = self._server._server
+        wsgi_server.app = files.wrap(wsgi_server.app)
+        files.restore()
 
     def _set_env(self, values: Mapping[str, str]) -> None:
         for name, value in values.items():
@@ -265,6 +299,11 @@ class LocalStack:
     def _provision(self, logical_id: str, pending: tuple[str, ...]) -> LocalResource:
         if logical_id in self.resources:
             return self.resources[logical_id]
+        if self.restored:
+            kept = self._kept(logical_id, pending)
+            if kept is not None:
+                self.resources[logical_id] = kept
+                return kept
         if logical_id in pending:
             raise TemplateNotSupported(f"circular reference: {' → '.join(pending)} → {logical_id}")
         resource = self.template.get("Resources", {}).get(logical_id)
@@ -280,6 +319,29 @@ class LocalStack:
         created = create(self, logical_id, properties)
         self.resources[logical_id] = created
         return created
+
+    def _kept(self, logical_id: str, pending: tuple[str, ...]) -> LocalResource | None:
+        """The resource as restored from the data directory, or None if it is not there."""
+        resource = self.template.get("Resources", {}).get(logical_id) or {}
+        kind = resource.get("Type")
+        properties = _Resolver(self, (*pending, logical_id)).resolve(resource.get("Properties", {}))
+        name = _resource_name(self, logical_id, kind, properties)
+        from botocore.exceptions import ClientError
+
+        try:
+            if kind == TABLE:
+                table = self.client("dynamodb").describe_table(TableName=name)["Table"]
+                return LocalResource(logical_id, TABLE, name, table["TableArn"])
+            if kind == BUCKET:
+                self.client("s3").head_bucket(Bucket=name)
+                return LocalResource(logical_id, BUCKET, name, f"arn:aws:s3:::{name}")
+            if kind == QUEUE:
+                url = self.client("sqs").get_queue_url(QueueName=name)["QueueUrl"]
+                arn = f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}"
+                return LocalResource(logical_id, QUEUE, name, arn, url)
+        except ClientError:  # not there (yet): created from the template
+            return None
+        return None
 
     def _function_env(self) -> tuple[dict[str, str], list[str]]:
         variables = (
@@ -405,6 +467,20 @@ def _check_properties(
         )
 
 
+def _resource_name(
+    stack: LocalStack, logical_id: str, kind: str | None, props: Mapping[str, Any]
+) -> str:
+    """The physical name CloudFormation would give (the declared one, else a stack-derived one)."""
+    if kind == TABLE:
+        return str(props.get("TableName") or f"{stack.stack_name}-{logical_id}")
+    if kind == BUCKET:
+        return str(props.get("BucketName") or f"{stack.stack_name}-{logical_id.lower()}")
+    fifo = bool(props.get("FifoQueue", False))
+    return str(
+        props.get("QueueName") or f"{stack.stack_name}-{logical_id}" + (".fifo" if fifo else "")
+    )
+
+
 def _create_table(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
     used = {
         "TableName",
@@ -426,7 +502,7 @@ def _create_table(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> 
         "TableClass",
     }
     _check_properties(logical_id, props, used, ignored)
-    name = props.get("TableName") or f"{stack.stack_name}-{logical_id}"
+    name = _resource_name(stack, logical_id, TABLE, props)
     kwargs: dict[str, Any] = {
         "TableName": name,
         "AttributeDefinitions": props["AttributeDefinitions"],
@@ -462,7 +538,7 @@ def _create_bucket(stack: LocalStack, logical_id: str, props: dict[str, Any]) ->
         "Tags",
     }
     _check_properties(logical_id, props, {"BucketName"}, ignored)
-    name = props.get("BucketName") or f"{stack.stack_name}-{logical_id.lower()}"
+    name = _resource_name(stack, logical_id, BUCKET, props)
     kwargs: dict[str, Any] = {"Bucket": name}
     if stack.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": stack.region}
@@ -498,8 +574,7 @@ def _queue_attribute(value: Any) -> str:
 
 def _create_queue(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
     _check_properties(logical_id, props, {"QueueName", *_QUEUE_ATTRIBUTES}, {"Tags"})
-    fifo = bool(props.get("FifoQueue", False))
-    name = props.get("QueueName") or f"{stack.stack_name}-{logical_id}" + (".fifo" if fifo else "")
+    name = _resource_name(stack, logical_id, QUEUE, props)
     attributes = {k: _queue_attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
     sqs = stack.client("sqs")
     url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]

@@ -31,9 +31,10 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import SQSBackend
 
-_WRITE_LOCK = threading.RLock()
+# Public: moto_persistence snapshots each service under the lock its changes take.
+DYNAMODB_WRITE_LOCK = threading.RLock()
+SQS_LOCK = threading.RLock()
 _WRITES = ("put_item", "update_item", "delete_item")
-_SQS_LOCK = threading.RLock()
 _SQS_OPERATIONS = (
     "send_message",
     "send_message_batch",
@@ -107,7 +108,7 @@ def _fifo_receive(original: Any) -> Any:
     ) -> Any:
         deadline = time.monotonic() + (wait_seconds_timeout or 0)
         while True:
-            with _SQS_LOCK:
+            with SQS_LOCK:
                 queue = self.get_queue(queue_name)
                 for message in [m for m in queue.pending_messages if m.visible]:
                     queue.pending_messages.discard(message)  # its visibility timeout is over
@@ -143,7 +144,7 @@ def install() -> None:
 
 
 def _sqs_patches() -> dict[str, Any]:
-    patches = {name: _locked(_SQS_LOCK, getattr(SQSBackend, name)) for name in _SQS_OPERATIONS}
+    patches = {name: _locked(SQS_LOCK, getattr(SQSBackend, name)) for name in _SQS_OPERATIONS}
     patches["receive_message"] = _fifo_receive(SQSBackend.receive_message)
     return patches
 
@@ -152,7 +153,7 @@ def _dynamodb_patches() -> dict[str, Any]:
     original_transact = DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-        with _WRITE_LOCK:
+        with DYNAMODB_WRITE_LOCK:
             touched = _touched(self, transact_items)
             try:
                 original_transact(self, transact_items)
@@ -160,6 +161,8 @@ def _dynamodb_patches() -> dict[str, Any]:
                 _restore(touched)
                 raise
 
-    patches = {name: _locked(_WRITE_LOCK, getattr(DynamoDBBackend, name)) for name in _WRITES}
+    patches = {
+        name: _locked(DYNAMODB_WRITE_LOCK, getattr(DynamoDBBackend, name)) for name in _WRITES
+    }
     patches["transact_write_items"] = transact_write_items
     return patches

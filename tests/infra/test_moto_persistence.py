@@ -1,0 +1,120 @@
+"""The local stack's data directory: every acknowledged change is on disk before its response,
+in-flight messages come back at once, one server per directory, agent versions survive.
+
+A "restart" here is a second stack on the same directory: moto's backends are reset when it
+starts, so all it has is what the first one wrote to disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from engine.model import AgentSnapshot
+from examples.banking import TOOLS_MODULE
+from examples.banking import load as load_bank
+from infra.aws.local_stack import LocalStack
+from infra.aws.moto_persistence import LocalStateError, MotoStateFiles
+from infra.local_server import LocalServer
+from infra.runtime import current_runtime
+
+KEY = {"pk": {"S": "SESSION#s1"}, "sk": {"S": "META"}}
+
+
+def _send(stack: LocalStack, n: int) -> None:
+    stack.client("sqs").send_message(
+        QueueUrl=stack.queue_url,
+        MessageBody=f"message {n}",
+        MessageGroupId=f"session-{n}",
+        MessageDeduplicationId=f"event-{n}",
+    )
+
+
+def test_in_flight_messages_come_back_at_once_after_a_restart(tmp_path: Path) -> None:
+    with LocalStack(server=True, data_dir=tmp_path) as stack:
+        _send(stack, 1)
+        _send(stack, 2)
+        sqs = stack.client("sqs")
+        (taken,) = sqs.receive_message(
+            QueueUrl=stack.queue_url, MaxNumberOfMessages=1, VisibilityTimeout=3600
+        )["Messages"]
+        # The worker holding it dies with the process (stop() writes nothing of its own).
+
+    with LocalStack(server=True, data_dir=tmp_path) as stack:
+        assert stack.restored
+        messages = stack.client("sqs").receive_message(
+            QueueUrl=stack.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+        )["Messages"]
+    counts = {m["Body"]: m["Attributes"]["ApproximateReceiveCount"] for m in messages}
+    assert set(counts) == {"message 1", "message 2"}  # the taken one without its hour's wait
+    assert counts[taken["Body"]] == "2"
+
+
+def test_a_change_that_could_not_be_written_to_disk_is_not_acknowledged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LocalStack(server=True, data_dir=tmp_path) as stack:
+        ddb = stack.client("dynamodb")
+        ddb.put_item(TableName=stack.table_name, Item={**KEY, "n": {"N": "1"}})
+
+        def disk_full(self: MotoStateFiles, service: str) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(MotoStateFiles, "save", disk_full)
+        # The adapters' client would retry the 500; this one reports the first answer.
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=stack.endpoint_url,
+            region_name=stack.region,
+            config=Config(retries={"total_max_attempts": 1}),
+        )
+        with pytest.raises(ClientError) as refused:
+            client.put_item(TableName=stack.table_name, Item={**KEY, "n": {"N": "2"}})
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+        monkeypatch.undo()
+
+    with LocalStack(server=True, data_dir=tmp_path) as stack:
+        item = stack.client("dynamodb").get_item(TableName=stack.table_name, Key=KEY)["Item"]
+    assert item["n"] == {"N": "1"}  # the refused write is not there; the acknowledged one is
+
+
+def test_two_servers_cannot_share_a_data_directory(tmp_path: Path) -> None:
+    with LocalStack(server=True, data_dir=tmp_path):
+        second = LocalStack(server=True, data_dir=tmp_path)
+        with pytest.raises(LocalStateError, match="in use by another"):
+            second.start()
+        second.stop()
+
+
+def test_a_snapshot_from_elsewhere_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "moto").mkdir()
+    (tmp_path / "moto" / "dynamodb.pickle").write_bytes(b"not a snapshot")
+    stack = LocalStack(server=True, data_dir=tmp_path)
+    with pytest.raises(LocalStateError, match="--ephemeral"):
+        stack.start()
+    stack.stop()
+
+
+def _newer(agent: AgentSnapshot) -> AgentSnapshot:
+    return agent.model_copy(update={"description": "a newer version", "version": ""})
+
+
+def test_a_version_published_to_the_running_stack_stays_published_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    bank = load_bank()
+    with LocalServer(bank, tools_module=TOOLS_MODULE, data_dir=tmp_path / "data"):
+        runtime = current_runtime()
+        newer = runtime.run(runtime.publish_agent(_newer(bank)))
+
+    with LocalServer(bank, tools_module=TOOLS_MODULE, data_dir=tmp_path / "data"):
+        runtime = current_runtime()
+        published: Any = runtime.run(runtime.agents.published_version(bank.id))
+        versions = runtime.run(runtime.agents.versions(bank.id))
+    assert published == newer.version
+    assert len(versions) == 2
