@@ -149,13 +149,19 @@ def demo(
         client.close()
         transfers = bank.BANK.transfers
         console.print()
-        if len(transfers) == 1:
+        # The seed's conversation asks for $500 from the checking account to 1234324: exactly
+        # that, once — not merely one transfer of something.
+        expected = [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
+        if transfers == expected:
             t = transfers[0]
             console.print(
                 f"[green]✓ exactly one transfer: ${t['amount']} from {t['from']} to {t['to']}[/green]"
             )
         else:
-            console.print(f"[red]✗ expected one transfer, the bank recorded {transfers}[/red]")
+            console.print(
+                f"[red]✗ expected one transfer of $500.00 from 1234567890 to 1234324, the bank "
+                f"recorded {transfers}[/red]"
+            )
             raise typer.Exit(1)
     finally:
         server.stop()

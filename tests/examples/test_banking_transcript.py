@@ -142,3 +142,21 @@ async def test_a_failed_transfer_stays_put_never_claims_success_and_retries_only
     assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
     assert "transfer" in done.state.completed_journeys
     assert done.reply.text.startswith("Done! I transferred $500")
+
+
+async def test_an_inferred_amount_is_confirmed_before_the_transfer(concierge) -> None:
+    for text in SEED[:6]:
+        await concierge(text)
+
+    asked = await concierge("1k")  # the model reads 1000; the customer never wrote "1000"
+
+    assert bank.BANK.transfers == []
+    assert [c.status for c in asked.trace.tool_calls][-1] == "awaiting_confirmation"
+    assert "Please confirm — Transfer money to another account" in asked.reply.text
+    assert "amount 1000" in asked.reply.text and "account_id 1234567890" in asked.reply.text
+    assert [o["id"] for o in asked.reply.data["options"]] == ["confirm", "cancel"]
+
+    done = await concierge("yes")
+
+    assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "1000.00"}]
+    assert "transfer" in done.state.completed_journeys
