@@ -66,6 +66,11 @@ class ChannelSecrets(BaseModel):
         return ENV_PREFIX + field.upper()
 
     @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable a channel secret is read from (what the secrets path may hold)."""
+        return tuple(cls.env_var(field) for field in cls.model_fields)
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ChannelSecrets:
         """Read every secret from `environ` (default: the process environment)."""
         env = os.environ if environ is None else environ
