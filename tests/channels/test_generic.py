@@ -130,7 +130,7 @@ async def test_reply_is_posted_to_the_callback_signed(
 async def test_the_callback_receiver_can_verify_with_the_same_channel_code(
     clock: SettableClock, platform: FakePlatform, http: httpx.AsyncClient
 ) -> None:
-    sender = GenericChannel(secret=GENERIC_SECRET, clock=clock)
+    sender = GenericChannel(secret=GENERIC_SECRET, clock=clock, callback_hosts=["127.0.0.1"])
     reply = OutboundReply(text="hi", reply_to={"callback_url": platform.url("hooks/cb")})
     await sender.send(reply, http)
     recorded = platform.requests[0]

@@ -57,7 +57,7 @@ from tests.functions.iam_policy import (
     recording,
 )
 from tests.functions.lambda_events import http_event, records_from_queue, sqs_event
-from tests.functions.platforms import BASE_URLS, CALLBACK_URL, FakePlatforms
+from tests.functions.platforms import BASE_URLS, CALLBACK_URL, FakePlatforms, resolve_to_public
 from tests.functions.test_template import transformed  # noqa: F401  (the module fixture)
 
 SECRETS_PATH = "/waypoint/dev"  # the template's default
@@ -92,7 +92,11 @@ def secrets_in_ssm(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WAYPOINT_CALLBACK_HOSTS", "client.test")
     # The platforms' APIs are the fake ones; everything else about the channels is as deployed.
     monkeypatch.setattr(
-        registry, "build_channels", functools.partial(registry.build_channels, base_urls=BASE_URLS)
+        registry,
+        "build_channels",
+        functools.partial(
+            registry.build_channels, base_urls=BASE_URLS, callback_resolver=resolve_to_public
+        ),
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 from infra.channels.signing import sign_slack
 from infra.runtime import QueuedMessage, Runtime, session_id_for
 from tests.channels.payloads import (
+    generic_message,
     slack_block_actions,
     slack_event,
     slack_form,
@@ -314,3 +315,16 @@ def test_twilio_signed_for_the_request_url_passes_without_a_public_base_url(
     response = invoke_webhook(signed.twilio(twilio_sms("hi"), signed_url=own_url))
     assert response["statusCode"] == 200
     assert queue_depth(stack) == 1
+
+
+@pytest.mark.parametrize(
+    "callback_url",
+    ["http://[host]/", "http://169.254.169.254/latest/meta-data/", "http://2130706433/"],
+)
+def test_a_callback_url_that_cannot_be_used_is_a_400_saying_why(
+    runtime: Runtime, stack: Any, callback_url: str
+) -> None:
+    response = invoke_webhook(signed.generic(generic_message(callback_url=callback_url)))
+    assert response["statusCode"] == 400  # was a 500 for http://[host]/
+    assert "callback_url" in json.loads(response["body"])["error"]
+    assert queue_depth(stack) == 0 and inbox_items(stack) == []
