@@ -190,3 +190,25 @@ def test_errors_have_a_status_and_a_message_and_nothing_else(
 def test_an_empty_message_is_a_422(runtime: Runtime) -> None:
     call("POST", "/sessions", {"customer_id": "u", "session_id": "web-3"})
     assert call("POST", "/sessions/web-3/messages", {"text": "  "})[0] == 422
+
+
+def test_a_yaml_alias_bomb_is_a_400_naming_the_limit_and_publishes_nothing(
+    runtime: Runtime, stack: Any
+) -> None:
+    from tests.engine.test_document_limits import billion_laughs
+
+    bomb = billion_laughs().encode()
+    status, body = call("POST", "/agents", bomb, content_type="application/yaml")
+    assert status == 400
+    assert "alias-expansion limit" in body["problems"][0]
+    status, _ = call("GET", "/agents/laughs")
+    assert status == 404
+
+
+def test_an_agent_document_over_the_byte_limit_is_a_413_naming_it(runtime: Runtime) -> None:
+    from engine.document_text import MAX_DOCUMENT_BYTES
+
+    big = b'{"agent": {"id": "big", "name": "' + b"x" * MAX_DOCUMENT_BYTES + b'"}}'
+    status, body = call("POST", "/agents", big)
+    assert status == 413
+    assert f"{MAX_DOCUMENT_BYTES}-byte limit" in body["problems"][0]
