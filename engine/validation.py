@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
     JOURNEY_TAG_PREFIX,
@@ -314,7 +315,14 @@ def _prerequisite_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
         yield f"journey prerequisites form a cycle: {route}; no journey in it could ever start"
 
 
+def _agent_id_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    problem = agent_id_problem(snapshot.id)
+    if problem is not None:
+        yield problem
+
+
 _CHECKS: tuple[Check, ...] = (
+    _agent_id_problems,
     _duplicate_ids,
     _guideline_problems,
     _journey_problems,

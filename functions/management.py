@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from engine.agent_id import InvalidAgentId, check_agent_id
 from engine.document_text import (
     MAX_DOCUMENT_BYTES,
     DocumentTooComplex,
@@ -198,6 +199,8 @@ async def _invalid_request(request: Request, exc: RequestValidationError) -> JSO
 async def _invalid_agent(request: Request, exc: InvalidAgentDefinition) -> JSONResponse:
     if isinstance(exc, DocumentTooLarge):
         return _error(413, "agent document too large", exc.problems)
+    if isinstance(exc, InvalidAgentId):
+        return _error(400, "invalid agent id", exc.problems)
     if isinstance(exc, DocumentTooComplex):
         return _error(400, "agent document refused", exc.problems)
     return _error(422, "invalid agent definition", exc.problems)
@@ -228,6 +231,9 @@ def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
     media_type = content_type.split(";", 1)[0].strip().lower()
     # Byte, alias-expansion and nesting limits: engine.document_text.
     data = parse_document_text(raw, "yaml" if media_type in _YAML_TYPES else "json", "body")
+    header = data.get("agent") if isinstance(data, dict) else None
+    if isinstance(header, dict) and "id" in header:
+        check_agent_id(header["id"])  # a 400 naming the rule, before anything else
     if not isinstance(data, dict):
         raise InvalidAgentDefinition(["body: expected a mapping with an 'agent' section"])
     return data
@@ -260,6 +266,7 @@ async def publish_agent(request: Request) -> PublishedAgentView:
 async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
     from engine.authoring import dump_agent
 
+    check_agent_id(agent_id)
     snapshot = await current_runtime().agents.get(agent_id, version)
     return AgentView(
         id=snapshot.id,
@@ -291,6 +298,7 @@ async def create_session(body: NewSession) -> SessionView:
     agent_id = body.agent_id or runtime.settings.agent_id
     if agent_id is None:
         raise HTTPException(422, "agent_id is required (no default agent is configured)")
+    check_agent_id(agent_id)
     try:
         session_id = check_session_id(body.session_id or f"api-{uuid.uuid4().hex}")
     except ValueError as exc:

@@ -107,8 +107,17 @@ def parse_channel_agents(raw: str | None) -> dict[str, str]:
                 f"{CHANNEL_AGENTS_ENV}: {item.strip()!r} is not `channel=agent_id` "
                 "(example: telegram=bank,slack=helpdesk)"
             )
-        agents[channel.strip()] = agent.strip()
+        agents[channel.strip()] = _setting_agent_id(agent.strip(), CHANNEL_AGENTS_ENV)
     return agents
+
+
+def _setting_agent_id(value: str, setting: str) -> str:
+    from engine.agent_id import agent_id_problem
+
+    problem = agent_id_problem(value)
+    if problem is not None:
+        raise RuntimeConfigurationError(f"{setting}: {problem}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -135,7 +144,11 @@ class RuntimeSettings:
             )
         hosts = env.get(CALLBACK_HOSTS_ENV)
         return cls(
-            agent_id=env.get(AGENT_ID_ENV) or None,
+            agent_id=(
+                _setting_agent_id(env[AGENT_ID_ENV], AGENT_ID_ENV)
+                if env.get(AGENT_ID_ENV)
+                else None
+            ),
             channel_agents=parse_channel_agents(env.get(CHANNEL_AGENTS_ENV)),
             tools_module=env.get(TOOLS_MODULE_ENV) or None,
             tool_state_machine_arn=env.get(TOOL_STATE_MACHINE_ENV) or None,
@@ -377,10 +390,12 @@ class Runtime:
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
         flip, so a turn never sees a version whose vectors are missing."""
+        from engine.agent_id import check_agent_id
         from engine.memory import versioned
         from infra.aws.clients import BUCKET_ENV, client, required_env
         from infra.aws.s3_vectors import publish_embeddings
 
+        check_agent_id(snapshot.id)  # before the first S3 write (`bank#x` wrote a manifest)
         snapshot = versioned(snapshot)
         bucket = required_env(BUCKET_ENV, "the S3 embeddings bucket")
         manifest = await publish_embeddings(client("s3"), bucket, snapshot, self.embedder)

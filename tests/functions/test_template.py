@@ -199,3 +199,12 @@ def test_requirements_txt_matches_the_project_dependencies() -> None:
     lines = (root / "requirements.txt").read_text().splitlines()
     listed = [line for line in lines if line.strip() and not line.startswith("#")]
     assert listed == declared, "regenerate requirements.txt (see docs/deploy.md §1)"
+
+
+def test_the_agent_id_parameters_follow_the_one_agent_id_rule() -> None:
+    from engine.agent_id import AGENT_ID_PATTERN
+
+    parameters = load_template()["Parameters"]
+    assert parameters["AgentId"]["AllowedPattern"] == AGENT_ID_PATTERN
+    body = AGENT_ID_PATTERN.removeprefix("^").removesuffix("$")
+    assert body in parameters["ChannelAgents"]["AllowedPattern"]
