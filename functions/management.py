@@ -41,7 +41,7 @@ from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from functions.http_entry import http_lambda_handler
 from infra.channels.base import NormalizedMessage, ReplyOption
-from infra.channels.text import clean_text
+from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
 
@@ -123,7 +123,7 @@ class NewSession(BaseModel):
 
 
 class NewMessage(BaseModel):
-    text: str = Field(default="", max_length=4000)
+    text: str = Field(default="", max_length=MAX_INBOUND_CHARS)
     choice: str | None = Field(default=None, min_length=1, max_length=256)
     event_id: str | None = Field(
         default=None,

@@ -38,6 +38,7 @@ from infra.channels.errors import (
     DeliveryRejected,
     DeliveryUnavailable,
     MalformedRequest,
+    PayloadTooLarge,
     SignatureRejected,
 )
 from infra.channels.ingress import (
@@ -60,7 +61,7 @@ from infra.channels.signing import (
     generic_headers,
     sign_generic,
 )
-from infra.channels.text import clean_text
+from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 
 if TYPE_CHECKING:
     import httpx
@@ -118,6 +119,11 @@ class GenericChannel:
             raise SignatureRejected(f"wrong {GENERIC_SIGNATURE} header", channel=self.name)
 
         inbound = validate(_Inbound, parse_json_object(request.body, self.name), self.name)
+        if len(inbound.text) > MAX_INBOUND_CHARS:  # our own sender: told, never cut
+            raise PayloadTooLarge(
+                f"text is over the {MAX_INBOUND_CHARS}-character limit; split the message",
+                channel=self.name,
+            )
         text = clean_text(inbound.text)
         if not text and inbound.choice is None:
             raise MalformedRequest(
