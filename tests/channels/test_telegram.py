@@ -269,3 +269,28 @@ def test_an_unrepresentable_date_is_dropped_not_fatal(channels: dict[str, Channe
     update["message"]["date"] = 253402300800
     [message] = channels["telegram"].handle(telegram_request(update)).messages
     assert message.sent_at is None
+
+
+def test_a_message_older_than_the_replay_window_is_acknowledged_and_dropped(
+    channels: dict[str, Channel],
+) -> None:
+    from datetime import timedelta
+
+    from infra.channels.ingress import MAX_MESSAGE_AGE
+    from tests.channels.signed import NOW
+
+    late = int((NOW - MAX_MESSAGE_AGE - timedelta(seconds=1)).timestamp())
+    outcome = channels["telegram"].handle(telegram_request(tg_text_update("hi", date=late)))
+    assert outcome.kind == "ignored" and outcome.status == 200 and not outcome.messages
+    assert "replayed" in (outcome.reason or "")
+    in_time = int((NOW - MAX_MESSAGE_AGE + timedelta(seconds=60)).timestamp())
+    [message] = (
+        channels["telegram"].handle(telegram_request(tg_text_update("hi", date=in_time))).messages
+    )
+    assert message.text == "hi"
+
+
+def test_a_click_on_an_old_message_is_still_a_choice(channels: dict[str, Channel]) -> None:
+    # The button's message is the bot's, sent long ago; the click itself has no timestamp.
+    [message] = channels["telegram"].handle(telegram_request(tg_click_update())).messages
+    assert message.choice is not None
