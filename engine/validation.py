@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
     END_OF_JOURNEY,
@@ -338,7 +339,14 @@ def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             )
 
 
+def _agent_id_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    problem = agent_id_problem(snapshot.id)
+    if problem is not None:
+        yield problem
+
+
 _CHECKS: tuple[Check, ...] = (
+    _agent_id_problems,
     _duplicate_ids,
     _tool_problems,
     _guideline_problems,

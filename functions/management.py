@@ -18,12 +18,10 @@ Errors are `{"error": "...", "problems": [...]}` with the right status; never a 
 from __future__ import annotations
 
 import hmac
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import yaml
 from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -31,16 +29,22 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
+from engine.agent_id import InvalidAgentId, check_agent_id
+from engine.document_text import (
+    MAX_DOCUMENT_BYTES,
+    DocumentTooComplex,
+    DocumentTooLarge,
+    parse_document_text,
+)
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from functions.http_entry import http_lambda_handler
 from infra.channels.base import NormalizedMessage, ReplyOption
-from infra.channels.text import clean_text
+from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
 
-MAX_AGENT_DOCUMENT_BYTES = 1024 * 1024
 API_CHANNEL = "api"  # messages posted here; the worker does not deliver them anywhere
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 
@@ -119,7 +123,7 @@ class NewSession(BaseModel):
 
 
 class NewMessage(BaseModel):
-    text: str = Field(default="", max_length=4000)
+    text: str = Field(default="", max_length=MAX_INBOUND_CHARS)
     choice: str | None = Field(default=None, min_length=1, max_length=256)
     event_id: str | None = Field(
         default=None,
@@ -193,6 +197,12 @@ async def _invalid_request(request: Request, exc: RequestValidationError) -> JSO
 
 @app.exception_handler(InvalidAgentDefinition)
 async def _invalid_agent(request: Request, exc: InvalidAgentDefinition) -> JSONResponse:
+    if isinstance(exc, DocumentTooLarge):
+        return _error(413, "agent document too large", exc.problems)
+    if isinstance(exc, InvalidAgentId):
+        return _error(400, "invalid agent id", exc.problems)
+    if isinstance(exc, DocumentTooComplex):
+        return _error(400, "agent document refused", exc.problems)
     return _error(422, "invalid agent definition", exc.problems)
 
 
@@ -219,12 +229,11 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
     """The request body as an agent document (YAML when the content type says so, else JSON)."""
     media_type = content_type.split(";", 1)[0].strip().lower()
-    try:
-        text = raw.decode("utf-8")
-        data = yaml.safe_load(text) if media_type in _YAML_TYPES else json.loads(text)
-    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-        kind = "YAML" if media_type in _YAML_TYPES else "JSON"
-        raise InvalidAgentDefinition([f"body: not valid {kind}: {exc}"]) from None
+    # Byte, alias-expansion and nesting limits: engine.document_text.
+    data = parse_document_text(raw, "yaml" if media_type in _YAML_TYPES else "json", "body")
+    header = data.get("agent") if isinstance(data, dict) else None
+    if isinstance(header, dict) and "id" in header:
+        check_agent_id(header["id"])  # a 400 naming the rule, before anything else
     if not isinstance(data, dict):
         raise InvalidAgentDefinition(["body: expected a mapping with an 'agent' section"])
     return data
@@ -235,9 +244,14 @@ async def publish_agent(request: Request) -> PublishedAgentView:
     """Validate and publish an agent: embeddings to S3, then the version pointer."""
     from engine.authoring import load_agent
 
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:  # refused before reading it
+        raise DocumentTooLarge(
+            [
+                f"body: {declared} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit for agent documents"
+            ]
+        )
     raw = await request.body()
-    if len(raw) > MAX_AGENT_DOCUMENT_BYTES:
-        raise HTTPException(413, f"agent documents are limited to {MAX_AGENT_DOCUMENT_BYTES} bytes")
     snapshot = load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
     published = await current_runtime().publish_agent(snapshot)
     logger.info(
@@ -252,6 +266,7 @@ async def publish_agent(request: Request) -> PublishedAgentView:
 async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
     from engine.authoring import dump_agent
 
+    check_agent_id(agent_id)
     snapshot = await current_runtime().agents.get(agent_id, version)
     return AgentView(
         id=snapshot.id,
@@ -283,6 +298,7 @@ async def create_session(body: NewSession) -> SessionView:
     agent_id = body.agent_id or runtime.settings.agent_id
     if agent_id is None:
         raise HTTPException(422, "agent_id is required (no default agent is configured)")
+    check_agent_id(agent_id)
     try:
         session_id = check_session_id(body.session_id or f"api-{uuid.uuid4().hex}")
     except ValueError as exc:

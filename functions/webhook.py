@@ -136,7 +136,7 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
     logger.set_correlation_id(session_id)
     known = runtime.known_sessions  # sessions never disappear: create each once per container
     if session_id not in known:
-        await runtime.sessions.create(
+        await runtime.sessions.ensure(  # never reads the session back (no S3 read needed)
             SessionState(
                 id=session_id,
                 agent_id=agent_id,

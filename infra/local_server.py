@@ -223,7 +223,9 @@ class LocalServer:
             {
                 "WAYPOINT_AGENT_ID": self.agent.id,
                 "WAYPOINT_GENERIC_SECRET": self.generic_secret,
-                "WAYPOINT_CALLBACK_HOSTS": "127.0.0.1,localhost",
+                # Replies go to this server's own inbox: its host, allowed explicitly (an IP
+                # literal is the one way to allow a loopback callback; infra.channels.callbacks).
+                "WAYPOINT_CALLBACK_HOSTS": self.host,
                 "WAYPOINT_MANAGEMENT_API_KEY": self.management_api_key,
             }
         )

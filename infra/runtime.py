@@ -23,7 +23,7 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_TOOLS_MODULE`            | module with `registry` / `TOOLS`, for in-process tools       |
 | `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
-| `WAYPOINT_SECRETS_PATH`            | SSM path whose parameters are exported as env vars (secrets) |
+| `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
 """
 
@@ -35,7 +35,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -75,8 +75,11 @@ SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
 
-# Only these names are exported from the secrets path: a parameter called PATH must not win.
-_SECRET_NAME = re.compile(r"^(WAYPOINT|OPENAI)_[A-Z0-9_]+$")
+# The secrets each part reads from the secrets path (template.yaml grants each function exactly
+# the parameters of the parts it uses; tests/functions/test_iam_derived.py checks it).
+LLM_SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+MANAGEMENT_SECRET_NAMES = (MANAGEMENT_API_KEY_ENV,)
+_SSM_MAX_NAMES = 10  # GetParameters takes at most 10 names per call
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # also a valid SQS MessageGroupId
 
 
@@ -104,8 +107,17 @@ def parse_channel_agents(raw: str | None) -> dict[str, str]:
                 f"{CHANNEL_AGENTS_ENV}: {item.strip()!r} is not `channel=agent_id` "
                 "(example: telegram=bank,slack=helpdesk)"
             )
-        agents[channel.strip()] = agent.strip()
+        agents[channel.strip()] = _setting_agent_id(agent.strip(), CHANNEL_AGENTS_ENV)
     return agents
+
+
+def _setting_agent_id(value: str, setting: str) -> str:
+    from engine.agent_id import agent_id_problem
+
+    problem = agent_id_problem(value)
+    if problem is not None:
+        raise RuntimeConfigurationError(f"{setting}: {problem}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,11 @@ class RuntimeSettings:
             )
         hosts = env.get(CALLBACK_HOSTS_ENV)
         return cls(
-            agent_id=env.get(AGENT_ID_ENV) or None,
+            agent_id=(
+                _setting_agent_id(env[AGENT_ID_ENV], AGENT_ID_ENV)
+                if env.get(AGENT_ID_ENV)
+                else None
+            ),
             channel_agents=parse_channel_agents(env.get(CHANNEL_AGENTS_ENV)),
             tools_module=env.get(TOOLS_MODULE_ENV) or None,
             tool_state_machine_arn=env.get(TOOL_STATE_MACHINE_ENV) or None,
@@ -225,47 +241,49 @@ class Runtime:
         for name, value in parts.items():
             if value is not None:
                 self.__dict__[name] = value  # what cached_property would have stored
-        self._secrets_loaded = False
+        self._secrets_loaded: set[str] = set()
         self._missing_indexes: set[tuple[str, str]] = set()
         self.known_sessions: set[str] = set()  # created or seen by this container
         self._lock = threading.Lock()
 
     # ---- secrets
 
-    def load_secrets(self) -> None:
-        """Export the parameters under `WAYPOINT_SECRETS_PATH` (SSM, decrypted) as environment
-        variables, once. Variables already set win: a local `.env` overrides the path. Names
-        must be `WAYPOINT_*` or `OPENAI_*` (e.g. `/waypoint/prod/WAYPOINT_SLACK_BOT_TOKEN`)."""
+    def load_secrets(self, names: Iterable[str]) -> None:
+        """Export the named parameters under `WAYPOINT_SECRETS_PATH` (SSM, decrypted) as
+        environment variables, each name once. Variables already set win: a local `.env`
+        overrides the path. Each part asks only for the names it uses (`CHANNEL_SECRET_NAMES`,
+        `LLM_SECRET_NAMES`, `MANAGEMENT_SECRET_NAMES`), so a function's IAM policy can grant
+        exactly those parameters: the webhook can never read the OpenAI key."""
         with self._lock:
-            if self._secrets_loaded:
+            wanted = [name for name in dict.fromkeys(names) if name not in self._secrets_loaded]
+            if not wanted:
                 return
             if self.settings.secrets_path:
-                for name, value in self._read_parameters(self.settings.secrets_path).items():
+                for name, value in self._read_parameters(
+                    self.settings.secrets_path, wanted
+                ).items():
                     os.environ.setdefault(name, value)
-            self._secrets_loaded = True
+            self._secrets_loaded.update(wanted)
 
     @staticmethod
-    def _read_parameters(path: str) -> dict[str, str]:
+    def _read_parameters(path: str, names: list[str]) -> dict[str, str]:
+        """`GetParameters` by exact name (never by path: IAM could not tell the parameters of a
+        path apart). Parameters that do not exist are simply absent."""
         from infra.aws.clients import client
 
         ssm = client("ssm")
+        prefix = path.rstrip("/")
         values: dict[str, str] = {}
-        kwargs: dict[str, Any] = {"Path": path, "WithDecryption": True, "Recursive": False}
-        while True:
-            page = ssm.get_parameters_by_path(**kwargs)
+        for start in range(0, len(names), _SSM_MAX_NAMES):
+            batch = [f"{prefix}/{name}" for name in names[start : start + _SSM_MAX_NAMES]]
+            page = ssm.get_parameters(Names=batch, WithDecryption=True)
             for parameter in page.get("Parameters", []):
-                name = parameter["Name"].rsplit("/", 1)[-1]
-                if _SECRET_NAME.match(name):
-                    values[name] = parameter["Value"]
-                else:
-                    log.warning("ignored parameter %s: not a WAYPOINT_* or OPENAI_* name", name)
-            if not page.get("NextToken"):
-                return values
-            kwargs["NextToken"] = page["NextToken"]
+                values[parameter["Name"].rsplit("/", 1)[-1]] = parameter["Value"]
+        return values
 
     def management_api_key(self) -> str | None:
         """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path)."""
-        self.load_secrets()
+        self.load_secrets(MANAGEMENT_SECRET_NAMES)
         return os.environ.get(MANAGEMENT_API_KEY_ENV) or None
 
     # ---- stores
@@ -312,14 +330,14 @@ class Runtime:
     def llm(self) -> SchematicLLM:
         from infra.llm.factory import build_llm
 
-        self.load_secrets()  # OPENAI_API_KEY may live in the secrets path
+        self.load_secrets(LLM_SECRET_NAMES)  # OPENAI_API_KEY may live in the secrets path
         return build_llm()
 
     @cached_property
     def embedder(self) -> Embedder:
         from infra.llm.factory import build_embedder
 
-        self.load_secrets()
+        self.load_secrets(LLM_SECRET_NAMES)
         return build_embedder()
 
     @cached_property
@@ -372,10 +390,12 @@ class Runtime:
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
         flip, so a turn never sees a version whose vectors are missing."""
+        from engine.agent_id import check_agent_id
         from engine.memory import versioned
         from infra.aws.clients import BUCKET_ENV, client, required_env
         from infra.aws.s3_vectors import publish_embeddings
 
+        check_agent_id(snapshot.id)  # before the first S3 write (`bank#x` wrote a manifest)
         snapshot = versioned(snapshot)
         bucket = required_env(BUCKET_ENV, "the S3 embeddings bucket")
         manifest = await publish_embeddings(client("s3"), bucket, snapshot, self.embedder)
@@ -388,7 +408,7 @@ class Runtime:
     def channels(self) -> dict[str, Channel]:
         from infra.channels.registry import ChannelSecrets, build_channels
 
-        self.load_secrets()
+        self.load_secrets(ChannelSecrets.env_names())
         return build_channels(
             ChannelSecrets.from_env(),
             self.clock,

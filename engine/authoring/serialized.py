@@ -42,18 +42,17 @@ canned_responses: [{id: …, template: "Your balance is {{balance}}", tags: […
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from engine.authoring.agent_builder import Agent
 from engine.authoring.document import AgentDocument, document_problems
 from engine.authoring.document_compiler import DocumentCompiler
+from engine.document_text import parse_document_text
 from engine.errors import InvalidAgentDefinition
 from engine.model import AgentSnapshot
 
@@ -84,11 +83,10 @@ def _read(source: Source) -> Mapping[str, Any]:
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".json"):
         raise InvalidAgentDefinition([f"{path}: unsupported file type; use .yaml, .yml or .json"])
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise InvalidAgentDefinition([f"{path}: not valid {suffix[1:].upper()}: {error}"]) from None
+    # Size, alias and nesting limits apply to files as to API bodies (document_text).
+    data = parse_document_text(
+        path.read_bytes(), "json" if suffix == ".json" else "yaml", str(path)
+    )
     if not isinstance(data, Mapping):
         raise InvalidAgentDefinition([f"{path}: expected a mapping with an 'agent' section"])
     return data

@@ -441,6 +441,22 @@ class DynamoSessionStore:
             raise SessionIntegrityError(f"session {state.id!r} could not be created; retry")
         return stored
 
+    async def ensure(self, state: SessionState) -> bool:
+        """Create the session if it does not exist; True when this call created it.
+
+        Unlike `create`, nothing is read back: the webhook only needs the session to exist, and
+        reading it would mean reading bodies offloaded to S3, which the webhook may not do."""
+        if state.events:
+            raise ValueError("ensure() creates empty sessions only; use create() with events")
+        update = self._meta_update(state, (), condition="attribute_not_exists(pk)")["Update"]
+        try:
+            self._table.ddb.update_item(**update)
+        except ClientError as error:
+            if _is(error, "ConditionalCheckFailedException"):
+                return False  # it exists already
+            raise
+        return True
+
     async def commit(self, commit: TurnCommit) -> bool:
         """One TransactWriteItems: meta update on `version = expected`, TURN marker (must not
         exist), the trace and the new events (offsets must be free).

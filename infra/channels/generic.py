@@ -6,8 +6,9 @@ signed with `X-Waypoint-Signature: sha256=<hex HMAC-SHA256(secret, "{timestamp}.
 sender's idempotency key: resending the same event must reuse it.
 
 Outbound: the reply is POSTed as JSON to the message's `callback_url`, signed the same way, so the
-receiver verifies it with the same code (`infra.channels.signing.sign_generic`). `callback_hosts`,
-when given, is the allow-list of hosts a callback may target (no SSRF through a leaked secret).
+receiver verifies it with the same code (`infra.channels.signing.sign_generic`). `callback_hosts`
+is the required allow-list of hosts a callback may target, and every address a host resolves to
+must be public (`infra.channels.callbacks`: no SSRF through a leaked secret or a relay).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,8 +27,20 @@ from infra.channels.base import (
     OutboundReply,
     WebhookOutcome,
 )
+from infra.channels.callbacks import (
+    CallbackRefused,
+    CallbackTargets,
+    CallbackUnresolvable,
+    Resolver,
+)
 from infra.channels.delivery import error_for_status, json_body, post
-from infra.channels.errors import DeliveryRejected, MalformedRequest, SignatureRejected
+from infra.channels.errors import (
+    DeliveryRejected,
+    DeliveryUnavailable,
+    MalformedRequest,
+    PayloadTooLarge,
+    SignatureRejected,
+)
 from infra.channels.ingress import (
     DEFAULT_MAX_BODY_BYTES,
     JSON,
@@ -49,7 +61,7 @@ from infra.channels.signing import (
     generic_headers,
     sign_generic,
 )
-from infra.channels.text import clean_text
+from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 
 if TYPE_CHECKING:
     import httpx
@@ -77,20 +89,19 @@ class GenericChannel:
         *,
         secret: Secret,
         clock: Clock,
-        callback_hosts: Iterable[str] | None = None,
+        callback_hosts: Iterable[str] | None,
+        resolve: Resolver | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self._secret = as_secret(secret)
         self.clock = clock
-        self.callback_hosts = (
-            frozenset(host.lower() for host in callback_hosts)
-            if callback_hosts is not None
-            else None
-        )
+        # Refuses to start without an allow-list (ChannelConfigError, naming the setting).
+        self.callbacks = CallbackTargets(callback_hosts, resolve=resolve)
+        self.callback_hosts = self.callbacks.hosts
         self.max_body_bytes = max_body_bytes
 
     def __repr__(self) -> str:
-        return f"GenericChannel(callback_hosts={self.callback_hosts!r})"
+        return f"GenericChannel(callback_hosts={sorted(self.callback_hosts)!r})"
 
     # -- inbound --------------------------------------------------------------------------------
 
@@ -108,6 +119,11 @@ class GenericChannel:
             raise SignatureRejected(f"wrong {GENERIC_SIGNATURE} header", channel=self.name)
 
         inbound = validate(_Inbound, parse_json_object(request.body, self.name), self.name)
+        if len(inbound.text) > MAX_INBOUND_CHARS:  # our own sender: told, never cut
+            raise PayloadTooLarge(
+                f"text is over the {MAX_INBOUND_CHARS}-character limit; split the message",
+                channel=self.name,
+            )
         text = clean_text(inbound.text)
         if not text and inbound.choice is None:
             raise MalformedRequest(
@@ -118,9 +134,10 @@ class GenericChannel:
             "event_id": inbound.event_id,
         }
         if inbound.callback_url is not None:
-            problem = self._callback_problem(inbound.callback_url)
-            if problem:
-                raise MalformedRequest(problem, channel=self.name)
+            try:
+                self.callbacks.check_url(inbound.callback_url)
+            except CallbackRefused as refused:
+                raise MalformedRequest(str(refused), channel=self.name) from None
             reply_to["callback_url"] = inbound.callback_url
         message = NormalizedMessage(
             channel=self.name,
@@ -141,17 +158,6 @@ class GenericChannel:
             headers={"Content-Type": "application/json"},
         )
 
-    def _callback_problem(self, url: str) -> str | None:
-        """Why `url` may not receive replies, or None if it may."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return "callback_url must be an absolute http(s) URL"
-        if self.callback_hosts is not None and parts.hostname.lower() not in self.callback_hosts:
-            return (
-                f"callback_url host {parts.hostname[:100]!r} is not in the allowed callback hosts"
-            )
-        return None
-
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
@@ -159,8 +165,12 @@ class GenericChannel:
         url = reply.reply_to.get("callback_url")
         if not isinstance(url, str) or not url:
             raise DeliveryRejected("the message had no callback_url to reply to", channel=self.name)
-        if problem := self._callback_problem(url):
-            raise DeliveryRejected(problem, channel=self.name)
+        try:
+            await self.callbacks.check_destination(url)  # resolved now, right before the POST
+        except CallbackRefused as refused:
+            raise DeliveryRejected(str(refused), channel=self.name) from None
+        except CallbackUnresolvable as unresolvable:
+            raise DeliveryUnavailable(str(unresolvable), channel=self.name) from None
         payload = {
             "id": reply.id,  # the same on every retry of this reply: drop repeats
             "conversation_id": reply.reply_to.get("conversation_id"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
@@ -97,6 +97,22 @@ def require_fresh_timestamp(
             channel=channel,
         )
     return timestamp
+
+
+# Replays by the payload's own timestamp. A platform retries a message for a while (Meta up to 7
+# days, Telegram 24 h), and the webhook's inbox remembers each event for 8 days
+# (functions/webhook.py INBOX_TTL_SECONDS), so a message older than this window is a replay that
+# the inbox may have forgotten: it is acknowledged (200, so the platform stops) and dropped.
+MAX_MESSAGE_AGE = timedelta(days=7)
+
+
+def replay_age(sent_at: datetime | None, received_at: datetime) -> timedelta | None:
+    """How much older than `MAX_MESSAGE_AGE` a message sent at `sent_at` is, or None when it is
+    fresh or its time is unknown (the platform's signature still holds; the inbox dedupes)."""
+    if sent_at is None:
+        return None
+    age = received_at - sent_at
+    return age if age > MAX_MESSAGE_AGE else None
 
 
 def unix_time(value: int | float | str | None) -> datetime | None:

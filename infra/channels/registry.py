@@ -25,6 +25,7 @@ from infra.channels.base import (
     OutboundReply,
     WebhookOutcome,
 )
+from infra.channels.callbacks import Resolver
 from infra.channels.errors import (
     ChannelConfigError,
     ChannelNotEnabled,
@@ -64,6 +65,11 @@ class ChannelSecrets(BaseModel):
     def env_var(field: str) -> str:
         """The environment variable a field is read from."""
         return ENV_PREFIX + field.upper()
+
+    @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable a channel secret is read from (what the secrets path may hold)."""
+        return tuple(cls.env_var(field) for field in cls.model_fields)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ChannelSecrets:
@@ -119,12 +125,15 @@ def build_channels(
     *,
     public_base_url: str | None = None,
     callback_hosts: Iterable[str] | None = None,
+    callback_resolver: Resolver | None = None,
 ) -> dict[str, Channel]:
     """Every known channel by name: enabled ones ready to use, the others `DisabledChannel`s.
 
-    `clock` drives the replay windows (Slack, generic). `base_urls` overrides platform API roots
-    by channel name (tests point them at a local fake). `public_base_url` is the scheme + host
-    Twilio calls (its signature covers the URL). `callback_hosts` restricts generic callbacks."""
+        `clock` drives the replay windows (Slack, generic). `base_urls` overrides platform API roots
+        by channel name (tests point them at a local fake). `public_base_url` is the scheme + host
+        Twilio calls (its signature covers the URL). `callback_hosts` is the generic channel's required
+    allow-list of callback hosts (without it that channel is disabled, saying so);
+    `callback_resolver` replaces DNS for its address check (tests)."""
     clock = clock or SystemClock()
     urls = dict(base_urls or {})
     factories: dict[str, Callable[[], Channel]] = {
@@ -152,7 +161,10 @@ def build_channels(
             base_url=urls.get("twilio", TWILIO_API),
         ),
         "generic": lambda: GenericChannel(
-            secret=secrets.get("generic_secret"), clock=clock, callback_hosts=callback_hosts
+            secret=secrets.get("generic_secret"),
+            clock=clock,
+            callback_hosts=callback_hosts,
+            resolve=callback_resolver,
         ),
     }
     channels: dict[str, Channel] = {}

@@ -35,7 +35,9 @@ from infra.channels.errors import (
 from infra.channels.ingress import (
     DEFAULT_MAX_BODY_BYTES,
     JSON,
+    MAX_MESSAGE_AGE,
     parse_json_object,
+    replay_age,
     require_content_type,
     require_header,
     require_method,
@@ -163,6 +165,13 @@ class TelegramChannel:
             return WebhookOutcome(kind="ignored", reason="message not sent by a person")
         if message.text is None:
             return WebhookOutcome(kind="ignored", reason="unsupported message type (no text)")
+        # Only messages are judged by their date: a button click's message is the bot's own, and
+        # may rightly be old (the click itself carries no time; the inbox dedupes it by update_id).
+        if replay_age(unix_time(message.date), request.received_at) is not None:
+            return WebhookOutcome(
+                kind="ignored",
+                reason=f"replayed message: sent over {MAX_MESSAGE_AGE.days} days ago",
+            )
         normalized = self._normalized(
             update,
             message,

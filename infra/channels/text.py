@@ -6,8 +6,11 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-# Inbound text cap: far above any real chat message, far below what would bloat a prompt.
-MAX_INBOUND_CHARS = 4000
+# Inbound text limit: at or above every platform's own message limit (Telegram and WhatsApp 4,096,
+# Twilio 1,600 for a concatenated SMS, Slack 40,000), so a customer's message is kept whole. The
+# generic channel and the management API refuse longer texts, naming the limit; anything longer
+# that a platform still sends is cut with a visible note, never silently.
+MAX_INBOUND_CHARS = 40_000
 
 # Keep newlines and tabs; drop every other C0/C1 control character (NUL, escape sequences …)
 # and the Unicode line/paragraph separators some clients emit.
@@ -20,12 +23,19 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clean_text(text: str, limit: int = MAX_INBOUND_CHARS) -> str:
-    """NFC-normalize, drop control characters, strip, and cap at `limit` characters."""
+    """NFC-normalize, drop control characters, strip; past `limit` characters, cut and end with a
+    note saying so (the agent and the transcript see that the message was cut)."""
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n")).translate(_DROP)
     # A lone surrogate (JSON "\ud83d" without its pair) cannot be encoded as UTF-8 anywhere
     # downstream (queue, store): replace it rather than fail the message on every retry.
     text = _LONE_SURROGATE.sub("\ufffd", text)
-    return text.strip()[:limit]
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    note = f"\n[… cut: the message was over {limit} characters]"
+    if len(note) >= limit:
+        return text[:limit]
+    return text[: limit - len(note)].rstrip() + note
 
 
 def utf16_len(text: str) -> int:

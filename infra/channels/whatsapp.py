@@ -39,7 +39,9 @@ from infra.channels.errors import (
 )
 from infra.channels.ingress import (
     JSON,
+    MAX_MESSAGE_AGE,
     parse_json_object,
+    replay_age,
     require_content_type,
     require_header,
     require_method,
@@ -242,6 +244,9 @@ class WhatsAppChannel:
                 skipped.append(f"message type {message.type!r:.40}")
                 continue
             text, choice, raw_type = content
+            if replay_age(unix_time(message.timestamp), request.received_at) is not None:
+                skipped.append(f"replayed messages (sent over {MAX_MESSAGE_AGE.days} days ago)")
+                continue
             contact = _contact_of(message, value.contacts)
             bsuid = message.from_user_id or (contact.user_id if contact else None)
             wa_id = message.sender or (contact.wa_id if contact else None)

@@ -58,6 +58,7 @@ def channels(clock: SettableClock, platform: FakePlatform) -> dict[str, Channel]
             "twilio": platform.url("twilio"),
         },
         public_base_url=PUBLIC_BASE_URL,
+        callback_hosts=("127.0.0.1",),  # the fake platform's own address, allowed explicitly
     )
 
 

@@ -5,6 +5,7 @@ values a test cares about."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -19,12 +20,14 @@ def tg_text_update(
     user_id: int = 1111111,
     is_bot: bool = False,
     topic: int | None = None,
+    date: int | None = None,
 ) -> dict[str, Any]:
+    """A text message update, sent `date` (default: now, so it is not a replay)."""
     message: dict[str, Any] = {
         "message_id": 1365,
         "from": {"id": user_id, "is_bot": is_bot, "first_name": "T"},
         "chat": {"id": chat_id, "type": "private" if topic is None else "supergroup"},
-        "date": 1441645532,
+        "date": int(time.time()) if date is None else date,
         "text": text,
     }
     if topic is not None:
@@ -164,11 +167,17 @@ PHONE_NUMBER_ID = "277321005464405"
 
 
 def wa_text(
-    body: str = "Hi", *, wamid: str = "wamid.A1", sender: str | None = "972544401243", **extra: Any
+    body: str = "Hi",
+    *,
+    wamid: str = "wamid.A1",
+    sender: str | None = "972544401243",
+    timestamp: int | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
+    """A text message, sent at `timestamp` (default: now, so it is not a replay)."""
     message: dict[str, Any] = {
         "id": wamid,
-        "timestamp": "1730231903",
+        "timestamp": str(int(time.time()) if timestamp is None else timestamp),
         "type": "text",
         "text": {"body": body},
     }
@@ -183,7 +192,7 @@ def wa_button_reply(
     return {
         "from": "972544401243",
         "id": wamid,
-        "timestamp": "1730231903",
+        "timestamp": str(int(time.time())),
         "type": "interactive",
         "interactive": {"type": "button_reply", "button_reply": {"id": reply_id, "title": title}},
     }
@@ -195,7 +204,7 @@ def wa_list_reply(
     return {
         "from": "972544401243",
         "id": wamid,
-        "timestamp": "1730231903",
+        "timestamp": str(int(time.time())),
         "type": "interactive",
         "interactive": {
             "type": "list_reply",

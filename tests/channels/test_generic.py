@@ -130,7 +130,7 @@ async def test_reply_is_posted_to_the_callback_signed(
 async def test_the_callback_receiver_can_verify_with_the_same_channel_code(
     clock: SettableClock, platform: FakePlatform, http: httpx.AsyncClient
 ) -> None:
-    sender = GenericChannel(secret=GENERIC_SECRET, clock=clock)
+    sender = GenericChannel(secret=GENERIC_SECRET, clock=clock, callback_hosts=["127.0.0.1"])
     reply = OutboundReply(text="hi", reply_to={"callback_url": platform.url("hooks/cb")})
     await sender.send(reply, http)
     recorded = platform.requests[0]
@@ -174,3 +174,17 @@ async def test_an_unreachable_callback_is_retryable(
     with pytest.raises(DeliveryUnavailable) as caught:
         await channels["generic"].send(reply, http)
     assert caught.value.retryable
+
+
+def test_a_text_over_the_limit_is_refused_naming_it_never_cut(
+    channels: dict[str, Channel],
+) -> None:
+    from infra.channels.errors import PayloadTooLarge
+    from infra.channels.text import MAX_INBOUND_CHARS
+
+    whole = "y" * MAX_INBOUND_CHARS
+    [message] = channels["generic"].handle(generic_request(generic_message(whole))).messages
+    assert message.text == whole
+    with pytest.raises(PayloadTooLarge, match=f"{MAX_INBOUND_CHARS}-character limit") as caught:
+        channels["generic"].handle(generic_request(generic_message(whole + "y")))
+    assert caught.value.status == 413

@@ -40,7 +40,7 @@ def test_every_secret_is_read_from_its_documented_variable() -> None:
 
 
 def test_all_channels_are_enabled_when_every_secret_is_set() -> None:
-    channels = build_channels(ChannelSecrets.from_env(ENV))
+    channels = build_channels(ChannelSecrets.from_env(ENV), callback_hosts=["chat.example.com"])
     assert sorted(enabled_channels(channels)) == [
         "generic",
         "slack",
@@ -78,6 +78,14 @@ def test_an_invalid_secret_disables_its_channel_with_the_reason() -> None:
         channel.handle(telegram_request(tg_text_update()))
     assert "A-Z a-z 0-9 _ -" in str(caught.value) and "has spaces" not in str(caught.value)
     assert "WAYPOINT_TELEGRAM_SECRET_TOKEN" in str(caught.value)
+
+
+def test_the_generic_channel_refuses_to_start_without_a_callback_allow_list() -> None:
+    for hosts in (None, [], [" "]):
+        channel = build_channels(ChannelSecrets.from_env(ENV), callback_hosts=hosts)["generic"]
+        assert "generic" not in enabled_channels({"generic": channel})
+        with pytest.raises(ChannelNotEnabled, match="WAYPOINT_CALLBACK_HOSTS"):
+            channel.handle(telegram_request(tg_text_update()))
 
 
 async def test_a_disabled_channel_cannot_send() -> None:

@@ -15,7 +15,7 @@ from infra.channels.errors import (
 )
 from infra.channels.options import resolve_choice
 from infra.channels.telegram import TelegramChannel
-from infra.channels.text import utf16_len
+from infra.channels.text import MAX_INBOUND_CHARS, utf16_len
 from tests.channels.fake_platform import FakePlatform, Scripted
 from tests.channels.payloads import tg_click_update, tg_text_update
 from tests.channels.signed import TG_BOT_TOKEN, TG_SECRET, telegram_request
@@ -95,7 +95,14 @@ def test_control_characters_are_stripped_and_text_capped(channels: dict[str, Cha
     update = tg_text_update("a\x00b\x1b[31mc\r\nd" + "x" * 100_000)
     [message] = channels["telegram"].handle(telegram_request(update)).messages
     assert message.text.startswith("ab[31mc\nd")
-    assert len(message.text) == 4000
+    assert len(message.text) == MAX_INBOUND_CHARS  # longer than Telegram allows: cut, and said
+    assert message.text.endswith(f"[… cut: the message was over {MAX_INBOUND_CHARS} characters]")
+
+
+def test_a_message_at_the_platforms_own_limit_is_kept_whole(channels: dict[str, Channel]) -> None:
+    text = "word " * 819 + "end."  # 4,099 characters: Telegram's 4,096 UTF-16 units and a bit
+    [message] = channels["telegram"].handle(telegram_request(tg_text_update(text))).messages
+    assert message.text == text.strip()
 
 
 @pytest.mark.parametrize("secret", ["", "has space", "x" * 257, "semi;colon"])
@@ -273,3 +280,28 @@ def test_in_a_group_each_sender_has_their_own_session(channels: dict[str, Channe
         keys.add(message.conversation_key)
         assert message.reply_to["chat_id"] == -100777  # the reply still goes to the group
     assert keys == {"tg:700100200:-100777:user:4242", "tg:700100200:-100777:user:6666"}
+
+
+def test_a_message_older_than_the_replay_window_is_acknowledged_and_dropped(
+    channels: dict[str, Channel],
+) -> None:
+    from datetime import timedelta
+
+    from infra.channels.ingress import MAX_MESSAGE_AGE
+    from tests.channels.signed import NOW
+
+    late = int((NOW - MAX_MESSAGE_AGE - timedelta(seconds=1)).timestamp())
+    outcome = channels["telegram"].handle(telegram_request(tg_text_update("hi", date=late)))
+    assert outcome.kind == "ignored" and outcome.status == 200 and not outcome.messages
+    assert "replayed" in (outcome.reason or "")
+    in_time = int((NOW - MAX_MESSAGE_AGE + timedelta(seconds=60)).timestamp())
+    [message] = (
+        channels["telegram"].handle(telegram_request(tg_text_update("hi", date=in_time))).messages
+    )
+    assert message.text == "hi"
+
+
+def test_a_click_on_an_old_message_is_still_a_choice(channels: dict[str, Channel]) -> None:
+    # The button's message is the bot's, sent long ago; the click itself has no timestamp.
+    [message] = channels["telegram"].handle(telegram_request(tg_click_update())).messages
+    assert message.choice is not None

@@ -3,6 +3,8 @@ ignored; replies as text, reply buttons or lists through the Graph API (real loc
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,6 +19,7 @@ from infra.channels.errors import (
     RateLimited,
     SignatureRejected,
 )
+from infra.channels.ingress import MAX_MESSAGE_AGE
 from tests.channels.fake_platform import FakePlatform, Scripted
 from tests.channels.payloads import (
     PHONE_NUMBER_ID,
@@ -44,13 +47,22 @@ def handshake(
     return ChannelRequest.from_http("GET", f"https://hooks.example.com/webhooks/whatsapp?{params}")
 
 
-def test_a_genuine_meta_signed_body_is_accepted(channels: dict[str, Channel]) -> None:
-    request = ChannelRequest.from_http(
+def _genuine_meta_request(received_at: datetime) -> ChannelRequest:
+    return ChannelRequest.from_http(
         "POST",
         "https://hooks.example.com/webhooks/whatsapp",
         headers={"Content-Type": "application/json", "X-Hub-Signature-256": META_SIGNATURE},
         body=META_BODY,
+        received_at=received_at,
     )
+
+
+META_SENT_AT = datetime.fromtimestamp(1730231903, UTC)  # the body's own messages[].timestamp
+
+
+def test_a_genuine_meta_signed_body_is_accepted(channels: dict[str, Channel]) -> None:
+    # Received when Meta sent it (the body is from 2024; today it would be a replay).
+    request = _genuine_meta_request(META_SENT_AT + timedelta(seconds=2))
     [message] = channels["whatsapp"].handle(request).messages
 
     assert (
@@ -327,3 +339,34 @@ async def test_outside_the_24h_window_is_rejected_for_good(
     with pytest.raises(DeliveryRejected) as caught:
         await channels["whatsapp"].send(_reply(), http)
     assert not caught.value.retryable and WA_ACCESS_TOKEN not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("late", "answered"),
+    [(timedelta(days=6, hours=23), True), (timedelta(days=7, seconds=1), False)],
+    ids=["meta-redelivery-within-7-days", "replay-after-7-days"],
+)
+def test_a_genuine_body_replayed_after_the_window_is_acknowledged_and_dropped(
+    channels: dict[str, Channel], late: timedelta, answered: bool
+) -> None:
+    outcome = channels["whatsapp"].handle(_genuine_meta_request(META_SENT_AT + late))
+    assert outcome.status == 200  # Meta stops redelivering; nothing is queued for a replay
+    assert bool(outcome.messages) is answered
+    if not answered:
+        assert outcome.kind == "ignored" and "replayed" in (outcome.reason or "")
+        assert timedelta(days=7) == MAX_MESSAGE_AGE
+
+
+def test_only_the_replayed_messages_of_a_batch_are_dropped(channels: dict[str, Channel]) -> None:
+    now = int(time.time())
+    change = wa_change(
+        [
+            wa_text("old", wamid="wamid.OLD", timestamp=now - 8 * 86400),
+            wa_text("new", wamid="wamid.NEW"),
+        ]
+    )
+    request = meta_request(wa_notification(change)).model_copy(
+        update={"received_at": datetime.fromtimestamp(now, UTC)}
+    )
+    [message] = channels["whatsapp"].handle(request).messages
+    assert message.event_id == "wamid.NEW"

@@ -26,7 +26,7 @@ from tests.channels.payloads import tg_text_update
 from tests.channels.signed import ALL_SECRETS, PUBLIC_BASE_URL, channel_secrets
 from tests.functions import signed_events as signed
 from tests.functions.lambda_events import records_from_queue, sqs_event
-from tests.functions.platforms import BASE_URLS, FakePlatforms
+from tests.functions.platforms import BASE_URLS, FakePlatforms, resolve_to_public
 
 API_KEY = "test-management-key-0123456789"
 AGENT_ID = "bank"
@@ -218,6 +218,7 @@ def build_runtime(
             base_urls=BASE_URLS,
             public_base_url=public_base_url,
             callback_hosts=callback_hosts,
+            callback_resolver=resolve_to_public,
         ),
         http=httpx.AsyncClient(transport=platforms.transport()),
     )

@@ -22,6 +22,14 @@ BASE_URLS = {
     "twilio": "https://twilio.test",
 }
 CALLBACK_URL = "https://client.test/replies"  # the generic channel's callback
+PUBLIC_TEST_ADDRESS = "93.184.215.14"  # a public address: what the test hosts "resolve" to
+
+
+async def resolve_to_public(host: str, port: int) -> list[str]:
+    """The generic channel's resolver in tests: no DNS, every host is public."""
+    return [PUBLIC_TEST_ADDRESS]
+
+
 _HOSTS = {
     "telegram.test": "telegram",
     "slack.test": "slack",

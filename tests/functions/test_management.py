@@ -190,3 +190,62 @@ def test_errors_have_a_status_and_a_message_and_nothing_else(
 def test_an_empty_message_is_a_422(runtime: Runtime) -> None:
     call("POST", "/sessions", {"customer_id": "u", "session_id": "web-3"})
     assert call("POST", "/sessions/web-3/messages", {"text": "  "})[0] == 422
+
+
+def test_a_yaml_alias_bomb_is_a_400_naming_the_limit_and_publishes_nothing(
+    runtime: Runtime, stack: Any
+) -> None:
+    from tests.engine.test_document_limits import billion_laughs
+
+    bomb = billion_laughs().encode()
+    status, body = call("POST", "/agents", bomb, content_type="application/yaml")
+    assert status == 400
+    assert "alias-expansion limit" in body["problems"][0]
+    status, _ = call("GET", "/agents/laughs")
+    assert status == 404
+
+
+def test_an_agent_document_over_the_byte_limit_is_a_413_naming_it(runtime: Runtime) -> None:
+    from engine.document_text import MAX_DOCUMENT_BYTES
+
+    big = b'{"agent": {"id": "big", "name": "' + b"x" * MAX_DOCUMENT_BYTES + b'"}}'
+    status, body = call("POST", "/agents", big)
+    assert status == 413
+    assert f"{MAX_DOCUMENT_BYTES}-byte limit" in body["problems"][0]
+
+
+@pytest.mark.parametrize("agent_id", ["../evil", "a/b", "bank#x"])
+def test_a_hostile_agent_id_is_a_400_naming_the_rule_and_nothing_is_written(
+    runtime: Runtime, stack: Any, agent_id: str
+) -> None:
+    s3 = stack.client("s3")
+    before = {o["Key"] for o in s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])}
+    document = BANK_YAML.read_text().replace("id: bank", f"id: {json.dumps(agent_id)}", 1)
+    status, body = call("POST", "/agents", document.encode(), content_type="application/yaml")
+    assert status == 400, body
+    assert "letters, digits" in body["problems"][0]
+    after = {o["Key"] for o in s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])}
+    assert after == before  # `bank#x` used to write its S3 manifest, then fail with a 500
+
+    status, body = call("POST", "/sessions", {"customer_id": "c", "agent_id": agent_id})
+    assert status == 400 and "letters, digits" in body["problems"][0]
+
+
+def test_an_agent_id_in_the_path_is_checked_too(runtime: Runtime) -> None:
+    status, body = call("GET", "/agents/bank%23x")
+    assert status == 400 and "letters, digits" in body["problems"][0]
+
+
+def test_publishing_a_snapshot_with_a_hostile_id_writes_nothing(
+    runtime: Runtime, stack: Any
+) -> None:
+    from engine.agent_id import InvalidAgentId
+    from examples.banking import load as load_bank
+
+    s3 = stack.client("s3")
+    before = {o["Key"] for o in s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])}
+    evil = load_bank().model_copy(update={"id": "bank#x"})  # built, then tampered with
+    with pytest.raises(InvalidAgentId):
+        runtime.run(runtime.publish_agent(evil))
+    after = {o["Key"] for o in s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])}
+    assert after == before

@@ -52,6 +52,17 @@ def test_a_malformed_channel_mapping_says_how_to_write_it(raw: str) -> None:
         parse_channel_agents(raw)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [{"WAYPOINT_AGENT_ID": "../evil"}, {"WAYPOINT_CHANNEL_AGENTS": "slack=a/b"}],
+    ids=["agent", "channel-agent"],
+)
+def test_an_agent_id_setting_that_breaks_the_rule_is_refused(env: dict[str, str]) -> None:
+    with pytest.raises(RuntimeConfigurationError, match="letters, digits") as caught:
+        RuntimeSettings.from_env(env)
+    assert next(iter(env)) in str(caught.value)
+
+
 def test_a_bad_dispatch_mode_is_refused() -> None:
     with pytest.raises(RuntimeConfigurationError, match="sync"):
         RuntimeSettings.from_env({"WAYPOINT_TOOL_DISPATCH_MODE": "later"})

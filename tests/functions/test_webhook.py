@@ -5,6 +5,7 @@ trace (no inbox claim, no queued message)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from infra.channels.signing import sign_slack
 from infra.runtime import QueuedMessage, Runtime, session_id_for
 from tests.channels.payloads import (
+    generic_message,
     slack_block_actions,
     slack_event,
     slack_form,
@@ -314,3 +316,50 @@ def test_twilio_signed_for_the_request_url_passes_without_a_public_base_url(
     response = invoke_webhook(signed.twilio(twilio_sms("hi"), signed_url=own_url))
     assert response["statusCode"] == 200
     assert queue_depth(stack) == 1
+
+
+@pytest.mark.parametrize(
+    "callback_url",
+    ["http://[host]/", "http://169.254.169.254/latest/meta-data/", "http://2130706433/"],
+)
+def test_a_callback_url_that_cannot_be_used_is_a_400_saying_why(
+    runtime: Runtime, stack: Any, callback_url: str
+) -> None:
+    response = invoke_webhook(signed.generic(generic_message(callback_url=callback_url)))
+    assert response["statusCode"] == 400  # was a 500 for http://[host]/
+    assert "callback_url" in json.loads(response["body"])["error"]
+    assert queue_depth(stack) == 0 and inbox_items(stack) == []
+
+
+EIGHT_DAYS = 8 * 24 * 3600  # past the replay window (7 days) and the inbox's memory (8 days)
+
+
+@pytest.mark.parametrize("channel", ["telegram", "whatsapp"])
+def test_a_genuinely_signed_message_replayed_after_the_inbox_forgot_it_is_not_answered(
+    channel: str, runtime: Runtime, stack: Any
+) -> None:
+    sent = int(time.time()) - EIGHT_DAYS
+    if channel == "telegram":
+        request = signed.telegram(tg_text_update("send 500 to Bob", update_id=77, date=sent))
+    else:
+        change = wa_change(messages=[wa_text("send 500 to Bob", wamid="wamid.R1", timestamp=sent)])
+        request = signed.whatsapp(wa_notification(change))
+
+    response = invoke_webhook(request)
+
+    # 200: the platform must not retry it for days; nothing is claimed, queued or answered.
+    assert response["statusCode"] == 200
+    assert queue_depth(stack) == 0 and inbox_items(stack) == []
+
+
+def test_a_fresh_message_of_the_same_sender_is_still_answered(runtime: Runtime, stack: Any) -> None:
+    response = invoke_webhook(signed.telegram(tg_text_update("hi", update_id=78)))
+    assert response["statusCode"] == 200 and queue_depth(stack) == 1
+
+
+def test_the_replay_window_is_shorter_than_the_inbox_memory() -> None:
+    from functions.webhook import INBOX_TTL_SECONDS
+    from infra.channels.ingress import MAX_MESSAGE_AGE
+
+    # A replay younger than the window is still a duplicate in the inbox; an older one is refused.
+    assert MAX_MESSAGE_AGE.total_seconds() < INBOX_TTL_SECONDS

@@ -78,6 +78,25 @@ async def test_a_turn_writes_the_documented_items(local_stack: LocalStack) -> No
     assert "events" not in meta["body"]["S"]  # events live in their own items only
 
 
+async def test_ensure_creates_once_and_never_reads_the_session_back(
+    local_stack: LocalStack,
+) -> None:
+    class NoS3:  # the webhook has no S3 permission: any S3 call would be AccessDenied in AWS
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"ensure() called s3.{name}")
+
+    seeded = DynamoSessionStore()
+    await seeded.create(new_session(metadata={"notes": incompressible(450_000)}))
+    assert "body_s3" in items_of(local_stack, "SESSION#s1")["META"]  # its body lives in S3
+
+    webhook = DynamoSessionStore(s3=NoS3())
+    assert await webhook.ensure(new_session()) is False  # exists: nothing read, nothing changed
+    assert await webhook.ensure(new_session("s2")) is True
+    assert await webhook.ensure(new_session("s2")) is False
+    assert (await seeded.load("s2")) == new_session("s2")
+    assert (await seeded.load("s1")).metadata["notes"]  # type: ignore[union-attr]
+
+
 async def test_a_large_state_is_gzipped_and_loads_back(local_stack: LocalStack) -> None:
     store = DynamoSessionStore()
     state = await store.create(new_session(metadata={"notes": "lorem ipsum " * 20_000}))

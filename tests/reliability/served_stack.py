@@ -156,7 +156,7 @@ class ServedStack:
                 channel_secrets(),
                 base_urls=BASE_URLS,
                 public_base_url=self.server.base_url,
-                callback_hosts=("127.0.0.1", "localhost"),
+                callback_hosts=("127.0.0.1",),  # the local server's own reply inbox
             ),
             http=httpx.AsyncClient(transport=self.delivery, timeout=10),
         )

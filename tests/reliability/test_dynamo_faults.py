@@ -215,7 +215,8 @@ def test_a_throttled_inbox_claim_is_refused_with_a_503_and_the_platform_retry_is
 def test_a_throttled_session_creation_releases_the_claim_and_asks_for_a_retry(
     dynamodb: FaultyDynamoDB, runtime: Runtime, stack: Any, platforms: FakePlatforms
 ) -> None:
-    dynamodb.inject("transact_write_items", throttled("TransactWriteItems"))
+    # The webhook creates a session with one conditional UpdateItem (it never reads it back).
+    dynamodb.inject("update_item", throttled("UpdateItem"))
 
     assert say("hi", 1)["statusCode"] == 503
     assert inbox_items(stack) == [] and queue_depth(stack) == 0

@@ -371,7 +371,7 @@ def test_the_management_api_reveals_nothing_without_its_key(
     ],
     ids=["get-agent", "get-agent-version", "create-session"],
 )
-def test_an_agent_id_with_a_hash_is_not_found_rather_than_a_500(
+def test_an_agent_id_with_a_hash_is_refused_naming_the_rule_rather_than_a_500(
     method: str, path: str, body: dict[str, str] | None, runtime: Runtime
 ) -> None:
     raw_path, _, query = path.partition("?")
@@ -384,4 +384,6 @@ def test_an_agent_id_with_a_hash_is_not_found_rather_than_a_500(
             query=dict([query.split("=")]) if query else None,
         )
     )
-    assert response["statusCode"] == 404, response["body"]
+    # Was 404 ("no such agent"); agent ids now follow one rule, checked first (issue #14).
+    assert response["statusCode"] == 400, response["body"]
+    assert "letters, digits" in response["body"]

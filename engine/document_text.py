@@ -1,0 +1,141 @@
+"""An agent document's text (YAML or JSON) → data, within limits, for every way documents arrive
+(`POST /agents`, `waypoint publish` / `validate`, `load_agent(path)`).
+
+YAML aliases are references: `a: &a [x, x]`, `b: &b [*a, *a]`, … ten levels deep is a 563-byte
+document that stands for 2^30 strings (the "billion laughs"). PyYAML composes it cheaply, but
+whatever walks the result afterwards (validation, hashing, JSON) expands it and exhausts memory.
+So before constructing anything, the composed node graph is measured as if every alias were
+written out, and refused beyond `MAX_EXPANDED_NODES`; documents are also limited in bytes, in
+aliases and in nesting depth. Each refusal names its limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import yaml
+
+from engine.errors import InvalidAgentDefinition
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+"""An agent document's size limit, in bytes of UTF-8 text."""
+MAX_ALIASES = 100
+"""How many YAML aliases (`*name`) a document may use."""
+MAX_EXPANDED_NODES = 200_000
+"""How many YAML nodes a document may stand for once every alias is written out. The largest
+example agent is a few thousand."""
+
+DocumentKind = Literal["yaml", "json"]
+
+
+class DocumentTooLarge(InvalidAgentDefinition):
+    """The document is over `MAX_DOCUMENT_BYTES` (HTTP 413)."""
+
+
+class DocumentTooComplex(InvalidAgentDefinition):
+    """The document's aliases or nesting go beyond the limits above (HTTP 400)."""
+
+
+class _AliasBudgetSpent(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts the aliases it composes and stops past `MAX_ALIASES`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise _AliasBudgetSpent
+        return super().compose_node(parent, index)
+
+
+def parse_document_text(text: str | bytes, kind: DocumentKind, where: str) -> Any:
+    """The data of a YAML or JSON document. `where` names it in messages ("body", a path).
+
+    Raises `DocumentTooLarge`, `DocumentTooComplex`, or `InvalidAgentDefinition` for text that
+    is not valid YAML / JSON."""
+    size = len(text.encode("utf-8") if isinstance(text, str) else text)
+    if size > MAX_DOCUMENT_BYTES:
+        raise DocumentTooLarge(
+            [
+                f"{where}: {size} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit for agent "
+                "documents; split the agent or shorten its texts"
+            ]
+        )
+    try:
+        decoded = text.decode("utf-8") if isinstance(text, bytes) else text
+        return _parse_yaml(decoded, where) if kind == "yaml" else json.loads(decoded)
+    except RecursionError:
+        raise DocumentTooComplex(
+            [f"{where}: the document is nested too deeply to read; flatten it"]
+        ) from None
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+        raise InvalidAgentDefinition([f"{where}: not valid {kind.upper()}: {error}"]) from None
+
+
+def _parse_yaml(text: str, where: str) -> Any:
+    loader = _BoundedLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except _AliasBudgetSpent:
+            raise DocumentTooComplex(
+                [
+                    f"{where}: more than {MAX_ALIASES} YAML aliases (the alias limit); write "
+                    "the repeated parts out"
+                ]
+            ) from None
+        if node is None:
+            return None
+        _check_expansion(node, where)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, where: str) -> None:
+    """Refuse a node graph that stands for more than `MAX_EXPANDED_NODES` nodes, or is cyclic.
+    Shared nodes (aliases) are measured once and counted at every use."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def expanded(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise DocumentTooComplex(
+                [f"{where}: a YAML alias refers to a node that contains it (a cycle)"]
+            )
+        open_nodes.add(key)
+        total = 1
+        for child in _children(node):
+            total += expanded(child)
+            if total > MAX_EXPANDED_NODES:
+                raise DocumentTooComplex(
+                    [
+                        f"{where}: its YAML aliases expand to more than {MAX_EXPANDED_NODES} "
+                        "nodes (the alias-expansion limit); write the repeated parts out or "
+                        "use fewer aliases"
+                    ]
+                )
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    expanded(root)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []

@@ -1,0 +1,329 @@
+"""IAM, as far as our functions need it: the policy each function's role gets from template.yaml
+(after the SAM transform, so policy templates count as AWS expands them), the IAM requests an
+AWS API call makes (action, resource ARN, condition keys), and a recorder of the calls boto3
+clients make (botocore's `provide-client-params` event), which can also refuse the calls a
+policy does not allow, the way AWS would.
+
+Nothing here lists what a function is expected to be allowed: the requests come from the calls
+the code really makes, the grants from the template.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import botocore.session
+from botocore.exceptions import ClientError
+
+from infra.aws import clients
+from infra.aws.local_stack import ACCOUNT_ID, LocalStack, TemplateNotSupported, _Resolver
+
+# --------------------------------------------------------------------------------------------------
+# The template's policies
+
+
+@dataclass(frozen=True)
+class Statement:
+    sid: str
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    leading_keys: tuple[str, ...] | None  # ForAllValues:StringLike dynamodb:LeadingKeys
+
+    def allows(self, request: IamRequest) -> bool:
+        return (
+            any(_glob(request.action.lower(), a.lower()) for a in self.actions)
+            and any(_glob(request.resource, r) for r in self.resources)
+            and self._condition_holds(request)
+        )
+
+    def _condition_holds(self, request: IamRequest) -> bool:
+        if self.leading_keys is None:
+            return True
+        # ForAllValues: every leading key of the request matches one of the patterns (and a
+        # request without the key passes, as in IAM; our DynamoDB calls always carry one).
+        return all(
+            any(_glob(key, pattern) for pattern in self.leading_keys)
+            for key in request.leading_keys
+        )
+
+
+def _glob(value: str, pattern: str) -> bool:
+    # IAM's wildcards: * any run of characters (including /), ? one character.
+    return fnmatch.fnmatchcase(value, pattern.replace("[", "[[]"))
+
+
+@dataclass(frozen=True)
+class Policy:
+    function: str
+    statements: tuple[Statement, ...]
+
+    def allows(self, request: IamRequest) -> bool:
+        return any(statement.allows(request) for statement in self.statements)
+
+    def grants(self) -> Iterator[tuple[Statement, str, str]]:
+        """Every (statement, action, resource) the policy grants."""
+        for statement in self.statements:
+            for action in statement.actions:
+                for resource in statement.resources:
+                    yield statement, action, resource
+
+
+class _TemplateResolver(_Resolver):
+    """The local stack's intrinsic resolver, plus the resources it does not emulate (the state
+    machine, log groups): their ARNs as CloudFormation would name them."""
+
+    def ref(self, name: str) -> str:
+        try:
+            return super().ref(name)
+        except TemplateNotSupported:
+            return self._arn(name)
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        try:
+            return super().get_att(logical_id, attribute)
+        except TemplateNotSupported:
+            if attribute == "Arn":
+                return self._arn(logical_id)
+            raise
+
+    def _arn(self, logical_id: str) -> str:
+        kind = self.stack.template["Resources"][logical_id]["Type"]
+        region = self.stack.region
+        if kind == "AWS::Serverless::StateMachine":
+            return f"arn:aws:states:{region}:{ACCOUNT_ID}:stateMachine:{logical_id}"
+        if kind == "AWS::Serverless::Function":
+            return f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{logical_id}"
+        raise TemplateNotSupported(f"no ARN for {logical_id} ({kind})")
+
+
+def function_policies(transformed: dict[str, Any], stack: LocalStack) -> dict[str, Policy]:
+    """The inline policies of every function's role in the transformed template, resolved to
+    the local stack's names. Managed policies (logs, X-Ray, the SQS poller) serve the Lambda
+    service, not the function's code, and are left out."""
+    resolve = _TemplateResolver(stack, ()).resolve
+    policies: dict[str, Policy] = {}
+    for logical_id, resource in transformed["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        role = resource["Properties"]["Role"]["Fn::GetAtt"][0]
+        documents = transformed["Resources"][role]["Properties"].get("Policies", [])
+        statements = [
+            _statement(s, resolve) for d in documents for s in d["PolicyDocument"]["Statement"]
+        ]
+        policies[logical_id] = Policy(logical_id, tuple(statements))
+    return policies
+
+
+def _statement(raw: dict[str, Any], resolve: Any) -> Statement:
+    assert raw["Effect"] == "Allow", f"unexpected Deny statement {raw}"
+    resources = resolve(copy.deepcopy(raw["Resource"]))
+    actions = raw["Action"]
+    condition = raw.get("Condition")
+    leading_keys = None
+    if condition is not None:
+        assert set(condition) == {"ForAllValues:StringLike"}, f"unsupported condition {condition}"
+        keys = condition["ForAllValues:StringLike"]
+        assert set(keys) == {"dynamodb:LeadingKeys"}, f"unsupported condition key {keys}"
+        value = keys["dynamodb:LeadingKeys"]
+        leading_keys = tuple([value] if isinstance(value, str) else value)
+    return Statement(
+        sid=str(raw.get("Sid", "")),
+        actions=tuple([actions] if isinstance(actions, str) else actions),
+        resources=tuple([resources] if isinstance(resources, str) else resources),
+        leading_keys=leading_keys,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# AWS API calls → IAM requests
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    service: str  # the signing name, which is the IAM prefix ("states" for Step Functions)
+    operation: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class IamRequest:
+    action: str
+    resource: str
+    leading_keys: tuple[str, ...] = ()
+
+
+# Operations authorized under another action's name (the Service Authorization Reference).
+_AUTHORIZED_AS = {
+    ("s3", "HeadObject"): "s3:GetObject",
+    ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("s3", "HeadBucket"): "s3:ListBucket",
+}
+# TransactWriteItems / TransactGetItems are authorized item by item, under these actions.
+_TRANSACT_ITEM_ACTION = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+
+
+def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
+    """What IAM evaluates for one API call."""
+    action = _AUTHORIZED_AS.get((call.service, call.operation), f"{call.service}:{call.operation}")
+    p = call.params
+    if call.service == "dynamodb":
+        if call.operation in ("TransactWriteItems", "TransactGetItems"):
+            return [
+                _dynamodb(_TRANSACT_ITEM_ACTION[kind], body, region)
+                for item in p["TransactItems"]
+                for kind, body in item.items()
+            ]
+        return [_dynamodb(action, p, region)]
+    if call.service == "s3":
+        bucket_arn = f"arn:aws:s3:::{p['Bucket']}"
+        return [IamRequest(action, f"{bucket_arn}/{p['Key']}" if "Key" in p else bucket_arn)]
+    if call.service == "sqs":
+        name = urlsplit(p["QueueUrl"]).path.rsplit("/", 1)[-1]
+        return [IamRequest(action, f"arn:aws:sqs:{region}:{ACCOUNT_ID}:{name}")]
+    if call.service == "states":
+        arn = p.get("stateMachineArn") or p["executionArn"]
+        return [IamRequest(action, arn)]
+    if call.service == "ssm":
+        names = p["Names"] if "Names" in p else [p.get("Name") or p["Path"]]
+        return [
+            IamRequest(action, f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{name}")
+            for name in names
+        ]
+    raise AssertionError(f"teach iam_requests about {call.service}:{call.operation}")
+
+
+def _dynamodb(action: str, params: dict[str, Any], region: str) -> IamRequest:
+    key = params.get("Key") or params.get("Item") or {}
+    leading = (key["pk"]["S"],) if "pk" in key else ()
+    table = f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{params['TableName']}"
+    return IamRequest(action, table, leading)
+
+
+# --------------------------------------------------------------------------------------------------
+# Recording (and refusing) the calls boto3 makes
+
+
+@dataclass
+class CallRecorder:
+    """Hooks every botocore client created while installed. Inside `acting_as(function)`, each
+    call is recorded for that function and, when `enforce` is on, refused with AccessDenied if
+    the function's policy does not allow it — before it reaches moto."""
+
+    policies: dict[str, Policy]
+    region: str
+    enforce: bool = False
+    calls: dict[str, list[ApiCall]] = field(default_factory=dict)
+    _function: str | None = None
+    _faults: dict[str, ClientError] = field(default_factory=dict)
+
+    @contextmanager
+    def acting_as(self, function: str) -> Iterator[None]:
+        previous, self._function = self._function, function
+        self.calls.setdefault(function, [])
+        try:
+            yield
+        finally:
+            self._function = previous
+
+    def fail_next(self, operation: str, code: str = "ServiceUnavailable") -> None:
+        """The next call of `operation` fails with `code` (a fault at that exact call)."""
+        error = {"Error": {"Code": code, "Message": f"injected {code}"}}
+        self._faults[operation] = ClientError(error, operation)  # type: ignore[arg-type]
+
+    def requests(self, function: str) -> list[tuple[ApiCall, IamRequest]]:
+        return [
+            (call, request)
+            for call in self.calls.get(function, [])
+            for request in iam_requests(call, self.region)
+        ]
+
+    # ---- botocore event handlers
+
+    def _on_params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if self._function is None:
+            return
+        call = ApiCall(model.service_model.signing_name, model.name, copy.deepcopy(params))
+        self.calls[self._function].append(call)
+        if self.enforce:
+            policy = self.policies[self._function]
+            for request in iam_requests(call, self.region):
+                if not policy.allows(request):
+                    code = "AccessDenied" if call.service == "s3" else "AccessDeniedException"
+                    message = (
+                        f"{self._function} is not authorized to perform {request.action} on "
+                        f"{request.resource}"
+                    )
+                    raise ClientError({"Error": {"Code": code, "Message": message}}, model.name)
+        fault = self._faults.pop(model.name, None)
+        if fault is not None:
+            raise fault
+
+    def _before_call(self, model: Any, params: dict[str, Any], **_: Any) -> Any:
+        # moto has no StartSyncExecution (docs/tools.md): once recorded, answer it the way an
+        # Express execution that failed would, so the caller's failure handling runs.
+        if model.name != "StartSyncExecution":
+            return None
+        now = datetime.now(UTC)
+        parsed = {
+            "executionArn": "arn:aws:states:::express:not-emulated",
+            "status": "FAILED",
+            "error": "NotEmulated",
+            "cause": "moto has no StartSyncExecution",
+            "startDate": now,
+            "stopDate": now,
+        }
+        return _Answered(), parsed
+
+
+class _Answered:
+    status_code = 200
+    headers: ClassVar[dict[str, str]] = {}
+
+
+@contextmanager
+def recording(
+    policies: dict[str, Policy], region: str, *, enforce: bool = False
+) -> Iterator[CallRecorder]:
+    """Install a `CallRecorder` on every client created from now on (the adapters' cached
+    clients are dropped so they are recreated with it)."""
+    recorder = CallRecorder(policies, region, enforce)
+    original = botocore.session.Session.create_client
+
+    def create_client(self: botocore.session.Session, *args: Any, **kwargs: Any) -> Any:
+        client = original(self, *args, **kwargs)
+        client.meta.events.register("provide-client-params", recorder._on_params)
+        client.meta.events.register("before-call", recorder._before_call)
+        return client
+
+    botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+    forget_clients()
+    try:
+        yield recorder
+    finally:
+        botocore.session.Session.create_client = original  # type: ignore[method-assign]
+        forget_clients()
+
+
+def forget_clients() -> None:
+    """Drop every cached client and warm-container cache, as a new Lambda container starts."""
+    from infra.aws.dynamo_store import clear_warm_caches
+    from infra.aws.s3_vectors import clear_warm_vectors
+    from infra.aws.sfn_dispatcher import _stepfunctions_client
+
+    clients.reset_clients()
+    _stepfunctions_client.cache_clear()
+    clear_warm_caches()
+    clear_warm_vectors()
