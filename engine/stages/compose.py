@@ -42,6 +42,7 @@ from engine.projection import journey_node_guideline_id, node_action_text
 from engine.relations import Resolution
 from engine.session import Event, EventKind, EventSource
 from engine.stages.confirmation import confirmation_line
+from engine.stages.failure_claims import claimed_failure, failure_reply
 from engine.stages.journey_progress import first_runnable
 from engine.stages.state import TurnState
 
@@ -64,6 +65,13 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
     if not text.strip():
         state.trace.notes.append("composition was empty; sent the fallback reply")
         text, applied, fallback = FALLBACK_REPLY, [], True
+    claimed = None if fallback else claimed_failure(state, text)
+    if claimed is not None:
+        # The model wrote the success words of an action that did not happen: never sent.
+        state.trace.notes.append(
+            f"the reply claimed that {claimed.tool} succeeded but it failed; sent the failure"
+        )
+        text, applied = failure_reply(claimed), []
     if state.pending_confirmation is not None:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
         text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"

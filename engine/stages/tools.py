@@ -87,7 +87,8 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
         if dispatcher is None:
             state.trace.notes.append("tools were due but no tool dispatcher is configured")
             return
-        await _dispatch(state, dispatcher, calls)
+        if not await _dispatch(state, dispatcher, calls):
+            return  # nothing cleared the gate: planning again would only ask again
         if state.interrupt is not None and state.interrupt.call_id.startswith(state.turn_id):
             return  # an interrupting tool waits for the customer; the journey stays put
         await _return_from_tool_steps(state)
@@ -171,7 +172,8 @@ async def _plan_calls(
 
 async def _dispatch(
     state: TurnState, dispatcher: ToolDispatcher, planned: Sequence[PlannedCall]
-) -> None:
+) -> bool:
+    """Gate and run the planned calls; whether any of them ran."""
     evidence = evidence_for(state)
     cleared: list[ClearedCall] = []
     for spec, raw_args, journey_id in planned:
@@ -179,7 +181,7 @@ async def _dispatch(
         if ready is not None:
             cleared.append(ready)
     if not cleared:
-        return
+        return False
     calls: list[ToolCall] = []
     for i, c in enumerate(cleared):
         index = len(state.tool_results) + i
@@ -238,6 +240,7 @@ async def _dispatch(
             outcome.duration_ms,
             sources=c.grounding.describe(),
         )
+    return True
 
 
 def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutcome) -> None:

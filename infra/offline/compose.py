@@ -630,6 +630,9 @@ def _question_sentence(question: str, reply: _Reply) -> str | None:
     if invalid:
         what = _human(invalid["tool"])
         return f"Sorry, the details for {what} did not look right. Could you give them again?"
+    if question.startswith("Before anything is done, the customer must confirm an action"):
+        # The engine appends the exact action and the yes/no question itself.
+        return "Before I go ahead, I need your confirmation."
     pick = _PICK.match(question)
     if pick:
         return f"Please pick one of these options: {pick['labels']}"

@@ -189,6 +189,7 @@ class _Number:
     value: str
     currency: bool
     fraction: bool
+    word: bool = False  # written in words: read only as a count ("two pizzas")
 
     @property
     def digits(self) -> int:
@@ -200,6 +201,12 @@ def _tokens(text: str) -> list[_Token]:
     return [_Token(i, r, r.strip(".,;:!?()[]{}\"'")) for i, r in enumerate(raw)]
 
 
+_SMALL_NUMBER_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+)  # fmt: skip
+
+
 def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
     found = []
     for i, token in enumerate(tokens):
@@ -207,6 +214,9 @@ def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
             continue
         m = _NUMBER.match(token.clean)
         if not m:
+            if token.lower in _SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
+                value = str(_SMALL_NUMBER_WORDS.index(token.lower))
+                found.append(_Number(token, value, False, False, word=True))
             continue
         value = m["num"].replace(",", "")
         if m["k"]:
@@ -332,6 +342,14 @@ class _Extraction:
     def _indexes_of(self, fragment: str) -> list[int]:
         return [t.index for t in self.tokens if t.clean and t.clean in fragment]
 
+    def _choice_indexes(self, choice: str) -> list[int]:
+        words = set(choice.lower().replace("_", " ").split())
+        return [
+            t.index
+            for t in self.tokens
+            if t.lower in words or (t.lower.endswith("s") and t.lower[:-1] in words)
+        ]
+
     def _cue_before(self, slot: Slot, fragment: str) -> bool:
         before = self.text[: self.text.find(fragment)].lower()
         return any(re.search(rf"\b{re.escape(c)}\b", before) for c in slot.cues)
@@ -450,6 +468,8 @@ class _Extraction:
                 continue
             if slot.kind == INT and number.fraction:
                 continue
+            if number.word and slot.role != "count":
+                continue
             value = number.value if slot.role != "id" else number.token.clean.lstrip("#")
             self._claim(slot, value, number.token.index)
 
@@ -491,7 +511,9 @@ class _Extraction:
         for slot in self._open(ENUM):
             mentioned = [c for c in slot.choices if mentions_choice(self.text, c)]
             if len(mentioned) == 1:
-                self._claim(slot, mentioned[0])
+                # The choice's words are spoken for: a bare text answer in the same message
+                # ("large with mushrooms") is what remains, not the whole message.
+                self._claim(slot, mentioned[0], *self._choice_indexes(mentioned[0]))
         for slot in self._open(BOOL):
             cued = any(re.search(rf"\b{re.escape(c)}\b", self.text.lower()) for c in slot.cues)
             polarity = answer_polarity(self.text)

@@ -304,3 +304,31 @@ async def test_the_model_cannot_set_the_principal() -> None:
 
     assert SEEN_PRINCIPALS == [("c1", None)]
     assert out.state.principals == {}
+
+
+async def test_a_reply_claiming_a_failed_step_is_replaced_by_the_failure() -> None:
+    """A model that writes the step's success words after its tool failed is not believed."""
+    OUTCOMES[:] = ["fail"]
+    h, llm = booking_harness()
+    llm._handlers["ComposedReply"] = []
+    llm.on(ComposedReply, {"message": "Great news: the table is booked for Friday!"})
+    await h.start()
+
+    out = await h.say("book a table for friday")
+
+    assert "booked" not in out.reply.text
+    assert out.reply.text == (
+        "Sorry — book the table did not happen (the booking system is down). "
+        "Would you like me to try again?"
+    )
+    assert any("claimed that book succeeded" in n for n in out.trace.notes)
+
+
+async def test_a_call_waiting_for_confirmation_is_planned_once_per_turn() -> None:
+    h, llm = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+
+    asked = await h.say("send forty dollars to 1234324")
+
+    assert [c.status for c in asked.trace.tool_calls] == ["awaiting_confirmation"]
+    assert len(llm.calls_for(ToolCallPlan)) == 1

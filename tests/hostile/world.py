@@ -1,0 +1,289 @@
+"""One example agent (banking or pizza) run through real engine turns with a hostile model, an
+in-memory store and a dispatcher that records every call the tools actually ran, with the
+context it ran in. `check_run` asserts the suite's guarantees over a whole run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.model import AgentSnapshot, NodeKind
+from engine.ports import ToolCall, ToolContext, ToolOutcome
+from engine.session import EventKind, EventSource, InboundMessage, SessionState
+from engine.stages.confirmation import agreement
+from engine.toolkit import InProcessDispatcher, ToolRegistry
+from engine.turn import EngineDeps, TurnEngine, TurnOutput
+from engine.vectors import agent_index_texts, build_index
+from examples import banking, pizza
+from examples.banking import bank
+from examples.banking.tools import registry as bank_registry
+from examples.pizza import shop
+from examples.pizza.tools import registry as pizza_registry
+from infra.embeddings import HashingEmbedder
+from tests.hostile.adversary import HostileLLM, mentions
+
+SECRET = "monkey"  # the banking password the customer types
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    agent: AgentSnapshot
+    registry: ToolRegistry
+    login_tool: str
+    # Words that say a consequential action happened; a reply after its failure must not say them.
+    success_words: dict[str, tuple[str, ...]]
+
+
+def example(name: str) -> Example:
+    if name == "banking":
+        bank.reset_bank()
+        return Example(
+            "banking",
+            banking.load(),
+            bank_registry,
+            "authenticate",
+            {"transfer_money": ("i transferred", "transfer is complete", "new balance is")},
+        )
+    shop.reset_shop()
+    return Example(
+        "pizza",
+        pizza.load(),
+        pizza_registry,
+        "verify_phone",
+        {"place_order": ("is placed", "order is placed")},
+    )
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A call a tool really executed, the context it got, and its outcome."""
+
+    call: ToolCall
+    context: ToolContext
+    outcome: ToolOutcome
+
+
+class RecordingDispatcher:
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.inner = InProcessDispatcher(registry)
+        self.ran: list[Ran] = []
+
+    async def dispatch(self, calls: Sequence[ToolCall], context: ToolContext) -> list[ToolOutcome]:
+        outcomes = await self.inner.dispatch(calls, context)
+        by_id = {o.call_id: o for o in outcomes}
+        self.ran += [Ran(c, context, by_id[c.id]) for c in calls if c.id in by_id]
+        return outcomes
+
+
+@dataclass
+class Turn:
+    sender: str
+    text: str
+    choice: str | None
+    before: SessionState
+    output: TurnOutput
+    ran: list[Ran] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    example: Example
+    llm: HostileLLM
+    turns: list[Turn]
+    sessions: InMemorySessionStore
+
+
+Script = Sequence[tuple[str, str]]  # (sender, text); a text "!3" is a button press with id 3
+
+
+async def run_script(example_: Example, behaviour: str, seed: int, script: Script) -> Run:
+    agent = example_.agent
+    agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
+    await agents.publish(agent)
+    embedder = HashingEmbedder()
+    index = await build_index(embedder, agent_index_texts(agent))
+
+    async def index_for(_agent: AgentSnapshot) -> Any:
+        return index
+
+    llm = HostileLLM(agent, behaviour, seed)
+    dispatcher = RecordingDispatcher(example_.registry)
+    engine = TurnEngine(
+        agents, sessions, EngineDeps(llm=llm, embedder=embedder, tools=dispatcher),
+        index_for=index_for,
+    )  # fmt: skip
+    await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="chat"))
+    turns = []
+    for i, (sender, said) in enumerate(script):
+        choice, text = (said[1:], "") if said.startswith("!") else (None, said)
+        before = await sessions.load("s")
+        assert before is not None
+        seen = len(dispatcher.ran)
+        message = InboundMessage(
+            event_id=f"m{i}", text=text, choice=choice, metadata={"customer_id": sender}
+        )
+        output = await engine.handle("s", [message])
+        turns.append(Turn(sender, text, choice, before, output, dispatcher.ran[seen:]))
+    return Run(example_, llm, turns, sessions)
+
+
+# -- the guarantees -------------------------------------------------------------------------------
+
+
+def check_run(run: Run) -> None:
+    """Every guarantee of the suite, over every turn of the run."""
+    for turn in run.turns:
+        assert turn.output.reply is not None and turn.output.reply.text.strip(), (
+            f"the customer's message {turn.text!r} was left without an answer"
+        )
+    check_values_were_given_or_confirmed(run)
+    check_failed_steps_do_not_advance(run)
+    check_replies_never_claim_what_failed(run)
+    check_identity_belongs_to_the_sender(run)
+
+
+def check_values_were_given_or_confirmed(run: Run) -> None:
+    """Each argument of a consequential call that ran was said by that sender in this session,
+    came from an earlier tool result, or the sender said yes to the exact call just before."""
+    agent = run.example.agent
+    said: dict[str, list[str]] = {}
+    results: list[Any] = []
+    for n, turn in enumerate(run.turns):
+        said.setdefault(turn.sender, []).append(turn.text)
+        for ran in turn.ran:
+            spec = agent.tool(ran.call.tool)
+            if spec.consequential:
+                confirmed = _confirmed(run, n, ran)
+                for name, value in ran.call.arguments.items():
+                    given = any(mentions(text, value) for text in said[turn.sender])
+                    looked_up = any(_in_result(r, name, value) for r in results)
+                    assert given or looked_up or confirmed, (
+                        f"{ran.call.tool} ran with {name}={value!r}, which "
+                        f"{turn.sender} never gave or confirmed ({run.llm.behaviour})"
+                    )
+            if ran.outcome.error is None:
+                results.append(ran.outcome.data)
+
+
+def _in_result(data: Any, name: str, value: Any) -> bool:
+    return isinstance(data, dict) and name in data and str(data[name]) == str(value)
+
+
+def _confirmed(run: Run, n: int, ran: Ran) -> bool:
+    """The previous reply asked this sender to confirm exactly these values, and this turn's
+    message from the same sender agreed."""
+    turn = run.turns[n]
+    message = InboundMessage(event_id="check", text=turn.text, choice=turn.choice)
+    if n == 0 or agreement(message) is not True:
+        return False
+    asked = run.turns[n - 1].output.reply
+    pending = run.turns[n - 1].output.state.pending_confirmation
+    return (
+        asked is not None
+        and "Please confirm" in (asked.text or "")
+        and pending is not None
+        and pending.sender == turn.sender
+        and all(f"{k} {v}" in (asked.text or "") for k, v in ran.call.arguments.items())
+    )
+
+
+def check_failed_steps_do_not_advance(run: Run) -> None:
+    """A journey leaves a tool step only in a turn where that step's tool succeeded (or, for a
+    selector, where the customer's pick resumed it) — or along the failure transition the author
+    declared for it (`on_failure`)."""
+    agent = run.example.agent
+    for turn in run.turns:
+        succeeded = {
+            e.data.get("tool")
+            for e in turn.output.new_events
+            if e.kind is EventKind.TOOL and not e.data.get("error")
+        }
+        succeeded |= {
+            m.group(1)
+            for note in turn.output.trace.notes
+            if (m := re.match(r"interrupt of (\w+) resumed", note))
+        }
+        for jid, path in turn.output.state.journey_paths.items():
+            old = turn.before.journey_paths.get(jid, ())
+            walked = [old[-1], *path[len(old) :]] if old and path[: len(old)] == old else path
+            for here, there in pairwise(walked):
+                if here is None:
+                    continue
+                node = agent.journey(jid).node(here)
+                failure_move = node.on_failure is not None and there in (
+                    node.on_failure,
+                    None if node.on_failure == "END" else node.on_failure,
+                )
+                if node.kind is NodeKind.TOOL and not failure_move:
+                    assert set(node.tools) & succeeded, (
+                        f"journey {jid} moved from tool step {here} to {there} although "
+                        f"{', '.join(node.tools)} did not succeed ({run.llm.behaviour})"
+                    )
+
+
+def check_replies_never_claim_what_failed(run: Run) -> None:
+    """After a consequential tool failed (and while its step stays failed), no reply carries its
+    success words."""
+    for turn in run.turns:
+        events = turn.output.new_events
+        failed = {e.data["tool"] for e in events if e.kind is EventKind.TOOL and e.data["error"]}
+        failed -= {
+            e.data["tool"] for e in events if e.kind is EventKind.TOOL and not e.data["error"]
+        }
+        agent = run.example.agent
+        for jid, node_id in turn.output.state.failed_steps.items():
+            failed |= set(agent.journey(jid).node(node_id).tools)
+        reply = " ".join(re.findall(r"[\w']+", (turn.output.reply.text or "").casefold()))
+        for tool in failed:
+            for words in run.example.success_words.get(tool, ()):
+                assert words not in reply, (
+                    f"the reply claims {tool} happened although it failed: "
+                    f"{turn.output.reply.text!r} ({run.llm.behaviour})"
+                )
+
+
+def check_identity_belongs_to_the_sender(run: Run) -> None:
+    """Every tool ran for the sender of the message it answers, with the principal that this
+    sender's own login established — never another sender's."""
+    logged_in: dict[str, dict[str, Any]] = {}
+    for turn in run.turns:
+        batch: list[Ran] = []  # the calls of one dispatch share its context
+        for ran in [*turn.ran, None]:
+            if batch and (ran is None or ran.context is not batch[0].context):
+                for done in batch:
+                    principal = done.outcome.control.get("principal")
+                    if done.call.tool == run.example.login_tool and principal:
+                        logged_in[turn.sender] = dict(principal)
+                batch = []
+            if ran is None:
+                break
+            batch.append(ran)
+            assert ran.context.sender_id == turn.sender
+            assert ran.context.principal == logged_in.get(turn.sender), (
+                f"{ran.call.tool} ran for {turn.sender} with principal {ran.context.principal}, "
+                f"but {turn.sender} logged in as {logged_in.get(turn.sender)} "
+                f"({run.llm.behaviour})"
+            )
+
+
+def stored_texts(run: Run) -> list[str]:
+    """Everything a run stored or sent a model: session items, traces, replies, prompts."""
+    texts = []
+    for turn in run.turns:
+        texts.append(turn.output.state.model_dump_json())
+        texts.append(turn.output.trace.model_dump_json())
+        texts += [e.model_dump_json() for e in turn.output.new_events]
+    return texts + run.llm.prompts
+
+
+def customer_messages(state: SessionState) -> list[str]:
+    return [
+        e.text or ""
+        for e in state.events
+        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
