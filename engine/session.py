@@ -103,6 +103,10 @@ class SessionState(BaseModel):
     # journey id → visited node ids; a trailing None means the journey was exited.
     journey_paths: dict[str, tuple[str | None, ...]] = Field(default_factory=dict)
     completed_journeys: tuple[str, ...] = ()
+    # journey id → the senders who completed it; a prerequisite is met only for them (a login
+    # one person completed is not another's). Journeys completed before senders were recorded
+    # count for the session's customer.
+    completed_by: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     # a journey waiting for a prerequisite journey to complete, to be resumed afterwards
     suspended_journeys: tuple[str, ...] = ()
     applied_guideline_ids: tuple[str, ...] = ()

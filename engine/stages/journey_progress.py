@@ -73,6 +73,9 @@ def apply_verified(
     if step.outcome == "completed":
         if journey_id not in state.completed:
             state.completed.append(journey_id)
+        senders = state.completed_by.get(journey_id, ())
+        if state.sender not in senders:
+            state.completed_by[journey_id] = (*senders, state.sender)
         how = "completed"
     elif step.outcome == "exit":
         how = "exit"
@@ -115,7 +118,7 @@ def first_runnable(state: TurnState, journey: Journey, seen: set[str]) -> str | 
         return None
     seen.add(journey.id)
     for req in journey.requires:
-        if req not in state.completed:
+        if not state.completed_by_sender(req):
             return first_runnable(state, state.agent.journey(req), seen)
     return journey.id
 

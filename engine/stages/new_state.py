@@ -42,6 +42,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "events": (*session.events, *state.events),
             "journey_paths": dict(state.paths),
             "completed_journeys": tuple(state.completed),
+            "completed_by": dict(state.completed_by),
             "suspended_journeys": tuple(state.suspended),
             "applied_guideline_ids": tuple(applied_ids),
             "pending_customer_guideline_ids": tuple(pending),

@@ -105,6 +105,7 @@ class TurnState:
         self.paths: dict[str, tuple[str | None, ...]] = dict(session.journey_paths)
         self.steps: dict[str, str] = {}  # journey id → node id shown this turn
         self.completed: list[str] = list(session.completed_journeys)
+        self.completed_by: dict[str, tuple[str, ...]] = dict(session.completed_by)
         self.suspended: list[str] = list(session.suspended_journeys)
         self.collected: list[CollectedValue] = list(session.collected)
         # Recall: the guidelines this turn may match at all.
@@ -203,4 +204,13 @@ class TurnState:
         return self.principals.get(self.sender)
 
     def prerequisites_met(self, journey: Journey) -> bool:
-        return all(r in self.completed for r in journey.requires)
+        return all(self.completed_by_sender(r) for r in journey.requires)
+
+    def completed_by_sender(self, journey_id: str) -> bool:
+        """Whether this turn's sender has completed `journey_id` (for prerequisites)."""
+        if journey_id not in self.completed:
+            return False
+        senders = self.completed_by.get(journey_id)
+        if senders is None:
+            return self.sender == self.session.customer_id
+        return self.sender in senders

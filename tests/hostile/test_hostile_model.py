@@ -90,11 +90,6 @@ async def test_the_adversary_really_attacks(behaviour: str) -> None:
     assert statuses & {"ungrounded", "refused", "invalid_arguments", "awaiting_confirmation"}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a prerequisite journey (login) completed by one sender still counts for another "
-    "sender in the same conversation; tools refuse (no principal), but the journey moves on",
-)
 async def test_a_login_completed_by_one_sender_is_not_a_prerequisite_met_for_another() -> None:
     # "empty" corrupts only replies: matching and journeys are the honest model's.
     script = [(A, "I want to log in"), (A, "555-0100"), (A, "4321"), (B, "I want to order a pizza")]
