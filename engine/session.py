@@ -63,6 +63,7 @@ class PendingInterrupt(BaseModel):
     journey_id: str | None = None
     node_id: str | None = None
     prompt: str | None = None
+    sender: str | None = None  # who was asked: their pick or form result resumes it
 
 
 class PendingConfirmation(BaseModel):
@@ -80,7 +81,11 @@ class PendingConfirmation(BaseModel):
 
 
 class CollectedValue(BaseModel):
-    """A typed value a journey step collected from the customer."""
+    """A typed value a journey step collected from the customer.
+
+    `origin` is set when the customer gave it by an act rather than in words — a pick among
+    offered options ("customer pick from choose_size") or a submitted form ("form result of
+    address_form"): such a value is itself evidence a tool argument may be grounded on."""
 
     model_config = _FROZEN
     journey_id: str
@@ -88,6 +93,7 @@ class CollectedValue(BaseModel):
     name: str
     value: Any
     turn_id: str
+    origin: str | None = None
 
 
 class SessionState(BaseModel):
