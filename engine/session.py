@@ -64,6 +64,9 @@ class PendingInterrupt(BaseModel):
     node_id: str | None = None
     prompt: str | None = None
     sender: str | None = None  # who was asked: their pick or form result resumes it
+    # Where the channel answers the customer who was asked (the message's `reply_to` metadata,
+    # opaque here): the reply to a form result delivered later goes there.
+    reply_to: dict[str, Any] | None = None
 
 
 class PendingConfirmation(BaseModel):

@@ -105,7 +105,12 @@ class SessionView(BaseModel):
             active_journeys=state.active_journey_ids,
             journey_paths={j: list(path) for j, path in state.journey_paths.items()},
             completed_journeys=list(state.completed_journeys),
-            pending_interrupt=state.pending_interrupt,
+            # where the channel answers (a chat id, a phone number) stays inside the service
+            pending_interrupt=(
+                state.pending_interrupt.model_copy(update={"reply_to": None})
+                if state.pending_interrupt
+                else None
+            ),
             metadata=state.metadata,
         )
 
@@ -409,7 +414,8 @@ async def deliver_interrupt_result(
     The result travels as a message of the session (event id `interrupt:{call_id}`), so it is
     answered like a customer message: once (delivering it again replays the same turn), in order
     with the session's other turns, and with a reply. `?async=1` queues it on the session's FIFO
-    group for the turn worker instead of running the turn now."""
+    group for the turn worker instead of running the turn now. A session on a chat channel is
+    always queued: the worker delivers the reply to the conversation the form was sent to."""
     runtime = current_runtime()
     state = await _session(session_id)
     if len(json.dumps(body.result)) > MAX_INTERRUPT_RESULT_BYTES:
@@ -417,12 +423,16 @@ async def deliver_interrupt_result(
             413, f"an interrupt result is limited to {MAX_INTERRUPT_RESULT_BYTES} bytes of JSON"
         )
     pending = state.pending_interrupt
+    # On a chat channel the reply goes where the form was sent; elsewhere clients read events.
+    chat = state.channel if state.channel != API_CHANNEL else None
+    reply_to = pending.reply_to if pending and pending.call_id == call_id else None
     message = NormalizedMessage(
-        channel=API_CHANNEL,
-        account_id=API_CHANNEL,
+        channel=chat or API_CHANNEL,
+        account_id=str(state.metadata.get("account_id") or API_CHANNEL) if chat else API_CHANNEL,
         event_id=f"interrupt:{call_id}",
         conversation_key=session_id,
         customer_id=(pending.sender if pending and pending.sender else state.customer_id),
+        reply_to=reply_to or {},
         raw_type=INTERRUPT_RESULT_TYPE,
         received_at=datetime.now(UTC),
         interrupt_result=InterruptResult(call_id=call_id, result=body.result),
@@ -435,7 +445,7 @@ async def deliver_interrupt_result(
             f"call {call_id[:100]!r} is not the pending interrupter of this session "
             + (f"(it waits for {pending.call_id!r})" if pending else "(nothing is pending)"),
         )
-    if queue:
+    if queue or chat:
         if not delivered:
             runtime.enqueue(
                 QueuedMessage(session_id=session_id, agent_id=state.agent_id, message=message)

@@ -152,14 +152,18 @@ class NormalizedMessage(BaseModel):
         return f"{self.channel}:{self.account_id}:{self.event_id}"
 
     def to_inbound(self) -> InboundMessage:
-        """The engine's view of this message. Channel details travel in `metadata`; a delivered
-        interrupt result as `resume` + `call_id` (what `engine.stages.interrupts` reads)."""
+        """The engine's view of this message. Channel details travel in `metadata` (`reply_to`
+        too: a pending interrupter keeps it); a delivered interrupt result as `resume` +
+        `call_id` (what `engine.stages.interrupts` reads)."""
         metadata: dict[str, Any] = {
             "channel": self.channel,
             "conversation_key": self.conversation_key,
             "customer_id": self.customer_id,
             "raw_type": self.raw_type,
         }
+        if self.reply_to:
+            # Kept with a pending interrupter, to answer its result when it arrives.
+            metadata["reply_to"] = dict(self.reply_to)
         if self.interrupt_result is not None:
             metadata["resume"] = self.interrupt_result.result
             metadata["call_id"] = self.interrupt_result.call_id

@@ -114,9 +114,10 @@ async def test_interrupter_returns_an_action_and_a_later_event_resumes() -> None
     h, _ = harness(MOVE, {"Change address": [advance(form), advance(thanks)]})
     await h.start()
 
-    asked = await h.say("I moved to a new place")
+    asked = await h.say("I moved to a new place", metadata={"reply_to": {"chat_id": 7}})
     assert asked.reply.data["view"] == {"type": "link", "url": "https://example.test/form"}
     assert asked.state.pending_interrupt.kind == "interrupter"
+    assert asked.state.pending_interrupt.reply_to == {"chat_id": 7}  # where the result's reply goes
 
     call_id = asked.state.pending_interrupt.call_id
     done = await h.say("", metadata={"resume": {"street": "Main St 1"}, "call_id": call_id})

@@ -226,7 +226,14 @@ MOVERS = {
 FORM_CALL = "turn_0123456789abcdef01234567:0"
 
 
-def waiting_for_the_form(runtime: Runtime, session_id: str) -> None:
+def waiting_for_the_form(
+    runtime: Runtime,
+    session_id: str,
+    *,
+    channel: str = "api",
+    reply_to: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
     """A session as the turn that sent the address form left it: at the form step, waiting."""
     assert call("POST", "/agents", MOVERS)[0] == 201
     pending = PendingInterrupt(
@@ -237,6 +244,7 @@ def waiting_for_the_form(runtime: Runtime, session_id: str) -> None:
         node_id="form",
         prompt="Ask the customer to fill in the address form",
         sender="u1",
+        reply_to=reply_to,
     )
     runtime.run(
         runtime.sessions.create(
@@ -244,9 +252,10 @@ def waiting_for_the_form(runtime: Runtime, session_id: str) -> None:
                 id=session_id,
                 agent_id="movers",
                 customer_id="u1",
-                channel="api",
+                channel=channel,
                 journey_paths={"move": ("form",)},
                 pending_interrupt=pending,
+                metadata=metadata or {},
             )
         )
     )
@@ -316,3 +325,28 @@ def test_a_queued_form_result_is_answered_by_the_worker_once(runtime: Runtime, s
     assert call("POST", path, {"result": "Main St 1"}, query={"async": "1"})[0] == 202
     assert drain(stack) in ([], [{"batchItemFailures": []}])
     assert load_session(runtime, "mv-3").version == session.version
+
+
+def test_the_reply_to_a_form_result_goes_to_the_chat_the_form_was_sent_to(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    waiting_for_the_form(
+        runtime,
+        "telegram-move",
+        channel="telegram",
+        reply_to={"chat_id": 4242},
+        metadata={"account_id": "123456"},
+    )
+    status, state = call("GET", "/sessions/telegram-move")
+    assert state["pending_interrupt"]["reply_to"] is None  # the chat's address stays inside
+
+    path = f"/sessions/telegram-move/interrupts/{FORM_CALL}"
+    status, queued = call("POST", path, {"result": {"street": "Main St 1"}})
+
+    assert status == 202 and queued["queued"] is True  # a chat's reply is the worker's to send
+    assert drain(stack) == [{"batchItemFailures": []}]
+    (sent,) = platforms.replies("telegram")
+    assert sent.json()["chat_id"] == 4242 and sent.json()["text"]
+    session = load_session(runtime, "telegram-move")
+    assert session.pending_interrupt is None
+    assert session.collected_values()["street"] == "Main St 1"
