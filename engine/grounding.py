@@ -6,6 +6,7 @@ A value is grounded when it can be found, after normalisation, in the evidence o
   separators, dates, enum labels, any text — case and whitespace ignored);
 - a successful tool result or a context variable of the same name as the parameter;
 - the authenticated principal (a field of the same name);
+- a value of the same name the customer picked from offered options or submitted in a form;
 - for a parameter declared `composed` on a non-consequential tool, the model itself.
 
 Grounding is *direct* when the value appears as is (after normalisation) and *inferred* when it
@@ -43,6 +44,8 @@ class Evidence:
     tool_values: Mapping[str, Sequence[tuple[str, Any]]] = field(default_factory=dict)
     variables: Mapping[str, Any] = field(default_factory=dict)
     principal: Mapping[str, Any] | None = None
+    # value name → (origin, value) of the customer's picks and form results, latest last
+    picks: Mapping[str, Sequence[tuple[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ def ground_argument(
     principal = evidence.principal or {}
     if name in principal and _same(principal[name], value):
         return Grounding(name, "the authenticated principal", True)
+    for origin, picked in reversed(evidence.picks.get(name, ())):
+        if _same(picked, value):
+            return Grounding(name, origin, True)  # the customer chose exactly this value
     for tool_name, result_value in evidence.tool_values.get(name, ()):
         if _same(result_value, value):
             return Grounding(name, f"tool {tool_name}", True)
@@ -330,6 +336,11 @@ def _date(text: str) -> date | None:
     except ValueError:
         return None
     return None
+
+
+def same_value(known: Any, value: Any) -> bool:
+    """Equal after normalisation: numbers by value, text by case and whitespace."""
+    return _same(known, value)
 
 
 def _same(known: Any, value: Any) -> bool:

@@ -310,13 +310,20 @@ class ToolKind(StrEnum):
 
 ConfirmPolicy = Literal["always", "when_inferred", "never"]
 
+# A selector named for what the customer chooses ("choose_size") fills that thing ("size").
+_PICK_PREFIXES = ("choose_", "pick_", "select_")
+
 
 class ToolSpec(BaseModel):
     """What the engine knows of a tool: its typed signature. The implementation lives elsewhere.
 
     `confirm` says when the customer must agree to the exact call first: `always`,
     `when_inferred` (some value was derived rather than said as is) or `never`. Unset, it is
-    `when_inferred` for consequential tools and `never` for the others."""
+    `when_inferred` for consequential tools and `never` for the others.
+
+    `fills` (selectors and interrupters) names the collected value the customer's pick, or an
+    interrupter's single result, is stored as, so later tools get it by that name; unset, it is
+    the tool's name without a `choose_` / `pick_` / `select_` prefix (see `pick_name`)."""
 
     model_config = _FROZEN
     name: str
@@ -325,6 +332,7 @@ class ToolSpec(BaseModel):
     kind: ToolKind = ToolKind.GENERAL
     consequential: bool = False
     confirm: ConfirmPolicy | None = None
+    fills: str | None = None
     timeout_seconds: float = 10.0
 
     @property
@@ -336,6 +344,16 @@ class ToolSpec(BaseModel):
         if self.confirm is not None:
             return self.confirm
         return "when_inferred" if self.consequential else "never"
+
+    @property
+    def pick_name(self) -> str:
+        """The value a pick from this tool fills: `fills`, else the name without its prefix."""
+        if self.fills:
+            return self.fills
+        for prefix in _PICK_PREFIXES:
+            if self.name.startswith(prefix) and len(self.name) > len(prefix):
+                return self.name[len(prefix) :]
+        return self.name
 
 
 # --------------------------------------------------------------------------------------------------

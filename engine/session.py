@@ -63,6 +63,10 @@ class PendingInterrupt(BaseModel):
     journey_id: str | None = None
     node_id: str | None = None
     prompt: str | None = None
+    sender: str | None = None  # who was asked: their pick or form result resumes it
+    # Where the channel answers the customer who was asked (the message's `reply_to` metadata,
+    # opaque here): the reply to a form result delivered later goes there.
+    reply_to: dict[str, Any] | None = None
 
 
 class PendingConfirmation(BaseModel):
@@ -80,7 +84,11 @@ class PendingConfirmation(BaseModel):
 
 
 class CollectedValue(BaseModel):
-    """A typed value a journey step collected from the customer."""
+    """A typed value a journey step collected from the customer.
+
+    `origin` is set when the customer gave it by an act rather than in words — a pick among
+    offered options ("customer pick from choose_size") or a submitted form ("form result of
+    address_form"): such a value is itself evidence a tool argument may be grounded on."""
 
     model_config = _FROZEN
     journey_id: str
@@ -88,6 +96,8 @@ class CollectedValue(BaseModel):
     name: str
     value: Any
     turn_id: str
+    origin: str | None = None
+    sender: str | None = None  # who gave it; a pick or form result grounds only their calls
 
 
 class SessionState(BaseModel):

@@ -110,6 +110,7 @@ def tool(
     consequential: bool = False,
     confirm: ConfirmPolicy | None = None,
     composed: Sequence[str] = (),
+    fills: str | None = None,
     timeout_seconds: float = 10.0,
 ) -> Any:
     """Decorate a function as a tool. Its first parameter may be the `ToolContext`.
@@ -117,7 +118,8 @@ def tool(
     `consequential` marks a tool that changes something for the customer (money, orders);
     `confirm` overrides when the customer must agree to the exact call first (see `ToolSpec`);
     `composed` names parameters the model may phrase itself (a search query) — only on
-    non-consequential tools."""
+    non-consequential tools; `fills` (a selector or interrupter) names the value the customer's
+    pick is stored as — by default the tool's name without a `choose_`/`pick_`/`select_` prefix."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         hints = typing.get_type_hints(f, include_extras=True)
@@ -138,6 +140,7 @@ def tool(
             kind=ToolKind(kind),
             consequential=consequential,
             confirm=confirm,
+            fills=fills,
             timeout_seconds=timeout_seconds,
         )
         f.tool_spec = spec  # type: ignore[attr-defined]

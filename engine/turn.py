@@ -25,7 +25,7 @@ from engine.session import Event, EventKind, EventSource, InboundMessage, Sessio
 from engine.stages.activation import activate
 from engine.stages.compose import compose_reply
 from engine.stages.confirmation import read_answer
-from engine.stages.interrupts import resume_interrupt
+from engine.stages.interrupts import release_stale_interrupt, resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
 from engine.stages.recall import recall
@@ -115,6 +115,7 @@ class TurnPipeline:
 
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
+        release_stale_interrupt(state)
         resolution = resolve_relationships(state)
         t = state.timed("tools", t)
 

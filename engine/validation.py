@@ -24,6 +24,7 @@ from engine.model import (
     JourneyNode,
     NodeKind,
     RelationshipKind,
+    ToolKind,
 )
 
 Check = Callable[[AgentSnapshot], Iterable[str]]
@@ -91,6 +92,17 @@ def _unknown_tools(owner: str, tools: Sequence[str], snapshot: AgentSnapshot) ->
     for name in tools:
         if name not in known:
             yield f"{owner}: tool '{name}' is not registered {_known('tools', known)}"
+
+
+def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    for t in snapshot.tools:
+        if t.fills is not None and t.kind is ToolKind.GENERAL:
+            yield (
+                f"tool '{t.name}' declares fills: '{t.fills}', but only a selector or an "
+                "interrupter fills a value; set kind: selector or interrupter, or remove fills"
+            )
+        elif t.fills is not None and not t.fills.isidentifier():
+            yield f"tool '{t.name}': fills '{t.fills}' must be a field name (letters, digits, _)"
 
 
 def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
@@ -327,7 +339,7 @@ def _prerequisite_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
         yield f"journey prerequisites form a cycle: {route}; no journey in it could ever start"
 
 
-def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+def _composed_parameter_problems(snapshot: AgentSnapshot) -> Iterator[str]:
     for spec in snapshot.tools:
         composed = [p.name for p in spec.parameters if p.composed]
         if composed and spec.consequential:
@@ -349,6 +361,7 @@ _CHECKS: tuple[Check, ...] = (
     _agent_id_problems,
     _duplicate_ids,
     _tool_problems,
+    _composed_parameter_problems,
     _guideline_problems,
     _journey_problems,
     _relationship_problems,

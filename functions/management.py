@@ -11,6 +11,10 @@ which may come from the SSM secrets path); without it: 401, before anything else
     GET  /sessions/{session_id}/traces/{turn_id}
     POST /sessions/{session_id}/messages  a customer message: runs the turn and returns the reply,
                                           or queues it (`?async=1`, 202) for the turn worker
+    POST /sessions/{session_id}/interrupts/{call_id}
+                                          the result of the pending interrupter step (a form):
+                                          completes the step and runs the turn (or `?async=1`
+                                          queues it); 409 unless `call_id` is the pending one
 
 Errors are `{"error": "...", "problems": [...]}` with the right status; never a stack trace.
 """
@@ -18,12 +22,13 @@ Errors are `{"error": "...", "problems": [...]}` with the right status; never a 
 from __future__ import annotations
 
 import hmac
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger
-from fastapi import FastAPI, Query, Request, Response
+from fastapi import FastAPI, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -40,7 +45,7 @@ from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from functions.http_entry import http_lambda_handler
-from infra.channels.base import NormalizedMessage, ReplyOption
+from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
@@ -105,7 +110,12 @@ class SessionView(BaseModel):
             active_journeys=state.active_journey_ids,
             journey_paths={j: list(path) for j, path in state.journey_paths.items()},
             completed_journeys=list(state.completed_journeys),
-            pending_interrupt=state.pending_interrupt,
+            # where the channel answers (a chat id, a phone number) stays inside the service
+            pending_interrupt=(
+                state.pending_interrupt.model_copy(update={"reply_to": None})
+                if state.pending_interrupt
+                else None
+            ),
             metadata=state.metadata,
         )
 
@@ -372,6 +382,93 @@ async def post_message(
         response.status_code = 202
         return QueuedView(session_id=session_id, event_id=event_id)
 
+    output = await runtime.engine.handle(session_id, [message.to_inbound()])
+    reply = None
+    if output.reply is not None:
+        view = output.reply.data.get("view")
+        reply = ReplyView(
+            text=output.reply.text or "",
+            options=reply_options(output.reply),
+            view=view if isinstance(view, dict) else None,
+        )
+    return TurnView(
+        session_id=session_id,
+        turn_id=output.trace.turn_id,
+        replayed=output.replayed,
+        reply=reply,
+        events=output.new_events,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Interrupts: the result of a form (or any interrupter step) delivered into its session
+
+MAX_INTERRUPT_RESULT_BYTES = 16 * 1024
+INTERRUPT_RESULT_TYPE = "interrupt_result"  # raw_type of the message that carries it
+
+
+class InterruptResultBody(BaseModel):
+    result: dict[str, Any] | str | int | float | bool = Field(
+        description="the form's fields (each becomes a collected value of that name), or one "
+        "value (stored under the tool's `fills` name)"
+    )
+
+
+@app.post(
+    "/sessions/{session_id}/interrupts/{call_id}",
+    response_model=TurnView | QueuedView,
+    responses={202: {"model": QueuedView}, 409: {"model": ErrorBody}},
+)
+async def deliver_interrupt_result(
+    session_id: str,
+    body: InterruptResultBody,
+    response: Response,
+    call_id: str = Path(min_length=1, max_length=200),
+    queue: bool = Query(default=False, alias="async"),
+) -> TurnView | QueuedView:
+    """Complete the session's pending interrupter step with its result and resume the journey.
+
+    The result travels as a message of the session (event id `interrupt:{call_id}`), so it is
+    answered like a customer message: once (delivering it again replays the same turn), in order
+    with the session's other turns, and with a reply. `?async=1` queues it on the session's FIFO
+    group for the turn worker instead of running the turn now. A session on a chat channel is
+    always queued: the worker delivers the reply to the conversation the form was sent to."""
+    runtime = current_runtime()
+    state = await _session(session_id)
+    if len(json.dumps(body.result)) > MAX_INTERRUPT_RESULT_BYTES:
+        raise HTTPException(
+            413, f"an interrupt result is limited to {MAX_INTERRUPT_RESULT_BYTES} bytes of JSON"
+        )
+    pending = state.pending_interrupt
+    # On a chat channel the reply goes where the form was sent; elsewhere clients read events.
+    chat = state.channel if state.channel != API_CHANNEL else None
+    reply_to = pending.reply_to if pending and pending.call_id == call_id else None
+    message = NormalizedMessage(
+        channel=chat or API_CHANNEL,
+        account_id=str(state.metadata.get("account_id") or API_CHANNEL) if chat else API_CHANNEL,
+        event_id=f"interrupt:{call_id}",
+        conversation_key=session_id,
+        customer_id=(pending.sender if pending and pending.sender else state.customer_id),
+        reply_to=reply_to or {},
+        raw_type=INTERRUPT_RESULT_TYPE,
+        received_at=datetime.now(UTC),
+        interrupt_result=InterruptResult(call_id=call_id, result=body.result),
+    )
+    delivered = message.dedup_key in state.processed_event_ids
+    waiting = pending is not None and pending.kind == "interrupter" and pending.call_id == call_id
+    if not delivered and not waiting:
+        raise HTTPException(
+            409,
+            f"call {call_id[:100]!r} is not the pending interrupter of this session "
+            + (f"(it waits for {pending.call_id!r})" if pending else "(nothing is pending)"),
+        )
+    if queue or chat:
+        if not delivered:
+            runtime.enqueue(
+                QueuedMessage(session_id=session_id, agent_id=state.agent_id, message=message)
+            )
+        response.status_code = 202
+        return QueuedView(session_id=session_id, event_id=message.event_id)
     output = await runtime.engine.handle(session_id, [message.to_inbound()])
     reply = None
     if output.reply is not None:

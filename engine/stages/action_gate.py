@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ToolArgumentError
-from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call
+from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call, same_value
 from engine.model import ToolSpec
 from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
@@ -33,7 +33,8 @@ class ClearedCall:
 
 def evidence_for(state: TurnState) -> Evidence:
     """What this turn's arguments may be traced to: this sender's messages in the session,
-    successful tool results by field name, context variables, the sender's principal."""
+    successful tool results by field name, context variables, the sender's principal, and the
+    values the customer picked among offered options or submitted in a form."""
     messages = [
         CustomerMessage(e.offset, e.text or "")
         for e in (*state.session.events, *state.events)
@@ -53,7 +54,11 @@ def evidence_for(state: TurnState) -> Evidence:
                     tool_values.setdefault(str(key), []).append((tool, value))
     variables = {v.name: v.default for v in state.agent.variables if v.default is not None}
     variables.update(state.session.variables)
-    return Evidence(tuple(messages), tool_values, variables, state.principal)
+    picks: dict[str, list[tuple[str, Any]]] = {}
+    for c in state.collected:
+        if c.origin is not None and (c.sender or state.session.customer_id) == state.sender:
+            picks.setdefault(c.name, []).append((c.origin, c.value))
+    return Evidence(tuple(messages), tool_values, variables, state.principal, picks)
 
 
 def clear_call(
@@ -66,6 +71,7 @@ def clear_call(
     """The call with validated, grounded, agreed arguments — or None, having asked for what is
     missing or for the customer's confirmation (and traced why)."""
     node_id = state.steps.get(journey_id) if journey_id else None
+    raw_arguments = _prefer_picks(state, spec, raw_arguments, evidence)
     try:
         arguments = validate_arguments(spec, raw_arguments)
     except ToolArgumentError as exc:
@@ -104,6 +110,28 @@ def clear_call(
         )
         return None
     return ClearedCall(spec, arguments, journey_id, grounding)
+
+
+def _prefer_picks(
+    state: TurnState, spec: ToolSpec, arguments: dict[str, Any], evidence: Evidence
+) -> dict[str, Any]:
+    """A parameter whose name the customer filled by picking an option (or submitting a form)
+    gets that value, whatever the model read into their later words ("yes" is not a size). The
+    customer changes a pick by picking again."""
+    chosen = dict(arguments)
+    for param in spec.parameters:
+        picks = evidence.picks.get(param.name)
+        if not picks:
+            continue
+        origin, value = picks[-1]
+        proposed = chosen.get(param.name)
+        if proposed is not None and not same_value(proposed, value):
+            state.trace.notes.append(
+                f"{spec.name}.{param.name}: {redact(param.name, proposed)!r} replaced by "
+                f"{redact(param.name, value)!r} ({origin})"
+            )
+        chosen[param.name] = value
+    return chosen
 
 
 def trace_tool(

@@ -75,11 +75,10 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
     if state.pending_confirmation is not None:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
         text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
-    if fallback and state.pending_confirmation is None:
-        reply = state.add_event(EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True)
-        return reply, []
+    # A fallback still carries the turn's buttons and view: a selector's options or a
+    # confirmation's yes/no must reach the customer even when the model failed.
+    extras: dict[str, Any] = {"fallback": True} if fallback else {"composition_mode": mode.value}
     state.trace.applied_guideline_ids = applied
-    extras: dict[str, Any] = {"composition_mode": mode.value}
     if state.reply_options:
         extras["options"] = state.reply_options
     if state.reply_view is not None:

@@ -1,12 +1,23 @@
 """Interrupting tools: a selector's options or an interrupter's action pause a journey step until
 the customer answers; the answer resumes it without running the tool again.
 
-Writes `state.interrupt`, the reply's options and view, and (on resumption) the pick as a
-collected value and a tool result.
+- A selector's step completes when the customer picks one of its options (button, list reply,
+  number or label). The pick is stored as a collected value named by the tool's `pick_name`
+  (`fills`, else the tool's name without a `choose_`/`pick_`/`select_` prefix), so later tools get
+  it by that name, and it counts as grounded evidence ("customer pick from choose_size").
+- An interrupter's step (a form, a link) completes only when its result arrives: a message whose
+  metadata carries `resume` (the result) and the pending `call_id` — delivered by the management
+  API's `POST /sessions/{id}/interrupts/{call_id}`. Whatever the customer types meanwhile is
+  answered by a normal turn; the step keeps waiting and its tool is not run again. The result's
+  fields become collected values and evidence ("form result of address_form").
+
+Writes `state.interrupt`, the reply's options and view, and (on resumption) the values, a tool
+result and the journey's move past the step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from engine.matching.journey_forced_moves import auto_return
@@ -16,10 +27,31 @@ from engine.session import CollectedValue, PendingInterrupt
 from engine.stages.journey_progress import apply_verified
 from engine.stages.state import TurnState
 from engine.tool_calls import resolve_pick, selector_options
+from engine.trace import redact
+
+
+def pick_origin(tool: str) -> str:
+    return f"customer pick from {tool}"
+
+
+def form_origin(tool: str) -> str:
+    return f"form result of {tool}"
 
 
 def interrupted_by(state: TurnState, call: ToolCall) -> bool:
     return state.interrupt is not None and state.interrupt.call_id == call.id
+
+
+def awaits_result(state: TurnState, tool: str) -> bool:
+    """Whether an interrupter of `tool` is waiting for its result: it must not run again (a new
+    call would orphan the form the customer is filling in)."""
+    pending = state.interrupt
+    return (
+        pending is not None
+        and pending.kind == ToolKind.INTERRUPTER.value
+        and pending.tool == tool
+        and not pending.call_id.startswith(state.turn_id)
+    )
 
 
 def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> None:
@@ -47,6 +79,8 @@ def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> N
         journey_id=location[0],
         node_id=location[1],
         prompt=str(outcome.control.get("prompt") or ""),
+        sender=state.sender,
+        reply_to=_reply_to(state),
     )
     state.reply_options = options
     state.reply_view = outcome.view
@@ -59,41 +93,109 @@ def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> N
         )
 
 
+def _reply_to(state: TurnState) -> dict[str, Any] | None:
+    address = state.messages[-1].metadata.get("reply_to") if state.messages else None
+    return dict(address) if isinstance(address, Mapping) and address else None
+
+
 def resume_interrupt(state: TurnState) -> None:
-    """The customer answered an interrupt: a selector's pick (button, list reply, number or
-    text) or an interrupter's completion. The pick is stored like a collected value and the
-    journey moves on from the tool step without running the tool again."""
+    """This turn's messages answer the pending interrupt, or leave it waiting."""
     pending = state.interrupt
     assert pending is not None
-    message = state.messages[-1]
-    picked: Any = None
     if pending.kind == ToolKind.SELECTOR.value:
-        picked = resolve_pick(pending.options, message.choice, message.text)
-        if picked is None:
-            labels = "; ".join(str(o["label"]) for o in pending.options)
-            state.questions.append(f"The customer still has to pick one of: {labels}")
-            return
+        _resume_selector(state, pending)
     else:
-        picked = message.metadata.get("resume") or message.choice or message.text
-    name = f"{pending.tool}_selection"
-    if pending.journey_id:
+        _resume_interrupter(state, pending)
+
+
+def pick_value(picked: Any) -> Any:
+    """What a pick fills: a plain option as is; an item's `value`, else its `id`."""
+    if isinstance(picked, Mapping):
+        return picked.get("value", picked.get("id"))
+    return picked
+
+
+def _resume_selector(state: TurnState, pending: PendingInterrupt) -> None:
+    message = state.messages[-1]
+    if pending.sender and state.sender != pending.sender:
+        # Only the person who was shown the options picks; another sender's "2" is their own.
+        state.trace.notes.append(f"{pending.tool}: a message from another sender is not a pick")
+        return
+    picked = resolve_pick(pending.options, message.choice, message.text)
+    if picked is None:
+        labels = "; ".join(str(o["label"]) for o in pending.options)
+        state.questions.append(f"The customer still has to pick one of: {labels}")
+        return
+    name = _pick_name(state, pending)
+    _complete(state, pending, {name: pick_value(picked)}, pick_origin(pending.tool), picked)
+
+
+def _resume_interrupter(state: TurnState, pending: PendingInterrupt) -> None:
+    results = [m for m in state.messages if "resume" in m.metadata]
+    ours = [m for m in results if m.metadata.get("call_id") == pending.call_id]
+    for m in results:
+        if m not in ours:
+            state.trace.notes.append(
+                f"ignored a result for {str(m.metadata.get('call_id'))[:100]!r}: "
+                f"the pending interrupt is {pending.call_id}"
+            )
+    if not ours:
+        # Free text while the form is open: answered, but the step is not done.
+        waiting_for = pending.prompt or "the step shown to them"
+        state.questions.append(
+            f"The customer has not completed this yet (still waiting for: {waiting_for}). "
+            "Answer what they wrote and remind them that it is still to be completed; never "
+            "say it is done."
+        )
+        return
+    result = ours[-1].metadata["resume"]
+    if isinstance(result, Mapping):
+        values = {str(k): v for k, v in result.items() if not isinstance(v, Mapping | list | tuple)}
+    else:
+        values = {_pick_name(state, pending): result}
+    _complete(state, pending, values, form_origin(pending.tool), result)
+
+
+def _pick_name(state: TurnState, pending: PendingInterrupt) -> str:
+    tool = pending.tool
+    return state.agent.tool(tool).pick_name if state.agent.has_tool(tool) else tool
+
+
+def _complete(
+    state: TurnState,
+    pending: PendingInterrupt,
+    values: Mapping[str, Any],
+    origin: str,
+    selected: Any,
+) -> None:
+    """The interrupt is answered: its values are stored (and are evidence), the tool step is
+    performed, and the journey moves on from it without running the tool again."""
+    for name, value in values.items():
         state.collected.append(
             CollectedValue(
-                journey_id=pending.journey_id,
+                journey_id=pending.journey_id or "",
                 node_id=pending.node_id or "",
                 name=name,
-                value=picked,
+                value=value,
                 turn_id=state.turn_id,
+                origin=origin,
+                sender=state.sender,
             )
         )
+        if pending.journey_id:
+            state.trace.collected[f"{pending.journey_id}.{name}"] = redact(name, value)
     state.tool_results.append(
-        ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": picked})
+        ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": selected})
     )
     state.executed_tools.add(pending.tool)
     state.succeeded_tools.add(pending.tool)
-    state.trace.notes.append(f"interrupt of {pending.tool} resumed with {picked!r}")
+    shown = {k: redact(k, v) for k, v in values.items()}
+    state.trace.notes.append(f"interrupt of {pending.tool} resumed ({origin}): {shown}")
     state.interrupt = None
     if pending.journey_id and pending.node_id and pending.journey_id in state.active():
+        location = (pending.journey_id, pending.node_id)
+        if location not in state.performed_tool_steps:
+            state.performed_tool_steps.append(location)
         state.steps[pending.journey_id] = pending.node_id
         journey = state.agent.journey(pending.journey_id)
         step = auto_return(
@@ -101,3 +203,17 @@ def resume_interrupt(state: TurnState) -> None:
         )
         if step is not None:
             apply_verified(state, journey.id, step, "auto_return")
+
+
+def release_stale_interrupt(state: TurnState) -> None:
+    """A journey that left its interrupted step (exited, went back) no longer waits for it: a
+    pick or form result arriving later must not pull it back there."""
+    pending = state.interrupt
+    if pending is None or not pending.journey_id:
+        return
+    path = state.paths.get(pending.journey_id, ())
+    if not path or path[-1] != pending.node_id:
+        state.trace.notes.append(
+            f"the journey left step {pending.node_id!r}: the interrupt of {pending.tool} is dropped"
+        )
+        state.interrupt = None

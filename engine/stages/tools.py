@@ -21,7 +21,7 @@ from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
 from engine.session import EventKind, EventSource
 from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
-from engine.stages.interrupts import interrupted_by, maybe_interrupt
+from engine.stages.interrupts import awaits_result, interrupted_by, maybe_interrupt
 from engine.stages.journey_progress import (
     apply_step,
     apply_verified,
@@ -106,6 +106,8 @@ def _journey_tool_steps(
         journey = state.agent.journey(jid)
         node = journey.node(node_id)
         if node.kind is NodeKind.TOOL and not set(node.tools) & state.executed_tools:
+            if any(awaits_result(state, t) for t in node.tools):
+                continue  # its form is out: the step completes when the result arrives
             steps.append((journey, node))
     return steps
 
@@ -116,7 +118,11 @@ def _guideline_tools(state: TurnState, resolution: Resolution) -> dict[str, str]
     for gid in resolution.guideline_ids:
         g = state.agent.guideline(gid)
         for tool in g.tools:
-            if tool not in state.executed_tools and state.agent.has_tool(tool):
+            if (
+                tool not in state.executed_tools
+                and state.agent.has_tool(tool)
+                and not awaits_result(state, tool)
+            ):
                 offered.setdefault(tool, g.action or g.condition)
     return offered
 

@@ -104,6 +104,15 @@ class ChannelRequest(BaseModel):
         )
 
 
+class InterruptResult(BaseModel):
+    """The result of a pending interrupter step (a form submitted, a link's flow finished),
+    delivered for the session by the management API rather than typed by the customer."""
+
+    model_config = _FROZEN
+    call_id: str = Field(min_length=1, max_length=200)  # the pending interrupt it completes
+    result: Any = Field(repr=False)
+
+
 class NormalizedMessage(BaseModel):
     """One customer message, the same shape whichever channel it came from.
 
@@ -136,6 +145,7 @@ class NormalizedMessage(BaseModel):
     raw_type: str
     received_at: datetime
     sent_at: datetime | None = None
+    interrupt_result: InterruptResult | None = None  # set on a delivered form result only
 
     @property
     def dedup_key(self) -> str:
@@ -143,18 +153,27 @@ class NormalizedMessage(BaseModel):
         return f"{self.channel}:{self.account_id}:{self.event_id}"
 
     def to_inbound(self) -> InboundMessage:
-        """The engine's view of this message. Channel details travel in `metadata`."""
+        """The engine's view of this message. Channel details travel in `metadata` (`reply_to`
+        too: a pending interrupter keeps it); a delivered interrupt result as `resume` +
+        `call_id` (what `engine.stages.interrupts` reads)."""
+        metadata: dict[str, Any] = {
+            "channel": self.channel,
+            "conversation_key": self.conversation_key,
+            "customer_id": self.customer_id,
+            "raw_type": self.raw_type,
+        }
+        if self.reply_to:
+            # Kept with a pending interrupter, to answer its result when it arrives.
+            metadata["reply_to"] = dict(self.reply_to)
+        if self.interrupt_result is not None:
+            metadata["resume"] = self.interrupt_result.result
+            metadata["call_id"] = self.interrupt_result.call_id
         return InboundMessage(
             event_id=self.dedup_key,
             text=self.text,
             choice=self.choice,
             received_at=self.received_at,
-            metadata={
-                "channel": self.channel,
-                "conversation_key": self.conversation_key,
-                "customer_id": self.customer_id,
-                "raw_type": self.raw_type,
-            },
+            metadata=metadata,
         )
 
 

@@ -55,7 +55,7 @@ async def pizzeria() -> Say:
 async def _order_up_to_the_count(say: Say) -> list[TurnOutput]:
     replies = [await say(text) for text in LOGIN]
     replies.append(await say(choice=LARGE))
-    replies.append(await say("Large, mushrooms and olives"))
+    replies.append(await say("mushrooms and olives"))
     return replies
 
 

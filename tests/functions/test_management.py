@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from engine.session import PendingInterrupt, SessionState
 from infra.runtime import QueuedMessage, Runtime
-from tests.functions.conftest import API_KEY, drain, invoke_management, receive_all
+from tests.functions.conftest import API_KEY, drain, invoke_management, load_session, receive_all
 from tests.functions.lambda_events import http_event
 from tests.functions.platforms import FakePlatforms
 
@@ -49,6 +50,7 @@ def call(
         ("GET", "/sessions/s1/events"),
         ("GET", "/sessions/s1/traces/t1"),
         ("POST", "/sessions/s1/messages"),
+        ("POST", "/sessions/s1/interrupts/turn_x:0"),
         ("GET", "/no/such/route"),
     ],
 )
@@ -249,3 +251,161 @@ def test_publishing_a_snapshot_with_a_hostile_id_writes_nothing(
         runtime.run(runtime.publish_agent(evil))
     after = {o["Key"] for o in s3.list_objects_v2(Bucket=stack.bucket).get("Contents", [])}
     assert after == before
+
+
+# -- interrupts: a form's result delivered into its session ---------------------------------------
+
+MOVERS = {
+    "agent": {"id": "movers", "name": "Movers"},
+    "tools": [
+        {
+            "name": "address_form",
+            "description": "open the address form",
+            "kind": "interrupter",
+            "fills": "address",
+        }
+    ],
+    "journeys": [
+        {
+            "id": "move",
+            "title": "Change address",
+            "conditions": ["The customer moved"],
+            "states": [
+                {"id": "form", "tool": "address_form"},
+                {"id": "thanks", "chat": "Thank the customer for the new address"},
+            ],
+            "transitions": [
+                {"from": "root", "to": "form"},
+                {"from": "form", "to": "thanks"},
+                {"from": "thanks", "to": "END"},
+            ],
+        }
+    ],
+}
+FORM_CALL = "turn_0123456789abcdef01234567:0"
+
+
+def waiting_for_the_form(
+    runtime: Runtime,
+    session_id: str,
+    *,
+    channel: str = "api",
+    reply_to: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    """A session as the turn that sent the address form left it: at the form step, waiting."""
+    assert call("POST", "/agents", MOVERS)[0] == 201
+    pending = PendingInterrupt(
+        tool="address_form",
+        call_id=FORM_CALL,
+        kind="interrupter",
+        journey_id="move",
+        node_id="form",
+        prompt="Ask the customer to fill in the address form",
+        sender="u1",
+        reply_to=reply_to,
+    )
+    runtime.run(
+        runtime.sessions.create(
+            SessionState(
+                id=session_id,
+                agent_id="movers",
+                customer_id="u1",
+                channel=channel,
+                journey_paths={"move": ("form",)},
+                pending_interrupt=pending,
+                metadata=metadata or {},
+            )
+        )
+    )
+
+
+def test_a_form_result_resumes_the_journey_once_and_only_for_the_pending_call(
+    runtime: Runtime,
+) -> None:
+    waiting_for_the_form(runtime, "mv-1")
+    path = f"/sessions/mv-1/interrupts/{FORM_CALL}"
+
+    # free text while the form is open: answered, the step still waits
+    status, turn = call("POST", "/sessions/mv-1/messages", {"text": "is it done?"})
+    assert status == 200 and turn["reply"]["text"]
+    status, state = call("GET", "/sessions/mv-1")
+    assert state["pending_interrupt"]["call_id"] == FORM_CALL
+    assert state["journey_paths"]["move"] == ["form"]
+
+    status, error = call("POST", "/sessions/mv-1/interrupts/turn_other:0", {"result": {"a": 1}})
+    assert status == 409 and FORM_CALL in error["error"]
+
+    status, turn = call("POST", path, {"result": {"street": "Main St 1", "city": "Springfield"}})
+    assert status == 200, turn
+    assert turn["replayed"] is False and turn["reply"]["text"]
+    assert [e["source"] for e in turn["events"]] == ["customer", "agent"]
+    session = load_session(runtime, "mv-1")
+    assert session.pending_interrupt is None
+    assert session.journey_paths["move"][:2] == ("form", "thanks")
+    values = {c.name: (c.value, c.origin) for c in session.collected}
+    assert values["street"] == ("Main St 1", "form result of address_form")
+    assert values["city"] == ("Springfield", "form result of address_form")
+
+    # the form service retries (lost response): the same turn, not a second resumption
+    status, again = call("POST", path, {"result": {"street": "Main St 1", "city": "Springfield"}})
+    assert status == 200 and again["replayed"] is True
+    assert again["reply"]["text"] == turn["reply"]["text"]
+    assert load_session(runtime, "mv-1").version == session.version
+
+
+def test_an_interrupt_result_needs_a_known_session_a_result_and_the_api_key(
+    runtime: Runtime,
+) -> None:
+    assert call("POST", f"/sessions/ghost/interrupts/{FORM_CALL}", {"result": {}})[0] == 404
+    waiting_for_the_form(runtime, "mv-2")
+    path = f"/sessions/mv-2/interrupts/{FORM_CALL}"
+    assert call("POST", path, {"result": {"a": 1}}, key="wrong")[0] == 401
+    assert call("POST", path, {"nothing": 1})[0] == 422
+    assert call("POST", path, {"result": {"big": "x" * 20_000}})[0] == 413
+    assert load_session(runtime, "mv-2").pending_interrupt is not None  # none of it counted
+
+
+def test_a_queued_form_result_is_answered_by_the_worker_once(runtime: Runtime, stack: Any) -> None:
+    waiting_for_the_form(runtime, "mv-3")
+    path = f"/sessions/mv-3/interrupts/{FORM_CALL}"
+
+    status, queued = call("POST", path, {"result": "Main St 1"}, query={"async": "1"})
+    assert status == 202 and queued["event_id"] == f"interrupt:{FORM_CALL}"
+    # delivered twice before the worker ran: the session's FIFO group and its dedup hold it once
+    assert call("POST", path, {"result": "Main St 1"}, query={"async": "1"})[0] == 202
+    assert drain(stack)[-1] == {"batchItemFailures": []}
+
+    session = load_session(runtime, "mv-3")
+    assert session.pending_interrupt is None
+    assert session.collected_values()["address"] == "Main St 1"  # a single value fills `fills`
+    replies = [e for e in session.events if e.source.value == "agent"]
+    assert len(replies) == 1
+    assert call("POST", path, {"result": "Main St 1"}, query={"async": "1"})[0] == 202
+    assert drain(stack) in ([], [{"batchItemFailures": []}])
+    assert load_session(runtime, "mv-3").version == session.version
+
+
+def test_the_reply_to_a_form_result_goes_to_the_chat_the_form_was_sent_to(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    waiting_for_the_form(
+        runtime,
+        "telegram-move",
+        channel="telegram",
+        reply_to={"chat_id": 4242},
+        metadata={"account_id": "123456"},
+    )
+    status, state = call("GET", "/sessions/telegram-move")
+    assert state["pending_interrupt"]["reply_to"] is None  # the chat's address stays inside
+
+    path = f"/sessions/telegram-move/interrupts/{FORM_CALL}"
+    status, queued = call("POST", path, {"result": {"street": "Main St 1"}})
+
+    assert status == 202 and queued["queued"] is True  # a chat's reply is the worker's to send
+    assert drain(stack) == [{"batchItemFailures": []}]
+    (sent,) = platforms.replies("telegram")
+    assert sent.json()["chat_id"] == 4242 and sent.json()["text"]
+    session = load_session(runtime, "telegram-move")
+    assert session.pending_interrupt is None
+    assert session.collected_values()["street"] == "Main St 1"

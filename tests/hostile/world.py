@@ -155,6 +155,15 @@ def check_values_were_given_or_confirmed(run: Run) -> None:
     results: list[Any] = []
     for n, turn in enumerate(run.turns):
         said.setdefault(turn.sender, []).append(turn.text)
+        if n > 0:
+            # Answering offered options says the option's label: a button pressed, or its
+            # number typed (the documented selector rule: "2" is the second option).
+            offered = run.turns[n - 1].output.reply
+            options = offered.data.get("options", []) if offered is not None else []
+            typed = turn.text.strip()
+            for i, option in enumerate(options, start=1):
+                if option["id"] == turn.choice or typed == str(i):
+                    said[turn.sender].append(str(option["label"]))
         for ran in turn.ran:
             spec = agent.tool(ran.call.tool)
             if spec.consequential:

@@ -5,6 +5,7 @@ and methods → refused, and nothing written (no inbox claim, no queued message,
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.session import PendingInterrupt, SessionState
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from tests.functions.conftest import API_KEY
+from tests.functions.test_management import FORM_CALL, MOVERS
 from tests.reliability.channel_requests import BUILDERS
 from tests.reliability.served_stack import ServedStack
 
@@ -152,3 +155,38 @@ def test_the_management_api_over_http_wants_its_key(served: ServedStack) -> None
 
     assert refused.status_code == 401
     assert allowed.status_code == 200 and allowed.json()["id"] == "bank"
+
+
+def test_a_form_result_reaches_its_session_through_the_served_management_api(
+    served: ServedStack,
+) -> None:
+    """`waypoint serve` hosts the management app under /api: a form service posts its result."""
+    assert served.runtime is not None
+    headers = {"x-api-key": API_KEY}
+    published = httpx.post(served.base_url + "/api/agents", json=MOVERS, headers=headers)
+    assert published.status_code == 201
+    session = SessionState(
+        id="served-move",
+        agent_id="movers",
+        customer_id="u1",
+        channel="api",
+        journey_paths={"move": ("form",)},
+        pending_interrupt=PendingInterrupt(
+            tool="address_form",
+            call_id=FORM_CALL,
+            kind="interrupter",
+            journey_id="move",
+            node_id="form",
+        ),
+    )
+    asyncio.run(served.runtime.sessions.create(session))
+    url = f"{served.base_url}/api/sessions/served-move/interrupts/{FORM_CALL}"
+
+    first = httpx.post(url, json={"result": {"street": "Main St 1"}}, headers=headers, timeout=60)
+    again = httpx.post(url, json={"result": {"street": "Main St 1"}}, headers=headers, timeout=60)
+
+    assert first.status_code == 200 and first.json()["reply"]["text"]
+    assert again.status_code == 200 and again.json()["replayed"] is True
+    resumed = served.session("served-move")
+    assert resumed is not None and resumed.pending_interrupt is None
+    assert resumed.collected_values()["street"] == "Main St 1"
