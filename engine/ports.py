@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -122,13 +123,28 @@ class VariableStore(Protocol):
     ) -> None: ...
 
 
+class ClaimOutcome(StrEnum):
+    """What an inbox claim found for an inbound event."""
+
+    OURS = "ours"  # this owner holds the claim: queue the message, then `mark_queued`
+    QUEUED = "queued"  # a duplicate: the message is already on the turn queue
+    IN_FLIGHT = "in_flight"  # another request holds a live claim and has not queued it yet
+
+
 @runtime_checkable
 class InboxStore(Protocol):
-    """Deduplication of inbound channel events: `claim` is true only the first time."""
+    """Deduplication of inbound channel events. A claim is CLAIMED by an owner (one request)
+    until that owner marks it QUEUED. The same owner claiming again gets it again (a retried
+    call whose first response was lost); another owner gets it only once the claim's lease has
+    run out without it being queued (the claimant died between the claim and the enqueue)."""
 
-    async def claim(self, channel: str, event_id: str, ttl_seconds: int) -> bool: ...
+    async def claim(
+        self, channel: str, event_id: str, ttl_seconds: int, *, owner: str, lease_seconds: int
+    ) -> ClaimOutcome: ...
 
-    async def release(self, channel: str, event_id: str) -> None: ...
+    async def mark_queued(self, channel: str, event_id: str, owner: str) -> bool: ...
+
+    async def release(self, channel: str, event_id: str, owner: str) -> None: ...
 
 
 @dataclass(frozen=True)
