@@ -7,7 +7,6 @@ must be queued exactly once and answered exactly once."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from botocore.awsrequest import AWSPreparedRequest
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
 
-from engine.clock import SystemClock
 from engine.session import EventSource
 from examples.banking import load as load_bank
 from functions import webhook
@@ -24,22 +22,10 @@ from infra.aws.local_stack import LocalStack
 from infra.runtime import Runtime, session_id_for
 from tests.functions.conftest import drain, inbox_items, load_session, queue_depth, telegram_says
 from tests.functions.platforms import FakePlatforms
+from tests.reliability.faults import ShiftedClock
 
 CHAT = 8282
 SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
-
-
-class ShiftedClock(SystemClock):
-    """The system clock, moved forward on demand: a claim's lease runs out without waiting."""
-
-    def __init__(self) -> None:
-        self.offset = timedelta()
-
-    def now(self) -> datetime:
-        return super().now() + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.offset += timedelta(seconds=seconds)
 
 
 class LambdaKilled(BaseException):
