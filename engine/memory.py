@@ -19,8 +19,9 @@ from typing import Any
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
-from engine.ports import ClaimOutcome, Clock, TurnCommit
+from engine.ports import Clock, TurnCommit
 from engine.session import Event, SessionState
 
 # --------------------------------------------------------------------------------------------------

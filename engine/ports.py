@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel
 
+from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.session import Event, SessionState
 
@@ -121,14 +121,6 @@ class VariableStore(Protocol):
     async def set_variable(
         self, agent_id: str, customer_id: str, name: str, value: Any
     ) -> None: ...
-
-
-class ClaimOutcome(StrEnum):
-    """What an inbox claim found for an inbound event."""
-
-    OURS = "ours"  # this owner holds the claim: queue the message, then `mark_queued`
-    QUEUED = "queued"  # a duplicate: the message is already on the turn queue
-    IN_FLIGHT = "in_flight"  # another request holds a live claim and has not queued it yet
 
 
 @runtime_checkable

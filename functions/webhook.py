@@ -31,7 +31,7 @@ from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from engine.ports import ClaimOutcome
+from engine.inbox import ClaimOutcome
 from engine.session import SessionState
 from functions.http_entry import http_lambda_handler
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome

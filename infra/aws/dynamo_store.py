@@ -31,6 +31,7 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import WaypointError
+from engine.inbox import ClaimOutcome
 from engine.memory import (
     agent_not_found,
     session_conflict,
@@ -39,7 +40,7 @@ from engine.memory import (
     versioned,
 )
 from engine.model import AgentSnapshot
-from engine.ports import ClaimOutcome, Clock, TurnCommit
+from engine.ports import Clock, TurnCommit
 from engine.session import Event, SessionState
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.ports import ClaimOutcome
+from engine.inbox import ClaimOutcome
 
 
 class ManualClock:
