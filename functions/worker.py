@@ -311,6 +311,23 @@ class TurnWorker:
             error = lease.entry.last_error or "every attempt was interrupted"
             await self._give_up(channel, session_id, turn_id, error, lease.entry.attempts)
             return
+        try:
+            await self._send_under_lease(channel, session_id, pending, owner, lease)
+        except ReplyNotDelivered:
+            raise  # the lease was given back (or is someone else's)
+        except Exception:
+            # Not a platform answer (a bug, a throttled write): hand the record back so the retry
+            # need not wait for the lease. The release is conditional on SENDING under our owner,
+            # so it changes nothing once the record was marked. A process that dies here (a
+            # Lambda timeout) cannot release; the lease runs out instead.
+            await _release_quietly(outbox, session_id, turn_id, owner, "interrupted")
+            raise
+
+    async def _send_under_lease(
+        self, channel: Channel, session_id: str, pending: PendingReply, owner: str, lease: Lease
+    ) -> None:
+        outbox = self.runtime.outbox
+        turn_id = pending.turn_id
         reply = outbound_reply(pending.event, pending.answering.message.reply_to)
         if reply is None:
             await outbox.mark_failed(session_id, turn_id, "the reply has no text")
@@ -345,12 +362,6 @@ class TurnWorker:
                     continue
                 await outbox.release(session_id, turn_id, owner, str(error))
                 raise ReplyNotDelivered(str(error)) from None
-            except BaseException:
-                # Not a platform answer (a bug, a cancelled invocation): hand the record back so
-                # the retry need not wait for the lease. A process that dies here cannot; the
-                # lease runs out instead.
-                await _release_quietly(outbox, session_id, turn_id, owner, "interrupted")
-                raise
             await self._mark_sent(session_id, turn_id, receipt.message_ids)
             return
 
@@ -415,12 +426,12 @@ class TurnWorker:
         `delivery_failed` event, counted in `DeliveriesFailed` (alarmed, template.yaml)."""
         from infra.delivery_failures import record_delivery_failure
 
-        await self.runtime.outbox.mark_failed(session_id, turn_id, error)
         logger.error(
             "reply not delivered; given up",
             extra={"turn_id": turn_id, "channel": channel.name, "attempts": attempts},
         )
-        metrics.add_metric(name=DELIVERIES_FAILED_METRIC, unit=MetricUnit.Count, value=1)
+        # The session's event first: if marking FAILED then fails, the retry finds the record
+        # still open, comes back here and finds the event already written.
         await record_delivery_failure(
             self.runtime.sessions,
             self.runtime.clock,
@@ -430,6 +441,8 @@ class TurnWorker:
             error=error,
             attempts=attempts,
         )
+        await self.runtime.outbox.mark_failed(session_id, turn_id, error)
+        metrics.add_metric(name=DELIVERIES_FAILED_METRIC, unit=MetricUnit.Count, value=1)
 
 
 async def _release_quietly(
