@@ -14,10 +14,12 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
 from engine.session import Event, SessionState
@@ -188,38 +190,66 @@ class InMemorySessionStore:
 # Inbound deduplication and per-customer variables
 
 
+@dataclass
+class _Claim:
+    owner: str
+    expires_at: int  # epoch seconds
+    lease_until: int | None  # None once queued
+
+
 class InMemoryInboxStore:
-    """Inbound event dedup: the first `claim` of (channel, event id) wins until the claim expires."""
+    """Inbound event dedup with the `InboxStore` contract: an owner's claim, a lease until it is
+    queued, duplicates recognised until the claim expires."""
 
     def __init__(self, clock: Clock | None = None) -> None:
         self._clock = clock or SystemClock()
-        self._claims: dict[tuple[str, str], int] = {}  # → expires_at (epoch seconds)
+        self._claims: dict[tuple[str, str], _Claim] = {}
         self._lock = threading.Lock()
 
     def _now(self) -> int:
         # Whole epoch seconds, like the DynamoDB TTL attribute, so both stores expire alike.
         return int(self._clock.now().timestamp())
 
-    async def claim(self, channel: str, event_id: str, ttl_seconds: int) -> bool:
-        """True the first time (or after the previous claim expired), False on a duplicate."""
+    async def claim(
+        self, channel: str, event_id: str, ttl_seconds: int, *, owner: str, lease_seconds: int
+    ) -> ClaimOutcome:
+        """OURS the first time, for the same owner again, over an expired claim or over a lease
+        that ran out before the message was queued; else QUEUED or IN_FLIGHT."""
         now = self._now()
         with self._lock:
-            expires_at = self._claims.get((channel, event_id))
-            if expires_at is not None and expires_at > now:
+            held = self._claims.get((channel, event_id))
+            if held is not None and held.expires_at > now:
+                if held.lease_until is None:
+                    return ClaimOutcome.QUEUED
+                if held.owner != owner and held.lease_until > now:
+                    return ClaimOutcome.IN_FLIGHT
+            self._claims[(channel, event_id)] = _Claim(
+                owner, now + ttl_seconds, now + lease_seconds
+            )
+            return ClaimOutcome.OURS
+
+    async def mark_queued(self, channel: str, event_id: str, owner: str) -> bool:
+        """CLAIMED → QUEUED, if `owner` still holds the claim."""
+        with self._lock:
+            held = self._claims.get((channel, event_id))
+            if held is None or held.owner != owner:
                 return False
-            self._claims[(channel, event_id)] = now + ttl_seconds
+            held.lease_until = None
             return True
 
     async def is_claimed(self, channel: str, event_id: str) -> bool:
         """Whether an unexpired claim exists."""
         with self._lock:
-            expires_at = self._claims.get((channel, event_id))
-        return expires_at is not None and expires_at > self._now()
+            held = self._claims.get((channel, event_id))
+        return held is not None and held.expires_at > self._now()
 
-    async def release(self, channel: str, event_id: str) -> None:
-        """Drop a claim, e.g. when the event could not be enqueued and the channel will retry."""
+    async def release(self, channel: str, event_id: str, owner: str) -> None:
+        """Drop `owner`'s unqueued claim (the event could not be queued; the channel will
+        retry). Another owner's claim, or a queued one, is left alone."""
         with self._lock:
-            self._claims.pop((channel, event_id), None)
+            held = self._claims.get((channel, event_id))
+            if held is not None and held.owner == owner and held.lease_until is not None:
+                del self._claims[(channel, event_id)]
 
 
 class InMemoryVariableStore:

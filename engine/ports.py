@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel
 
+from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.session import Event, SessionState
 
@@ -124,11 +125,18 @@ class VariableStore(Protocol):
 
 @runtime_checkable
 class InboxStore(Protocol):
-    """Deduplication of inbound channel events: `claim` is true only the first time."""
+    """Deduplication of inbound channel events. A claim is CLAIMED by an owner (one request)
+    until that owner marks it QUEUED. The same owner claiming again gets it again (a retried
+    call whose first response was lost); another owner gets it only once the claim's lease has
+    run out without it being queued (the claimant died between the claim and the enqueue)."""
 
-    async def claim(self, channel: str, event_id: str, ttl_seconds: int) -> bool: ...
+    async def claim(
+        self, channel: str, event_id: str, ttl_seconds: int, *, owner: str, lease_seconds: int
+    ) -> ClaimOutcome: ...
 
-    async def release(self, channel: str, event_id: str) -> None: ...
+    async def mark_queued(self, channel: str, event_id: str, owner: str) -> bool: ...
+
+    async def release(self, channel: str, event_id: str, owner: str) -> None: ...
 
 
 @dataclass(frozen=True)

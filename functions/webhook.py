@@ -2,14 +2,18 @@
 
 For every request: look the channel up, cap the body, let the channel verify it on the raw bytes
 and normalize it (`infra.channels`), then for each message: claim its event id in the inbox
-(atomic, 8+ days), create the session if it is new, enqueue it on the SQS FIFO turn queue (group =
-session), and acknowledge at once. The turn runs in the worker; the reply goes out through the
+(atomic, 8+ days, owned by this request), create the session if it is new, enqueue it on the SQS
+FIFO turn queue (group = session), mark the claim QUEUED, and acknowledge. The turn runs in the worker; the reply goes out through the
 platform's API, never in this response.
 
 - A duplicate (platform retry, Slack `X-Slack-Retry-Num`, the same WhatsApp message in a new
   batch) is acknowledged like the original and enqueues nothing.
 - If the session or the enqueue fails after the claim, the claim is released and the answer is
-  503, so the platform retries and nothing is lost.
+  503, so the platform retries and nothing is lost. If the request dies instead (Lambda timeout),
+  its claim stays CLAIMED; once its lease (30 s) is over, the platform's next retry takes it over
+  and queues the message (the queue's deduplication id keeps a single copy).
+- A copy that arrives while another request holds the claim unqueued waits up to 2 s for it,
+  then answers 503: a 200 before the message is queued could lose it.
 - Rejections (`WebhookRejected`) answer their status with `{"error": message}`; the messages are
   written to be safe to return. Anything else is a 500 with no detail (the log has it).
 
@@ -19,10 +23,15 @@ runtime on the first request, and the engine (numpy) is never imported here.
 
 from __future__ import annotations
 
+import asyncio
+import time
+import uuid
+
 from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from engine.inbox import ClaimOutcome
 from engine.session import SessionState
 from functions.http_entry import http_lambda_handler
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
@@ -33,6 +42,12 @@ from infra.runtime import QueuedMessage, Runtime, current_runtime, session_id_fo
 
 # Meta redelivers for up to 7 days, Telegram keeps updates 24 h: 8 days covers every platform.
 INBOX_TTL_SECONDS = 8 * 24 * 3600
+# A claim not marked QUEUED within its lease is taken over by the next retry: the request that
+# made it is dead by then (the webhook's Lambda Timeout is 10 s, template.yaml).
+CLAIM_LEASE_SECONDS = 30
+# How long a concurrent copy of an event waits for the request holding its claim to queue it.
+IN_FLIGHT_WAIT_SECONDS = 2.0
+IN_FLIGHT_POLL_SECONDS = 0.05
 _KNOWN_SESSIONS_MAX = 4096
 
 logger = Logger(service="waypoint-webhook")
@@ -41,6 +56,10 @@ app = FastAPI(title="Waypoint webhooks", docs_url=None, redoc_url=None, openapi_
 
 class EnqueueFailed(Exception):
     """Claimed but not enqueued: the claim was released; answer 503 so the platform retries."""
+
+
+class MessageInFlight(EnqueueFailed):
+    """Another request holds the event's claim and has not queued it yet: 503, retry later."""
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -84,6 +103,8 @@ async def receive(request: Request) -> Response:
 
     try:
         accepted = await accept(runtime, outcome)
+    except MessageInFlight:
+        return _error(503, "an earlier delivery of this event is still being queued; please retry")
     except EnqueueFailed:
         return _error(503, "the message could not be queued; please retry")
     logger.info(
@@ -102,15 +123,11 @@ async def receive(request: Request) -> Response:
 async def accept(runtime: Runtime, outcome: WebhookOutcome) -> int:
     """Dedupe, create sessions and enqueue every message of a verified request; returns how many
     were new. Raises `EnqueueFailed` (claim released) when one could not be queued."""
+    owner = uuid.uuid4().hex  # this request: its own retried writes are recognised as its own
     enqueued = 0
     for message in outcome.messages:
         claim_id = f"{message.account_id}:{message.event_id}"  # event ids are per account
-        try:
-            claimed = await runtime.inbox.claim(message.channel, claim_id, INBOX_TTL_SECONDS)
-        except Exception:  # throttled or unreachable: nothing written, the platform retries
-            logger.exception("could not claim the event; asking the platform to retry")
-            raise EnqueueFailed from None
-        if not claimed:
+        if not await _claim(runtime, message, claim_id, owner):
             logger.info("duplicate event", extra={"channel": message.channel})
             continue
         try:
@@ -119,15 +136,52 @@ async def accept(runtime: Runtime, outcome: WebhookOutcome) -> int:
         except Exception:
             logger.exception("could not enqueue; releasing the claim so the platform retries")
             try:
-                await runtime.inbox.release(message.channel, claim_id)
-            except Exception:  # the retry will look like a duplicate: say which event to replay
+                await runtime.inbox.release(message.channel, claim_id, owner)
+            except Exception:  # the claim's lease runs out and a retry takes it over
                 logger.exception(
-                    "could not release the inbox claim; replay this event by hand",
+                    "could not release the inbox claim; a retry takes it over after the lease",
                     extra={"channel": message.channel, "event_id": message.event_id},
                 )
             raise EnqueueFailed from None
+        try:
+            marked = await runtime.inbox.mark_queued(message.channel, claim_id, owner)
+        except Exception:  # queued all the same: a retry past the lease is dropped by SQS dedup
+            logger.exception("queued, but the claim could not be marked QUEUED")
+            marked = True
+        if not marked:
+            logger.warning(
+                "queued after the claim's lease ran out; another request took it over (the "
+                "queue's deduplication id keeps one copy)",
+                extra={"channel": message.channel},
+            )
         enqueued += 1
     return enqueued
+
+
+async def _claim(runtime: Runtime, message: NormalizedMessage, claim_id: str, owner: str) -> bool:
+    """True when this request holds the claim and must queue the message; False for a
+    duplicate of a queued message. While another request holds a live, unqueued claim (a
+    concurrent platform retry), wait briefly for it: acknowledging before the message is queued
+    would lose it if that request then died, so past the wait the answer is 503."""
+    deadline = time.monotonic() + IN_FLIGHT_WAIT_SECONDS
+    while True:
+        try:
+            outcome = await runtime.inbox.claim(
+                message.channel,
+                claim_id,
+                INBOX_TTL_SECONDS,
+                owner=owner,
+                lease_seconds=CLAIM_LEASE_SECONDS,
+            )
+        except Exception:  # throttled or unreachable: nothing written, the platform retries
+            logger.exception("could not claim the event; asking the platform to retry")
+            raise EnqueueFailed from None
+        if outcome is not ClaimOutcome.IN_FLIGHT:
+            return outcome is ClaimOutcome.OURS
+        if time.monotonic() >= deadline:
+            logger.info("event claimed by another request, not queued yet; asking for a retry")
+            raise MessageInFlight from None
+        await asyncio.sleep(IN_FLIGHT_POLL_SECONDS)
 
 
 async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage:

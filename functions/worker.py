@@ -8,12 +8,20 @@
   answered by ONE turn that sees all of them (`TurnEngine.handle(session, messages)`).
   `WAYPOINT_REPLY_PER_MESSAGE=1` runs one turn per message instead.
 - **Delivery through the outbox** (`infra.outbox`). The turn commits, then its reply is sent
-  through the channel (`infra.channels`) and the turn's outbox record flips PENDING → SENT. A
-  redelivered message replays the turn (no recomputation, no second LLM call) and sends only if
-  the record is not SENT. A retryable delivery failure leaves it PENDING and fails the record, so
-  SQS retries it; a refusal for good (bad token, user blocked the bot) marks it FAILED and is not
-  retried: it would block the session's queue for nothing. Messages from the management API
-  (channel `api`) are not delivered: clients read the session's events.
+  through the channel (`infra.channels`) under the turn's outbox lease (SENDING, one owner, 60 s),
+  and the record flips to SENT. A redelivered message replays the turn (no recomputation, no
+  second LLM call) and sends only if the record is not SENT; a second delivery of the same turn
+  running concurrently waits briefly for the lease holder, then fails its record for a later
+  retry instead of sending too. A retryable failure is retried once in the invocation (1 s
+  later), then the record goes back to PENDING and the SQS record fails; after
+  `MAX_DELIVERY_ATTEMPTS` (5) attempts, or a refusal for good (bad token,
+  user blocked the bot), the reply is marked FAILED, a `delivery_failed` status event is added
+  to the session and the record is acknowledged: one undeliverable reply must not block the
+  session's queue. Messages from the management API (channel `api`) are not delivered: clients
+  read the session's events.
+- **Time.** A turn is not started with less than `TURN_TIME_RESERVE_MS` of the invocation left
+  (`context.get_remaining_time_in_millis()`): the untouched records are reported as batch item
+  failures and come back, rather than being cut off by the Lambda Timeout.
 - **Observability.** Powertools Logger (session id as correlation id; text lengths only, never
   message text), Metrics (EMF: turn latency, LLM calls, prompt tokens, tool errors, deliveries)
   and Tracer (off locally: `POWERTOOLS_TRACE_DISABLED=1`).
@@ -26,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,7 +53,7 @@ from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from infra.channels.base import Channel, ReplyOption
 from infra.channels.errors import DeliveryError
-from infra.outbox import outbound_reply
+from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
 
 if TYPE_CHECKING:
@@ -52,7 +61,11 @@ if TYPE_CHECKING:
 
 SERVICE = "waypoint-worker"
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Waypoint")
+# `service` explicitly: it is the dimension template.yaml's DeliveryFailedAlarm watches.
+metrics = Metrics(
+    namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Waypoint", service=SERVICE
+)
+DELIVERIES_FAILED_METRIC = "DeliveriesFailed"  # alarmed (template.yaml: DeliveryFailedAlarm)
 tracer = Tracer(service=SERVICE)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 # Report every record as failed rather than raising when all fail: same retry, no Lambda error.
@@ -64,7 +77,34 @@ class MalformedQueueMessage(WaypointError):
 
 
 class ReplyNotDelivered(WaypointError):
-    """The platform could not take the reply now; the outbox stays PENDING and SQS retries."""
+    """The platform could not take the reply now; the outbox goes back to PENDING, SQS retries."""
+
+
+class ReplyInFlight(ReplyNotDelivered):
+    """Another delivery of the same turn holds the outbox lease; SQS retries this record."""
+
+
+class OutOfTime(WaypointError):
+    """Too little of the invocation is left to run a turn; the record is retried by SQS."""
+
+
+# A reply whose sends keep failing is given up after this many attempts (counted on its outbox
+# record, across invocations) and its record acknowledged: the session's FIFO group moves on.
+# Each invocation tries up to SENDS_PER_INVOCATION times, INLINE_RETRY_DELAY_SECONDS apart, so
+# the session waits at most two visibility timeouts for a platform that stays down.
+MAX_DELIVERY_ATTEMPTS = 5
+SENDS_PER_INVOCATION = 2
+INLINE_RETRY_DELAY_SECONDS = 1.0
+SEND_TIME_RESERVE_MS = 15_000  # one more send: the http client's 10 s timeout, with room
+# Longer than one send (the http client's 10 s timeout) with room; far shorter than the queue's
+# visibility timeout, so a redelivery after a dead worker finds the lease expired.
+DELIVERY_LEASE_SECONDS = 60
+BUSY_WAIT_SECONDS = 3.0
+BUSY_POLL_SECONDS = 0.05
+# A turn is not started with less than this left of the invocation: the management API runs a
+# whole turn within its 29 s Timeout, so 30 s is enough for one; a turn cut off by the Lambda
+# Timeout would come back only after the queue's visibility timeout.
+TURN_TIME_RESERVE_MS = 30_000
 
 
 # --------------------------------------------------------------------------------------------------
@@ -152,9 +192,15 @@ def replies_for(state: SessionState, requests: Sequence[QueuedMessage]) -> list[
 class TurnWorker:
     """Answers the bursts of one SQS batch; `handle_record` is Powertools' record handler."""
 
-    def __init__(self, runtime: Runtime, plan: dict[str, Burst | MalformedQueueMessage]) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        plan: dict[str, Burst | MalformedQueueMessage],
+        context: Any = None,
+    ) -> None:
         self.runtime = runtime
         self.plan = plan
+        self.context = context  # the Lambda context: how much of the invocation is left
 
     def handle_record(self, record: SQSRecord) -> None:
         burst = self.plan.get(record.message_id)
@@ -166,8 +212,19 @@ class TurnWorker:
         if burst.answered:
             return  # answered together with the first record of its burst
         logger.set_correlation_id(burst.session_id)
+        remaining = self._remaining_ms()
+        if remaining is not None and remaining < TURN_TIME_RESERVE_MS:
+            metrics.add_metric(name="RecordsDeferred", unit=MetricUnit.Count, value=1)
+            raise OutOfTime(
+                f"{remaining} ms left of the invocation, under the {TURN_TIME_RESERVE_MS} ms a "
+                "turn needs; SQS retries this record"
+            )
         self.runtime.run(self.answer(burst))
         burst.answered = True
+
+    def _remaining_ms(self) -> int | None:
+        remaining = getattr(self.context, "get_remaining_time_in_millis", None)
+        return int(remaining()) if callable(remaining) else None
 
     @tracer.capture_method
     async def answer(self, burst: Burst) -> None:
@@ -240,49 +297,161 @@ class TurnWorker:
         metrics.add_metric(name="ToolErrors", unit=MetricUnit.Count, value=tool_errors)
 
     async def _deliver(self, channel: Channel, session_id: str, pending: PendingReply) -> None:
+        """Send one turn's reply under the outbox's lease, at most `MAX_DELIVERY_ATTEMPTS`
+        times across invocations; past that (or refused for good) it is marked FAILED, recorded
+        in the session and acknowledged, so the session's queue moves on."""
         outbox = self.runtime.outbox
-        entry = await outbox.open(session_id, pending.turn_id, channel.name)
-        if entry.delivered:
-            logger.info("reply already delivered", extra={"turn_id": pending.turn_id})
+        turn_id = pending.turn_id
+        owner = uuid.uuid4().hex
+        lease = await self._take(channel, session_id, turn_id, owner)
+        if lease is None:
+            logger.info("reply already delivered", extra={"turn_id": turn_id})
             return
-        reply = outbound_reply(pending.event, pending.answering.message.reply_to)
-        if reply is None:
-            await outbox.mark_failed(session_id, pending.turn_id, "the reply has no text")
+        if lease.entry.attempts > MAX_DELIVERY_ATTEMPTS:  # earlier attempts died mid-send
+            error = lease.entry.last_error or "every attempt was interrupted"
+            await self._give_up(channel, session_id, turn_id, error, lease.entry.attempts)
             return
         try:
-            receipt = await channel.send(reply, self.runtime.http)
-        except DeliveryError as error:
-            extra = {
-                "turn_id": pending.turn_id,
-                "channel": channel.name,
-                "error": str(error),
-                "platform_status": error.platform_status,
-            }
-            if error.retryable:
+            await self._send_under_lease(channel, session_id, pending, owner, lease)
+        except ReplyNotDelivered:
+            raise  # the lease was given back (or is someone else's)
+        except Exception:
+            # Not a platform answer (a bug, a throttled write): hand the record back so the retry
+            # need not wait for the lease. The release is conditional on SENDING under our owner,
+            # so it changes nothing once the record was marked. A process that dies here (a
+            # Lambda timeout) cannot release; the lease runs out instead.
+            await _release_quietly(outbox, session_id, turn_id, owner, "interrupted")
+            raise
+
+    async def _send_under_lease(
+        self, channel: Channel, session_id: str, pending: PendingReply, owner: str, lease: Lease
+    ) -> None:
+        outbox = self.runtime.outbox
+        turn_id = pending.turn_id
+        reply = outbound_reply(pending.event, pending.answering.message.reply_to)
+        if reply is None:
+            await outbox.mark_failed(session_id, turn_id, "the reply has no text")
+            return
+        for send in range(1, SENDS_PER_INVOCATION + 1):
+            attempts = lease.entry.attempts
+            try:
+                receipt = await channel.send(reply, self.runtime.http)
+            except DeliveryError as error:
+                extra = {
+                    "turn_id": turn_id,
+                    "channel": channel.name,
+                    "error": str(error),
+                    "platform_status": error.platform_status,
+                    "attempts": attempts,
+                }
+                if not error.retryable:
+                    logger.error("reply refused by the platform; not retried", extra=extra)
+                    metrics.add_metric(name="DeliveriesRefused", unit=MetricUnit.Count, value=1)
+                    await self._give_up(channel, session_id, turn_id, str(error), attempts)
+                    return
+                if attempts >= MAX_DELIVERY_ATTEMPTS:
+                    await self._give_up(channel, session_id, turn_id, str(error), attempts)
+                    return
                 logger.warning("reply not delivered; will retry", extra=extra)
                 metrics.add_metric(name="DeliveryRetries", unit=MetricUnit.Count, value=1)
-                await outbox.note_attempt(session_id, pending.turn_id, str(error))
+                if send < SENDS_PER_INVOCATION and self._has_time_for_another_send():
+                    # A platform's 503 is often over in a second; the record's next delivery
+                    # would come only after the queue's visibility timeout.
+                    await asyncio.sleep(INLINE_RETRY_DELAY_SECONDS)
+                    lease = await self._renew(channel, session_id, turn_id, owner)
+                    continue
+                await outbox.release(session_id, turn_id, owner, str(error))
                 raise ReplyNotDelivered(str(error)) from None
-            logger.error("reply refused by the platform; not retried", extra=extra)
-            metrics.add_metric(name="DeliveriesRefused", unit=MetricUnit.Count, value=1)
-            await outbox.mark_failed(session_id, pending.turn_id, str(error))
+            await self._mark_sent(session_id, turn_id, receipt.message_ids)
             return
+
+    async def _renew(self, channel: Channel, session_id: str, turn_id: str, owner: str) -> Lease:
+        """Take our own lease again for another send: counts the attempt, extends the lease."""
+        lease = await self.runtime.outbox.take(
+            session_id, turn_id, channel.name, owner=owner, lease_seconds=DELIVERY_LEASE_SECONDS
+        )
+        if lease.outcome is not LeaseOutcome.TAKEN:  # only a hand edit of the record does this
+            raise ReplyInFlight(f"turn {turn_id}: the outbox lease was lost between two sends")
+        return lease
+
+    def _has_time_for_another_send(self) -> bool:
+        remaining = self._remaining_ms()
+        return remaining is None or remaining > SEND_TIME_RESERVE_MS
+
+    async def _mark_sent(self, session_id: str, turn_id: str, message_ids: Sequence[str]) -> None:
         metrics.add_metric(name="RepliesSent", unit=MetricUnit.Count, value=1)
         # The platform has the reply now. Failing the record here would make SQS redeliver it and
         # send the reply again, so a failed SENT mark is retried briefly and then only logged.
         for attempt in range(3):
             try:
-                await outbox.mark_sent(session_id, pending.turn_id, receipt.message_ids)
+                await self.runtime.outbox.mark_sent(session_id, turn_id, message_ids)
                 return
             except Exception:
                 if attempt == 2:
-                    logger.exception(
-                        "reply sent but not marked SENT",
-                        extra={"turn_id": pending.turn_id},
-                    )
+                    logger.exception("reply sent but not marked SENT", extra={"turn_id": turn_id})
                     metrics.add_metric(name="SentMarkFailures", unit=MetricUnit.Count, value=1)
                     return
                 await asyncio.sleep(0.05 * (attempt + 1))
+
+    async def _take(
+        self, channel: Channel, session_id: str, turn_id: str, owner: str
+    ) -> Lease | None:
+        """The outbox lease for this delivery; None when the reply needs no send. While another
+        delivery of the same turn holds a live lease, wait briefly for it to finish; past that,
+        fail the record (`ReplyInFlight`) so SQS retries it once that delivery is done."""
+        deadline = time.monotonic() + BUSY_WAIT_SECONDS
+        while True:
+            lease = await self.runtime.outbox.take(
+                session_id,
+                turn_id,
+                channel.name,
+                owner=owner,
+                lease_seconds=DELIVERY_LEASE_SECONDS,
+            )
+            if lease.outcome is LeaseOutcome.TAKEN:
+                return lease
+            if lease.outcome is LeaseOutcome.DONE:
+                return None
+            if time.monotonic() >= deadline:
+                logger.info(
+                    "another delivery holds the reply; retrying later", extra={"turn_id": turn_id}
+                )
+                raise ReplyInFlight(f"turn {turn_id}: another delivery is sending its reply")
+            await asyncio.sleep(BUSY_POLL_SECONDS)
+
+    async def _give_up(
+        self, channel: Channel, session_id: str, turn_id: str, error: str, attempts: int
+    ) -> None:
+        """FAILED for good: marked in the outbox, recorded in the session as a
+        `delivery_failed` event, counted in `DeliveriesFailed` (alarmed, template.yaml)."""
+        from infra.delivery_failures import record_delivery_failure
+
+        logger.error(
+            "reply not delivered; given up",
+            extra={"turn_id": turn_id, "channel": channel.name, "attempts": attempts},
+        )
+        # The session's event first: if marking FAILED then fails, the retry finds the record
+        # still open, comes back here and finds the event already written.
+        await record_delivery_failure(
+            self.runtime.sessions,
+            self.runtime.clock,
+            session_id,
+            turn_id,
+            channel=channel.name,
+            error=error,
+            attempts=attempts,
+        )
+        await self.runtime.outbox.mark_failed(session_id, turn_id, error)
+        metrics.add_metric(name=DELIVERIES_FAILED_METRIC, unit=MetricUnit.Count, value=1)
+
+
+async def _release_quietly(
+    outbox: DynamoOutbox, session_id: str, turn_id: str, owner: str, error: str
+) -> None:
+    try:
+        await outbox.release(session_id, turn_id, owner, error)
+    except Exception:  # the lease runs out instead
+        logger.exception("could not release the outbox lease", extra={"turn_id": turn_id})
 
 
 def _new_session(queued: QueuedMessage) -> SessionState:
@@ -308,7 +477,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     runtime = current_runtime()
     records = event.get("Records") or []
     plan = plan_bursts(records, per_message=runtime.settings.reply_per_message)
-    worker = TurnWorker(runtime, plan)
+    worker = TurnWorker(runtime, plan, context)
     response = process_partial_response(
         event=event, record_handler=worker.handle_record, processor=processor, context=context
     )
@@ -322,6 +491,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 __all__ = [
     "Burst",
     "MalformedQueueMessage",
+    "OutOfTime",
+    "ReplyInFlight",
     "ReplyNotDelivered",
     "TurnWorker",
     "handler",

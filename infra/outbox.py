@@ -1,23 +1,27 @@
-"""The reply outbox: at most one delivery of each turn's reply, whatever crashes and redeliveries.
+"""The reply outbox: one delivery of each turn's reply at a time, a bounded number of tries, and
+a record of the outcome, whatever crashes, redeliveries and concurrent workers do.
 
 A turn commits first (its reply is then an event of the session); delivery comes after. Between
 the two a Lambda can crash, time out or lose its SQS message to a retry, and the turn is then
 *replayed* (the engine returns the stored reply without recomputing anything). The outbox record,
-one per turn, says whether that reply already went out:
+one per turn, says whether that reply already went out and who is sending it:
 
-    SESSION#{session}   OUTBOX#{turn_id}   status PENDING → SENT (or FAILED), channel,
-                                            attempts, last_error, message_ids, expires_at
+    SESSION#{session}   OUTBOX#{turn_id}   status PENDING → SENDING → SENT (or FAILED), owner,
+                                            lease_until, channel, attempts, last_error,
+                                            message_ids, expires_at
 
-- `open` creates it PENDING if absent (conditional put) and returns what is stored: a redelivered
-  message whose reply is SENT sends nothing.
-- `mark_sent` flips PENDING → SENT (conditional), after the platform accepted the reply.
-- `note_attempt` records a retryable failure; the record stays PENDING and the SQS message fails,
-  so a later attempt sends it.
-- `mark_failed` flips PENDING → FAILED for a reply the platform refuses for good.
+- `take` is the one write before a send: it creates the record or takes it (PENDING, or SENDING
+  whose lease ran out) as SENDING for this delivery (`owner`, `lease_until`) and counts the
+  attempt. A second delivery of the same turn meanwhile finds it SENDING under a live lease
+  (`LeaseOutcome.BUSY`) and must not send; one finding it SENT or FAILED has nothing to do.
+- `mark_sent` records the platform's acceptance (SENDING → SENT).
+- `release` gives a retryable failure back (SENDING → PENDING, the error kept) so a later attempt
+  can take it; `mark_failed` ends it (FAILED) when the platform refuses for good or the attempts
+  are used up.
 
-The remaining window is a crash between the platform's accept and `mark_sent`: the next attempt
-sends again. No chat platform offers an idempotency key for sends, so that window cannot be closed
-on our side; it is one DynamoDB write wide.
+The remaining window is a crash between the platform's accept and `mark_sent`: once the lease
+runs out, the next attempt sends again. No chat platform offers an idempotency key for sends, so
+that window cannot be closed on our side; it is one DynamoDB write wide.
 """
 
 from __future__ import annotations
@@ -78,8 +82,15 @@ def outbound_reply(event: Event, reply_to: dict[str, Any]) -> OutboundReply | No
 
 class OutboxStatus(StrEnum):
     PENDING = "PENDING"
+    SENDING = "SENDING"
     SENT = "SENT"
     FAILED = "FAILED"
+
+
+class LeaseOutcome(StrEnum):
+    TAKEN = "taken"  # this delivery holds the record: send, then mark it
+    BUSY = "busy"  # another delivery is sending it under a live lease: do not send
+    DONE = "done"  # SENT, or FAILED for good: nothing to send
 
 
 @dataclass(frozen=True)
@@ -91,11 +102,21 @@ class OutboxEntry:
     attempts: int = 0
     message_ids: tuple[str, ...] = ()
     last_error: str | None = None
+    owner: str | None = None
+    lease_until: int | None = None  # epoch seconds
 
     @property
     def delivered(self) -> bool:
-        """Whether this reply needs no further send (sent, or refused for good)."""
-        return self.status is not OutboxStatus.PENDING
+        """Whether this reply needs no further send (sent, or given up for good)."""
+        return self.status in (OutboxStatus.SENT, OutboxStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What `take` found: the outcome and the record as it stands after the attempt."""
+
+    outcome: LeaseOutcome
+    entry: OutboxEntry
 
 
 def _key(session_id: str, turn_id: str) -> dict[str, Any]:
@@ -103,6 +124,7 @@ def _key(session_id: str, turn_id: str) -> dict[str, Any]:
 
 
 def _entry(session_id: str, turn_id: str, item: dict[str, Any]) -> OutboxEntry:
+    lease_until = item.get("lease_until", {}).get("N")
     return OutboxEntry(
         session_id=session_id,
         turn_id=turn_id,
@@ -111,7 +133,12 @@ def _entry(session_id: str, turn_id: str, item: dict[str, Any]) -> OutboxEntry:
         attempts=int(item.get("attempts", {}).get("N", "0")),
         message_ids=tuple(item.get("message_ids", {}).get("SS", ())),
         last_error=item.get("last_error", {}).get("S"),
+        owner=item.get("owner", {}).get("S"),
+        lease_until=int(lease_until) if lease_until is not None else None,
     )
+
+
+_NAMES = {"#status": "status", "#owner": "owner"}  # both DynamoDB reserved words
 
 
 class DynamoOutbox:
@@ -135,31 +162,58 @@ class DynamoOutbox:
     def _now(self) -> str:
         return self._clock.now().isoformat()
 
-    async def open(self, session_id: str, turn_id: str, channel: str) -> OutboxEntry:
-        """The turn's record, created PENDING if it does not exist yet."""
-        item = {
-            **_key(session_id, turn_id),
-            "status": {"S": OutboxStatus.PENDING.value},
-            "channel": {"S": channel},
-            "attempts": {"N": "0"},
-            "created_at": {"S": self._now()},
-            "expires_at": {"N": str(int(self._clock.now().timestamp()) + self._ttl)},
-        }
+    def _epoch(self) -> int:
+        return int(self._clock.now().timestamp())
+
+    async def take(
+        self, session_id: str, turn_id: str, channel: str, *, owner: str, lease_seconds: int
+    ) -> Lease:
+        """Take the turn's record for one send attempt (created if absent): TAKEN when it was
+        PENDING, SENDING under an expired lease, or already this owner's (a retried write whose
+        response was lost); BUSY under another delivery's live lease; DONE once SENT or FAILED."""
+        now = self._epoch()
         try:
-            self._ddb.put_item(
+            response = self._ddb.update_item(
                 TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
+                Key=_key(session_id, turn_id),
+                UpdateExpression=(
+                    "SET #status = :sending, #owner = :me, lease_until = :until, "
+                    "channel = if_not_exists(channel, :channel), "
+                    "created_at = if_not_exists(created_at, :at), "
+                    "expires_at = if_not_exists(expires_at, :expires) "
+                    "ADD attempts :one"
+                ),
+                ConditionExpression=(
+                    "attribute_not_exists(pk) OR #status = :pending OR "
+                    "(#status = :sending AND (#owner = :me OR lease_until <= :now))"
+                ),
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues={
+                    ":sending": {"S": OutboxStatus.SENDING.value},
+                    ":pending": {"S": OutboxStatus.PENDING.value},
+                    ":me": {"S": owner},
+                    ":until": {"N": str(now + lease_seconds)},
+                    ":now": {"N": str(now)},
+                    ":channel": {"S": channel},
+                    ":at": {"S": self._now()},
+                    ":expires": {"N": str(now + self._ttl)},
+                    ":one": {"N": "1"},
+                },
+                ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            existing = error.response.get("Item") or await self._get(session_id, turn_id)
-            if existing is None:  # deleted in between (TTL): a fresh record is right
-                return await self.open(session_id, turn_id, channel)
-            return _entry(session_id, turn_id, existing)
-        return _entry(session_id, turn_id, item)
+            held = error.response.get("Item") or await self._get(session_id, turn_id)
+            if held is None:  # deleted in between (TTL): a fresh record is right
+                return await self.take(
+                    session_id, turn_id, channel, owner=owner, lease_seconds=lease_seconds
+                )
+            entry = _entry(session_id, turn_id, held)
+            outcome = LeaseOutcome.DONE if entry.delivered else LeaseOutcome.BUSY
+            return Lease(outcome, entry)
+        return Lease(LeaseOutcome.TAKEN, _entry(session_id, turn_id, response["Attributes"]))
 
     async def get(self, session_id: str, turn_id: str) -> OutboxEntry | None:
         item = await self._get(session_id, turn_id)
@@ -173,7 +227,8 @@ class DynamoOutbox:
         return item
 
     async def mark_sent(self, session_id: str, turn_id: str, message_ids: Sequence[str]) -> bool:
-        """PENDING → SENT. False if the record was not PENDING (someone else finished it)."""
+        """→ SENT, after the platform accepted the reply. Whoever holds the lease now, the
+        platform has it: only an existing SENT mark is left alone (False)."""
         values: dict[str, Any] = {
             ":sent": {"S": OutboxStatus.SENT.value},
             ":at": {"S": self._now()},
@@ -183,39 +238,56 @@ class DynamoOutbox:
         if ids:
             values[":ids"] = {"SS": sorted(set(ids))}
             expression += ", message_ids = :ids"
-        return self._transition(session_id, turn_id, expression, values)
+        expression += " REMOVE lease_until"
+        return self._update(
+            session_id, turn_id, expression, values, "attribute_exists(pk) AND #status <> :sent"
+        )
 
     async def mark_failed(self, session_id: str, turn_id: str, error: str) -> bool:
-        """PENDING → FAILED: the platform refused the reply for good; it will not be retried."""
+        """→ FAILED: refused for good, or out of attempts; it will not be retried. False if the
+        record is already SENT or FAILED."""
         values = {
             ":failed": {"S": OutboxStatus.FAILED.value},
             ":error": {"S": error[:_MAX_ERROR_CHARS]},
             ":at": {"S": self._now()},
+            ":sent": {"S": OutboxStatus.SENT.value},
         }
-        expression = "SET #status = :failed, last_error = :error, failed_at = :at"
-        return self._transition(session_id, turn_id, expression, values)
+        expression = (
+            "SET #status = :failed, last_error = :error, failed_at = :at REMOVE lease_until"
+        )
+        condition = "attribute_exists(pk) AND #status <> :sent AND #status <> :failed"
+        return self._update(session_id, turn_id, expression, values, condition)
 
-    async def note_attempt(self, session_id: str, turn_id: str, error: str) -> bool:
-        """Count a failed, retryable attempt; the record stays PENDING."""
-        values = {":one": {"N": "1"}, ":error": {"S": error[:_MAX_ERROR_CHARS]}}
-        expression = "SET last_error = :error ADD attempts :one"
-        return self._transition(session_id, turn_id, expression, values)
+    async def release(self, session_id: str, turn_id: str, owner: str, error: str) -> bool:
+        """SENDING → PENDING after a failed, retryable attempt, if `owner` still holds it; the
+        error is kept for the operator."""
+        values = {
+            ":pending": {"S": OutboxStatus.PENDING.value},
+            ":sending": {"S": OutboxStatus.SENDING.value},
+            ":error": {"S": error[:_MAX_ERROR_CHARS]},
+            ":me": {"S": owner},
+        }
+        expression = "SET #status = :pending, last_error = :error REMOVE lease_until, #owner"
+        condition = "#status = :sending AND #owner = :me"
+        return self._update(session_id, turn_id, expression, values, condition)
 
-    def _transition(
-        self, session_id: str, turn_id: str, expression: str, values: dict[str, Any]
+    def _update(
+        self,
+        session_id: str,
+        turn_id: str,
+        expression: str,
+        values: dict[str, Any],
+        condition: str,
     ) -> bool:
-        names = {"#status": "status"}
+        names = {name: attr for name, attr in _NAMES.items() if name in expression + condition}
         try:
             self._ddb.update_item(
                 TableName=self.table,
                 Key=_key(session_id, turn_id),
                 UpdateExpression=expression,
-                ConditionExpression="#status = :pending",
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
-                ExpressionAttributeValues={
-                    **values,
-                    ":pending": {"S": OutboxStatus.PENDING.value},
-                },
+                ExpressionAttributeValues=values,
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":

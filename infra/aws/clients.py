@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, replace
 from typing import Any
 
 import boto3
@@ -22,16 +23,64 @@ TABLE_ENV = "WAYPOINT_TABLE"
 BUCKET_ENV = "WAYPOINT_BUCKET"
 QUEUE_URL_ENV = "WAYPOINT_QUEUE_URL"
 
-# Short timeouts: a turn must fail fast and be retried by SQS rather than hang until the Lambda
-# timeout. "standard" retry mode backs off on throttling with jitter.
-_CONFIG = Config(
-    connect_timeout=3,
-    read_timeout=10,
-    retries={"mode": "standard", "max_attempts": 4},
-    tcp_keepalive=True,
-)
+CALL_BUDGET_ENV = "WAYPOINT_AWS_CALL_BUDGET"  # which function's budget: set per function
 
-_clients: dict[tuple[str, str, str | None], Any] = {}
+
+@dataclass(frozen=True)
+class CallBudget:
+    """How long ONE AWS call may take, botocore's retries included: connect and read timeouts per
+    attempt and the total number of attempts ("standard" mode: jittered exponential backoff).
+
+    botocore's defaults (60 s connect, 60 s read, several attempts) let one call outlast a short
+    Lambda many times over; a call that cannot fit must fail while the function can still answer
+    (a 503 to the platform, a failed SQS record) rather than be killed half-way."""
+
+    connect_timeout: float
+    read_timeout: float
+    total_max_attempts: int
+
+    def config(self) -> Config:
+        return Config(
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            retries={"mode": "standard", "total_max_attempts": self.total_max_attempts},
+            tcp_keepalive=True,
+        )
+
+    @property
+    def worst_case_seconds(self) -> float:
+        """Every attempt timing out, plus the longest backoff standard mode sleeps between them
+        (min(2**i, 20) s before retry i+1, throttling scale; jitter only shortens it)."""
+        per_attempt = self.connect_timeout + self.read_timeout
+        backoff = sum(min(2.0**i, 20.0) for i in range(self.total_max_attempts - 1))
+        return self.total_max_attempts * per_attempt + backoff
+
+
+# One budget per Lambda, sized so that one call's worst case fits well inside the function's
+# Timeout in template.yaml (tests/functions/test_template.py checks it): webhook 10 s, worker
+# 120 s, management 29 s. The webhook's is the tightest: a claim, a session creation and an
+# enqueue must all be answered before API Gateway and the platform give up.
+CALL_BUDGETS: dict[str, CallBudget] = {
+    "webhook": CallBudget(connect_timeout=1, read_timeout=2, total_max_attempts=2),
+    "worker": CallBudget(connect_timeout=2, read_timeout=5, total_max_attempts=3),
+    "management": CallBudget(connect_timeout=1, read_timeout=4, total_max_attempts=3),
+}
+DEFAULT_CALL_BUDGET = "worker"  # the CLI, the local stack, the tool Lambda
+
+
+def call_budget() -> CallBudget:
+    """The budget named by `WAYPOINT_AWS_CALL_BUDGET` (the worker's when unset)."""
+    name = os.environ.get(CALL_BUDGET_ENV) or DEFAULT_CALL_BUDGET
+    budget = CALL_BUDGETS.get(name)
+    if budget is None:
+        raise AwsConfigurationError(
+            f"{CALL_BUDGET_ENV}={name!r} names no call budget; use one of "
+            f"{', '.join(sorted(CALL_BUDGETS))} (template.yaml sets it per function)"
+        )
+    return budget
+
+
+_clients: dict[tuple[str, str, str | None, CallBudget], Any] = {}
 _session: boto3.session.Session | None = None
 _lock = threading.Lock()
 
@@ -50,9 +99,13 @@ def endpoint_url() -> str | None:
     return os.environ.get(ENDPOINT_URL_ENV) or None
 
 
-def client(service: str) -> Any:
-    """The cached boto3 client for `service` ("dynamodb", "s3", "sqs", "stepfunctions", …)."""
-    key = (service, aws_region(), endpoint_url())
+def client(service: str, **budget_overrides: Any) -> Any:
+    """The cached boto3 client for `service` ("dynamodb", "s3", "sqs", "stepfunctions", …),
+    configured with this function's `call_budget()`. `budget_overrides` replace fields of it for
+    a call that needs its own (Step Functions' StartSyncExecution holds the request open for the
+    whole execution and must not be retried)."""
+    budget = replace(call_budget(), **budget_overrides)
+    key = (service, aws_region(), endpoint_url(), budget)
     cached = _clients.get(key)
     if cached is not None:
         return cached
@@ -60,7 +113,7 @@ def client(service: str) -> Any:
     with _lock:
         if key not in _clients:
             _clients[key] = _shared_session().client(
-                service, region_name=key[1], endpoint_url=key[2], config=_CONFIG
+                service, region_name=key[1], endpoint_url=key[2], config=budget.config()
             )
         return _clients[key]
 
@@ -68,11 +121,12 @@ def client(service: str) -> Any:
 def resource(service: str) -> Any:
     """The cached boto3 resource for `service`. Unlike clients, resources are not thread-safe:
     use them from one thread (the adapters here use clients only)."""
-    key = (f"resource:{service}", aws_region(), endpoint_url())
+    budget = call_budget()
+    key = (f"resource:{service}", aws_region(), endpoint_url(), budget)
     with _lock:
         if key not in _clients:
             _clients[key] = _shared_session().resource(
-                service, region_name=key[1], endpoint_url=key[2], config=_CONFIG
+                service, region_name=key[1], endpoint_url=key[2], config=budget.config()
             )
         return _clients[key]
 

@@ -20,7 +20,6 @@ import asyncio
 import dataclasses
 import datetime as dt
 import enum
-import functools
 import hashlib
 import json
 import logging
@@ -230,14 +229,13 @@ class StepFunctionsDispatcher:
         if self._client is None:
             from infra.aws import clients  # imports boto3
 
-            # Not the shared client of infra.aws.clients: StartSyncExecution holds the request
-            # open for the whole execution, longer than that client's read timeout, and a
-            # retried StartSyncExecution would run every tool again. Polling calls may retry.
-            self._client = _stepfunctions_client(
-                clients.aws_region(),
-                clients.endpoint_url(),
+            # Not the shared client: StartSyncExecution holds the request open for the whole
+            # execution, longer than the function's usual read timeout, and a retried
+            # StartSyncExecution would run every tool again. Polling calls may retry.
+            self._client = clients.client(
+                "stepfunctions",
                 read_timeout=self.timeout_seconds + 5,
-                max_attempts=1 if self.mode == "sync" else 3,
+                total_max_attempts=1 if self.mode == "sync" else 3,
             )
         return self._client
 
@@ -336,20 +334,3 @@ class StepFunctionsDispatcher:
             error = f"tool execution returned {len(outcomes)} outcomes for {len(calls)} calls"
             return [_failed(c, error, failure={"execution": name}) for c in calls]
         return [decode_outcome(data, call) for data, call in zip(outcomes, calls, strict=True)]
-
-
-@functools.cache
-def _stepfunctions_client(
-    region: str, endpoint_url: str | None, read_timeout: float, max_attempts: int
-) -> Any:
-    import boto3  # lazily: the tool Lambda imports this module for the wire format only
-    from botocore.config import Config
-
-    config = Config(
-        connect_timeout=3,
-        read_timeout=read_timeout,
-        retries={"mode": "standard", "total_max_attempts": max_attempts},
-    )
-    return boto3.session.Session().client(
-        "stepfunctions", region_name=region, endpoint_url=endpoint_url, config=config
-    )

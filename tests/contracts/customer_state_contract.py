@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from engine.inbox import ClaimOutcome
+
 
 class ManualClock:
     """A clock that moves only when told to."""
@@ -22,44 +24,94 @@ class ManualClock:
         self.at += timedelta(seconds=seconds)
 
 
+LEASE = 30
+
+
+async def claim(inbox: Any, channel: str, event_id: str, ttl: int, owner: str) -> ClaimOutcome:
+    outcome: ClaimOutcome = await inbox.claim(
+        channel, event_id, ttl, owner=owner, lease_seconds=LEASE
+    )
+    return outcome
+
+
+async def claim_and_queue(inbox: Any, channel: str, event_id: str, ttl: int, owner: str) -> None:
+    assert await claim(inbox, channel, event_id, ttl, owner) is ClaimOutcome.OURS
+    assert await inbox.mark_queued(channel, event_id, owner) is True
+
+
 class InboxContract:
     @pytest.fixture
     def inbox_and_clock(self) -> tuple[Any, ManualClock]:
         raise NotImplementedError("provide an inbox_and_clock fixture")
 
-    async def test_the_first_claim_wins_and_duplicates_lose(
+    async def test_the_first_claim_wins_and_duplicates_of_a_queued_message_lose(
         self, inbox_and_clock: tuple[Any, ManualClock]
     ) -> None:
         inbox, _ = inbox_and_clock
-        assert await inbox.claim("whatsapp", "wamid.1", 3600) is True
-        assert await inbox.claim("whatsapp", "wamid.1", 3600) is False
+        await claim_and_queue(inbox, "whatsapp", "wamid.1", 3600, "a")
+        assert await claim(inbox, "whatsapp", "wamid.1", 3600, "b") is ClaimOutcome.QUEUED
+        assert await claim(inbox, "whatsapp", "wamid.1", 3600, "a") is ClaimOutcome.QUEUED
         assert await inbox.is_claimed("whatsapp", "wamid.1") is True
 
     async def test_claims_are_per_channel(self, inbox_and_clock: tuple[Any, ManualClock]) -> None:
         inbox, _ = inbox_and_clock
-        assert await inbox.claim("whatsapp", "1", 60) is True
-        assert await inbox.claim("telegram", "1", 60) is True
+        assert await claim(inbox, "whatsapp", "1", 60, "a") is ClaimOutcome.OURS
+        assert await claim(inbox, "telegram", "1", 60, "b") is ClaimOutcome.OURS
+
+    async def test_the_same_owner_claiming_again_gets_its_own_claim(
+        self, inbox_and_clock: tuple[Any, ManualClock]
+    ) -> None:
+        """A retried write whose first response was lost must not read as its own duplicate."""
+        inbox, _ = inbox_and_clock
+        assert await claim(inbox, "web", "e1", 60, "a") is ClaimOutcome.OURS
+        assert await claim(inbox, "web", "e1", 60, "a") is ClaimOutcome.OURS
+        assert await inbox.mark_queued("web", "e1", "a") is True
+
+    async def test_an_unqueued_claim_is_in_flight_until_its_lease_runs_out_then_taken_over(
+        self, inbox_and_clock: tuple[Any, ManualClock]
+    ) -> None:
+        inbox, clock = inbox_and_clock
+        assert await claim(inbox, "web", "e1", 3600, "dead") is ClaimOutcome.OURS
+        clock.advance(LEASE - 1)
+        assert await claim(inbox, "web", "e1", 3600, "retry") is ClaimOutcome.IN_FLIGHT
+        clock.advance(1)
+        assert await claim(inbox, "web", "e1", 3600, "retry") is ClaimOutcome.OURS
+        assert await inbox.mark_queued("web", "e1", "dead") is False  # no longer its claim
+        assert await inbox.mark_queued("web", "e1", "retry") is True
+        clock.advance(LEASE * 10)
+        assert await claim(inbox, "web", "e1", 3600, "late") is ClaimOutcome.QUEUED
 
     async def test_an_expired_claim_reads_as_absent_and_can_be_reclaimed(
         self, inbox_and_clock: tuple[Any, ManualClock]
     ) -> None:
         inbox, clock = inbox_and_clock
-        assert await inbox.claim("web", "e1", 10) is True
+        await claim_and_queue(inbox, "web", "e1", 10, "a")
         clock.advance(9)
-        assert await inbox.claim("web", "e1", 10) is False
+        assert await claim(inbox, "web", "e1", 10, "b") is ClaimOutcome.QUEUED
         clock.advance(2)  # past expires_at; the item may still physically exist
         assert await inbox.is_claimed("web", "e1") is False
-        assert await inbox.claim("web", "e1", 10) is True
-        assert await inbox.claim("web", "e1", 10) is False
+        assert await claim(inbox, "web", "e1", 10, "c") is ClaimOutcome.OURS
+        assert await claim(inbox, "web", "e1", 10, "d") is ClaimOutcome.IN_FLIGHT
 
     async def test_a_released_claim_can_be_claimed_again(
         self, inbox_and_clock: tuple[Any, ManualClock]
     ) -> None:
         inbox, _ = inbox_and_clock
-        await inbox.claim("web", "e1", 60)
-        await inbox.release("web", "e1")
+        await claim(inbox, "web", "e1", 60, "a")
+        await inbox.release("web", "e1", "a")
         assert await inbox.is_claimed("web", "e1") is False
-        assert await inbox.claim("web", "e1", 60) is True
+        assert await claim(inbox, "web", "e1", 60, "b") is ClaimOutcome.OURS
+
+    async def test_only_the_owner_of_an_unqueued_claim_can_release_it(
+        self, inbox_and_clock: tuple[Any, ManualClock]
+    ) -> None:
+        inbox, _ = inbox_and_clock
+        await claim(inbox, "web", "e1", 60, "a")
+        await inbox.release("web", "e1", "b")
+        assert await inbox.is_claimed("web", "e1") is True
+        await inbox.mark_queued("web", "e1", "a")
+        await inbox.release("web", "e1", "a")  # queued: a late release must not reopen it
+        assert await claim(inbox, "web", "e1", 60, "c") is ClaimOutcome.QUEUED
 
 
 class VariableStoreContract:

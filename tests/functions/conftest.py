@@ -87,6 +87,7 @@ def make_runtime(
     def make(
         public_base_url: str | None = PUBLIC_BASE_URL,
         callback_hosts: tuple[str, ...] = ("client.test",),
+        clock: Any = None,
         **settings: Any,
     ) -> Runtime:
         chosen = dataclasses.replace(RuntimeSettings.from_env(), **settings)
@@ -97,6 +98,7 @@ def make_runtime(
                 platforms,
                 public_base_url=public_base_url,
                 callback_hosts=callback_hosts,
+                clock=clock,
             )
         )
 
@@ -208,11 +210,14 @@ def build_runtime(
     *,
     public_base_url: str | None = PUBLIC_BASE_URL,
     callback_hosts: tuple[str, ...] = ("client.test",),
+    clock: Any = None,
 ) -> Runtime:
-    """A runtime with every channel enabled and its send APIs pointed at the fake platforms."""
+    """A runtime with every channel enabled and its send APIs pointed at the fake platforms
+    (stores on `clock` when one is given; channels keep the real clock for signatures)."""
     return Runtime(
         settings,
         llm=llm,
+        clock=clock,
         channels=build_channels(
             channel_secrets(),
             base_urls=BASE_URLS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from functions import webhook, worker
 from infra.aws.local_stack import load_template
 from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
 from infra.channels.registry import ChannelSecrets
@@ -208,3 +210,41 @@ def test_the_agent_id_parameters_follow_the_one_agent_id_rule() -> None:
     assert parameters["AgentId"]["AllowedPattern"] == AGENT_ID_PATTERN
     body = AGENT_ID_PATTERN.removeprefix("^").removesuffix("$")
     assert body in parameters["ChannelAgents"]["AllowedPattern"]
+
+
+def test_the_turn_queue_outlasts_the_worker_six_times_and_leaves_room_for_every_send_attempt() -> (
+    None
+):
+    resources = load_template()["Resources"]
+    queue = resources["TurnQueue"]["Properties"]
+    worker_timeout = resources["WorkerFunction"]["Properties"]["Timeout"]
+    assert queue["VisibilityTimeout"] >= 6 * worker_timeout  # AWS's guidance for SQS → Lambda
+    # A dead worker's outbox lease runs out before SQS hands its record to another worker.
+    assert queue["VisibilityTimeout"] > worker.DELIVERY_LEASE_SECONDS
+    receives_to_give_up = math.ceil(worker.MAX_DELIVERY_ATTEMPTS / worker.SENDS_PER_INVOCATION)
+    max_receives = queue["RedrivePolicy"]["maxReceiveCount"]
+    assert max_receives >= max(5, receives_to_give_up + 3)  # deferrals, throttles, crashes
+    # A webhook's inbox claim is taken over only once its Lambda is certainly dead.
+    assert resources["WebhookFunction"]["Properties"]["Timeout"] < webhook.CLAIM_LEASE_SECONDS
+
+
+def test_the_alarms_watch_the_dead_letter_queue_and_the_metric_the_worker_emits() -> None:
+    resources = load_template()["Resources"]
+    dead_letter = resources["TurnDeadLetterAlarm"]["Properties"]
+    assert (dead_letter["Namespace"], dead_letter["MetricName"]) == (
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+    )
+    assert dead_letter["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["TurnDeadLetterQueue", "QueueName"]}}
+    ]
+    assert (dead_letter["Threshold"], dead_letter["ComparisonOperator"]) == (
+        0,
+        "GreaterThanThreshold",
+    )
+    failed = resources["DeliveryFailedAlarm"]["Properties"]
+    worker_env = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
+    assert failed["Namespace"] == worker_env["POWERTOOLS_METRICS_NAMESPACE"]
+    assert failed["MetricName"] == worker.DELIVERIES_FAILED_METRIC
+    assert failed["Dimensions"] == [{"Name": "service", "Value": worker.SERVICE}]
+    assert (failed["Statistic"], failed["Threshold"]) == ("Sum", 0)

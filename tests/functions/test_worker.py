@@ -12,7 +12,9 @@ import pytest
 
 from engine.session import Event, EventKind, EventSource, PendingInterrupt, SessionState
 from examples.banking import load as load_bank
+from functions import worker
 from functions.worker import TurnWorker, plan_bursts, replies_for
+from infra.aws.lambda_routing import LocalLambdaContext
 from infra.channels.base import NormalizedMessage
 from infra.channels.options import compact_choice_id
 from infra.outbox import OutboxStatus, outbound_reply
@@ -162,6 +164,65 @@ def test_when_every_record_fails_all_are_reported_rather_than_raised(runtime: Ru
     assert invoke_worker(event) == {"batchItemFailures": [{"itemIdentifier": "r1"}]}
 
 
+class ShortInvocation:
+    """A Lambda context whose remaining time reads `left` in turn: the invocation runs out."""
+
+    def __init__(self, *left_ms: int) -> None:
+        local = LocalLambdaContext("waypoint-local-worker")
+        self.function_name, self.aws_request_id = local.function_name, local.aws_request_id
+        self.memory_limit_in_mb = local.memory_limit_in_mb
+        self.invoked_function_arn = local.invoked_function_arn
+        self.left = list(left_ms)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.left.pop(0) if len(self.left) > 1 else self.left[0]
+
+
+def test_a_worker_short_of_time_starts_no_turn_and_reports_the_untouched_records(
+    runtime: Runtime, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    for session in ("first", "second", "third"):
+        _create(runtime, session, "bank")
+    event = sqs_event(
+        [
+            sqs_record(queued("first", "a1"), message_id="r1"),
+            sqs_record(queued("second", "b1"), message_id="r2"),
+            sqs_record(queued("first", "a2", text="and more"), message_id="r3"),
+            sqs_record(queued("third", "c1"), message_id="r4"),
+        ]
+    )
+    reserve = worker.TURN_TIME_RESERVE_MS
+    # Time for the first session's turn; then the invocation is nearly over.
+    context = ShortInvocation(reserve + 60_000, reserve - 1)
+
+    response = worker.handler(event, context)
+
+    assert {f["itemIdentifier"] for f in response["batchItemFailures"]} == {"r2", "r4"}
+    assert len(agent_messages(runtime, "first")) == 1  # r1 and r3: one burst, answered
+    assert agent_messages(runtime, "second") == agent_messages(runtime, "third") == []
+    assert len(platforms.replies()) == 1
+    calls = llm.calls
+
+    # The retry, in an invocation with time to spare, answers the rest once.
+    again = sqs_event([r for r in event["Records"] if r["messageId"] in ("r2", "r4")])
+    assert invoke_worker(again) == {"batchItemFailures": []}
+    assert len(agent_messages(runtime, "second")) == len(agent_messages(runtime, "third")) == 1
+    assert len(platforms.replies()) == 3 and llm.calls > calls
+
+
+def test_with_no_time_left_every_record_is_reported_untouched(
+    runtime: Runtime, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    _create(runtime, "first", "bank")
+    event = sqs_event([sqs_record(queued("first", "a1"), message_id="r1")])
+
+    response = worker.handler(event, ShortInvocation(1_000))
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": "r1"}]}
+    assert llm.calls == 0 and platforms.replies() == []
+    assert agent_messages(runtime, "first") == []
+
+
 def test_an_unreadable_message_fails_alone(runtime: Runtime, platforms: FakePlatforms) -> None:
     good = queued("fine", "f1")
     _create(runtime, "fine", "bank")
@@ -193,13 +254,15 @@ def test_a_delivery_failure_after_the_commit_retries_the_send_not_the_turn(
     runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
 ) -> None:
     say("hi", 1)
-    platforms.fail_next(1, status=503)  # Telegram is down for the first attempt
+    # Telegram is down for every send of the first invocation (it retries once in-process).
+    platforms.fail_next(worker.SENDS_PER_INVOCATION, status=503)
 
     (first,) = drain(stack)
     assert len(first["batchItemFailures"]) == 1
     (reply,) = agent_messages(runtime)  # the turn committed before the send failed
     entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
-    assert entry is not None and (entry.status, entry.attempts) == (OutboxStatus.PENDING, 1)
+    assert entry is not None
+    assert (entry.status, entry.attempts) == (OutboxStatus.PENDING, worker.SENDS_PER_INVOCATION)
     calls_after_the_turn = llm.calls
 
     assert drain(stack) == [{"batchItemFailures": []}]  # SQS redelivers the message
@@ -221,7 +284,7 @@ def test_a_crash_between_the_commit_and_the_outbox_still_sends_exactly_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     say("hi", 1)
-    fail_once(monkeypatch, runtime.outbox, "open", RuntimeError("Lambda killed after the commit"))
+    fail_once(monkeypatch, runtime.outbox, "take", RuntimeError("Lambda killed after the commit"))
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
     assert platforms.replies() == []
     calls = llm.calls
@@ -259,11 +322,25 @@ def test_a_reply_refused_for_good_is_not_retried(
     assert platforms.replies() == []
 
 
-def test_an_undelivered_older_reply_goes_out_before_the_answer_to_a_newer_message(
+def test_a_send_refused_once_with_a_503_is_retried_within_the_invocation(
     runtime: Runtime, stack: Any, platforms: FakePlatforms
 ) -> None:
     say("hi", 1)
     platforms.fail_next(1, status=503)
+
+    assert drain(stack) == [{"batchItemFailures": []}]
+
+    (reply,) = agent_messages(runtime)
+    assert [r.json()["text"] for r in platforms.replies()] == [reply.text]
+    entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
+    assert entry is not None and (entry.status, entry.attempts) == (OutboxStatus.SENT, 2)
+
+
+def test_an_undelivered_older_reply_goes_out_before_the_answer_to_a_newer_message(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    say("hi", 1)
+    platforms.fail_next(worker.SENDS_PER_INVOCATION, status=503)
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
     say("what is the price of AAPL", 2)  # arrives while the first reply is still pending
 

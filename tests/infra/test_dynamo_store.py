@@ -277,13 +277,13 @@ async def test_a_publish_that_loses_the_pointer_race_retries(local_stack: LocalS
 
 async def test_an_inbox_claim_carries_a_ttl_attribute(local_stack: LocalStack) -> None:
     clock = ManualClock()
-    await DynamoInboxStore(clock=clock).claim("web", "e1", 3600)
+    await DynamoInboxStore(clock=clock).claim("web", "e1", 3600, owner="a", lease_seconds=30)
     item = items_of(local_stack, "INBOX#web#e1")["INBOX"]
     assert int(item["expires_at"]["N"]) == int(clock.now().timestamp()) + 3600
 
 
 async def test_key_parts_cannot_contain_the_separator(local_stack: LocalStack) -> None:
     with pytest.raises(ValueError, match="'#'"):
-        await DynamoInboxStore().claim("a#b", "e1", 60)
+        await DynamoInboxStore().claim("a#b", "e1", 60, owner="a", lease_seconds=30)
     with pytest.raises(ValueError, match="'#'"):
         await DynamoVariableStore().set_variable("ba#nk", "c1", "x", 1)

@@ -70,7 +70,11 @@ def test_the_table_and_queues_have_the_declared_settings(local_stack: LocalStack
     assert attributes["FifoQueue"] == "true"
     assert attributes["ContentBasedDeduplication"] == "false"
     redrive = json.loads(attributes["RedrivePolicy"])
-    assert redrive == {"deadLetterTargetArn": dlq["Attributes"]["QueueArn"], "maxReceiveCount": 5}
+    declared = load_template()["Resources"]["TurnQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive == {
+        "deadLetterTargetArn": dlq["Attributes"]["QueueArn"],
+        "maxReceiveCount": declared["maxReceiveCount"],
+    }
 
 
 def test_the_functions_environment_comes_from_the_template_globals(local_stack: LocalStack) -> None:

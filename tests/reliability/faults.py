@@ -16,6 +16,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 import engine.turn
+from engine.clock import SystemClock
 from engine.errors import LLMTransientError
 from engine.llm import TurnLLM
 from engine.ports import Generation
@@ -152,6 +154,23 @@ class RecordingLLM:
 
 
 # --------------------------------------------------------------------------------------------------
+# Time
+
+
+class ShiftedClock(SystemClock):
+    """The system clock, moved forward on demand: a lease runs out without waiting for it."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def now(self) -> datetime:
+        return super().now() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
+# --------------------------------------------------------------------------------------------------
 # DynamoDB
 
 
@@ -231,6 +250,18 @@ def commits_a_turn(kwargs: dict[str, Any]) -> bool:
         item.get("Put", {}).get("Item", {}).get("sk", {}).get("S", "").startswith("TURN#")
         for item in kwargs.get("TransactItems", [])
     )
+
+
+def takes_the_outbox_lease(kwargs: dict[str, Any]) -> bool:
+    """`when=` for the outbox's `take` (the first write after a turn's commit)."""
+    key = kwargs.get("Key", {}).get("sk", {}).get("S", "")
+    return key.startswith("OUTBOX#") and ":sending" in kwargs.get("ExpressionAttributeValues", {})
+
+
+def marks_sent(kwargs: dict[str, Any]) -> bool:
+    """`when=` for the outbox's SENT mark, after the platform accepted the reply."""
+    key = kwargs.get("Key", {}).get("sk", {}).get("S", "")
+    return key.startswith("OUTBOX#") and "= :sent" in kwargs.get("UpdateExpression", "")
 
 
 def install_faulty_dynamodb(monkeypatch: pytest.MonkeyPatch) -> FaultyDynamoDB:

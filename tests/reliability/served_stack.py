@@ -94,7 +94,7 @@ class _Delivery(httpx.AsyncBaseTransport):
 
 
 class _CrashAfterCommit:
-    """Wraps `outbox.open` (the first step after the commit): dies now and then, as a Lambda
+    """Wraps `outbox.take` (the first step after the commit): dies now and then, as a Lambda
     that hits its timeout right after committing would."""
 
     def __init__(self, real: Any, rate: float, rng: random.Random) -> None:
@@ -164,9 +164,9 @@ class ServedStack:
         # the current runtime on its next batch.
         self.runtime = install_runtime(runtime)
         self.crash_after_commit = _CrashAfterCommit(
-            runtime.outbox.open, self.faults.crash_after_commit, rng
+            runtime.outbox.take, self.faults.crash_after_commit, rng
         )
-        runtime.outbox.open = self.crash_after_commit  # type: ignore[method-assign]
+        runtime.outbox.take = self.crash_after_commit  # type: ignore[method-assign]
         inbox_put = self.server.replies.put
         self.server.replies.put = self._record_reply(inbox_put)  # type: ignore[method-assign]
         return self

@@ -1,11 +1,13 @@
 """Exactly one reply per turn, whatever happens between the queue, the commit and the platform:
 crashes before and after the commit, SQS redeliveries (in a row, concurrently with the original,
-after the dead-letter queue), and the one window the outbox documents."""
+after the dead-letter queue), two deliveries of one turn at once, a reply no attempt can deliver,
+and the one window the outbox documents."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,26 +15,34 @@ import pytest
 from engine.compose import ComposedReply
 from engine.ports import Generation, TurnCommit
 from engine.session import EventSource, SessionState
+from examples.banking import load as load_bank
+from functions import worker
 from functions.worker import Burst, TurnWorker, plan_bursts
-from infra.outbox import OutboxStatus
+from infra.aws.local_stack import load_template
+from infra.outbox import Lease, LeaseOutcome, OutboxStatus
 from infra.runtime import Runtime, RuntimeSettings, session_id_for
 from tests.functions.conftest import (
+    API_KEY,
     CountingLLM,
     build_runtime,
     drain,
     fail_once,
+    invoke_management,
     invoke_worker,
     load_session,
     queue_depth,
     receive_all,
     telegram_says,
 )
-from tests.functions.lambda_events import records_from_queue, sqs_event
+from tests.functions.lambda_events import http_event, records_from_queue, sqs_event
 from tests.functions.platforms import FakePlatforms
+from tests.reliability.faults import ShiftedClock
 
 CHAT = 7171
 SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
-MAX_RECEIVE_COUNT = 5  # template.yaml: TurnQueue RedrivePolicy
+MAX_RECEIVE_COUNT = load_template()["Resources"]["TurnQueue"]["Properties"]["RedrivePolicy"][
+    "maxReceiveCount"
+]
 
 
 def say(text: str, update_id: int) -> None:
@@ -75,6 +85,19 @@ def llm() -> CountingLLM:
     return CrashingComposer(crashes=1)
 
 
+@pytest.fixture
+def clock() -> ShiftedClock:
+    return ShiftedClock()
+
+
+@pytest.fixture
+def runtime(make_runtime: Callable[..., Runtime], clock: ShiftedClock) -> Runtime:
+    """The banking runtime on a clock the tests can move (outbox leases run out)."""
+    installed = make_runtime(clock=clock)
+    installed.run(installed.publish_agent(load_bank()))
+    return installed
+
+
 def test_a_crash_before_the_commit_leaves_nothing_and_the_redelivery_answers_once(
     runtime: Runtime, stack: Any, platforms: FakePlatforms
 ) -> None:
@@ -89,7 +112,7 @@ def test_a_crash_before_the_commit_leaves_nothing_and_the_redelivery_answers_onc
     assert queue_depth(stack) == 0
 
 
-@pytest.mark.parametrize("crash_in", ["open", "send"])
+@pytest.mark.parametrize("crash_in", ["take", "send"])
 def test_a_crash_between_the_commit_and_the_delivery_still_sends_exactly_once(
     crash_in: str,
     runtime: Runtime,
@@ -101,7 +124,7 @@ def test_a_crash_between_the_commit_and_the_delivery_still_sends_exactly_once(
     llm.crashes = 0  # type: ignore[attr-defined]
     say("hi", 1)
     telegram = runtime.channels["telegram"]
-    target, name = (runtime.outbox, "open") if crash_in == "open" else (telegram, "send")
+    target, name = (runtime.outbox, "take") if crash_in == "take" else (telegram, "send")
     fail_once(monkeypatch, target, name, TimeoutError("injected: Lambda timed out after commit"))
 
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
@@ -120,6 +143,7 @@ class LambdaKilled(BaseException):
 
 def test_the_documented_window_a_worker_killed_after_the_platform_accepted_sends_again(
     runtime: Runtime,
+    clock: ShiftedClock,
     stack: Any,
     platforms: FakePlatforms,
     llm: CountingLLM,
@@ -137,6 +161,7 @@ def test_the_documented_window_a_worker_killed_after_the_platform_accepted_sends
     stack.client("sqs").change_message_visibility(  # the visibility timeout runs out
         QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
     )
+    clock.advance(worker.DELIVERY_LEASE_SECONDS)  # it outlasts the dead worker's outbox lease
 
     assert drain(stack) == [{"batchItemFailures": []}]
 
@@ -240,12 +265,27 @@ def test_a_redelivery_processed_concurrently_with_the_original_commits_and_sends
     assert entry is not None and entry.status is OutboxStatus.SENT
 
 
-def test_a_reply_that_failed_until_the_dead_letter_queue_is_sent_once_after_the_redrive(
-    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+def test_a_turn_that_failed_until_the_dead_letter_queue_is_sent_once_after_the_redrive(
+    runtime: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The turn commits, then every attempt dies before the send (DynamoDB unreachable at the
+    outbox): the message reaches the dead-letter queue with its turn committed, and a redrive
+    sends the reply once without computing the turn again."""
     llm.crashes = 0  # type: ignore[attr-defined]
     say("hi", 1)
-    platforms.fail_next(MAX_RECEIVE_COUNT, status=503)  # Telegram down for every attempt
+    real_take = runtime.outbox.take
+    outages = [RuntimeError("injected: DynamoDB unreachable")] * MAX_RECEIVE_COUNT
+
+    async def take_unless_down(*args: Any, **kwargs: Any) -> Any:
+        if outages:
+            raise outages.pop()
+        return await real_take(*args, **kwargs)
+
+    monkeypatch.setattr(runtime.outbox, "take", take_unless_down)
 
     for _ in range(MAX_RECEIVE_COUNT):
         assert len(drain(stack)[0]["batchItemFailures"]) == 1
@@ -257,7 +297,7 @@ def test_a_reply_that_failed_until_the_dead_letter_queue_is_sent_once_after_the_
     assert len(agent_replies(runtime)) == 1 and platforms.replies() == []
     calls = llm.calls
 
-    # The operator redrives it once Telegram is back.
+    # The operator redrives it once DynamoDB is back.
     sqs.send_message(
         QueueUrl=stack.queue_url,
         MessageBody=dead["Body"],
@@ -270,3 +310,123 @@ def test_a_reply_that_failed_until_the_dead_letter_queue_is_sent_once_after_the_
     assert llm.calls == calls  # the turn was not computed again
     assert_one_turn_one_reply(runtime, platforms)
     assert queue_depth(stack) == 0
+
+
+# -- undeliverable replies and concurrent deliveries ----------------------------------------------
+
+
+def session_events(session_id: str) -> list[dict[str, Any]]:
+    """The session's events as a management API client reads them."""
+    response = invoke_management(
+        http_event("GET", f"/sessions/{session_id}/events", headers={"x-api-key": API_KEY})
+    )
+    assert response["statusCode"] == 200, response
+    events: list[dict[str, Any]] = json.loads(response["body"])["events"]
+    return events
+
+
+def emitted_metrics(output: str) -> list[dict[str, Any]]:
+    """The EMF documents Powertools Metrics printed (CloudWatch turns them into metrics)."""
+    documents = [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"')]
+    return [d for d in documents if "_aws" in d]
+
+
+def test_an_undeliverable_reply_is_marked_failed_after_5_tries_and_the_session_moves_on(
+    runtime: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Telegram answers 503 to every send of one reply. It used to fail the record until the
+    dead-letter queue (~15 min of a blocked session, then silence); now the fifth failed attempt
+    (two per invocation) marks it FAILED, records it in the session and acknowledges the
+    record."""
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    platforms.fail_next(worker.MAX_DELIVERY_ATTEMPTS, status=503)
+    invocations = -(-worker.MAX_DELIVERY_ATTEMPTS // worker.SENDS_PER_INVOCATION)  # ceil
+
+    for _ in range(invocations - 1):
+        assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    capsys.readouterr()
+    assert drain(stack) == [{"batchItemFailures": []}]  # given up: acknowledged
+    assert queue_depth(stack) == 0
+    # The alarmed metric (template.yaml: DeliveryFailedAlarm), with the dimension it watches.
+    (alarmed,) = [m for m in emitted_metrics(capsys.readouterr().out) if "DeliveriesFailed" in m]
+    assert (alarmed["DeliveriesFailed"], alarmed["service"]) == ([1.0], worker.SERVICE)
+
+    (failed_turn,) = [e.turn_id for e in session(runtime).events if e.source is EventSource.AGENT]
+    entry = runtime.run(runtime.outbox.get(SESSION, failed_turn or ""))
+    assert entry is not None
+    assert (entry.status, entry.attempts) == (OutboxStatus.FAILED, worker.MAX_DELIVERY_ATTEMPTS)
+    assert platforms.replies() == []
+
+    # The customer writes again: the session's queue is not blocked, the new message is answered.
+    say("are you there?", 2)
+    assert drain(stack) == [{"batchItemFailures": []}]
+    replies = [e for e in session(runtime).events if e.source is EventSource.AGENT]
+    assert len(replies) == 2
+    assert [r.json()["text"] for r in platforms.replies()] == [replies[1].text]
+
+    # The failure is visible to operators and clients, once, through the management API.
+    statuses = [e for e in session_events(SESSION) if e["kind"] == "status"]
+    assert [(e["data"]["status"], e["data"]["turn_id"]) for e in statuses] == [
+        ("delivery_failed", failed_turn)
+    ]
+    assert statuses[0]["data"]["attempts"] == worker.MAX_DELIVERY_ATTEMPTS
+    assert "503" in statuses[0]["data"]["error"]
+
+
+def test_two_concurrent_deliveries_of_one_turn_send_it_once(
+    runtime: Runtime,
+    second_worker: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    llm: CountingLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two workers hold the same turn (a redelivery while the first is still sending): the
+    first takes the outbox lease and sends; the second finds the lease live, waits, sees SENT
+    and sends nothing."""
+    llm.crashes = 0  # type: ignore[attr-defined]
+    say("hi", 1)
+    records = records_from_queue(receive_all(stack))
+    second_saw_the_lease, first_is_sending = threading.Event(), threading.Event()
+    telegram = runtime.channels["telegram"]
+    real_send = telegram.send
+
+    async def slow_send(reply: Any, http: Any) -> Any:
+        first_is_sending.set()
+        assert second_saw_the_lease.wait(timeout=30)
+        return await real_send(reply, http)
+
+    monkeypatch.setattr(telegram, "send", slow_send)
+    real_take = second_worker.outbox.take
+
+    async def watched_take(*args: Any, **kwargs: Any) -> Lease:
+        lease = await real_take(*args, **kwargs)
+        if lease.outcome is LeaseOutcome.BUSY:
+            second_saw_the_lease.set()
+        return lease
+
+    monkeypatch.setattr(second_worker.outbox, "take", watched_take)
+    errors: list[BaseException] = []
+
+    def first_worker() -> None:
+        try:
+            runtime.run(TurnWorker(runtime, {}).answer(_burst(records)))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=first_worker)
+    thread.start()
+    assert first_is_sending.wait(timeout=30), errors
+    second_worker.run(TurnWorker(second_worker, {}).answer(_burst(records)))
+    thread.join(timeout=30)
+
+    assert errors == [] and second_saw_the_lease.is_set()
+    assert_one_turn_one_reply(runtime, platforms)
+    (reply,) = [e for e in session(runtime).events if e.source is EventSource.AGENT]
+    entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
+    assert entry is not None and (entry.status, entry.attempts) == (OutboxStatus.SENT, 1)

@@ -30,6 +30,8 @@ from tests.reliability.faults import (
     FaultyDynamoDB,
     commits_a_turn,
     install_faulty_dynamodb,
+    marks_sent,
+    takes_the_outbox_lease,
     throttled,
     throttled_transaction,
 )
@@ -162,7 +164,7 @@ WORKER_CALLS: dict[str, tuple[str, Callable[[], Exception], Callable[[dict[str, 
         lambda: throttled_transaction(items=6),
         commits_a_turn,
     ),
-    "open-outbox": ("put_item", lambda: throttled("PutItem"), lambda kw: True),
+    "take-outbox": ("update_item", lambda: throttled("UpdateItem"), takes_the_outbox_lease),
 }
 
 
@@ -236,9 +238,12 @@ def test_a_throttled_sent_mark_after_an_accepted_send_does_not_send_twice(
     platforms: FakePlatforms,
 ) -> None:
     """Found by this suite: a failed SENT mark used to fail the record, and the redelivery sent
-    the reply again. Now it is retried briefly, then only logged (the record stays PENDING)."""
+    the reply again. Now it is retried briefly, then only logged (the record stays SENDING until
+    its lease runs out)."""
     say("hi", 1)
-    dynamodb.inject("update_item", *(throttled("UpdateItem") for _ in range(failures)))
+    dynamodb.inject(
+        "update_item", *(throttled("UpdateItem") for _ in range(failures)), when=marks_sent
+    )
 
     assert drain(stack) == [{"batchItemFailures": []}]
 
@@ -246,5 +251,31 @@ def test_a_throttled_sent_mark_after_an_accepted_send_does_not_send_twice(
     assert [r.json()["text"] for r in platforms.replies()] == [reply.text]
     entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
     assert entry is not None
-    assert entry.status in (OutboxStatus.SENT, OutboxStatus.PENDING)
+    assert entry.status in (OutboxStatus.SENT, OutboxStatus.SENDING)
+    assert queue_depth(stack) == 0
+
+
+def test_a_throttled_lease_renewal_between_two_sends_gives_the_lease_back(
+    dynamodb: FaultyDynamoDB, runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    """Found by the load test: the platform answers 503, and the outbox write that renews the
+    lease for the in-invocation retry is throttled. The lease used to stay SENDING until it
+    expired, so every redelivery found it busy; now it is handed back at once."""
+    say("hi", 1)
+    platforms.fail_next(1, status=503)
+    takes: list[dict[str, Any]] = []
+
+    def the_renewal(kwargs: dict[str, Any]) -> bool:
+        if takes_the_outbox_lease(kwargs):
+            takes.append(kwargs)
+        return len(takes) == 2
+
+    dynamodb.inject("update_item", throttled("UpdateItem"), when=the_renewal)
+
+    assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    (reply,) = [e for e in session(runtime).events if e.source is EventSource.AGENT]
+    entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
+    assert entry is not None and entry.status is OutboxStatus.PENDING
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert [r.json()["text"] for r in platforms.replies()] == [reply.text]
     assert queue_depth(stack) == 0
