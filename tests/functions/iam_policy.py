@@ -321,9 +321,7 @@ def forget_clients() -> None:
     """Drop every cached client and warm-container cache, as a new Lambda container starts."""
     from infra.aws.dynamo_store import clear_warm_caches
     from infra.aws.s3_vectors import clear_warm_vectors
-    from infra.aws.sfn_dispatcher import _stepfunctions_client
 
-    clients.reset_clients()
-    _stepfunctions_client.cache_clear()
+    clients.reset_clients()  # every client, Step Functions' too, comes from infra.aws.clients
     clear_warm_caches()
     clear_warm_vectors()
