@@ -88,6 +88,9 @@ class CollectedValue(BaseModel):
     name: str
     value: Any
     turn_id: str
+    # A secret's clear value exists only in the turn that collected it; stored, it is masked and
+    # no longer a value (a later tool that needs it asks again — see `engine.secrets`).
+    secret: bool = False
 
 
 class SessionState(BaseModel):
@@ -127,10 +130,11 @@ class SessionState(BaseModel):
         return [jid for jid, path in self.journey_paths.items() if path and path[-1] is not None]
 
     def collected_values(self, journey_id: str | None = None) -> dict[str, Any]:
-        """Latest value per field name (corrections overwrite), optionally for one journey."""
+        """Latest value per field name (corrections overwrite), optionally for one journey.
+        Secrets are not values of a stored session: they were masked when it was stored."""
         values: dict[str, Any] = {}
         for c in self.collected:
-            if journey_id is None or c.journey_id == journey_id:
+            if (journey_id is None or c.journey_id == journey_id) and not c.secret:
                 values[c.name] = c.value
         return values
 

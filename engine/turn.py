@@ -30,6 +30,7 @@ from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
 from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
+from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -118,13 +119,17 @@ class TurnPipeline:
         resolution = resolve_relationships(state)
         t = state.timed("tools", t)
 
-        # Composition, then the new session state.
+        # Composition, then the new session state. Secrets the turn recognised are masked in its
+        # events before the reply prompt sees them, and again after it (a model may echo one).
+        mask_events(state)
         reply, applied = await compose_reply(state, resolution)
+        mask_events(state)
+        reply = next(e for e in state.events if e.id == reply.id)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
         trace.llm_rounds = len({c.round for c in trace.llm_calls})
         state.timed("persist_prep", t)
-        return TurnOutput(new_state, state.events, reply, trace)
+        return TurnOutput(new_state, state.events, reply, masked_trace(state))
 
 
 class TurnEngine:

@@ -84,7 +84,9 @@ def composition_input(
 ) -> tuple[CompositionInput, list[Guideline], list[tuple[Journey, JourneyNode]]]:
     """What the reply must do and say, with the guidelines and steps it draws on."""
     agent = state.agent
-    data = CompositionInput(questions=list(state.questions), collected=state.collected_for())
+    data = CompositionInput(
+        questions=list(state.questions), collected=state.secrets.mask_named(state.collected_for())
+    )
     guidelines: list[Guideline] = []
     steps: list[tuple[Journey, JourneyNode]] = []
     n = 0
@@ -181,7 +183,7 @@ async def _compose_canned(
     values = field_values(
         [r.data for r in state.tool_results if r.error is None],
         [f for r in state.tool_results for f in r.fragments],
-        state.collected_for(),
+        state.secrets.mask_named(state.collected_for()),
         state.context().variables,
     )
     candidates = fillable(_canned_templates(state, resolution), values)

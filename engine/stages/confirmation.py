@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.grounding import CallGrounding
 from engine.model import ToolSpec
+from engine.secrets import MASK
 from engine.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
 
@@ -94,7 +95,7 @@ def is_confirmed(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) ->
     return (
         agreed is not None
         and agreed.tool == spec.name
-        and _digest(agreed.arguments) == _digest(arguments)
+        and _digest(agreed.arguments) == _digest(_shown(state, spec, arguments))
         and agreed.sender == state.sender
     )
 
@@ -109,10 +110,11 @@ def request_confirmation(
     retry: bool,
 ) -> PendingConfirmation:
     """Hold the call and ask: the reply states the exact action and offers yes / no."""
-    summary = describe_call(spec, arguments)
+    shown = _shown(state, spec, arguments)
+    summary = describe_call(spec, shown)
     pending = PendingConfirmation(
         tool=spec.name,
-        arguments=dict(arguments),
+        arguments=shown,
         summary=summary,
         sender=state.sender,
         journey_id=journey_id,
@@ -141,6 +143,15 @@ def describe_call(spec: ToolSpec, arguments: dict[str, Any]) -> str:
     )
     action = (spec.description or spec.name).rstrip(".")
     return f"{action} ({values})" if values else action
+
+
+def _shown(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the customer sees and agrees to them, and as the pending confirmation
+    stores them: a secret is masked (the customer agrees to the other values; the secret itself
+    is never kept, so after the yes it is asked again if this turn does not have it)."""
+    return {
+        k: MASK if state.secrets.is_secret_parameter(spec, k) else v for k, v in arguments.items()
+    }
 
 
 def _digest(arguments: dict[str, Any]) -> str:

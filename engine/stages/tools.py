@@ -37,7 +37,6 @@ from engine.tool_calls import (
     known_values,
     missing_argument_question,
 )
-from engine.trace import redact
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 
@@ -219,7 +218,7 @@ async def _dispatch(
             None,
             tool=call.tool,
             call_id=call.id,
-            arguments={k: redact(k, v) for k, v in call.arguments.items()},
+            arguments=state.secrets.mask_arguments(c.spec, call.arguments),
             llm_view=llm_view_of(outcome),
             view=outcome.view,
             error=outcome.error,
@@ -283,7 +282,8 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
 
 def _already_called(state: TurnState, tool: str, args: dict[str, Any]) -> bool:
     """Whether this session already has a successful call of `tool` with these arguments."""
-    wanted = {k: redact(k, v) for k, v in args.items()}
+    spec = state.agent.tool(tool) if state.agent.has_tool(tool) else None
+    wanted = state.secrets.mask_arguments(spec, args)
     return any(
         e.kind is EventKind.TOOL
         and e.data.get("tool") == tool
