@@ -127,4 +127,3 @@ def summarize(trace: TurnTrace) -> list[str]:
         )
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
-

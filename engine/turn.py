@@ -45,6 +45,8 @@ class TurnOutput:
     reply: Event | None
     trace: TurnTrace
     replayed: bool = False  # the messages were already answered; nothing new was computed
+    # earlier events rewritten with a secret this turn recognised masked (same offsets)
+    masked_events: Sequence[Event] = ()
 
 
 def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
@@ -129,7 +131,13 @@ class TurnPipeline:
         new_state = new_session_state(state, applied)
         trace.llm_rounds = len({c.round for c in trace.llm_calls})
         state.timed("persist_prep", t)
-        return TurnOutput(new_state, state.events, reply, masked_trace(state))
+        return TurnOutput(
+            new_state,
+            state.events,
+            reply,
+            masked_trace(state),
+            masked_events=tuple(state.masked_earlier_events.values()),
+        )
 
 
 class TurnEngine:
@@ -182,6 +190,7 @@ class TurnEngine:
                 state=output.state,
                 new_events=output.new_events,
                 trace=output.trace.model_dump(mode="json"),
+                masked_events=output.masked_events,
             )
             try:
                 written = await self.sessions.commit(commit)

@@ -18,10 +18,18 @@ from engine.trace import TurnTrace
 
 
 def mask_events(state: TurnState) -> None:
-    """Mask this turn's secrets in its events: the customer's message where the secret was typed,
-    tool events, the reply."""
-    if state.secrets.seen:
-        state.events = [_masked_event(state.secrets, e) for e in state.events]
+    """Mask this turn's secrets in its events (the customer's message where the secret was typed,
+    tool events, the reply) and in earlier events of the session: a customer may have typed the
+    password before the turn that collected it. Those are rewritten at their offsets when the
+    turn commits (`TurnCommit.masked_events`)."""
+    if not state.secrets.seen:
+        return
+    state.events = [_masked_event(state.secrets, e) for e in state.events]
+    earlier = [_masked_event(state.secrets, e) for e in state.session.events]
+    changed = [m for m, e in zip(earlier, state.session.events, strict=True) if m is not e]
+    if changed:
+        state.session = state.session.model_copy(update={"events": tuple(earlier)})
+        state.masked_earlier_events.update({e.offset: e for e in changed})
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:

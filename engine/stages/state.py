@@ -108,6 +108,8 @@ class TurnState:
         self.llm = llm
         # Secret values seen this turn, in memory only: every stage masks what it writes.
         self.secrets = TurnSecrets(secret_names_of(agent))
+        # offset → an earlier event of the session with this turn's secrets masked (rewritten)
+        self.masked_earlier_events: dict[int, Event] = {}
         # Appended by load (customer messages), tools (tool events) and compose (the reply).
         self.events: list[Event] = []
         # Journey progress — written by match, activation, tools and interrupts.
