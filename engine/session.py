@@ -77,6 +77,9 @@ class PendingConfirmation(BaseModel):
     journey_id: str | None = None
     node_id: str | None = None
     retry: bool = False  # asked because the same step failed before
+    # The customer already said yes, but the call needs a secret that is never kept (masked
+    # here): the agreement waits one more turn for the secret to be typed again.
+    agreed: bool = False
 
 
 class CollectedValue(BaseModel):

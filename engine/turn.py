@@ -24,7 +24,7 @@ from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, Ve
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from engine.stages.activation import activate
 from engine.stages.compose import compose_reply
-from engine.stages.confirmation import read_answer
+from engine.stages.confirmation import carry_agreement, read_answer
 from engine.stages.interrupts import resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
@@ -118,6 +118,7 @@ class TurnPipeline:
 
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
+        carry_agreement(state)
         resolution = resolve_relationships(state)
         t = state.timed("tools", t)
 

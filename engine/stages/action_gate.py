@@ -72,9 +72,17 @@ def clear_call(
     secret = [p.name for p in spec.parameters if state.secrets.is_secret_parameter(spec, p.name)]
     # A masked secret (from a stored confirmation, or the mask the customer's message now shows)
     # is not a value: the tool needs the real one, so it is missing and asked for again.
-    raw_arguments = {
-        k: v for k, v in raw_arguments.items() if not (k in secret and str(v).strip() == MASK)
-    }
+    masked = [k for k, v in raw_arguments.items() if k in secret and str(v).strip() == MASK]
+    if masked:
+        state.questions.append(missing_argument_question(spec, masked))
+        trace_tool(
+            state,
+            spec.name,
+            raw_arguments,
+            "missing_arguments",
+            "a secret is never kept; asked again: " + ", ".join(masked),
+        )
+        return None
     try:
         arguments = validate_arguments(spec, raw_arguments)
     except ToolArgumentError as exc:

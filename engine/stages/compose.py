@@ -64,10 +64,10 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
     if not text.strip():
         state.trace.notes.append("composition was empty; sent the fallback reply")
         text, applied, fallback = FALLBACK_REPLY, [], True
-    if state.pending_confirmation is not None:
+    if state.pending_confirmation is not None and not state.pending_confirmation.agreed:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
         text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
-    if fallback and state.pending_confirmation is None:
+    if fallback and (state.pending_confirmation is None or state.pending_confirmation.agreed):
         reply = state.add_event(EventKind.MESSAGE, EventSource.AGENT, FALLBACK_REPLY, fallback=True)
         return reply, []
     state.trace.applied_guideline_ids = applied

@@ -62,6 +62,10 @@ def read_answer(state: TurnState) -> None:
     if pending is None:
         return
     own = [m for m in state.messages if sender_of(m, state.session.customer_id) == pending.sender]
+    if pending.agreed:
+        if own:  # the agreeing sender answered: the call may run once its secret is given again
+            state.confirmed = pending
+        return
     verdict = agreement(own[-1]) if own else None
     if verdict is True:
         state.confirmed = pending
@@ -72,6 +76,21 @@ def read_answer(state: TurnState) -> None:
         )
         state.trace.notes.append(f"the customer declined {pending.summary}")
         state.declined_tools.add(pending.tool)
+
+
+def carry_agreement(state: TurnState) -> None:
+    """After the tool stage: a call the customer agreed to this turn that could not run because
+    its secret is not kept (a yes is never typed together with a password) keeps the agreement
+    for the next turn, so the secret typed again runs it without another confirmation."""
+    agreed = state.confirmed
+    if (
+        agreed is None
+        or state.pending_confirmation is not None
+        or agreed.tool in state.executed_tools
+        or MASK not in (str(v) for v in agreed.arguments.values())
+    ):
+        return
+    state.pending_confirmation = agreed.model_copy(update={"agreed": True})
 
 
 def needs_confirmation(

@@ -18,6 +18,7 @@ from engine.matching.journeys import auto_return
 from engine.model import Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
+from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
 from engine.stages.interrupts import interrupted_by, maybe_interrupt
@@ -66,7 +67,14 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
                 calls.append((spec, args, journey.id))
         offered.update(_guideline_tools(state, resolution))
         agreed = state.confirmed
-        if agreed is not None and agreed.journey_id is None and agreed.tool in offered:
+        if (
+            agreed is not None
+            and agreed.journey_id is None
+            and agreed.tool in offered
+            and MASK not in (str(v) for v in agreed.arguments.values())
+        ):
+            # (An agreement whose secret must be typed again is planned like any call, so the
+            # secret is read from this turn's message; the gate checks the other values agree.)
             # The customer said yes to exactly this call last turn: no new planning for it.
             del offered[agreed.tool]
             calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
