@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
-from engine.authoring import field_shorthand, parse_field_shorthand
+from engine.authoring import dump_agent, field_shorthand, load_agent, parse_field_shorthand
 from engine.authoring.fields import collected_fields
 from engine.compose import ComposedReply
 from engine.errors import InvalidAgentDefinition
@@ -20,6 +21,9 @@ from engine.secrets import MASK, TurnSecrets
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.validation import validate_snapshot
+from examples.banking import load as load_bank
+from examples.banking.tools import authenticate
 from tests.engine.pipeline_kit import (
     Harness,
     advance,
@@ -341,3 +345,29 @@ async def test_undeclared_names_that_look_secret_are_not_masked() -> None:
     out = await h.say("a pizza with ham to pin code 10115")
 
     assert out.trace.tool_calls[0].arguments == {"toppings": "ham", "pin_code": "10115"}
+
+
+def test_a_field_secret_in_one_step_and_plain_in_another_is_refused() -> None:
+    journey = chain_journey(
+        "auth",
+        "Authenticate",
+        "The customer needs to log in",
+        [
+            ("ask", "Ask for the password", {"collects": parse_password()}),
+            ("again", "Ask again", {"collects": (CollectedField(name="password"),)}),
+        ],
+    )
+    with pytest.raises(InvalidAgentDefinition, match="secrecy"):
+        validate_snapshot(make_agent(journeys=[journey]))
+
+
+def test_the_banking_yaml_declares_the_password_secret_and_it_round_trips() -> None:
+    agent = load_bank()
+    (field,) = {f for j in agent.journeys for n in j.nodes for f in n.collects if f.secret}
+    assert field.name == "password"
+    assert [p.name for p in agent.tool("authenticate").parameters if p.secret] == ["password"]
+    assert [p.name for p in spec_of(authenticate).parameters if p.secret] == ["password"]
+    document = yaml.safe_load(yaml.safe_dump(dump_agent(agent), allow_unicode=True))
+    states = {s["id"]: s for j in document["journeys"] for s in j["states"]}
+    assert states["ask_password"]["collects"] == {"password": "secret"}
+    assert load_agent(document) == agent
