@@ -227,8 +227,9 @@ async def _dispatch(
             tool=call.tool,
             call_id=call.id,
             arguments=state.secrets.mask_arguments(c.spec, call.arguments),
-            llm_view=llm_view_of(outcome),
-            view=outcome.view,
+            # by name now (a tool may return a secret field); by value when the turn ends
+            llm_view=state.secrets.scrub(llm_view_of(outcome)),
+            view=state.secrets.scrub(outcome.view),
             error=outcome.error,
         )
         maybe_interrupt(state, call, outcome)

@@ -48,6 +48,12 @@ def login(username: str, password: str) -> ToolResult:
     return ToolResult(data={"authenticated": password == PASSWORD})
 
 
+@tool(description="log the customer in, loudly")
+def chatty_login(username: str, password: str) -> ToolResult:
+    # A careless tool: it returns the secret by name and quotes it in its error.
+    return ToolResult(data={"password": password}, error=f"wrong password {password!r}")
+
+
 @tool(description="pay a bill", consequential=True, confirm="always", secret=("pin",))
 def pay(amount: float, pin: str) -> ToolResult:
     PAYMENTS.append((str(amount), pin))
@@ -59,14 +65,14 @@ def order_pizza(toppings: str, pin_code: str) -> ToolResult:
     return ToolResult(data={"ordered": True})
 
 
-def auth_journey(*, wait_step: bool = False) -> Any:
+def auth_journey(*, wait_step: bool = False, tool_name: str = "login") -> Any:
     steps: list[Any] = [
         ("user", "Ask for the username", {"collects": (CollectedField(name="username"),)}),
         ("pass", "Ask for the password", {"collects": parse_password()}),
     ]
     if wait_step:
         steps.append(("ready", "Ask whether the customer is ready to log in"))
-    steps.append(("login", "tool:login"))
+    steps.append(("login", f"tool:{tool_name}"))
     return chain_journey("auth", "Authenticate", "The customer needs to log in", steps)
 
 
@@ -189,6 +195,27 @@ async def test_a_model_echoing_the_secret_has_it_masked_in_the_reply() -> None:
 
     assert LOGINS == [("seldo", PASSWORD)]
     assert out.reply is not None and out.reply.text == f"Logged in with password {MASK}!"
+    assert PASSWORD not in await everything_stored(h, [out.trace.turn_id])
+
+
+async def test_a_tool_returning_or_quoting_the_secret_has_it_masked_in_the_prompt_and_store() -> (
+    None
+):
+    auth = auth_journey(tool_name="chatty_login")
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    collected = {"username": "seldo", "password": PASSWORD}
+    llm = auth_llm(advance(n("user"), n("pass"), n("login"), collected=collected))
+    h = Harness(
+        make_agent(journeys=[auth], tools=[spec_of(chatty_login)]),
+        llm,
+        tools=InProcessDispatcher(ToolRegistry([chatty_login])),
+    )
+    await h.start()
+
+    out = await h.say(f"I need to log in: seldo / {PASSWORD}")
+
+    assert out.trace.tool_calls[-1].status == "error"
+    assert PASSWORD not in llm.calls_for(ComposedReply)[-1].prompt
     assert PASSWORD not in await everything_stored(h, [out.trace.turn_id])
 
 
