@@ -12,7 +12,7 @@ where they are built.
 from __future__ import annotations
 
 from engine.secrets import MASK, TurnSecrets
-from engine.session import CollectedValue, Event, PendingConfirmation
+from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace
 
@@ -22,6 +22,8 @@ def mask_events(state: TurnState) -> None:
     tool events, the reply) and in earlier events of the session: a customer may have typed the
     password before the turn that collected it. Those are rewritten at their offsets when the
     turn commits (`TurnCommit.masked_events`)."""
+    if _answers_a_request_for_a_secret(state):
+        state.events = [_masked_answer(state, e) for e in state.events]
     if not state.secrets.seen:
         return
     state.events = [_masked_event(state.secrets, e) for e in state.events]
@@ -30,6 +32,29 @@ def mask_events(state: TurnState) -> None:
     if changed:
         state.session = state.session.model_copy(update={"events": tuple(earlier)})
         state.masked_earlier_events.update({e.offset: e for e in changed})
+
+
+def _answers_a_request_for_a_secret(state: TurnState) -> bool:
+    """Whether this turn's messages answer a step that asked for a secret (the journey stood
+    there when the turn began)."""
+    for journey_id, path in state.session.journey_paths.items():
+        if not path or path[-1] is None or not state.agent.has_journey(journey_id):
+            continue
+        node = state.agent.journey(journey_id).node(path[-1])
+        if any(field.secret for field in node.collects):
+            return True
+    return False
+
+
+def _masked_answer(state: TurnState, event: Event) -> Event:
+    """The customer's answer to a request for a secret, when the turn did not find the secret
+    it holds (the model extracted nothing, or something not in it): masked whole, since the
+    model's reading cannot be trusted to say where the secret is."""
+    text = event.text or ""
+    mine = event.kind is EventKind.MESSAGE and event.source is EventSource.CUSTOMER
+    if not mine or not text or state.secrets.scrub_text(text) != text:
+        return event
+    return event.model_copy(update={"text": MASK})
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:

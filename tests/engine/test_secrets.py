@@ -398,3 +398,30 @@ def test_the_banking_yaml_declares_the_password_secret_and_it_round_trips() -> N
     states = {s["id"]: s for j in document["journeys"] for s in j["states"]}
     assert states["ask_password"]["collects"] == {"password": "secret"}
     assert load_agent(document) == agent
+
+
+async def test_a_model_misreading_the_answer_to_a_secret_question_cannot_leave_it_in_clear() -> (
+    None
+):
+    # The step asked for the password; the model "collects" a value that is not in the answer
+    # (or nothing at all). The engine cannot know where the secret is: it masks the answer whole.
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo"}),
+        advance(n("pass"), n("login"), collected={"password": "hunter2"}),
+    )
+    h = Harness(
+        make_agent(journeys=[auth], tools=[spec_of(login)]),
+        llm,
+        tools=InProcessDispatcher(ToolRegistry([login])),
+    )
+    await h.start()
+    first = await h.say("I need to log in as seldo")
+
+    out = await h.say(f"it is {PASSWORD} I think")
+
+    assert LOGINS == []  # "hunter2" is not what the customer said: never used
+    assert out.new_events[0].text == MASK
+    assert PASSWORD not in await everything_stored(h, [first.trace.turn_id, out.trace.turn_id])
