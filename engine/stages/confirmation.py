@@ -85,6 +85,7 @@ def carry_agreement(state: TurnState) -> None:
     agreed = state.confirmed
     if (
         agreed is None
+        or agreed.agreed  # carried once already: one turn to type the secret, not forever
         or state.pending_confirmation is not None
         or agreed.tool in state.executed_tools
         or MASK not in (str(v) for v in agreed.arguments.values())

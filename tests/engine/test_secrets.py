@@ -332,11 +332,16 @@ async def test_a_confirmation_never_stores_the_secret_and_the_yes_waits_for_it_t
     # the pin is asked for again: the masked message no longer grounds it
     assert {(c.tool, c.status) for c in yes.trace.tool_calls} == {("pay", "ungrounded")}
 
+    elsewhere = await h.say("what was my balance again?")  # the agreement lasts one turn only
+    assert elsewhere.state.pending_confirmation is None and PAYMENTS == []
+
+    await h.say("pay a bill of 40 with pin 4321")
+    await h.say("yes")
     typed = await h.say("4321")  # the agreed call runs with the pin typed again, not asked twice
 
     assert PAYMENTS == [("40.0", "4321")]
     assert typed.state.pending_confirmation is None
-    turns = [o.trace.turn_id for o in (asked, yes, typed)]
+    turns = [o.trace.turn_id for o in (asked, yes, elsewhere, typed)]
     assert "4321" not in await everything_stored(h, turns)
 
 
