@@ -81,6 +81,16 @@ def validate_commit(commit: TurnCommit) -> None:
             f"TurnCommit for session {state.id!r}: new event offsets must be consecutive and "
             f"increasing, got {offsets}; take the first from SessionState.next_offset()"
         )
+    # Earlier events only: a rewrite never stands in for this turn's own events.
+    first_new = offsets[0] if offsets else None
+    late = [
+        e.offset for e in commit.masked_events if first_new is not None and e.offset >= first_new
+    ]
+    if late:
+        raise ValueError(
+            f"TurnCommit for session {state.id!r}: masked events rewrite earlier events only; "
+            f"offsets {late} are not earlier than this turn's first event ({first_new})"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -172,8 +182,12 @@ class InMemorySessionStore:
                     stored_version,
                     detail=f"event offset {min(taken)} is already taken",
                 )
+            masked = {e.offset: e for e in commit.masked_events}
             self._meta[session_id] = commit.state.model_copy(update={"events": ()})
-            self._events[session_id] = [*events, *commit.new_events]
+            self._events[session_id] = [
+                *(masked.get(e.offset, e) for e in events),
+                *commit.new_events,
+            ]
             self._turns.setdefault(session_id, set()).add(commit.turn_id)
             # A deep copy: the caller may keep mutating its trace dict after the commit.
             self._traces[(session_id, commit.turn_id)] = copy.deepcopy(dict(commit.trace))

@@ -156,6 +156,9 @@ class CollectedField(BaseModel):
     ge: float | None = None
     le: float | None = None
     required: bool = True
+    # A secret (a password): passed to the tool that needs it in the turn it is given, masked in
+    # everything stored, returned by the API or shown to the model later (`engine.secrets`).
+    secret: bool = False
 
 
 class JourneyNode(BaseModel):
@@ -300,6 +303,8 @@ class ToolParameter(BaseModel):
     # The model phrases this value itself (a search query): exempt from grounding. Only on
     # non-consequential tools; validation refuses it elsewhere.
     composed: bool = False
+    # A secret (a password): the tool receives it, nothing stored or shown to a model keeps it.
+    secret: bool = False
 
 
 class ToolKind(StrEnum):

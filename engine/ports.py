@@ -91,6 +91,9 @@ class TurnCommit:
     state: SessionState  # the new state, version already = expected_version + 1
     new_events: Sequence[Event]  # stores persist these (state.events is the full history)
     trace: dict[str, Any] = field(default_factory=dict)
+    # Earlier events rewritten with a secret masked, at their own offsets: the customer typed a
+    # password before the turn that recognised it as one (`engine.secrets`).
+    masked_events: Sequence[Event] = ()
 
 
 @runtime_checkable

@@ -81,6 +81,9 @@ class PendingConfirmation(BaseModel):
     journey_id: str | None = None
     node_id: str | None = None
     retry: bool = False  # asked because the same step failed before
+    # The customer already said yes, but the call needs a secret that is never kept (masked
+    # here): the agreement waits one more turn for the secret to be typed again.
+    agreed: bool = False
 
 
 class CollectedValue(BaseModel):
@@ -98,6 +101,9 @@ class CollectedValue(BaseModel):
     turn_id: str
     origin: str | None = None
     sender: str | None = None  # who gave it; a pick or form result grounds only their calls
+    # A secret's clear value exists only in the turn that collected it; stored, it is masked and
+    # no longer a value (a later tool that needs it asks again — see `engine.secrets`).
+    secret: bool = False
 
 
 class SessionState(BaseModel):
@@ -141,10 +147,11 @@ class SessionState(BaseModel):
         return [jid for jid, path in self.journey_paths.items() if path and path[-1] is not None]
 
     def collected_values(self, journey_id: str | None = None) -> dict[str, Any]:
-        """Latest value per field name (corrections overwrite), optionally for one journey."""
+        """Latest value per field name (corrections overwrite), optionally for one journey.
+        Secrets are not values of a stored session: they were masked when it was stored."""
         values: dict[str, Any] = {}
         for c in self.collected:
-            if journey_id is None or c.journey_id == journey_id:
+            if (journey_id is None or c.journey_id == journey_id) and not c.secret:
                 values[c.name] = c.value
         return values
 

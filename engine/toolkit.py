@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, get_args, get_origin
 
-from engine.errors import WaypointError
+from engine.errors import InvalidAgentDefinition, WaypointError
 from engine.model import ConfirmPolicy, ParameterType, ToolKind, ToolParameter, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
 
@@ -111,6 +111,7 @@ def tool(
     confirm: ConfirmPolicy | None = None,
     composed: Sequence[str] = (),
     fills: str | None = None,
+    secret: Sequence[str] = (),
     timeout_seconds: float = 10.0,
 ) -> Any:
     """Decorate a function as a tool. Its first parameter may be the `ToolContext`.
@@ -119,7 +120,9 @@ def tool(
     `confirm` overrides when the customer must agree to the exact call first (see `ToolSpec`);
     `composed` names parameters the model may phrase itself (a search query) — only on
     non-consequential tools; `fills` (a selector or interrupter) names the value the customer's
-    pick is stored as — by default the tool's name without a `choose_`/`pick_`/`select_` prefix."""
+    pick is stored as — by default the tool's name without a `choose_`/`pick_`/`select_` prefix;
+    `secret` names parameters whose values (a password) reach this tool and are masked
+    everywhere else (see `engine.secrets`)."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
         hints = typing.get_type_hints(f, include_extras=True)
@@ -131,7 +134,18 @@ def tool(
             param = _parameter(pname, annotation, p.default)
             if pname in composed:
                 param = param.model_copy(update={"composed": True})
+            if pname in secret:
+                param = param.model_copy(update={"secret": True})
             params.append(param)
+        unknown = sorted(set(secret) - {p.name for p in params})
+        if unknown:
+            # A typo here would leave a password unmasked: refuse it instead.
+            raise InvalidAgentDefinition(
+                [
+                    f"tool {name or f.__name__!r}: secret names {', '.join(unknown)}, which "
+                    f"is not a parameter (parameters: {', '.join(p.name for p in params)})"
+                ]
+            )
         doc = inspect.getdoc(f) or ""
         spec = ToolSpec(
             name=name or f.__name__,

@@ -127,13 +127,3 @@ def summarize(trace: TurnTrace) -> list[str]:
         )
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
-
-
-SECRET_NAMES = ("password", "passcode", "secret", "pin", "token", "otp", "cvv")
-
-
-def redact(name: str, value: object) -> str:
-    """Traces are read by operators and returned by the API: values of secret-looking fields
-    (passwords, PINs, tokens) are never written into them."""
-    lowered = name.lower()
-    return "•••" if any(word in lowered for word in SECRET_NAMES) else str(value)

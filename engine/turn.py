@@ -24,12 +24,13 @@ from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, Ve
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from engine.stages.activation import activate
 from engine.stages.compose import compose_reply
-from engine.stages.confirmation import read_answer
+from engine.stages.confirmation import carry_agreement, read_answer
 from engine.stages.interrupts import release_stale_interrupt, resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
 from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
+from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -44,6 +45,8 @@ class TurnOutput:
     reply: Event | None
     trace: TurnTrace
     replayed: bool = False  # the messages were already answered; nothing new was computed
+    # earlier events rewritten with a secret this turn recognised masked (same offsets)
+    masked_events: Sequence[Event] = ()
 
 
 def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
@@ -116,16 +119,27 @@ class TurnPipeline:
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
         release_stale_interrupt(state)
+        carry_agreement(state)
         resolution = resolve_relationships(state)
         t = state.timed("tools", t)
 
-        # Composition, then the new session state.
+        # Composition, then the new session state. Secrets the turn recognised are masked in its
+        # events before the reply prompt sees them, and again after it (a model may echo one).
+        mask_events(state)
         reply, applied = await compose_reply(state, resolution)
+        mask_events(state)
+        reply = next(e for e in state.events if e.id == reply.id)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
         trace.llm_rounds = len({c.round for c in trace.llm_calls})
         state.timed("persist_prep", t)
-        return TurnOutput(new_state, state.events, reply, trace)
+        return TurnOutput(
+            new_state,
+            state.events,
+            reply,
+            masked_trace(state),
+            masked_events=tuple(state.masked_earlier_events.values()),
+        )
 
 
 class TurnEngine:
@@ -178,6 +192,7 @@ class TurnEngine:
                 state=output.state,
                 new_events=output.new_events,
                 trace=output.trace.model_dump(mode="json"),
+                masked_events=output.masked_events,
             )
             try:
                 written = await self.sessions.commit(commit)

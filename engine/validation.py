@@ -200,13 +200,13 @@ def _collected_field_problems(journey: Journey) -> Iterator[str]:
             if _field_shape(field) != _field_shape(original):
                 yield (
                     f"journey '{journey.id}': field '{field.name}' is collected by steps {step} "
-                    f"and {node.id} with different types or bounds; make them the same or "
+                    f"and {node.id} with different types, bounds or secrecy; make them the same or "
                     "rename one"
                 )
 
 
 def _field_shape(field: CollectedField) -> tuple[object, ...]:
-    return (field.type, field.choices, field.gt, field.ge, field.le)
+    return (field.type, field.choices, field.gt, field.ge, field.le, field.secret)
 
 
 def _transition_problems(journey: Journey) -> Iterator[str]:

@@ -1,12 +1,14 @@
 """Collected fields: the typed values a chat step collects, and their one-line shorthand.
 
     collects={"username": "str", "amount": "decimal>0", "account": "enum:checking|savings",
-              "count": "int>=1<=10", "note": "str?"}
+              "count": "int>=1<=10", "note": "str?", "password": "secret"}
 
 Shorthand grammar: a type (`str`, `int`, `decimal`, `bool`, `date`), then optional bounds for
 numbers (`>x` exclusive, `>=x`, `<=x`), then an optional `?` for "not required"; or
-`enum:choice|choice|…` with an optional trailing `?`. Anything else (a description, say) is
-written as a mapping: `{"type": "str", "description": "…"}`.
+`enum:choice|choice|…` with an optional trailing `?`; or `secret` (a `str` the engine never
+stores nor shows, see `engine.secrets`), optionally `secret?`. Anything else (a description, a
+secret of another type) is written as a mapping: `{"type": "str", "description": "…"}`,
+`{"type": "int", "secret": True}`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _SCALAR = re.compile(
 _BOUND = re.compile(r"(>=|<=|>)(-?\d+(?:\.\d+)?)")
 _ENUM = re.compile(r"^enum:(?P<choices>[^?]*)(?P<optional>\?)?$")
 _BOUND_FIELD = {">": "gt", ">=": "ge", "<=": "le"}
+_SECRET = re.compile(r"^secret(?P<optional>\?)?$")
 
 
 def _shorthand_error(name: str, spec: str, reason: str) -> InvalidAgentDefinition:
@@ -47,6 +50,9 @@ def _shorthand_error(name: str, spec: str, reason: str) -> InvalidAgentDefinitio
 def parse_field_shorthand(name: str, spec: str) -> CollectedField:
     """`parse_field_shorthand("amount", "decimal>0")` → `CollectedField(type="decimal", gt=0)`."""
     text = spec.strip()
+    secret = _SECRET.match(text)
+    if secret:
+        return CollectedField(name=name, type="str", secret=True, required=not secret["optional"])
     enum = _ENUM.match(text)
     if enum:
         choices = tuple(c.strip() for c in enum["choices"].split("|") if c.strip())
@@ -80,6 +86,10 @@ def field_shorthand(field: CollectedField) -> str | None:
     optional = "" if field.required else "?"
     if field.description:
         return None
+    if field.secret:
+        unbounded = (field.gt, field.ge, field.le) == (None, None, None)
+        plain = field.type == "str" and not field.choices and unbounded
+        return f"secret{optional}" if plain else None
     if field.type == "enum":
         expressible = (
             field.choices

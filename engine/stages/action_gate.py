@@ -16,11 +16,12 @@ from typing import Any
 from engine.errors import ToolArgumentError
 from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call, same_value
 from engine.model import ToolSpec
+from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
 from engine.stages.state import TurnState
 from engine.tool_calls import missing_argument_question, validate_arguments
-from engine.trace import ToolCallRecord, redact
+from engine.trace import ToolCallRecord
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,37 @@ def clear_call(
     """The call with validated, grounded, agreed arguments — or None, having asked for what is
     missing or for the customer's confirmation (and traced why)."""
     node_id = state.steps.get(journey_id) if journey_id else None
+    secret = [p.name for p in spec.parameters if state.secrets.is_secret_parameter(spec, p.name)]
+    # A masked secret (from a stored confirmation, or the mask the customer's message now shows)
+    # is not a value: the tool needs the real one, so it is missing and asked for again.
+    masked = [k for k, v in raw_arguments.items() if k in secret and str(v).strip() == MASK]
+    if masked:
+        state.questions.append(missing_argument_question(spec, masked))
+        trace_tool(
+            state,
+            spec.name,
+            raw_arguments,
+            "missing_arguments",
+            "a secret is never kept; asked again: " + ", ".join(masked),
+        )
+        return None
     raw_arguments = _prefer_picks(state, spec, raw_arguments, evidence)
     try:
         arguments = validate_arguments(spec, raw_arguments)
     except ToolArgumentError as exc:
         state.questions.append(f"The details for {spec.name} were not valid ({exc}); ask again.")
-        trace_tool(state, spec.name, raw_arguments, "invalid_arguments", str(exc))
+        detail = str(exc)
+        for name in secret:
+            if raw_arguments.get(name) not in (None, ""):
+                detail = detail.replace(str(raw_arguments[name]), MASK)
+        trace_tool(state, spec.name, raw_arguments, "invalid_arguments", detail)
         return None
     grounding = ground_call(spec, arguments, evidence)
+    if not grounding.ungrounded:
+        for name in secret:
+            if name in arguments:
+                # Grounded: the customer typed it. Masked from here on wherever it appears.
+                state.secrets.remember(arguments[name])
     if grounding.ungrounded:
         state.questions.append(missing_argument_question(spec, grounding.ungrounded))
         trace_tool(
@@ -127,8 +151,9 @@ def _prefer_picks(
         proposed = chosen.get(param.name)
         if proposed is not None and not same_value(proposed, value):
             state.trace.notes.append(
-                f"{spec.name}.{param.name}: {redact(param.name, proposed)!r} replaced by "
-                f"{redact(param.name, value)!r} ({origin})"
+                f"{spec.name}.{param.name}: "
+                f"{state.secrets.mask_named({param.name: proposed})[param.name]!r} replaced by "
+                f"{state.secrets.mask_named({param.name: value})[param.name]!r} ({origin})"
             )
         chosen[param.name] = value
     return chosen
@@ -143,14 +168,15 @@ def trace_tool(
     ms: float = 0.0,
     sources: list[str] | None = None,
 ) -> None:
+    spec = state.agent.tool(tool) if state.agent.has_tool(tool) else None
     state.trace.tool_calls.append(
         ToolCallRecord(
             call_id=f"{state.turn_id}:{len(state.trace.tool_calls)}",
             tool=tool,
-            arguments={k: redact(k, v) for k, v in args.items()},
+            arguments=state.secrets.mask_arguments(spec, args),
             status=status,
-            detail=detail,
+            detail=state.secrets.scrub_text(detail),
             duration_ms=ms,
-            sources=sources or [],
+            sources=[state.secrets.scrub_text(line) for line in sources or []],
         )
     )

@@ -9,6 +9,7 @@ reply event; returns the ids of the guidelines the reply applied.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from engine.compose import (
@@ -27,6 +28,7 @@ from engine.compose import (
     merge_fragments,
     render_template,
 )
+from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.model import (
     CompositionMode,
@@ -72,7 +74,7 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
             f"the reply claimed that {claimed.tool} succeeded but it failed; sent the failure"
         )
         text, applied = failure_reply(claimed), []
-    if state.pending_confirmation is not None:
+    if state.pending_confirmation is not None and not state.pending_confirmation.agreed:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
         text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
     # A fallback still carries the turn's buttons and view: a selector's options or a
@@ -91,7 +93,9 @@ def composition_input(
 ) -> tuple[CompositionInput, list[Guideline], list[tuple[Journey, JourneyNode]]]:
     """What the reply must do and say, with the guidelines and steps it draws on."""
     agent = state.agent
-    data = CompositionInput(questions=list(state.questions), collected=state.collected_for())
+    data = CompositionInput(
+        questions=list(state.questions), collected=state.secrets.mask_named(state.collected_for())
+    )
     guidelines: list[Guideline] = []
     steps: list[tuple[Journey, JourneyNode]] = []
     n = 0
@@ -146,7 +150,23 @@ def composition_input(
                     f"'{agent.journey(waiting_for).title}'; say so briefly."
                 )
     data.notes.extend(state.notes_for_reply)
+    # A tool error or an invalid value may quote a secret: the reply prompt never sees one.
+    data.notes = [state.secrets.scrub_text(n) for n in data.notes]
+    data.questions = [state.secrets.scrub_text(q) for q in data.questions]
     return data, guidelines, steps
+
+
+def _reply_context(state: TurnState) -> TurnContext:
+    """What the reply prompt sees: the history is masked already (`mask_events`); this turn's
+    tool results are masked too (a tool may return a secret by name or quote one)."""
+    ctx = state.context()
+    secrets = state.secrets
+    return ctx.with_tool_results(
+        [
+            replace(r, data=secrets.scrub(r.data), error=secrets.scrub_text(r.error or "") or None)
+            for r in ctx.tool_results
+        ]
+    )
 
 
 def _may_speak_for(state: TurnState, node: JourneyNode) -> bool:
@@ -156,7 +176,7 @@ def _may_speak_for(state: TurnState, node: JourneyNode) -> bool:
 
 
 async def _compose_fluid(state: TurnState, data: CompositionInput) -> tuple[str, list[str]]:
-    prompt = build_compose_prompt(state.context(), data, explain=state.agent.config.explain)
+    prompt = build_compose_prompt(_reply_context(state), data, explain=state.agent.config.explain)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, ComposedReply, label="fluid")
     return gen.value.message, applied_sources(data, gen.value)
 
@@ -186,9 +206,9 @@ async def _compose_canned(
 ) -> tuple[str, list[str]]:
     strict = mode is CompositionMode.CANNED_STRICT
     values = field_values(
-        [r.data for r in state.tool_results if r.error is None],
+        [state.secrets.scrub(r.data) for r in state.tool_results if r.error is None],
         [f for r in state.tool_results for f in r.fragments],
-        state.collected_for(),
+        state.secrets.mask_named(state.collected_for()),
         state.context().variables,
     )
     candidates = fillable(_canned_templates(state, resolution), values)
@@ -201,7 +221,7 @@ async def _compose_canned(
             state.trace.notes.append("canned_strict: no fillable template; sent the no-match reply")
             return state.agent.config.no_match_response, []
         return await _compose_fluid(state, data)
-    prompt = build_canned_prompt(state.context(), data, candidates, values, strict=strict)
+    prompt = build_canned_prompt(_reply_context(state), data, candidates, values, strict=strict)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, CannedChoice, label=mode.value)
     choice = gen.value
     applied = applied_sources(data, ComposedReply(message="", applied=choice.applied))

@@ -18,6 +18,7 @@ from typing import Any
 
 from engine.grounding import CallGrounding
 from engine.model import ToolSpec
+from engine.secrets import MASK
 from engine.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
 
@@ -61,6 +62,10 @@ def read_answer(state: TurnState) -> None:
     if pending is None:
         return
     own = [m for m in state.messages if sender_of(m, state.session.customer_id) == pending.sender]
+    if pending.agreed:
+        if own:  # the agreeing sender answered: the call may run once its secret is given again
+            state.confirmed = pending
+        return
     verdict = agreement(own[-1]) if own else None
     if verdict is True:
         state.confirmed = pending
@@ -71,6 +76,22 @@ def read_answer(state: TurnState) -> None:
         )
         state.trace.notes.append(f"the customer declined {pending.summary}")
         state.declined_tools.add(pending.tool)
+
+
+def carry_agreement(state: TurnState) -> None:
+    """After the tool stage: a call the customer agreed to this turn that could not run because
+    its secret is not kept (a yes is never typed together with a password) keeps the agreement
+    for the next turn, so the secret typed again runs it without another confirmation."""
+    agreed = state.confirmed
+    if (
+        agreed is None
+        or agreed.agreed  # carried once already: one turn to type the secret, not forever
+        or state.pending_confirmation is not None
+        or agreed.tool in state.executed_tools
+        or MASK not in (str(v) for v in agreed.arguments.values())
+    ):
+        return
+    state.pending_confirmation = agreed.model_copy(update={"agreed": True})
 
 
 def needs_confirmation(
@@ -94,7 +115,7 @@ def is_confirmed(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) ->
     return (
         agreed is not None
         and agreed.tool == spec.name
-        and _digest(agreed.arguments) == _digest(arguments)
+        and _digest(agreed.arguments) == _digest(_shown(state, spec, arguments))
         and agreed.sender == state.sender
     )
 
@@ -109,10 +130,11 @@ def request_confirmation(
     retry: bool,
 ) -> PendingConfirmation:
     """Hold the call and ask: the reply states the exact action and offers yes / no."""
-    summary = describe_call(spec, arguments)
+    shown = _shown(state, spec, arguments)
+    summary = describe_call(spec, shown)
     pending = PendingConfirmation(
         tool=spec.name,
-        arguments=dict(arguments),
+        arguments=shown,
         summary=summary,
         sender=state.sender,
         journey_id=journey_id,
@@ -141,6 +163,15 @@ def describe_call(spec: ToolSpec, arguments: dict[str, Any]) -> str:
     )
     action = (spec.description or spec.name).rstrip(".")
     return f"{action} ({values})" if values else action
+
+
+def _shown(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the customer sees and agrees to them, and as the pending confirmation
+    stores them: a secret is masked (the customer agrees to the other values; the secret itself
+    is never kept, so after the yes it is asked again if this turn does not have it)."""
+    return {
+        k: MASK if state.secrets.is_secret_parameter(spec, k) else v for k, v in arguments.items()
+    }
 
 
 def _digest(arguments: dict[str, Any]) -> str:

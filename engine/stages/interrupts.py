@@ -27,7 +27,6 @@ from engine.session import CollectedValue, PendingInterrupt
 from engine.stages.journey_progress import apply_verified
 from engine.stages.state import TurnState
 from engine.tool_calls import resolve_pick, selector_options
-from engine.trace import redact
 
 
 def pick_origin(tool: str) -> str:
@@ -183,13 +182,14 @@ def _complete(
             )
         )
         if pending.journey_id:
-            state.trace.collected[f"{pending.journey_id}.{name}"] = redact(name, value)
+            masked = state.secrets.mask_named({name: value})[name]
+            state.trace.collected[f"{pending.journey_id}.{name}"] = masked
     state.tool_results.append(
         ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": selected})
     )
     state.executed_tools.add(pending.tool)
     state.succeeded_tools.add(pending.tool)
-    shown = {k: redact(k, v) for k, v in values.items()}
+    shown = state.secrets.mask_named(dict(values))
     state.trace.notes.append(f"interrupt of {pending.tool} resumed ({origin}): {shown}")
     state.interrupt = None
     if pending.journey_id and pending.node_id and pending.journey_id in state.active():

@@ -15,9 +15,10 @@ from engine.matching.journey_forced_moves import entry_step
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import JourneyStepResult, select_journey_step
 from engine.model import Journey
+from engine.secrets import MASK
 from engine.session import CollectedValue
 from engine.stages.state import TurnState
-from engine.trace import JourneyTransitionRecord, redact
+from engine.trace import JourneyTransitionRecord
 
 
 async def select_step(
@@ -98,7 +99,10 @@ def apply_verified(
 
 def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) -> None:
     for name, value in values.items():
-        state.trace.collected[f"{journey_id}.{name}"] = redact(name, value)
+        secret = state.secrets.is_secret(name)
+        if secret:
+            state.secrets.remember(value)  # masked wherever the customer typed it
+        state.trace.collected[f"{journey_id}.{name}"] = MASK if secret else str(value)
         node_id = state.paths.get(journey_id, (None,))[-1] or ""
         state.collected.append(
             CollectedValue(
@@ -107,6 +111,7 @@ def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) 
                 name=name,
                 value=value,
                 turn_id=state.turn_id,
+                secret=secret,
             )
         )
 

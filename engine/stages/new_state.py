@@ -1,8 +1,8 @@
 """The last stage: the session as it stands after this turn.
 
 Applied and pending customer-dependent guidelines are updated from what the reply applied;
-journey progress, collected values, the pending interrupt and the idempotency memory (processed
-event ids, committed turn ids) are carried into a new session version.
+journey progress, collected values (secrets masked), the pending interrupt and the idempotency
+memory (processed event ids, committed turn ids) are carried into a new session version.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from engine.model import GuidelineKind
 from engine.session import SessionState, remember
+from engine.stages.secret_masking import stored_collected, stored_confirmation
 from engine.stages.state import TurnState
 
 
@@ -46,9 +47,9 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "suspended_journeys": tuple(state.suspended),
             "applied_guideline_ids": tuple(applied_ids),
             "pending_customer_guideline_ids": tuple(pending),
-            "collected": tuple(state.collected),
+            "collected": stored_collected(state),
             "pending_interrupt": state.interrupt,
-            "pending_confirmation": state.pending_confirmation,
+            "pending_confirmation": stored_confirmation(state),
             "principals": dict(state.principals),
             "failed_steps": dict(state.failed_steps),
             "processed_event_ids": remember(

@@ -20,6 +20,7 @@ from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
+from engine.secrets import TurnSecrets, declared_secret_names
 from engine.session import (
     CollectedValue,
     Event,
@@ -65,6 +66,12 @@ def node_views_of(agent: AgentSnapshot) -> dict[str, dict[str, NodeView]]:
     )
 
 
+def secret_names_of(agent: AgentSnapshot) -> frozenset[str]:
+    return cast(
+        frozenset[str], _per_version(agent, "secrets", lambda: declared_secret_names(agent))
+    )
+
+
 def guideline_ids_of(agent: AgentSnapshot) -> frozenset[str]:
     return cast(
         frozenset[str],
@@ -99,6 +106,10 @@ class TurnState:
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
+        # Secret values seen this turn, in memory only: every stage masks what it writes.
+        self.secrets = TurnSecrets(secret_names_of(agent))
+        # offset → an earlier event of the session with this turn's secrets masked (rewritten)
+        self.masked_earlier_events: dict[int, Event] = {}
         # Appended by load (customer messages), tools (tool events) and compose (the reply).
         self.events: list[Event] = []
         # Journey progress — written by match, activation, tools and interrupts.
@@ -179,8 +190,11 @@ class TurnState:
         )
 
     def collected_for(self, journey_id: str | None = None) -> dict[str, Any]:
+        """Latest value per field name; a secret only if it was given in this very turn."""
         values: dict[str, Any] = {}
         for c in self.collected:
+            if c.secret and c.turn_id != self.turn_id:
+                continue  # stored masked: a tool that needs it again asks for it again
             if journey_id is None or c.journey_id == journey_id:
                 values[c.name] = c.value
         return values

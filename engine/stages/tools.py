@@ -19,6 +19,7 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.model import END_OF_JOURNEY, Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
+from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
 from engine.stages.interrupts import awaits_result, interrupted_by, maybe_interrupt
@@ -38,7 +39,6 @@ from engine.tool_calls import (
     known_values,
     missing_argument_question,
 )
-from engine.trace import redact
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 
@@ -68,7 +68,14 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
                 calls.append((spec, args, journey.id))
         offered.update(_guideline_tools(state, resolution))
         agreed = state.confirmed
-        if agreed is not None and agreed.journey_id is None and agreed.tool in offered:
+        if (
+            agreed is not None
+            and agreed.journey_id is None
+            and agreed.tool in offered
+            and MASK not in (str(v) for v in agreed.arguments.values())
+        ):
+            # (An agreement whose secret must be typed again is planned like any call, so the
+            # secret is read from this turn's message; the gate checks the other values agree.)
             # The customer said yes to exactly this call last turn: no new planning for it.
             del offered[agreed.tool]
             calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
@@ -228,9 +235,10 @@ async def _dispatch(
             None,
             tool=call.tool,
             call_id=call.id,
-            arguments={k: redact(k, v) for k, v in call.arguments.items()},
-            llm_view=llm_view_of(outcome),
-            view=outcome.view,
+            arguments=state.secrets.mask_arguments(c.spec, call.arguments),
+            # by name now (a tool may return a secret field); by value when the turn ends
+            llm_view=state.secrets.scrub(llm_view_of(outcome)),
+            view=state.secrets.scrub(outcome.view),
             error=outcome.error,
             sender=state.sender,
         )
@@ -314,7 +322,8 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
 
 def _already_called(state: TurnState, tool: str, args: dict[str, Any]) -> bool:
     """Whether this session already has a successful call of `tool` with these arguments."""
-    wanted = {k: redact(k, v) for k, v in args.items()}
+    spec = state.agent.tool(tool) if state.agent.has_tool(tool) else None
+    wanted = state.secrets.mask_arguments(spec, args)
     return any(
         e.kind is EventKind.TOOL
         and e.data.get("tool") == tool

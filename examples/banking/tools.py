@@ -29,7 +29,7 @@ def lookup_stock_price(symbol: Annotated[str, "ticker symbol, e.g. AAPL"]) -> To
     return ToolResult(data={"symbol": symbol.upper(), "price": price, "currency": "USD"})
 
 
-@tool(description="Log the customer in with their username and password")
+@tool(description="Log the customer in with their username and password", secret=("password",))
 def authenticate(context: ToolContextWithKey, username: str, password: str) -> ToolResult:
     ok = bank.BANK.login(username, password)
     # A successful login establishes who this sender is; later tools check ownership against it.

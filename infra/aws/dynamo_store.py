@@ -467,9 +467,10 @@ class DynamoSessionStore:
         moved the version (or took the event offsets) first."""
         validate_commit(commit)
         state = commit.state
-        if len(commit.new_events) > MAX_EVENTS_PER_COMMIT:
+        written = len(commit.new_events) + len(commit.masked_events)
+        if written > MAX_EVENTS_PER_COMMIT:
             raise TurnTooLarge(
-                f"turn {commit.turn_id!r}: {len(commit.new_events)} events exceed "
+                f"turn {commit.turn_id!r}: {written} events (new and masked) exceed "
                 f"{MAX_EVENTS_PER_COMMIT} per commit; split the turn's events"
             )
         pk = session_pk(state.id)
@@ -509,6 +510,9 @@ class DynamoSessionStore:
             turn_marker,
             {"Put": {"TableName": self._table.name, "Item": trace_item}},
             *self._event_puts(state.id, commit.new_events),
+            # Earlier events with a secret masked replace themselves in the same transaction:
+            # the clear text and its mask are never both stored after the commit.
+            *self._event_puts(state.id, commit.masked_events, rewrite=True),
         ]
         try:
             self._table.transact(items)
@@ -585,7 +589,9 @@ class DynamoSessionStore:
             }
         }
 
-    def _event_puts(self, session_id: str, events: Sequence[Event]) -> list[Item]:
+    def _event_puts(
+        self, session_id: str, events: Sequence[Event], *, rewrite: bool = False
+    ) -> list[Item]:
         pk = session_pk(session_id)
         return [
             {
@@ -598,7 +604,9 @@ class DynamoSessionStore:
                             f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
                         ),
                     },
-                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ConditionExpression": "attribute_exists(pk)"
+                    if rewrite
+                    else "attribute_not_exists(pk)",
                 }
             }
             for event in events

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
@@ -114,6 +115,30 @@ class SessionStoreContract:
         await session_store.commit(commit)
         loaded = await session_store.load("s1")
         assert loaded is not None and [e.text for e in loaded.events] == ["only once"]
+
+    async def test_masked_events_replace_earlier_events_in_the_same_commit(
+        self, session_store: SessionStore
+    ) -> None:
+        # A password typed before the turn that recognised it: that turn rewrites the message.
+        state = await session_store.create(
+            new_session(events=(message(0, "hi"), message(1, "user seldo pw monkey")))
+        )
+        commit = turn_commit(state, "t1", "logged in")
+        masked = message(1, "user seldo pw •••")
+        await session_store.commit(dataclasses.replace(commit, masked_events=(masked,)))
+        loaded = await session_store.load("s1")
+        assert loaded is not None
+        assert [e.text for e in loaded.events] == ["hi", "user seldo pw •••", "logged in"]
+
+    async def test_masked_events_may_not_stand_in_for_new_ones(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session(events=(message(0, "hi"),)))
+        commit = turn_commit(state, "t1", "reply")
+        late = message(1, "not earlier")
+        with pytest.raises(ValueError, match="earlier events only"):
+            await session_store.commit(dataclasses.replace(commit, masked_events=(late,)))
+        assert (await session_store.load("s1")) == state
 
     async def test_a_stale_version_raises_session_conflict(
         self, session_store: SessionStore

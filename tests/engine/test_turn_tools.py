@@ -24,7 +24,7 @@ from tests.engine.pipeline_kit import (
 LOGINS: list[tuple[str, str, str]] = []
 
 
-@tool(description="log the customer in")
+@tool(description="log the customer in", secret=("password",))
 def login(context, username: str, password: str) -> ToolResult:
     LOGINS.append((username, password, context.idempotency_key))
     return ToolResult(data={"authenticated": password == "monkey"})
@@ -327,7 +327,9 @@ async def test_a_tool_error_view_is_shown_to_the_customer() -> None:
     assert "showError" not in llm.calls_for(ComposedReply)[0].prompt
 
 
-async def test_secret_arguments_are_redacted_in_trace_and_events() -> None:
+async def test_declared_secret_arguments_are_masked_in_trace_and_events() -> None:
+    # Masking follows the declaration (`@tool(secret=("password",))`), not the parameter's name:
+    # see tests/engine/test_secrets.py for undeclared names that only look secret.
     LOGINS.clear()
     auth = AUTH[0]
     n = lambda node: step_number(auth, node)  # noqa: E731
@@ -359,6 +361,7 @@ async def test_secret_arguments_are_redacted_in_trace_and_events() -> None:
     assert out.trace.collected["auth.password"] == "•••"
     event = next(e for e in out.state.events if e.kind.value == "tool")
     assert event.data["arguments"]["password"] == "•••"
+    assert out.state.events[0].text == "I need to log in: seldo / •••"
 
 
 async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_once() -> None:

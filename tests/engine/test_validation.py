@@ -251,7 +251,7 @@ def test_field_collected_twice_with_different_types_is_named(shop: AgentSnapshot
     snapshot = _with_second_collector(shop, CollectedField(name="order_id", type="int"))
     assert _one_problem(snapshot) == (
         "journey 'refund': field 'order_id' is collected by steps ask and again with different "
-        "types or bounds; make them the same or rename one"
+        "types, bounds or secrecy; make them the same or rename one"
     )
 
 

@@ -4,11 +4,14 @@ the right amount, prerequisites first, nothing asked twice."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.ports import Generation
 from engine.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.turn import EngineDeps, TurnEngine
@@ -21,11 +24,33 @@ from infra.offline import OfflineLLM
 SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
 
 
+class RecordingLLM:
+    """The offline model, keeping every prompt it was sent (per turn, in order)."""
+
+    def __init__(self) -> None:
+        self.inner = OfflineLLM()
+        self.prompts: list[str] = []
+
+    async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
+        self.prompts.append(prompt)
+        return await self.inner.generate(prompt, schema, model=model)
+
+
 @pytest.fixture
-async def concierge():
+def llm() -> RecordingLLM:
+    return RecordingLLM()
+
+
+@pytest.fixture
+def sessions() -> InMemorySessionStore:
+    return InMemorySessionStore()
+
+
+@pytest.fixture
+async def concierge(llm: RecordingLLM, sessions: InMemorySessionStore):
     bank.reset_bank()
     agent = load()
-    agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
+    agents = InMemoryAgentStore()
     await agents.publish(agent)
     embedder = HashingEmbedder()
     index = await build_index(embedder, agent_index_texts(agent))
@@ -36,7 +61,7 @@ async def concierge():
     engine = TurnEngine(
         agents,
         sessions,
-        EngineDeps(llm=OfflineLLM(), embedder=embedder, tools=InProcessDispatcher(registry)),
+        EngineDeps(llm=llm, embedder=embedder, tools=InProcessDispatcher(registry)),
         index_for=index_for,
     )
     await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="c"))
@@ -160,3 +185,28 @@ async def test_an_inferred_amount_is_confirmed_before_the_transfer(concierge) ->
 
     assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "1000.00"}]
     assert "transfer" in done.state.completed_journeys
+
+
+async def test_the_password_reaches_authenticate_and_no_stored_item_trace_or_later_prompt(
+    concierge, llm: RecordingLLM, sessions: InMemorySessionStore
+) -> None:
+    password = SEED[3]  # "monkey": declared `secret` in agent.yaml
+    replies = []
+    for i, text in enumerate(SEED):
+        if i == 3:
+            before = len(llm.prompts)
+        replies.append(await concierge(text))
+        if i == 3:
+            during = llm.prompts[before:]
+
+    assert "logged in" in replies[3].reply.text  # authenticate got the real password
+    assert any(password in p for p in during)  # node selection had to read it
+    assert password not in during[-1]  # …but the reply prompt of that very turn did not
+    assert all(password not in p for p in llm.prompts[before + len(during) :])
+    stored = await sessions.load("s")
+    traces = [await sessions.trace("s", r.trace.turn_id) for r in replies]
+    assert password not in stored.model_dump_json()
+    assert password not in json.dumps(traces)
+    assert all(password not in (r.reply.text or "") for r in replies)
+    typed = next(e for e in stored.events if e.turn_id == replies[3].trace.turn_id)
+    assert typed.text == "•••"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,14 +35,17 @@ AGENT_ID = "bank"
 
 
 class CountingLLM:
-    """The offline provider, counting calls: a replayed turn must not make any."""
+    """The offline provider, counting calls (a replayed turn must not make any) and keeping
+    the prompts."""
 
     def __init__(self) -> None:
         self.inner = OfflineLLM()
         self.calls = 0
+        self.prompts: list[str] = []  # every prompt, in order: what a model was ever shown
 
     async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
         self.calls += 1
+        self.prompts.append(prompt)
         return await self.inner.generate(prompt, schema, model=model)
 
 
@@ -196,6 +201,38 @@ def drain(stack: LocalStack) -> list[dict[str, Any]]:
 def inbox_items(stack: LocalStack) -> list[dict[str, Any]]:
     items = stack.client("dynamodb").scan(TableName=stack.table_name)["Items"]
     return [item for item in items if item["pk"]["S"].startswith("INBOX#")]
+
+
+def everything_stored(stack: LocalStack) -> str:
+    """Every DynamoDB item and S3 object of the stack as text (gzipped bodies unpacked), and
+    every message still on the turn queues: where a secret must never be found."""
+    ddb = stack.client("dynamodb")
+    parts: list[str] = []
+    pages = ddb.get_paginator("scan").paginate(TableName=stack.table_name)
+    for item in (i for page in pages for i in page["Items"]):
+        for value in item.values():
+            if "B" in value:
+                raw = bytes(value["B"])
+                parts.append(_unpacked(raw))
+            else:
+                parts.append(json.dumps(value, ensure_ascii=False))
+    s3 = stack.client("s3")
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=stack.bucket):
+        for entry in page.get("Contents", []):
+            body = s3.get_object(Bucket=stack.bucket, Key=entry["Key"])["Body"].read()
+            parts.append(_unpacked(body))
+    sqs = stack.client("sqs")
+    for url in sqs.list_queues().get("QueueUrls", []):
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert int(attributes["ApproximateNumberOfMessages"]) == 0, f"{url} still holds messages"
+        assert int(attributes["ApproximateNumberOfMessagesNotVisible"]) == 0, url
+    return "\n".join(parts)
+
+
+def _unpacked(raw: bytes) -> str:
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8", errors="replace")
 
 
 def assert_no_secret_in(text: str) -> None:

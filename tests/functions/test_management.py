@@ -10,8 +10,17 @@ from typing import Any
 import pytest
 
 from engine.session import PendingInterrupt, SessionState
+from examples.banking import bank
 from infra.runtime import QueuedMessage, Runtime
-from tests.functions.conftest import API_KEY, drain, invoke_management, load_session, receive_all
+from tests.functions.conftest import (
+    API_KEY,
+    CountingLLM,
+    drain,
+    everything_stored,
+    invoke_management,
+    load_session,
+    receive_all,
+)
 from tests.functions.lambda_events import http_event
 from tests.functions.platforms import FakePlatforms
 
@@ -409,3 +418,36 @@ def test_the_reply_to_a_form_result_goes_to_the_chat_the_form_was_sent_to(
     session = load_session(runtime, "telegram-move")
     assert session.pending_interrupt is None
     assert session.collected_values()["street"] == "Main St 1"
+
+
+def test_the_password_is_in_no_stored_item_api_response_or_later_prompt(
+    runtime: Runtime, stack: Any, llm: CountingLLM
+) -> None:
+    bank.reset_bank()
+    password = "monkey"  # declared `secret` in examples/banking/agent.yaml
+    call("POST", "/sessions", {"customer_id": "web-user-9", "session_id": "web-9"})
+    said = ["Hi", "Transfer money", "seldo", password, "Checking", "To account ID 1234324", "500"]
+    responses: list[Any] = []
+    for i, text in enumerate(said):
+        if text == password:
+            first_prompt_of_turn = len(llm.prompts)
+        status, turn = call("POST", "/sessions/web-9/messages", {"text": text, "event_id": f"m{i}"})
+        assert status == 200
+        responses.append(turn)
+        if text == password:
+            after_turn = len(llm.prompts)
+
+    assert "logged in" in responses[3]["reply"]["text"]  # authenticate got it, in that turn
+    assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
+    responses.append(call("GET", "/sessions/web-9")[1])
+    responses.append(call("GET", "/sessions/web-9/events")[1])
+    responses.extend(
+        call("GET", f"/sessions/web-9/traces/{t['turn_id']}")[1] for t in responses[:7]
+    )
+    assert password not in json.dumps(responses, ensure_ascii=False)
+    stored = everything_stored(stack)
+    assert "seldo" in stored and "1234324" in stored  # the scan sees the conversation…
+    assert password not in stored  # …but not the password
+    assert any(password in p for p in llm.prompts[first_prompt_of_turn:after_turn])
+    assert password not in llm.prompts[after_turn - 1]  # that turn's reply prompt
+    assert all(password not in p for p in llm.prompts[after_turn:])

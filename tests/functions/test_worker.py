@@ -4,6 +4,7 @@ redelivery never sends a reply twice."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from engine.session import Event, EventKind, EventSource, PendingInterrupt, SessionState
+from examples.banking import bank
 from examples.banking import load as load_bank
 from functions import worker
 from functions.worker import TurnWorker, plan_bursts, replies_for
@@ -22,9 +24,11 @@ from infra.runtime import QueuedMessage, Runtime, session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,
+    everything_stored,
     fail_once,
     invoke_worker,
     queue_depth,
+    receive_all,
     telegram_says,
 )
 from tests.functions.lambda_events import sqs_event, sqs_record
@@ -365,6 +369,31 @@ def test_logs_carry_the_session_but_never_the_message_text(
     metrics = capsys.readouterr().out  # EMF lines
     assert '"TurnLatency"' in metrics and '"PromptTokens"' in metrics
     assert "pineapples" not in metrics
+
+
+def test_a_password_typed_in_telegram_is_masked_once_its_turn_has_run(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    # The webhook cannot know a message is a password (it is stateless): the SQS message carries
+    # it until the worker's turn commits and deletes it. After that, nothing holds it.
+    bank.reset_bank()
+    password = "monkey"
+    for update_id, text in enumerate(["Transfer money", "seldo"], start=1):
+        say(text, update_id)
+        assert drain(stack) == [{"batchItemFailures": []}]
+    say(password, 3)
+    (waiting,) = receive_all(stack)  # the documented window: in the queue until its turn runs
+    assert password in waiting["Body"]
+    stack.client("sqs").change_message_visibility(
+        QueueUrl=stack.queue_url, ReceiptHandle=waiting["ReceiptHandle"], VisibilityTimeout=0
+    )
+    assert drain(stack) == [{"batchItemFailures": []}]
+
+    assert "logged in" in agent_messages(runtime)[-1].text
+    stored = everything_stored(stack)  # the table (inbox, outbox, events…), the bucket, queues
+    assert "seldo" in stored and password not in stored
+    sent = json.dumps([r.json() for r in platforms.replies()])
+    assert password not in sent
 
 
 # -- replies and choices ------------------------------------------------------------------------

@@ -73,11 +73,10 @@ async def test_a_hostile_model_cannot_break_the_action_layer(
     check_run(run)
 
 
-@pytest.mark.xfail(strict=False, reason="secret fields land separately")
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
 async def test_no_secret_appears_in_any_stored_item_or_prompt(behaviour: str) -> None:
     run = await run_script(example("banking"), behaviour, 1, SCRIPTS["banking"]["transfer"])
-    leaks = [t for t in stored_texts(run) if SECRET in t]
+    leaks = [t[:120] for t in stored_texts(run, SECRET) if SECRET in t]
     assert leaks == []
 
 

@@ -88,6 +88,7 @@ class Turn:
     before: SessionState
     output: TurnOutput
     ran: list[Ran] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)  # every prompt this turn sent a model
 
 
 @dataclass
@@ -124,11 +125,14 @@ async def run_script(example_: Example, behaviour: str, seed: int, script: Scrip
         before = await sessions.load("s")
         assert before is not None
         seen = len(dispatcher.ran)
+        asked = len(llm.prompts)
         message = InboundMessage(
             event_id=f"m{i}", text=text, choice=choice, metadata={"customer_id": sender}
         )
         output = await engine.handle("s", [message])
-        turns.append(Turn(sender, text, choice, before, output, dispatcher.ran[seen:]))
+        turns.append(
+            Turn(sender, text, choice, before, output, dispatcher.ran[seen:], llm.prompts[asked:])
+        )
     return Run(example_, llm, turns, sessions)
 
 
@@ -280,14 +284,23 @@ def check_identity_belongs_to_the_sender(run: Run) -> None:
             )
 
 
-def stored_texts(run: Run) -> list[str]:
-    """Everything a run stored or sent a model: session items, traces, replies, prompts."""
+def stored_texts(run: Run, secret: str) -> list[str]:
+    """Everything a run stored or sent a model: session items, traces, replies, prompts — except
+    the prompts that must read the customer's own words in the turn they typed `secret` (node
+    selection, tool planning); that turn's reply prompt is included: it sees the history."""
     texts = []
     for turn in run.turns:
         texts.append(turn.output.state.model_dump_json())
         texts.append(turn.output.trace.model_dump_json())
         texts += [e.model_dump_json() for e in turn.output.new_events]
-    return texts + run.llm.prompts
+        typed_it = secret in turn.text
+        texts += [p for p in turn.prompts if not typed_it or _is_reply_prompt(p)]
+    return texts
+
+
+def _is_reply_prompt(prompt: str) -> bool:
+    # Fluid and canned composition prompts both open with the composer's role.
+    return prompt.startswith("You are a customer-service agent writing your next reply")
 
 
 def customer_messages(state: SessionState) -> list[str]:
