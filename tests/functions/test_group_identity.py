@@ -41,7 +41,8 @@ def conversation(runtime: Runtime, stack: Any, script: list[tuple[int, str]]) ->
         drain(stack)
         state = load_session(runtime, session_of(user))
         messages = [e for e in state.events if e.kind is EventKind.MESSAGE]
-        assert messages[-2].text == text and messages[-2].data["sender"] == str(user)
+        # (the password is a declared secret: stored masked)
+        assert messages[-2].text in (text, "•••") and messages[-2].data["sender"] == str(user)
         assert messages[-1].source is EventSource.AGENT
         replies.append(messages[-1].text or "")
     return replies

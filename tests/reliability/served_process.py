@@ -174,6 +174,8 @@ class ServedProcess:
             )
         except httpx.TransportError:
             return 0
+        except RuntimeError:  # the process was killed and its client closed: never sent
+            return 0
         return response.status_code
 
     def kill(self) -> None:
