@@ -4,20 +4,26 @@
 - dependency: a source stays active only while its target is active (AND over all targets);
 - priority: an active source suppresses its target (a guideline, or a journey's step this turn).
 
-Runs to a fixpoint (bounded), because entailment can add a guideline that suppresses another.
-Relationships are indexed by source once per agent version, so a turn only looks at the sources
-that are active — the cost follows what matched, not the size of the agent.
-"""
+The result is computed, not iterated a fixed number of times, so it is complete and the same in
+every container whatever the hash order:
 
-from __future__ import annotations
+1. closure: the matched guidelines plus everything they entail, transitively — only guidelines
+   this turn may use at all (`usable`: enabled, tags allow them, their journey in scope);
+2. support: the greatest subset in which every member's dependencies are members and every
+   entailed-only member is still entailed by a member (removal until nothing changes: the set
+   only shrinks, so this ends, and the greatest such set is unique);
+3. priority: a target of a priority whose source is in that set is suppressed (priority is judged
+   among what holds now: g1 > g2 > g3 all holding leaves only g1), then support runs again on
+   what is left (a guideline depending on a suppressed one goes too).
+
+Relationships are indexed once per agent version.
+"""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from engine.model import EntityKind, EntityRef, Relationship, RelationshipKind
 from engine.trace import RelationRecord
-
-MAX_ITERATIONS = 5
 
 Key = tuple[EntityKind, str]
 
@@ -60,6 +66,7 @@ class Resolution:
     guideline_ids: set[str]
     journey_ids: set[str]  # journeys in scope (their step is shown when they have one)
     suppressed_journeys: set[str] = field(default_factory=set)
+    dropped_journeys: set[str] = field(default_factory=set)  # by an unmet dependency
     records: list[RelationRecord] = field(default_factory=list)
 
 
@@ -68,51 +75,92 @@ def resolve(
     matched_guidelines: Iterable[str],
     active_journeys: Iterable[str],
     known_guidelines: set[str] | frozenset[str],
+    *,
+    priority_journeys: Iterable[str] | None = None,
 ) -> Resolution:
-    """Apply relationships to the matched guideline ids and active journey ids."""
+    """Apply relationships to the matched guideline ids and the journeys in scope.
+
+    `known_guidelines` are the guidelines entailment may add (those this turn may use);
+    `priority_journeys` are the journeys whose priority counts (default: all in scope) — a
+    journey the customer just left still satisfies dependencies this turn, but no longer
+    suppresses anything."""
     index = relationship_index(relationships)
-    result = Resolution(set(matched_guidelines), set(active_journeys))
-
-    def ids(kind: EntityKind) -> set[str]:
-        return result.guideline_ids if kind is EntityKind.GUIDELINE else result.journey_ids
-
-    def active(ref: EntityRef) -> bool:
-        return ref.id in ids(ref.kind)
-
-    def active_keys() -> list[Key]:
-        return [(EntityKind.GUIDELINE, g) for g in result.guideline_ids] + [
-            (EntityKind.JOURNEY, j) for j in result.journey_ids
-        ]
+    matched = {(EntityKind.GUIDELINE, g) for g in matched_guidelines}
+    journeys = {(EntityKind.JOURNEY, j) for j in active_journeys}
+    ranking = (
+        journeys
+        if priority_journeys is None
+        else {(EntityKind.JOURNEY, j) for j in priority_journeys} & journeys
+    )
+    records: list[RelationRecord] = []
 
     def record(r: Relationship, effect: str) -> None:
         rec = RelationRecord(
             kind=r.kind.value, source=str(r.source), target=str(r.target), effect=effect
         )
-        if rec not in result.records:
-            result.records.append(rec)
+        if rec not in records:
+            records.append(rec)
 
-    for _ in range(MAX_ITERATIONS):
-        before = (frozenset(result.guideline_ids), frozenset(result.journey_ids))
-        for key in active_keys():
-            for r in index.entails.get(key, ()):
-                target = r.target.id
-                if target in known_guidelines and target not in result.guideline_ids:
-                    result.guideline_ids.add(target)
-                    record(r, "added")
-        for key in active_keys():
-            deps = index.depends.get(key)
-            if deps and not all(active(r.target) for r in deps):
-                ids(key[0]).discard(key[1])
-                for r in deps:
-                    record(r, "dropped (dependency unmet)")
-        for r in index.priorities:
-            if active(r.source) and active(r.target):
-                ids(r.target.kind).discard(r.target.id)
-                if r.target.kind is EntityKind.JOURNEY:
-                    result.suppressed_journeys.add(r.target.id)
-                record(r, "suppressed")
-        if before == (frozenset(result.guideline_ids), frozenset(result.journey_ids)):
-            break
+    # 1. Entailment closure over usable guidelines.
+    closure = set(matched | journeys)
+    frontier = sorted(closure)
+    entailed_by: dict[Key, list[Relationship]] = {}
+    while frontier:
+        key = frontier.pop()
+        for r in index.entails.get(key, ()):
+            target = _key(r.target)
+            if r.target.id not in known_guidelines:
+                continue
+            entailed_by.setdefault(target, []).append(r)
+            if target not in closure:
+                closure.add(target)
+                frontier.append(target)
+    base = matched | journeys
+
+    def support(members: set[Key]) -> set[Key]:
+        """The greatest subset where dependencies hold and entailed members stay entailed."""
+        current = set(members)
+        while True:
+            unmet = {
+                k
+                for k in current
+                if any(_key(r.target) not in current for r in index.depends.get(k, ()))
+                or (k not in base and not any(_key(r.source) in current for r in entailed_by[k]))
+            }
+            if not unmet:
+                return current
+            current -= unmet
+
+    held = support(closure)
+    # 3. Priority among what holds now (before any suppression), then support again.
+    suppressed = {
+        _key(r.target)
+        for r in index.priorities
+        if _key(r.source) in held
+        and _key(r.target) in held
+        and (r.source.kind is not EntityKind.JOURNEY or _key(r.source) in ranking)
+    }
+    final = support(held - suppressed)
+
+    for key in sorted(closure):
+        for r in entailed_by.get(key, ()):
+            if _key(r.source) in final and key in final:
+                record(r, "added")
+    for key in sorted(closure - final - suppressed):
+        unmet = [r for r in index.depends.get(key, ()) if _key(r.target) not in final]
+        for r in unmet:
+            record(r, "dropped (dependency unmet)")
+    for r in index.priorities:
+        if _key(r.target) in suppressed and _key(r.source) in held:
+            record(r, "suppressed")
+
+    guideline_ids = {i for kind, i in final if kind is EntityKind.GUIDELINE}
+    journey_ids = {i for kind, i in final if kind is EntityKind.JOURNEY}
+    result = Resolution(guideline_ids, journey_ids, records=records)
+    result.suppressed_journeys = {i for kind, i in suppressed if kind is EntityKind.JOURNEY}
+    result.dropped_journeys = {
+        i for kind, i in journeys - final - suppressed if kind is EntityKind.JOURNEY
+    }
     return result
 
 

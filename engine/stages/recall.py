@@ -32,6 +32,7 @@ class Recalled:
 
 async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) -> Recalled:
     candidates = tag_filter(state.agent, state.session)
+    state.usable_guideline_ids = frozenset(g.id for g in candidates)
     query = RecallQuery(ctx, state.deps.embedder)
     high = await high_probability_journeys(
         ctx,

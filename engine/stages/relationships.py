@@ -9,7 +9,7 @@ Reads matches and journey progress; writes the trace's relation records (and, th
 from __future__ import annotations
 
 from engine.relations import Resolution, resolve
-from engine.stages.state import TurnState, guideline_ids_of
+from engine.stages.state import TurnState
 
 
 def resolve_relationships(state: TurnState) -> Resolution:
@@ -26,11 +26,20 @@ def resolve_relationships(state: TurnState) -> Resolution:
             matched.discard(gid)
     # Journeys in scope satisfy dependencies; only those with a step this turn are shown
     # (consumers read steps from `state.steps`).
+    # Entailment adds only guidelines this turn may use: enabled, allowed by their tags, and
+    # (when journey-scoped) with their journey in scope. A journey the customer just left still
+    # satisfies dependencies, but only journeys still active rank by priority.
+    usable = {
+        gid
+        for gid in state.usable_guideline_ids
+        if (scoped := state.agent.guideline(gid).scoped_journey_id) is None or scoped in in_scope
+    }
     resolution = resolve(
         state.agent.relationships,
         matched,
         in_scope,
-        known_guidelines=guideline_ids_of(state.agent),
+        known_guidelines=usable,
+        priority_journeys=active_journeys,
     )
     for record in resolution.records:
         if record not in state.trace.relations:
@@ -39,7 +48,8 @@ def resolve_relationships(state: TurnState) -> Resolution:
 
 
 def suppress_journeys(state: TurnState, resolution: Resolution) -> None:
-    """A journey whose step is suppressed by priority keeps its previous position."""
-    for jid in resolution.suppressed_journeys:
+    """A journey whose step is suppressed by priority, or dropped by an unmet dependency, keeps
+    its previous position: the step it did not show is not taken as asked."""
+    for jid in resolution.suppressed_journeys | resolution.dropped_journeys:
         state.paths[jid] = state.session.journey_paths.get(jid, ())
         state.steps.pop(jid, None)

@@ -72,13 +72,6 @@ def secret_names_of(agent: AgentSnapshot) -> frozenset[str]:
     )
 
 
-def guideline_ids_of(agent: AgentSnapshot) -> frozenset[str]:
-    return cast(
-        frozenset[str],
-        _per_version(agent, "ids", lambda: frozenset(g.id for g in agent.guidelines)),
-    )
-
-
 class TurnState:
     """Everything one turn has decided so far. Created, run through the stages once, discarded."""
 
@@ -119,8 +112,10 @@ class TurnState:
         self.completed_by: dict[str, tuple[str, ...]] = dict(session.completed_by)
         self.suspended: list[str] = list(session.suspended_journeys)
         self.collected: list[CollectedValue] = list(session.collected)
-        # Recall: the guidelines this turn may match at all.
+        # Recall: the guidelines this turn may match, and those it may use at all (enabled and
+        # allowed by their tags: what entailment may add).
         self.candidates: list[Guideline] = []
+        self.usable_guideline_ids: frozenset[str] = frozenset()
         # Match and activation (and re-matching after tools).
         self.matches: dict[str, gm.GuidelineMatch] = {}
         self.clarifications: list[Guideline] = []

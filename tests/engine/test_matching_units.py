@@ -69,11 +69,12 @@ def test_priority_suppresses_the_lower_guideline() -> None:
     assert [(x.kind, x.effect) for x in r.records] == [("priority", "suppressed")]
 
 
-def test_a_suppressed_guideline_does_not_suppress_others() -> None:
-    # a > b > c: b is suppressed by a, so c stays.
+def test_priority_is_judged_among_what_holds_so_a_chain_leaves_only_its_top() -> None:
+    # a > b > c, all matched: c is ranked below b, which holds now, so c goes too (DESIGN.md,
+    # "Semantics decisions": the reference engine's rule; it used to leave c).
     rels = [rel(RelationshipKind.PRIORITY, "b", "c"), rel(RelationshipKind.PRIORITY, "a", "b")]
     r = resolve(rels, {"a", "b", "c"}, [], {"a", "b", "c"})
-    assert r.guideline_ids == {"a", "c"}
+    assert r.guideline_ids == {"a"}
 
 
 def test_dependency_drops_a_guideline_whose_target_is_inactive() -> None:
