@@ -117,7 +117,12 @@ def verify_advancement(
         journey,
         views,
         previous_path,
-        ProposedWalk(tuple(steps), target, finish),
+        ProposedWalk(
+            tuple(steps),
+            target,
+            finish,
+            None if resolved_next is _END or resolved_next is None else str(resolved_next),
+        ),
         executed_tools=executed_tools,
         hold_at=hold_at,
     )

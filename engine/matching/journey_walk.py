@@ -42,6 +42,7 @@ class ProposedWalk:
     steps: tuple[str, ...] = ()  # the walk; may or may not start with the current step
     backtrack_to: str | None = None  # set only when the LLM asked to backtrack
     finish: bool = False  # the LLM said the journey is over after the walk
+    stop_at: str | None = None  # the step the LLM named as next: the walk never passes it
 
 
 def exit_step(previous_path: Sequence[str | None], note: str = "") -> VerifiedStep:
@@ -58,6 +59,7 @@ class _Walk:
     hold_at: Collection[str]
     nodes: list[str]
     repairs: list[str] = field(default_factory=list)
+    stop_at: str | None = None
 
     def label(self, nid: str) -> str:
         return self.views[nid].label
@@ -90,6 +92,8 @@ class _Walk:
                 return
             if nxt in self.views[here].successors:
                 self.nodes.append(nxt)
+                if self._reached_stop(nxt):
+                    return
                 continue
             link = _connector(self.views, here, nxt)
             if link is None:
@@ -102,11 +106,19 @@ class _Walk:
                 f"inserted {self.label(link)} between {self.label(here)} and {self.label(nxt)}"
             )
             self.nodes.append(link)
+            if self._reached_stop(link):
+                return
             reason = self.blocker(link)
             if reason:
                 self.repairs.append(f"stopped at {self.label(link)}: {reason}")
                 return
             self.nodes.append(nxt)
+            if self._reached_stop(nxt):
+                return
+
+    def _reached_stop(self, nid: str) -> bool:
+        """The walk reached the step named as next: it stops there, whatever follows."""
+        return nid == self.stop_at
 
     def leave_forks(self) -> bool:
         """A turn never stops on a fork. Walk through forks that have a single way out; if a
@@ -166,7 +178,7 @@ def verify_walk(
     if start is None:
         return exit_step(previous, "the journey has no entry step")
 
-    walk = _Walk(views, executed_tools, hold_at, [start], repairs)
+    walk = _Walk(views, executed_tools, hold_at, [start], repairs, proposal.stop_at)
     steps = list(proposal.steps)
     if steps and steps[0] == start:
         steps.pop(0)
@@ -181,6 +193,15 @@ def verify_walk(
         else:
             where = walk.label(walk.nodes[-1]) if walk.nodes else "the start"
             repairs.append(f"ignored the end of the journey: it cannot end after {where}")
+    if finished and not _performed_last(walk, here):
+        # The journey ends only after a step the agent performed in this run: one shown to the
+        # customer before this turn, or a tool step whose tools ran. A step entered just now is
+        # where the journey stands instead; nothing is completed on a step never performed.
+        finished = False
+        while walk.nodes and views[walk.nodes[-1]].transit:
+            walk.nodes.pop()
+        where = walk.label(walk.nodes[-1]) if walk.nodes else "the start"
+        repairs.append(f"did not end the journey: {where} was not performed in this run")
 
     if not walk.nodes:
         if here is None:
@@ -203,6 +224,17 @@ def verify_walk(
         return VerifiedStep((*path, None), None, "completed", tuple(repairs))
     outcome: Outcome = "backtrack" if backtracking else ("advance" if recorded else "stay")
     return VerifiedStep(path, walk.nodes[-1], outcome, tuple(repairs))
+
+
+def _performed_last(walk: _Walk, here: str | None) -> bool:
+    """Whether the last real step of the walk (forks skipped) was performed in this run."""
+    real = [n for n in walk.nodes if not walk.views[n].transit]
+    if not real:
+        return False
+    last = real[-1]
+    if walk.views[last].kind is NodeKind.TOOL:
+        return walk.views[last].tools_ran(walk.executed_tools)
+    return last == here
 
 
 def _start_of_walk(

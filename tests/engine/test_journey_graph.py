@@ -674,3 +674,51 @@ def test_auto_return_only_takes_legal_steps(
     if step is not None:
         assert step.outcome in ("advance", "completed")
         assert_obeys_graph(journey, views, previous, step, executed)
+
+
+# -- completion only after a performed step; never past the named next step (issue #17) ------
+
+
+def test_a_fresh_run_answered_with_end_does_not_complete_the_journey() -> None:
+    step = verify(lookup_journey(), [], answer(next_step=None))
+    assert step.outcome != "completed"
+    assert step.path[-1:] != (None,)
+
+
+def test_the_journey_ends_only_after_a_step_shown_before_this_turn() -> None:
+    # "confirm" was never shown: the walk into it and past it stops there, to show it.
+    step = verify(
+        lookup_journey(),
+        ["ask_name", "ask_amount", "lookup"],
+        answer("4", "5", "6", next_step=None),
+        executed={"lookup_account"},
+    )
+    assert step.outcome == "advance" and step.node_id == "confirm"
+    assert "did not end the journey: step 6 was not performed in this run" in step.repairs
+
+    shown = verify(
+        lookup_journey(),
+        ["ask_name", "ask_amount", "lookup", "check", "confirm"],
+        answer("6", next_step=None),
+    )
+    assert shown.outcome == "completed"
+
+
+def test_a_walk_into_a_fork_whose_one_branch_ends_needs_a_performed_step_before_it() -> None:
+    journey = make_journey(
+        entry(),
+        chat("a", "Ask"),
+        chat("b", "Tell"),
+        fork("f"),
+        edges=["root -> a", "a -> b", "b -> f", "f -> END"],
+    )
+    step = verify(journey, ["a"], answer("2", "3", "4"))
+    assert step.outcome == "advance" and step.node_id == "b"
+    done = verify(journey, ["a", "b"], answer("3", "4"))
+    assert done.outcome == "completed"
+
+
+def test_a_connector_the_walk_inserts_that_is_the_named_next_step_is_where_it_stops() -> None:
+    # The model walks 2 → 4 (skipping 3) and names 3 as next: repair inserts 3 and stops there.
+    step = verify(lookup_journey(), ["ask_name"], answer("2", "4", next_step="3"))
+    assert step.node_id == "ask_amount" and step.path == ("ask_name", "ask_amount")
