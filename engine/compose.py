@@ -41,6 +41,7 @@ class CompositionInput:
     questions: list[str] = field(default_factory=list)  # e.g. missing tool arguments to ask for
     collected: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. "a tool failed: …"
+    fragments: list[str] = field(default_factory=list)  # this turn's tool fragments, filled
 
 
 class ComposedReply(BaseModel):
@@ -91,6 +92,11 @@ def build_compose_prompt(ctx: TurnContext, data: CompositionInput, *, explain: b
         )
     if data.notes:
         parts.append("Notes:\n" + "\n".join(f"- {n}" for n in data.notes))
+    if data.fragments:
+        parts.append(
+            "Wording this turn's tools provided (use it where it fits, word for word):\n"
+            + "\n".join(f"- {f}" for f in data.fragments)
+        )
     parts.append(
         "Rules: never invent facts, amounts, ids or tool results; use only what is above. "
         "Reply in the customer's language, concisely. Answer with JSON only: `message` is the "

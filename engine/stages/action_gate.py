@@ -38,13 +38,13 @@ def evidence_for(state: TurnState) -> Evidence:
     values the customer picked among offered options or submitted in a form."""
     messages = [
         CustomerMessage(e.offset, e.text or "")
-        for e in (*state.session.events, *state.events)
+        for e in (*state.earlier_events(), *state.events)
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER and state.is_own(e)
     ]
     tool_values: dict[str, list[tuple[str, Any]]] = {}
     results = [
         (str(e.data.get("tool", "")), e.data.get("llm_view"))
-        for e in (*state.session.events, *state.events)
+        for e in (*state.earlier_events(), *state.events)
         if e.kind is EventKind.TOOL and not e.data.get("error") and state.is_own(e)
     ]
     results += [(r.tool, r.data) for r in state.tool_results if r.error is None]

@@ -176,9 +176,29 @@ def _may_speak_for(state: TurnState, node: JourneyNode) -> bool:
 
 
 async def _compose_fluid(state: TurnState, data: CompositionInput) -> tuple[str, list[str]]:
+    # Tool fragments are offered in every mode: in fluid mode as wording the reply may use.
+    data.fragments = data.fragments or [
+        render_template(t, values)
+        for values in [_template_values(state)]
+        for t in fillable(
+            merge_fragments([(r.tool, r.fragments) for r in state.tool_results if r.fragments]),
+            values,
+        )
+    ]
     prompt = build_compose_prompt(_reply_context(state), data, explain=state.agent.config.explain)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, ComposedReply, label="fluid")
     return gen.value.message, applied_sources(data, gen.value)
+
+
+def _template_values(state: TurnState) -> dict[str, str]:
+    """What `{{field}}` placeholders may be filled from: successful tool data, fragments' own
+    fields, collected values and context variables (secrets masked)."""
+    return field_values(
+        [state.secrets.scrub(r.data) for r in state.tool_results if r.error is None],
+        [f for r in state.tool_results for f in r.fragments],
+        state.secrets.mask_named(state.collected_for()),
+        state.context().variables,
+    )
 
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
@@ -205,12 +225,7 @@ async def _compose_canned(
     state: TurnState, data: CompositionInput, resolution: Resolution, mode: CompositionMode
 ) -> tuple[str, list[str]]:
     strict = mode is CompositionMode.CANNED_STRICT
-    values = field_values(
-        [state.secrets.scrub(r.data) for r in state.tool_results if r.error is None],
-        [f for r in state.tool_results for f in r.fragments],
-        state.secrets.mask_named(state.collected_for()),
-        state.context().variables,
-    )
+    values = _template_values(state)
     candidates = fillable(_canned_templates(state, resolution), values)
     candidates = candidates[: state.agent.config.max_canned_candidates]
     candidates = [

@@ -72,6 +72,13 @@ def secret_names_of(agent: AgentSnapshot) -> frozenset[str]:
     )
 
 
+RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: this turn only
+
+
+def is_response_only(event: Event) -> bool:
+    return event.kind is EventKind.TOOL and event.data.get("lifespan") in RESPONSE_ONLY
+
+
 class TurnState:
     """Everything one turn has decided so far. Created, run through the stages once, discarded."""
 
@@ -178,11 +185,16 @@ class TurnState:
         return TurnContext(
             agent=self.agent,
             session=self.session,
-            history=(*self.session.events, *self.events),
+            history=(*self.earlier_events(), *self.events),
             variables=variables,
             terms=self.agent.terms,
             tool_results=tuple(self.tool_results),
         )
+
+    def earlier_events(self) -> list[Event]:
+        """The session's events as later turns may see them: a tool result whose tool said
+        `control.lifespan: "response"` served the turn it ran in, and no other."""
+        return [e for e in self.session.events if not is_response_only(e)]
 
     def collected_for(self, journey_id: str | None = None) -> dict[str, Any]:
         """Latest value per field name; a secret only if it was given in this very turn."""

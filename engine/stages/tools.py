@@ -31,7 +31,7 @@ from engine.stages.journey_progress import (
 )
 from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.relationships import resolve_relationships
-from engine.stages.state import TurnState
+from engine.stages.state import RESPONSE_ONLY, TurnState
 from engine.tool_calls import (
     ToolCallPlan,
     build_tool_call_prompt,
@@ -241,10 +241,14 @@ async def _dispatch(
             view=state.secrets.scrub(outcome.view),
             error=outcome.error,
             sender=state.sender,
+            **({"lifespan": "response"} if _response_only(outcome) else {}),
         )
         maybe_interrupt(state, call, outcome)
-        if outcome.error and outcome.view is not None and state.reply_view is None:
-            state.reply_view = outcome.view  # e.g. {"scene": "showError", "tip": "…"}
+        paused = state.interrupt is not None and state.interrupt.call_id.startswith(state.turn_id)
+        if outcome.view is not None and not paused:
+            # What the channel renders goes out with the reply: a receipt card after a success,
+            # an error tip after a failure (the latest call's view wins).
+            state.reply_view = outcome.view
         trace_tool(
             state,
             call.tool,
@@ -291,6 +295,10 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
             state.principals.pop(state.sender, None)  # a logout
 
 
+def _response_only(outcome: ToolOutcome) -> bool:
+    return str(outcome.control.get("lifespan", "session")) in RESPONSE_ONLY
+
+
 def _take_failure_transition(state: TurnState, journey: Journey, node: JourneyNode) -> None:
     path = state.paths[journey.id]
     reason = (f"{node.id}: its tool failed",)
@@ -312,7 +320,7 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
             tool=e.data.get("tool", ""),
             data=e.data["llm_view"],
         )
-        for e in state.session.events
+        for e in state.earlier_events()
         if e.kind is EventKind.TOOL
         and not e.data.get("error")
         and e.data.get("llm_view") is not None
@@ -330,7 +338,7 @@ def _already_called(state: TurnState, tool: str, args: dict[str, Any]) -> bool:
         and not e.data.get("error")
         and e.data.get("arguments") == wanted
         and state.is_own(e)
-        for e in (*state.session.events, *state.events)
+        for e in (*state.earlier_events(), *state.events)
     )
 
 
