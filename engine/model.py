@@ -227,6 +227,8 @@ class Journey(BaseModel):
 class RelationshipKind(StrEnum):
     PRIORITY = "priority"  # source active → target suppressed
     DEPENDENCY = "dependency"  # source active only if target is active
+    # source active only if ANY of its dependency_any targets is active (one OR-group per source)
+    DEPENDENCY_ANY = "dependency_any"
     ENTAILMENT = "entailment"  # source active → target active too
     DISAMBIGUATION = "disambiguation"  # source observation groups targets that may be confused
 
@@ -234,6 +236,10 @@ class RelationshipKind(StrEnum):
 class EntityKind(StrEnum):
     GUIDELINE = "guideline"
     JOURNEY = "journey"
+    # Every guideline and journey carrying the tag. As a source: any member that holds acts. As
+    # a target: all members (priority suppresses all, entailment adds all, a dependency needs
+    # all of them to hold; a dependency_any needs one).
+    TAG = "tag"
 
 
 class EntityRef(BaseModel):

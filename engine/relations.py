@@ -19,45 +19,101 @@ every container whatever the hash order:
 Relationships are indexed once per agent version.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.model import EntityKind, EntityRef, Relationship, RelationshipKind
 from engine.trace import RelationRecord
 
 Key = tuple[EntityKind, str]
+TagMembers = Mapping[str, frozenset[Key]]  # tag → the guidelines and journeys that carry it
 
 
 def _key(ref: EntityRef) -> Key:
     return (ref.kind, ref.id)
 
 
+def tag_members(
+    guidelines: Iterable[tuple[str, Sequence[str]]], journeys: Iterable[tuple[str, Sequence[str]]]
+) -> dict[str, frozenset[Key]]:
+    """Who carries each tag: (id, tags) of the agent's guidelines and journeys."""
+    members: dict[str, set[Key]] = {}
+    for gid, tags in guidelines:
+        for tag in tags:
+            members.setdefault(tag, set()).add((EntityKind.GUIDELINE, gid))
+    for jid, tags in journeys:
+        for tag in tags:
+            members.setdefault(tag, set()).add((EntityKind.JOURNEY, jid))
+    return {tag: frozenset(keys) for tag, keys in members.items()}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What one source needs to hold: all of `targets`, or any of them."""
+
+    relationships: tuple[Relationship, ...]
+    targets: frozenset[Key]
+    any_of: bool
+
+    def met(self, holding: set[Key]) -> bool:
+        if self.any_of:
+            return bool(self.targets & holding)
+        return bool(self.targets) and self.targets <= holding
+
+
 @dataclass(frozen=True)
 class RelationshipIndex:
-    entails: dict[Key, list[Relationship]]  # by source
-    depends: dict[Key, list[Relationship]]  # by source
-    priorities: list[Relationship]  # highest-priority sources first
+    entails: dict[Key, list[tuple[Relationship, frozenset[Key]]]]  # by source: targets
+    depends: dict[Key, list[Requirement]]  # by source
+    priorities: list[tuple[Relationship, frozenset[Key], frozenset[Key]]]  # sources, targets
 
 
-_INDEXES: dict[int, tuple[Sequence[Relationship], RelationshipIndex]] = {}
+_INDEXES: dict[tuple[int, int], tuple[Sequence[Relationship], RelationshipIndex]] = {}
+_NO_TAGS: TagMembers = {}
 
 
-def relationship_index(relationships: Sequence[Relationship]) -> RelationshipIndex:
-    """The index of an agent version's relationships (cached while the tuple lives)."""
-    cached = _INDEXES.get(id(relationships))
+def relationship_index(
+    relationships: Sequence[Relationship], members: TagMembers = _NO_TAGS
+) -> RelationshipIndex:
+    """The index of an agent version's relationships, tags expanded to their members (cached
+    while the tuple lives)."""
+    cache_key = (id(relationships), id(members))
+    cached = _INDEXES.get(cache_key)
     if cached is not None and cached[0] is relationships:
         return cached[1]
-    entails: dict[Key, list[Relationship]] = {}
-    depends: dict[Key, list[Relationship]] = {}
+
+    def expand(ref: EntityRef) -> frozenset[Key]:
+        if ref.kind is EntityKind.TAG:
+            return members.get(ref.id, frozenset())
+        return frozenset({_key(ref)})
+
+    entails: dict[Key, list[tuple[Relationship, frozenset[Key]]]] = {}
+    all_of: dict[Key, list[Requirement]] = {}
+    any_of: dict[Key, tuple[list[Relationship], set[Key]]] = {}
     for r in relationships:
-        if r.kind is RelationshipKind.ENTAILMENT and r.target.kind is EntityKind.GUIDELINE:
-            entails.setdefault(_key(r.source), []).append(r)
+        sources, targets = expand(r.source), expand(r.target)
+        if r.kind is RelationshipKind.ENTAILMENT:
+            guideline_targets = frozenset(t for t in targets if t[0] is EntityKind.GUIDELINE)
+            for source in sources:
+                entails.setdefault(source, []).append((r, guideline_targets))
         elif r.kind is RelationshipKind.DEPENDENCY:
-            depends.setdefault(_key(r.source), []).append(r)
-    index = RelationshipIndex(entails, depends, _priority_order(relationships))
+            for source in sources:
+                all_of.setdefault(source, []).append(Requirement((r,), targets, any_of=False))
+        elif r.kind is RelationshipKind.DEPENDENCY_ANY:
+            for source in sources:
+                group = any_of.setdefault(source, ([], set()))
+                group[0].append(r)
+                group[1].update(targets)
+    depends = {k: list(v) for k, v in all_of.items()}
+    for source, (rels, options) in any_of.items():
+        depends.setdefault(source, []).append(
+            Requirement(tuple(rels), frozenset(options), any_of=True)
+        )
+    priorities = [(r, expand(r.source), expand(r.target)) for r in _priority_order(relationships)]
+    index = RelationshipIndex(entails, depends, priorities)
     if len(_INDEXES) > 64:
         _INDEXES.clear()
-    _INDEXES[id(relationships)] = (relationships, index)
+    _INDEXES[cache_key] = (relationships, index)
     return index
 
 
@@ -77,14 +133,15 @@ def resolve(
     known_guidelines: set[str] | frozenset[str],
     *,
     priority_journeys: Iterable[str] | None = None,
+    members: TagMembers = _NO_TAGS,
 ) -> Resolution:
     """Apply relationships to the matched guideline ids and the journeys in scope.
 
     `known_guidelines` are the guidelines entailment may add (those this turn may use);
     `priority_journeys` are the journeys whose priority counts (default: all in scope) — a
     journey the customer just left still satisfies dependencies this turn, but no longer
-    suppresses anything."""
-    index = relationship_index(relationships)
+    suppresses anything; `members` says which guidelines and journeys carry each tag."""
+    index = relationship_index(relationships, members)
     matched = {(EntityKind.GUIDELINE, g) for g in matched_guidelines}
     journeys = {(EntityKind.JOURNEY, j) for j in active_journeys}
     ranking = (
@@ -104,28 +161,28 @@ def resolve(
     # 1. Entailment closure over usable guidelines.
     closure = set(matched | journeys)
     frontier = sorted(closure)
-    entailed_by: dict[Key, list[Relationship]] = {}
+    entailed_by: dict[Key, list[tuple[Relationship, Key]]] = {}
     while frontier:
         key = frontier.pop()
-        for r in index.entails.get(key, ()):
-            target = _key(r.target)
-            if r.target.id not in known_guidelines:
-                continue
-            entailed_by.setdefault(target, []).append(r)
-            if target not in closure:
-                closure.add(target)
-                frontier.append(target)
+        for r, targets in index.entails.get(key, ()):
+            for target in sorted(targets):
+                if target[1] not in known_guidelines:
+                    continue
+                entailed_by.setdefault(target, []).append((r, key))
+                if target not in closure:
+                    closure.add(target)
+                    frontier.append(target)
     base = matched | journeys
 
-    def support(members: set[Key]) -> set[Key]:
+    def support(members_: set[Key]) -> set[Key]:
         """The greatest subset where dependencies hold and entailed members stay entailed."""
-        current = set(members)
+        current = set(members_)
         while True:
             unmet = {
                 k
                 for k in current
-                if any(_key(r.target) not in current for r in index.depends.get(k, ()))
-                or (k not in base and not any(_key(r.source) in current for r in entailed_by[k]))
+                if any(not req.met(current) for req in index.depends.get(k, ()))
+                or (k not in base and not any(src in current for _, src in entailed_by[k]))
             }
             if not unmet:
                 return current
@@ -133,26 +190,25 @@ def resolve(
 
     held = support(closure)
     # 3. Priority among what holds now (before any suppression), then support again.
-    suppressed = {
-        _key(r.target)
-        for r in index.priorities
-        if _key(r.source) in held
-        and _key(r.target) in held
-        and (r.source.kind is not EntityKind.JOURNEY or _key(r.source) in ranking)
-    }
+    suppressed: set[Key] = set()
+    for r, sources, targets in index.priorities:
+        acting = {s for s in sources & held if s[0] is not EntityKind.JOURNEY or s in ranking}
+        hit = (targets & held) - acting
+        if acting and hit:
+            suppressed |= hit
+            record(r, "suppressed")
     final = support(held - suppressed)
 
     for key in sorted(closure):
-        for r in entailed_by.get(key, ()):
-            if _key(r.source) in final and key in final:
+        for r, source in entailed_by.get(key, ()):
+            if source in final and key in final:
                 record(r, "added")
     for key in sorted(closure - final - suppressed):
-        unmet = [r for r in index.depends.get(key, ()) if _key(r.target) not in final]
-        for r in unmet:
-            record(r, "dropped (dependency unmet)")
-    for r in index.priorities:
-        if _key(r.target) in suppressed and _key(r.source) in held:
-            record(r, "suppressed")
+        for req in index.depends.get(key, ()):
+            if not req.met(final):
+                for r in req.relationships:
+                    if req.any_of or _key(r.target) not in final or r.target.kind is EntityKind.TAG:
+                        record(r, "dropped (dependency unmet)")
 
     guideline_ids = {i for kind, i in final if kind is EntityKind.GUIDELINE}
     journey_ids = {i for kind, i in final if kind is EntityKind.JOURNEY}

@@ -9,7 +9,7 @@ Reads matches and journey progress; writes the trace's relation records (and, th
 from __future__ import annotations
 
 from engine.relations import Resolution, resolve
-from engine.stages.state import TurnState
+from engine.stages.state import TurnState, tag_members_of
 
 
 def resolve_relationships(state: TurnState) -> Resolution:
@@ -40,6 +40,7 @@ def resolve_relationships(state: TurnState) -> Resolution:
         in_scope,
         known_guidelines=usable,
         priority_journeys=active_journeys,
+        members=tag_members_of(state.agent),
     )
     for record in resolution.records:
         if record not in state.trace.relations:

@@ -20,6 +20,7 @@ from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
+from engine.relations import TagMembers, tag_members
 from engine.secrets import TurnSecrets, declared_secret_names
 from engine.session import (
     CollectedValue,
@@ -77,6 +78,20 @@ RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: th
 
 def is_response_only(event: Event) -> bool:
     return event.kind is EventKind.TOOL and event.data.get("lifespan") in RESPONSE_ONLY
+
+
+def tag_members_of(agent: AgentSnapshot) -> TagMembers:
+    """Which guidelines and journeys carry each tag (for relationships to and from tags)."""
+    return cast(
+        TagMembers,
+        _per_version(
+            agent,
+            "tags",
+            lambda: tag_members(
+                ((g.id, g.tags) for g in agent.guidelines), ((j.id, j.tags) for j in agent.journeys)
+            ),
+        ),
+    )
 
 
 class TurnState:

@@ -162,3 +162,76 @@ print(json.dumps([sorted(r.guideline_ids), sorted(r.journey_ids), [x.model_dump(
     # g5's dependency is unmet, so the chain after it is no longer entailed (g7 with it, so g2
     # is not suppressed); g3 depends on g11, which went with the chain.
     assert json.loads(outputs.pop())[0] == ["g0", "g1", "g2", "g4"]
+
+
+# -- relationships to and from tags; OR-dependencies ------------------------------------------
+
+T = EntityKind.TAG
+ANY = RelationshipKind.DEPENDENCY_ANY
+MEMBERS = {
+    "billing": frozenset({(G, "g_refund"), (G, "g_invoice"), (J, "j_dispute")}),
+    "vip": frozenset({(G, "g_vip_greet"), (G, "g_vip_offer")}),
+}
+
+
+def tagged(kind: RelationshipKind, source: str, target: str) -> Relationship:
+    def ref(name: str) -> EntityRef:
+        if name.startswith("tag:"):
+            return EntityRef(kind=T, id=name[4:])
+        return EntityRef(kind=J if name.startswith("j") else G, id=name)
+
+    return Relationship(kind=kind, source=ref(source), target=ref(target))
+
+
+ALL = {"g_refund", "g_invoice", "g_vip_greet", "g_vip_offer", "g_small_talk", "g_safety"}
+
+
+def test_any_member_of_a_source_tag_that_holds_takes_priority() -> None:
+    rels = [tagged(PRIORITY, "tag:billing", "g_small_talk")]
+    result = resolve(rels, {"g_invoice", "g_small_talk"}, [], ALL, members=MEMBERS)
+    assert result.guideline_ids == {"g_invoice"}
+
+
+def test_priority_over_a_tag_suppresses_every_member_that_holds() -> None:
+    rels = [tagged(PRIORITY, "g_safety", "tag:billing")]
+    result = resolve(
+        rels, {"g_safety", "g_refund", "g_invoice"}, ["j_dispute"], ALL, members=MEMBERS
+    )
+    assert result.guideline_ids == {"g_safety"}
+    assert result.journey_ids == set() and result.suppressed_journeys == {"j_dispute"}
+
+
+def test_entailing_a_tag_adds_its_usable_members() -> None:
+    rels = [tagged(ENTAILS, "g_safety", "tag:vip")]
+    usable = ALL - {"g_vip_offer"}  # disabled, or its tags exclude this customer
+    result = resolve(rels, {"g_safety"}, [], usable, members=MEMBERS)
+    assert result.guideline_ids == {"g_safety", "g_vip_greet"}
+
+
+def test_a_dependency_on_a_tag_needs_every_member_to_hold() -> None:
+    rels = [tagged(DEPENDS, "g_safety", "tag:vip")]
+    assert resolve(rels, {"g_safety", "g_vip_greet"}, [], ALL, members=MEMBERS).guideline_ids == {
+        "g_vip_greet"
+    }
+    both = {"g_safety", "g_vip_greet", "g_vip_offer"}
+    assert resolve(rels, both, [], ALL, members=MEMBERS).guideline_ids == both
+
+
+def test_an_or_dependency_holds_when_any_target_holds() -> None:
+    rels = [tagged(ANY, "g_safety", "g_refund"), tagged(ANY, "g_safety", "j_dispute")]
+    assert resolve(rels, {"g_safety"}, ["j_dispute"], ALL).guideline_ids == {"g_safety"}
+    assert resolve(rels, {"g_safety", "g_refund"}, [], ALL).guideline_ids == {
+        "g_safety",
+        "g_refund",
+    }
+    dropped = resolve(rels, {"g_safety"}, [], ALL)
+    assert dropped.guideline_ids == set()
+    assert {r.target for r in dropped.records} == {"guideline:g_refund", "journey:j_dispute"}
+
+
+def test_an_or_dependency_on_a_tag_holds_when_any_member_holds() -> None:
+    rels = [tagged(ANY, "g_safety", "tag:vip")]
+    assert resolve(rels, {"g_safety", "g_vip_offer"}, [], ALL, members=MEMBERS).guideline_ids == {
+        "g_safety",
+        "g_vip_offer",
+    }
