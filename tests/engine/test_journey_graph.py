@@ -3,6 +3,7 @@ deterministic entry. No LLM anywhere in this file; answers are built by hand."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from itertools import pairwise
@@ -722,3 +723,81 @@ def test_a_connector_the_walk_inserts_that_is_the_named_next_step_is_where_it_st
     # The model walks 2 → 4 (skipping 3) and names 3 as next: repair inserts 3 and stops there.
     step = verify(lookup_journey(), ["ask_name"], answer("2", "4", next_step="3"))
     assert step.node_id == "ask_amount" and step.path == ("ask_name", "ask_amount")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(journeys_and_answers())
+def test_any_completion_follows_a_step_performed_in_this_run(
+    case: tuple[Journey, list[str | None], JourneyNodeSelection, set[str]],
+) -> None:
+    journey, previous, selection, executed = case
+    views = build_node_views(journey)
+    here = current_step(previous, views)
+    # As the model answered, and as if it had also said the journey is over after its walk.
+    for answer_ in (selection, selection.model_copy(update={"next_step": None})):
+        step = verify_advancement(journey, views, previous, answer_, executed)
+        if step.outcome != "completed":
+            continue
+        real = [n for n in step.path[len(previous) : -1] if n is not None]
+        real = [n for n in [*([here] if here else []), *real] if not views[n].transit]
+        assert real, "completed without any step"
+        last = real[-1]
+        performed = last == here or (
+            views[last].kind is NodeKind.TOOL and views[last].tools_ran(executed)
+        )
+        assert performed, f"completed after {last}, never performed in this run (at {here})"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(journeys_and_answers())
+def test_a_walk_never_passes_the_step_named_as_next(
+    case: tuple[Journey, list[str | None], JourneyNodeSelection, set[str]],
+) -> None:
+    journey, previous, selection, executed = case
+    views = build_node_views(journey)
+    step = verify_advancement(journey, views, previous, selection, executed)
+    named = {v.id for v in views.values() if str(v.index) == str(selection.next_step).strip()}
+    if not named or step.outcome in ("exit", "backtrack"):
+        return
+    new = [n for n in step.path[len(previous) :] if n is not None]
+    (target,) = named
+    if target in new:
+        assert new.index(target) == len(new) - 1, f"walked past next step {target}: {new}"
+
+
+def test_every_walk_over_a_small_graph_completes_only_after_a_performed_step() -> None:
+    """Exhaustive over a chain with a tool step and a fork: every start, every walk the model
+    could propose (up to 4 steps), with and without saying the journey is over."""
+    journey = make_journey(
+        entry(),
+        chat("a", "Ask"),
+        tool("t", "run"),
+        fork("f"),
+        chat("b", "Tell"),
+        chat("c", "Close"),
+        edges=["root -> a", "a -> t", "t -> f", "f -> b", "f -> c: rarely", "b -> END", "c -> END"],
+    )
+    views = build_node_views(journey)
+    numbers = [str(v.index) for v in views.values()]
+    starts: list[list[str | None]] = [[], ["a"], ["a", "t"], ["a", "t", "f", "b"]]
+    checked = 0
+    for previous in starts:
+        here = current_step(previous, views)
+        for executed in (set(), {"run"}):
+            for length in range(5):
+                for walk in itertools.product(numbers, repeat=length):
+                    for next_step in (None, walk[-1] if walk else None):
+                        selection = answer(*walk, next_step=next_step)
+                        step = verify_advancement(journey, views, previous, selection, executed)
+                        checked += 1
+                        if step.outcome != "completed":
+                            continue
+                        new = [n for n in step.path[len(previous) : -1] if n is not None]
+                        real = [n for n in [here, *new] if n and not views[n].transit]
+                        last = real[-1]
+                        assert last == here or (last == "t" and "run" in executed), (
+                            previous,
+                            walk,
+                            step,
+                        )
+    assert checked > 10_000
