@@ -8,7 +8,8 @@ on what they load.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import difflib
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
@@ -30,9 +31,13 @@ from engine.model import (
 Check = Callable[[AgentSnapshot], Iterable[str]]
 
 
-def problems(snapshot: AgentSnapshot) -> list[str]:
-    """Everything wrong with `snapshot`, in a stable order; empty when it is valid."""
-    return [problem for check in _CHECKS for problem in check(snapshot)]
+def problems(snapshot: AgentSnapshot, *, reported_tools: Collection[str] = ()) -> list[str]:
+    """Everything wrong with `snapshot`, in a stable order; empty when it is valid.
+
+    `reported_tools`: tool names whose absence was reported already where the document named
+    them (`engine.authoring.document_compiler`), not to be reported twice."""
+    found = [problem for check in _CHECKS for problem in check(snapshot)]
+    return found + list(_unregistered_tools(snapshot, set(reported_tools)))
 
 
 def validate_snapshot(snapshot: AgentSnapshot) -> None:
@@ -87,11 +92,26 @@ def _duplicate_ids(snapshot: AgentSnapshot) -> Iterator[str]:
 # Guidelines
 
 
-def _unknown_tools(owner: str, tools: Sequence[str], snapshot: AgentSnapshot) -> Iterator[str]:
+def _did_you_mean(wanted: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(wanted, sorted(set(names)), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _unregistered_tools(snapshot: AgentSnapshot, reported: set[str]) -> Iterator[str]:
+    """Guidelines and tool steps naming a tool the agent does not have."""
     known = {t.name for t in snapshot.tools}
-    for name in tools:
-        if name not in known:
-            yield f"{owner}: tool '{name}' is not registered {_known('tools', known)}"
+    users: list[tuple[str, Sequence[str]]] = [
+        (f"guideline '{g.id}'", g.tools) for g in snapshot.guidelines
+    ]
+    for journey in snapshot.journeys:
+        users += [(_step(journey, n.id), n.tools) for n in journey.nodes]
+    for owner, tools in users:
+        for name in tools:
+            if name not in known and name not in reported:
+                yield (
+                    f"{owner}: tool '{name}' is not registered{_did_you_mean(name, known)} "
+                    f"{_known('tools', known)}"
+                )
 
 
 def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
@@ -113,7 +133,6 @@ def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             yield f"{owner} has an empty condition; say when it applies"
         if g.action is not None and not g.action.strip():
             yield f"{owner} has an empty action; give one, or none at all for an observation"
-        yield from _unknown_tools(owner, g.tools, snapshot)
         for tag in g.tags:
             scoped = tag[len(JOURNEY_TAG_PREFIX) :] if tag.startswith(JOURNEY_TAG_PREFIX) else None
             if scoped is not None and scoped not in journey_ids:
@@ -177,7 +196,6 @@ def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot)
         yield f"{owner} is a chat step without an instruction; say what the agent should say or ask"
     if node.collects and node.kind is not NodeKind.CHAT:
         yield f"{owner} is a {node.kind.value} step that collects values; only chat steps can"
-    yield from _unknown_tools(owner, node.tools, snapshot)
     for field in node.collects:
         if field.type == "enum" and not field.choices:
             yield (
@@ -351,6 +369,49 @@ def _composed_parameter_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             )
 
 
+def _canned_response_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    """A tag scopes a template to a guideline, a journey or one step: one naming nothing would
+    keep the template from ever being used."""
+    guidelines = [g.id for g in snapshot.guidelines]
+    journeys = {j.id: j for j in snapshot.journeys}
+    for response in snapshot.canned_responses:
+        owner = f"canned response '{response.id}'"
+        for tag in response.tags:
+            kind, _, rest = tag.partition(":")
+            if kind == "guideline" and rest not in guidelines:
+                yield (
+                    f"{owner}: tag '{tag}' names guideline '{rest}', which does not exist"
+                    f"{_did_you_mean(rest, guidelines)} {_known('guidelines', guidelines)}"
+                )
+            elif kind == "journey" and rest not in journeys:
+                yield (
+                    f"{owner}: tag '{tag}' names journey '{rest}', which does not exist"
+                    f"{_did_you_mean(rest, journeys)} {_known('journeys', journeys)}"
+                )
+            elif kind == "node":
+                yield from _step_tag_problems(owner, tag, rest, journeys)
+
+
+def _step_tag_problems(
+    owner: str, tag: str, rest: str, journeys: dict[str, Journey]
+) -> Iterator[str]:
+    journey_id, _, step_id = rest.partition(":")
+    journey = journeys.get(journey_id)
+    if not step_id:
+        yield f"{owner}: tag '{tag}' must name a journey and a step: 'node:<journey id>:<step id>'"
+    elif journey is None:
+        yield (
+            f"{owner}: tag '{tag}' names journey '{journey_id}', which does not exist"
+            f"{_did_you_mean(journey_id, journeys)} {_known('journeys', journeys)}"
+        )
+    elif not any(n.id == step_id for n in journey.nodes):
+        steps = [n.id for n in journey.nodes if n.id != journey.root_id]
+        yield (
+            f"{owner}: tag '{tag}' names step '{step_id}' of journey '{journey_id}', which "
+            f"does not exist{_did_you_mean(step_id, steps)} {_known('steps', steps)}"
+        )
+
+
 def _agent_id_problems(snapshot: AgentSnapshot) -> Iterator[str]:
     problem = agent_id_problem(snapshot.id)
     if problem is not None:
@@ -367,4 +428,5 @@ _CHECKS: tuple[Check, ...] = (
     _relationship_problems,
     _priority_cycles,
     _prerequisite_cycles,
+    _canned_response_problems,
 )
