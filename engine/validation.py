@@ -7,9 +7,10 @@ on what they load.
 
 from __future__ import annotations
 
-from collections import Counter, deque
 import difflib
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import partial
 
 from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
@@ -31,13 +32,29 @@ from engine.model import (
 Check = Callable[[AgentSnapshot], Iterable[str]]
 
 
-def problems(snapshot: AgentSnapshot, *, reported_tools: Collection[str] = ()) -> list[str]:
+def problems(
+    snapshot: AgentSnapshot,
+    *,
+    reported_tools: Collection[str] = (),
+    incomplete_journeys: Collection[str] = (),
+) -> list[str]:
     """Everything wrong with `snapshot`, in a stable order; empty when it is valid.
 
-    `reported_tools`: tool names whose absence was reported already where the document named
-    them (`engine.authoring.document_compiler`), not to be reported twice."""
-    found = [problem for check in _CHECKS for problem in check(snapshot)]
-    return found + list(_unregistered_tools(snapshot, set(reported_tools)))
+    From a document with problems of its own (`engine.authoring.serialized`): `reported_tools`
+    are tool names whose absence was reported where the document named them, and
+    `incomplete_journeys` journeys some of whose states or transitions could not be built — their
+    graph is not checked, as unreachable steps would only echo the problem already reported."""
+    checks = [
+        partial(
+            check,
+            reported=frozenset(reported_tools),
+            incomplete=frozenset(incomplete_journeys),
+        )
+        if check in _NAMING_TOOLS
+        else check
+        for check in _CHECKS
+    ]
+    return [problem for check in checks for problem in check(snapshot)]
 
 
 def validate_snapshot(snapshot: AgentSnapshot) -> None:
@@ -97,21 +114,16 @@ def _did_you_mean(wanted: str, names: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _unregistered_tools(snapshot: AgentSnapshot, reported: set[str]) -> Iterator[str]:
-    """Guidelines and tool steps naming a tool the agent does not have."""
+def _unknown_tools(
+    owner: str, tools: Sequence[str], snapshot: AgentSnapshot, reported: frozenset[str]
+) -> Iterator[str]:
     known = {t.name for t in snapshot.tools}
-    users: list[tuple[str, Sequence[str]]] = [
-        (f"guideline '{g.id}'", g.tools) for g in snapshot.guidelines
-    ]
-    for journey in snapshot.journeys:
-        users += [(_step(journey, n.id), n.tools) for n in journey.nodes]
-    for owner, tools in users:
-        for name in tools:
-            if name not in known and name not in reported:
-                yield (
-                    f"{owner}: tool '{name}' is not registered{_did_you_mean(name, known)} "
-                    f"{_known('tools', known)}"
-                )
+    for name in tools:
+        if name not in known and name not in reported:
+            yield (
+                f"{owner}: tool '{name}' is not registered{_did_you_mean(name, known)} "
+                f"{_known('tools', known)}"
+            )
 
 
 def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
@@ -125,7 +137,11 @@ def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             yield f"tool '{t.name}': fills '{t.fills}' must be a field name (letters, digits, _)"
 
 
-def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+def _guideline_problems(
+    snapshot: AgentSnapshot,
+    reported: frozenset[str] = frozenset(),
+    incomplete: frozenset[str] = frozenset(),
+) -> Iterator[str]:
     journey_ids = {j.id for j in snapshot.journeys}
     for g in snapshot.guidelines:
         owner = f"guideline '{g.id}'"
@@ -133,6 +149,7 @@ def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             yield f"{owner} has an empty condition; say when it applies"
         if g.action is not None and not g.action.strip():
             yield f"{owner} has an empty action; give one, or none at all for an observation"
+        yield from _unknown_tools(owner, g.tools, snapshot, reported)
         for tag in g.tags:
             scoped = tag[len(JOURNEY_TAG_PREFIX) :] if tag.startswith(JOURNEY_TAG_PREFIX) else None
             if scoped is not None and scoped not in journey_ids:
@@ -146,15 +163,20 @@ def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
 # Journeys
 
 
-def _journey_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+def _journey_problems(
+    snapshot: AgentSnapshot,
+    reported: frozenset[str] = frozenset(),
+    incomplete: frozenset[str] = frozenset(),
+) -> Iterator[str]:
     for journey in snapshot.journeys:
         yield from _condition_problems(journey, snapshot)
         yield from _prerequisite_problems(journey, snapshot)
         for node in journey.nodes:
-            yield from _step_problems(journey, node, snapshot)
+            yield from _step_problems(journey, node, snapshot, reported)
         yield from _collected_field_problems(journey)
         yield from _transition_problems(journey)
-        yield from _graph_problems(journey)
+        if journey.id not in incomplete:
+            yield from _graph_problems(journey)
 
 
 def _condition_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterator[str]:
@@ -184,7 +206,9 @@ def _prerequisite_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterato
             )
 
 
-def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot) -> Iterator[str]:
+def _step_problems(
+    journey: Journey, node: JourneyNode, snapshot: AgentSnapshot, reported: frozenset[str]
+) -> Iterator[str]:
     owner = _step(journey, node.id)
     if node.kind is NodeKind.TOOL and not node.tools:
         yield f"{owner} is a tool step without tools; name the tool(s) it calls"
@@ -196,6 +220,7 @@ def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot)
         yield f"{owner} is a chat step without an instruction; say what the agent should say or ask"
     if node.collects and node.kind is not NodeKind.CHAT:
         yield f"{owner} is a {node.kind.value} step that collects values; only chat steps can"
+    yield from _unknown_tools(owner, node.tools, snapshot, reported)
     for field in node.collects:
         if field.type == "enum" and not field.choices:
             yield (
@@ -373,6 +398,8 @@ def _canned_response_problems(snapshot: AgentSnapshot) -> Iterator[str]:
     """A tag scopes a template to a guideline, a journey or one step: one naming nothing would
     keep the template from ever being used."""
     guidelines = [g.id for g in snapshot.guidelines]
+    # A journey's condition guidelines are internal: a hint lists only what an author wrote.
+    written = [g for g in guidelines if not g.startswith(JOURNEY_TAG_PREFIX)]
     journeys = {j.id: j for j in snapshot.journeys}
     for response in snapshot.canned_responses:
         owner = f"canned response '{response.id}'"
@@ -381,7 +408,7 @@ def _canned_response_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             if kind == "guideline" and rest not in guidelines:
                 yield (
                     f"{owner}: tag '{tag}' names guideline '{rest}', which does not exist"
-                    f"{_did_you_mean(rest, guidelines)} {_known('guidelines', guidelines)}"
+                    f"{_did_you_mean(rest, written)} {_known('guidelines', written)}"
                 )
             elif kind == "journey" and rest not in journeys:
                 yield (
@@ -430,3 +457,5 @@ _CHECKS: tuple[Check, ...] = (
     _prerequisite_cycles,
     _canned_response_problems,
 )
+# Checks that report unknown tools, and skip those reported already (`problems`).
+_NAMING_TOOLS: tuple[Callable[..., Iterable[str]], ...] = (_guideline_problems, _journey_problems)

@@ -99,6 +99,8 @@ class DocumentCompiler:
         self.journey_ids = [j.id or default_journey_id(j.title) for j in document.journeys]
         self.guideline_ids = self._declared_guideline_ids()
         self.relations: list[tuple[str, RelatedDoc, Related]] = []
+        # Journeys with a state or transition that could not be built (reported already).
+        self.incomplete_journeys: set[str] = set()
 
     def _declared_guideline_ids(self) -> list[str]:
         ids = [
@@ -155,7 +157,7 @@ class DocumentCompiler:
     # --- guidelines and journeys -------------------------------------------------------------
 
     def _guideline(self, path: str, doc: GuidelineDoc, journey: JourneyBuilder | None) -> None:
-        self._check_tools(child_path(path, "tools"), doc.tools)
+        self._check_tools(path, doc.tools)
         create = journey.create_guideline if journey else self.agent.create_guideline
         handle = self._attempt(
             path,
@@ -200,6 +202,7 @@ class DocumentCompiler:
         if journey is None:
             return
         self.relations.append((path, doc, journey))
+        reported_before = len(self.problems)
         for index, state in enumerate(doc.states):
             self._state(f"{path}.{_item_path('states', state, index)}", journey, state)
         declared = _declared_state_ids(doc.states)
@@ -212,6 +215,8 @@ class DocumentCompiler:
                 self._on_failure(
                     f"{path}.{item}.on_failure", journey, declared[index + 1], state, declared
                 )
+        if len(self.problems) > reported_before:
+            self.incomplete_journeys.add(journey.id)
         for index, guideline in enumerate(doc.guidelines):
             self._guideline(
                 f"{path}.{_item_path('guidelines', guideline, index)}", guideline, journey
@@ -227,7 +232,7 @@ class DocumentCompiler:
             return
         if doc.tool is not None:
             named = [doc.tool] if isinstance(doc.tool, str) else doc.tool
-            self._check_tools(child_path(path, "tool"), named)
+            self._check_tools(path, named)
         self._attempt(
             path,
             lambda: journey.add_state(

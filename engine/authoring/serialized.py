@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +69,19 @@ def load_agent(source: Source, *, tools: Sequence[ToolSpec] | None = None) -> Ag
     `tools`: the `@tool` specs of the agent's tools registry (`ToolRegistry.specs`). With them,
     the document may name its tools only (or omit the section), and a full declaration must
     match its `@tool` function."""
-    agent, found, reported_tools = _compile(source, tools)
+    compiled = _compile(source, tools)
+    agent, found = compiled.agent, compiled.problems
     if agent is None:
         raise InvalidAgentDefinition(found)
     try:
         snapshot = agent.compile()
     except InvalidAgentDefinition as error:
         raise InvalidAgentDefinition([*found, *error.problems]) from None
-    found += problems(snapshot, reported_tools=reported_tools)
+    found += problems(
+        snapshot,
+        reported_tools=compiled.reported_tools,
+        incomplete_journeys=compiled.incomplete_journeys,
+    )
     if found:
         raise InvalidAgentDefinition(found)
     return snapshot
@@ -85,24 +91,31 @@ def agent_from_document(source: Source, *, tools: Sequence[ToolSpec] | None = No
     """The builder an agent document compiles to, before `build()`: extend it in Python (add
     tools, guidelines) if some of the agent is better written in code. `tools` as in
     `load_agent`."""
-    agent, found, _ = _compile(source, tools)
-    if agent is None or found:
-        raise InvalidAgentDefinition(found)
-    return agent
+    compiled = _compile(source, tools)
+    if compiled.agent is None or compiled.problems:
+        raise InvalidAgentDefinition(compiled.problems)
+    return compiled.agent
 
 
-def _compile(
-    source: Source, tools: Sequence[ToolSpec] | None
-) -> tuple[Agent | None, list[str], set[str]]:
-    """The builder (None when the agent header itself is broken), every problem found on the
-    way, and the tool names whose absence is among them."""
+@dataclass(frozen=True)
+class _Compiled:
+    agent: Agent | None  # None when the agent header itself is broken
+    problems: list[str]
+    reported_tools: set[str] = field(default_factory=set)
+    incomplete_journeys: set[str] = field(default_factory=set)
+
+
+def _compile(source: Source, tools: Sequence[ToolSpec] | None) -> _Compiled:
+    """The builder and every problem found on the way to it."""
     raw = _read(source)
     document, found, absent = _valid_part(raw)
     if document is None:
-        return None, found, set()
+        return _Compiled(None, found)
     compiler = DocumentCompiler(document, registry=tools, absent=absent)
     agent = compiler.compile()
-    return agent, found + compiler.problems, compiler.reported_tools
+    return _Compiled(
+        agent, found + compiler.problems, compiler.reported_tools, compiler.incomplete_journeys
+    )
 
 
 def _valid_part(raw: Mapping[str, Any]) -> tuple[AgentDocument | None, list[str], Absent]:
