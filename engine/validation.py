@@ -44,9 +44,9 @@ def problems(
     are tool names whose absence was reported where the document named them, and
     `incomplete_journeys` journeys some of whose states or transitions could not be built — their
     graph is not checked, as unreachable steps would only echo the problem already reported."""
-    checks = [
+    checks: list[Callable[[AgentSnapshot], Iterable[str]]] = [
         partial(
-            check,
+            _NAMING_TOOLS[check],
             reported=frozenset(reported_tools),
             incomplete=frozenset(incomplete_journeys),
         )
@@ -458,4 +458,7 @@ _CHECKS: tuple[Check, ...] = (
     _canned_response_problems,
 )
 # Checks that report unknown tools, and skip those reported already (`problems`).
-_NAMING_TOOLS: tuple[Callable[..., Iterable[str]], ...] = (_guideline_problems, _journey_problems)
+_NAMING_TOOLS: dict[Check, Callable[..., Iterable[str]]] = {
+    _guideline_problems: _guideline_problems,
+    _journey_problems: _journey_problems,
+}
