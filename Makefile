@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions tests examples bench)
 
-.PHONY: install test lint typecheck format demo bench soak clean
+.PHONY: install test lint typecheck format demo bench soak clean schema
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/python -m pytest
+
+schema: $(STAMP)
+	$(BIN)/waypoint schema --output docs/agent.schema.json
 
 demo: $(STAMP)
 	$(BIN)/waypoint demo

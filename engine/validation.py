@@ -7,8 +7,10 @@ on what they load.
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import partial
 
 from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
@@ -30,9 +32,29 @@ from engine.model import (
 Check = Callable[[AgentSnapshot], Iterable[str]]
 
 
-def problems(snapshot: AgentSnapshot) -> list[str]:
-    """Everything wrong with `snapshot`, in a stable order; empty when it is valid."""
-    return [problem for check in _CHECKS for problem in check(snapshot)]
+def problems(
+    snapshot: AgentSnapshot,
+    *,
+    reported_tools: Collection[str] = (),
+    incomplete_journeys: Collection[str] = (),
+) -> list[str]:
+    """Everything wrong with `snapshot`, in a stable order; empty when it is valid.
+
+    From a document with problems of its own (`engine.authoring.serialized`): `reported_tools`
+    are tool names whose absence was reported where the document named them, and
+    `incomplete_journeys` journeys some of whose states or transitions could not be built — their
+    graph is not checked, as unreachable steps would only echo the problem already reported."""
+    checks: list[Callable[[AgentSnapshot], Iterable[str]]] = [
+        partial(
+            _NAMING_TOOLS[check],
+            reported=frozenset(reported_tools),
+            incomplete=frozenset(incomplete_journeys),
+        )
+        if check in _NAMING_TOOLS
+        else check
+        for check in _CHECKS
+    ]
+    return [problem for check in checks for problem in check(snapshot)]
 
 
 def validate_snapshot(snapshot: AgentSnapshot) -> None:
@@ -87,11 +109,21 @@ def _duplicate_ids(snapshot: AgentSnapshot) -> Iterator[str]:
 # Guidelines
 
 
-def _unknown_tools(owner: str, tools: Sequence[str], snapshot: AgentSnapshot) -> Iterator[str]:
+def _did_you_mean(wanted: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(wanted, sorted(set(names)), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _unknown_tools(
+    owner: str, tools: Sequence[str], snapshot: AgentSnapshot, reported: frozenset[str]
+) -> Iterator[str]:
     known = {t.name for t in snapshot.tools}
     for name in tools:
-        if name not in known:
-            yield f"{owner}: tool '{name}' is not registered {_known('tools', known)}"
+        if name not in known and name not in reported:
+            yield (
+                f"{owner}: tool '{name}' is not registered{_did_you_mean(name, known)} "
+                f"{_known('tools', known)}"
+            )
 
 
 def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
@@ -105,7 +137,11 @@ def _tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             yield f"tool '{t.name}': fills '{t.fills}' must be a field name (letters, digits, _)"
 
 
-def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+def _guideline_problems(
+    snapshot: AgentSnapshot,
+    reported: frozenset[str] = frozenset(),
+    incomplete: frozenset[str] = frozenset(),
+) -> Iterator[str]:
     journey_ids = {j.id for j in snapshot.journeys}
     for g in snapshot.guidelines:
         owner = f"guideline '{g.id}'"
@@ -113,7 +149,7 @@ def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             yield f"{owner} has an empty condition; say when it applies"
         if g.action is not None and not g.action.strip():
             yield f"{owner} has an empty action; give one, or none at all for an observation"
-        yield from _unknown_tools(owner, g.tools, snapshot)
+        yield from _unknown_tools(owner, g.tools, snapshot, reported)
         for tag in g.tags:
             scoped = tag[len(JOURNEY_TAG_PREFIX) :] if tag.startswith(JOURNEY_TAG_PREFIX) else None
             if scoped is not None and scoped not in journey_ids:
@@ -127,15 +163,20 @@ def _guideline_problems(snapshot: AgentSnapshot) -> Iterator[str]:
 # Journeys
 
 
-def _journey_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+def _journey_problems(
+    snapshot: AgentSnapshot,
+    reported: frozenset[str] = frozenset(),
+    incomplete: frozenset[str] = frozenset(),
+) -> Iterator[str]:
     for journey in snapshot.journeys:
         yield from _condition_problems(journey, snapshot)
         yield from _prerequisite_problems(journey, snapshot)
         for node in journey.nodes:
-            yield from _step_problems(journey, node, snapshot)
+            yield from _step_problems(journey, node, snapshot, reported)
         yield from _collected_field_problems(journey)
         yield from _transition_problems(journey)
-        yield from _graph_problems(journey)
+        if journey.id not in incomplete:
+            yield from _graph_problems(journey)
 
 
 def _condition_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterator[str]:
@@ -165,7 +206,9 @@ def _prerequisite_problems(journey: Journey, snapshot: AgentSnapshot) -> Iterato
             )
 
 
-def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot) -> Iterator[str]:
+def _step_problems(
+    journey: Journey, node: JourneyNode, snapshot: AgentSnapshot, reported: frozenset[str]
+) -> Iterator[str]:
     owner = _step(journey, node.id)
     if node.kind is NodeKind.TOOL and not node.tools:
         yield f"{owner} is a tool step without tools; name the tool(s) it calls"
@@ -177,7 +220,7 @@ def _step_problems(journey: Journey, node: JourneyNode, snapshot: AgentSnapshot)
         yield f"{owner} is a chat step without an instruction; say what the agent should say or ask"
     if node.collects and node.kind is not NodeKind.CHAT:
         yield f"{owner} is a {node.kind.value} step that collects values; only chat steps can"
-    yield from _unknown_tools(owner, node.tools, snapshot)
+    yield from _unknown_tools(owner, node.tools, snapshot, reported)
     for field in node.collects:
         if field.type == "enum" and not field.choices:
             yield (
@@ -351,6 +394,51 @@ def _composed_parameter_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             )
 
 
+def _canned_response_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    """A tag scopes a template to a guideline, a journey or one step: one naming nothing would
+    keep the template from ever being used."""
+    guidelines = [g.id for g in snapshot.guidelines]
+    # A journey's condition guidelines are internal: a hint lists only what an author wrote.
+    written = [g for g in guidelines if not g.startswith(JOURNEY_TAG_PREFIX)]
+    journeys = {j.id: j for j in snapshot.journeys}
+    for response in snapshot.canned_responses:
+        owner = f"canned response '{response.id}'"
+        for tag in response.tags:
+            kind, _, rest = tag.partition(":")
+            if kind == "guideline" and rest not in guidelines:
+                yield (
+                    f"{owner}: tag '{tag}' names guideline '{rest}', which does not exist"
+                    f"{_did_you_mean(rest, written)} {_known('guidelines', written)}"
+                )
+            elif kind == "journey" and rest not in journeys:
+                yield (
+                    f"{owner}: tag '{tag}' names journey '{rest}', which does not exist"
+                    f"{_did_you_mean(rest, journeys)} {_known('journeys', journeys)}"
+                )
+            elif kind == "node":
+                yield from _step_tag_problems(owner, tag, rest, journeys)
+
+
+def _step_tag_problems(
+    owner: str, tag: str, rest: str, journeys: dict[str, Journey]
+) -> Iterator[str]:
+    journey_id, _, step_id = rest.partition(":")
+    journey = journeys.get(journey_id)
+    if not step_id:
+        yield f"{owner}: tag '{tag}' must name a journey and a step: 'node:<journey id>:<step id>'"
+    elif journey is None:
+        yield (
+            f"{owner}: tag '{tag}' names journey '{journey_id}', which does not exist"
+            f"{_did_you_mean(journey_id, journeys)} {_known('journeys', journeys)}"
+        )
+    elif not any(n.id == step_id for n in journey.nodes):
+        steps = [n.id for n in journey.nodes if n.id != journey.root_id]
+        yield (
+            f"{owner}: tag '{tag}' names step '{step_id}' of journey '{journey_id}', which "
+            f"does not exist{_did_you_mean(step_id, steps)} {_known('steps', steps)}"
+        )
+
+
 def _agent_id_problems(snapshot: AgentSnapshot) -> Iterator[str]:
     problem = agent_id_problem(snapshot.id)
     if problem is not None:
@@ -367,4 +455,10 @@ _CHECKS: tuple[Check, ...] = (
     _relationship_problems,
     _priority_cycles,
     _prerequisite_cycles,
+    _canned_response_problems,
 )
+# Checks that report unknown tools, and skip those reported already (`problems`).
+_NAMING_TOOLS: dict[Check, Callable[..., Iterable[str]]] = {
+    _guideline_problems: _guideline_problems,
+    _journey_problems: _journey_problems,
+}

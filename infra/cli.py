@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from engine.errors import InvalidAgentDefinition
@@ -92,9 +93,10 @@ def _load(path: Path | None, tools: str | None) -> tuple[AgentSnapshot, str | No
 
 
 def _print_problems(path: Path, exc: InvalidAgentDefinition) -> None:
-    console.print(f"[red]✗ {path}: {len(exc.problems)} problem(s)[/red]")
+    console.print(f"[red]✗ {escape(str(path))}: {len(exc.problems)} problem(s)[/red]")
     for problem in exc.problems:
-        console.print(f"  • {problem}")
+        # Paths like `guidelines[greet]` are not terminal markup: print them as written.
+        console.print(f"  • {escape(problem)}")
     console.print("Fix them and run [bold]waypoint validate[/bold] again.")
 
 
@@ -297,15 +299,30 @@ def serve(
 
 
 @app.command()
-def validate(path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")]) -> None:
-    """Check an agent definition and report every problem, each naming what to fix."""
+def validate(
+    path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")],
+    tools: ToolsOption = None,
+) -> None:
+    """Check an agent definition and report every problem, each naming what to fix.
+
+    With --tools, every tool the agent names is checked against the module's @tool registry
+    (and tools named only take their declaration from it)."""
     from engine.authoring import load_agent
+    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
 
     if not path.exists():
         console.print(f"[red]✗ {path} does not exist[/red]")
         raise typer.Exit(2)
+    specs = None
+    if tools is not None:
+        sys.path.insert(0, os.getcwd())  # a tools module beside the agent file imports
+        try:
+            specs = registry_from_module(tools, setting="--tools").specs
+        except ToolRegistryNotConfigured as exc:
+            console.print(f"[red]✗ {escape(str(exc))}[/red]")
+            raise typer.Exit(2) from None
     try:
-        agent = load_agent(path)
+        agent = load_agent(path, tools=specs)
     except InvalidAgentDefinition as exc:
         _print_problems(path, exc)
         raise typer.Exit(1) from None
@@ -315,6 +332,23 @@ def validate(path: Annotated[Path, typer.Argument(help="agent definition (YAML/J
         f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
         f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
     )
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of agent.yaml (docs/agent.schema.json is this output)."""
+    from engine.authoring.document_schema import agent_document_schema_text
+
+    text = agent_document_schema_text()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"[green]✓ wrote {escape(str(output))}[/green]")
 
 
 @app.command()

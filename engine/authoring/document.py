@@ -121,7 +121,9 @@ class AgentDocument(_Element):
     """The whole document: one agent and everything it is made of."""
 
     agent: AgentHeaderDoc
-    tools: tuple[ToolSpec, ...] = ()
+    # A tool's name refers to its `@tool` function; a full declaration must match it when the
+    # registry is known (`engine.authoring.tool_declarations`).
+    tools: tuple[ToolSpec | str, ...] = ()
     guidelines: tuple[GuidelineDoc, ...] = ()
     journeys: tuple[JourneyDoc, ...] = ()
     relationships: tuple[RelationshipDoc, ...] = ()
@@ -223,6 +225,24 @@ _EXPECTED = {
 }
 
 
+def _node_at(raw: Any, path: str) -> Any:
+    """The raw element a problem path names (`journeys[transfer].states[check]`), if any."""
+    node = raw
+    for part in path.replace("[", ".[").split("."):
+        if not part or part == "document":
+            continue
+        if part.startswith("[") and _is_list(node):
+            label = part[1:-1]
+            node = next(
+                (item for i, item in enumerate(node) if element_label(item, i) == label), None
+            )
+        elif isinstance(node, Mapping):
+            node = node.get(part)
+        else:
+            return None
+    return node
+
+
 def document_problems(error: ValidationError, raw: Any) -> list[str]:
     """Turn pydantic's errors into one line per element path, alternatives of a union merged:
     `journeys[transfer].states[check].tool: expected a text or a list`."""
@@ -243,6 +263,10 @@ def document_problems(error: ValidationError, raw: Any) -> list[str]:
             messages.append(detail["msg"][:1].lower() + detail["msg"][1:])
     lines: list[str] = []
     for path, (expectations, messages) in found.items():
+        if messages and isinstance(_node_at(raw, path), Mapping):
+            # A mapping that fails as a model also fails as the union's other members (a tool
+            # given as a mapping is not its name): the model's own errors are the useful ones.
+            expectations = []
         if expectations:
             lines.append(f"{path}: expected {' or '.join(dict.fromkeys(expectations))}")
         lines.extend(f"{path}: {m}" for m in dict.fromkeys(messages))

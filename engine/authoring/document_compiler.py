@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -33,11 +34,22 @@ from engine.authoring.ids import (
     default_state_id,
 )
 from engine.authoring.journey_builder import END_JOURNEY, JourneyBuilder
+from engine.authoring.tool_declarations import resolve_tools
 from engine.errors import InvalidAgentDefinition
-from engine.model import EntityKind, EntityRef
+from engine.model import EntityKind, EntityRef, ToolSpec
 from engine.projection import journey_condition_guideline_id
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Absent:
+    """Elements of the document left out of compilation because their own problems are
+    reported already: references to them are not problems of their own."""
+
+    tools: frozenset[str] = frozenset()
+    guidelines: frozenset[str] = frozenset()
+    journeys: frozenset[str] = frozenset()
 
 
 def _known(kind: str, names: Iterable[str], wanted: str) -> str:
@@ -57,7 +69,16 @@ class DocumentCompiler:
     """Replays a document as builder calls. References (tools, states, journeys, guidelines) are
     resolved against the document first, so a typo is reported at the element that made it."""
 
-    def __init__(self, document: AgentDocument):
+    def __init__(
+        self,
+        document: AgentDocument,
+        *,
+        registry: Sequence[ToolSpec] | None = None,
+        absent: Absent | None = None,
+    ):
+        """`registry`: the `@tool` specs the document's tools are checked against (or taken
+        from); `absent`: ids of elements left out for problems already reported, so references
+        to them are not reported again."""
         self.document = document
         header = document.agent
         self.agent = Agent(
@@ -67,11 +88,19 @@ class DocumentCompiler:
             composition_mode=header.composition_mode,
             config=header.config,
         )
-        self.problems: list[str] = []
-        self.tool_names = [t.name for t in document.tools]
+        self.absent = absent or Absent()
+        self.tools = resolve_tools(
+            document.tools, registry, section_given="tools" in document.model_fields_set
+        )
+        self.problems: list[str] = list(self.tools.problems)
+        # Tool names whose absence is reported already (validation skips them).
+        self.reported_tools: set[str] = set(self.tools.unresolved) | self.absent.tools
+        self.tool_names = [t.name for t in self.tools.specs]
         self.journey_ids = [j.id or default_journey_id(j.title) for j in document.journeys]
         self.guideline_ids = self._declared_guideline_ids()
         self.relations: list[tuple[str, RelatedDoc, Related]] = []
+        # Journeys with a state or transition that could not be built (reported already).
+        self.incomplete_journeys: set[str] = set()
 
     def _declared_guideline_ids(self) -> list[str]:
         ids = [
@@ -89,7 +118,8 @@ class DocumentCompiler:
         return ids
 
     def compile(self) -> Agent:
-        for tool in self.document.tools:
+        """The builder, as far as the document allows; `problems` lists what is wrong."""
+        for tool in self.tools.specs:
             self.agent.register_tool(tool)
         for index, guideline in enumerate(self.document.guidelines):
             self._guideline(_item_path("guidelines", guideline, index), guideline, None)
@@ -104,8 +134,6 @@ class DocumentCompiler:
             target = self._resolve(child_path(path, "target"), relationship.target)
             if source and target:
                 self.agent.create_relationship(relationship.kind, source, target)
-        if self.problems:
-            raise InvalidAgentDefinition(self.problems)
         return self.agent
 
     def _attempt(self, path: str, make: Callable[[], T]) -> T | None:
@@ -116,11 +144,15 @@ class DocumentCompiler:
             return None
 
     def _check_tools(self, path: str, names: Iterable[str]) -> None:
+        """Report a reference to a tool the agent does not have, at the element that made it."""
         for name in names:
-            if name not in self.tool_names:
+            if name in self.tool_names:
+                continue
+            if name not in self.tools.unresolved and name not in self.absent.tools:
                 self.problems.append(
                     f"{path}: unknown tool '{name}'{_known('tools', self.tool_names, name)}"
                 )
+            self.reported_tools.add(name)
 
     # --- guidelines and journeys -------------------------------------------------------------
 
@@ -148,8 +180,9 @@ class DocumentCompiler:
             self.relations.append((path, doc, handle))
 
     def _journey(self, path: str, doc: JourneyDoc) -> None:
+        requires = [r for r in doc.requires if r in self.journey_ids]
         for required in doc.requires:
-            if required not in self.journey_ids:
+            if required not in self.journey_ids and required not in self.absent.journeys:
                 self.problems.append(
                     f"{child_path(path, 'requires')}: unknown journey '{required}'"
                     f"{_known('journeys', self.journey_ids, required)}"
@@ -162,13 +195,14 @@ class DocumentCompiler:
                 description=doc.description,
                 tags=doc.tags,
                 composition_mode=doc.composition_mode,
-                requires=doc.requires,
+                requires=requires,
                 id=doc.id,
             ),
         )
         if journey is None:
             return
         self.relations.append((path, doc, journey))
+        reported_before = len(self.problems)
         for index, state in enumerate(doc.states):
             self._state(f"{path}.{_item_path('states', state, index)}", journey, state)
         declared = _declared_state_ids(doc.states)
@@ -181,6 +215,8 @@ class DocumentCompiler:
                 self._on_failure(
                     f"{path}.{item}.on_failure", journey, declared[index + 1], state, declared
                 )
+        if len(self.problems) > reported_before:
+            self.incomplete_journeys.add(journey.id)
         for index, guideline in enumerate(doc.guidelines):
             self._guideline(
                 f"{path}.{_item_path('guidelines', guideline, index)}", guideline, journey
@@ -195,7 +231,8 @@ class DocumentCompiler:
             )
             return
         if doc.tool is not None:
-            self._check_tools(path, [doc.tool] if isinstance(doc.tool, str) else doc.tool)
+            named = [doc.tool] if isinstance(doc.tool, str) else doc.tool
+            self._check_tools(path, named)
         self._attempt(
             path,
             lambda: journey.add_state(
@@ -303,6 +340,8 @@ class DocumentCompiler:
             ]
             if len(kinds) == 1:
                 return EntityRef(kind=kinds[0], id=reference)
+            if reference in self.absent.guidelines | self.absent.journeys:
+                return None
             if kinds:
                 self.problems.append(
                     f"{path}: '{reference}' is both a guideline and a journey; "
@@ -321,6 +360,9 @@ class DocumentCompiler:
         kind_name, entity_id = next(iter(reference.items()))
         kind = EntityKind(kind_name)
         ids = self.guideline_ids if kind is EntityKind.GUIDELINE else self.journey_ids
+        absent = self.absent.guidelines if kind is EntityKind.GUIDELINE else self.absent.journeys
+        if entity_id in absent:
+            return None
         if entity_id not in ids:
             self.problems.append(
                 f"{path}: unknown {kind_name} '{entity_id}'{_known(kind_name + 's', ids, entity_id)}"

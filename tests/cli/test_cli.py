@@ -88,3 +88,22 @@ def test_publish_without_a_stack_says_what_to_set(monkeypatch: pytest.MonkeyPatc
     reset_runtime()
     assert result.exit_code == 2
     assert "WAYPOINT_" in result.output
+
+
+def test_validate_checks_the_tools_against_their_registry(tmp_path: Path) -> None:
+    ok = runner.invoke(app, ["validate", str(AGENT_PATH), "--tools", "examples.banking.tools"])
+    assert ok.exit_code == 0, ok.output
+    differs = tmp_path / "agent.yaml"
+    differs.write_text(
+        AGENT_PATH.read_text().replace("consequential: true", "consequential: false", 1)
+    )
+    result = runner.invoke(app, ["validate", str(differs), "--tools", "examples.banking.tools"])
+    assert result.exit_code == 1
+    assert "tools[transfer_money]: the declaration differs from its @tool function" in result.output
+    assert "consequential is False here but True in @tool" in result.output
+
+
+def test_schema_prints_the_committed_schema() -> None:
+    result = runner.invoke(app, ["schema"])
+    committed = Path(__file__).resolve().parents[2] / "docs" / "agent.schema.json"
+    assert result.exit_code == 0 and result.stdout == committed.read_text()

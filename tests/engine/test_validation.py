@@ -125,7 +125,7 @@ def test_guideline_with_unknown_tool_lists_known_tools(shop: AgentSnapshot) -> N
     guideline = shop.guideline("order_status").model_copy(update={"tools": ("lookup_ordr",)})
     snapshot = revised(shop, guidelines=(guideline, *shop.guidelines[1:]))
     assert _one_problem(snapshot) == (
-        "guideline 'order_status': tool 'lookup_ordr' is not registered "
+        "guideline 'order_status': tool 'lookup_ordr' is not registered; did you mean 'lookup_order'? "
         "(known tools: check_refund, lookup_order)"
     )
 
@@ -135,7 +135,7 @@ def test_step_with_unknown_tool_is_named_with_its_journey() -> None:
     check = _node(bank, "transfer", "check").model_copy(update={"tools": ("chek_funds",)})
     bank = _with_node(bank, "transfer", check)
     assert _one_problem(bank) == (
-        "journey 'transfer' step 'check': tool 'chek_funds' is not registered (known tools: "
+        "journey 'transfer' step 'check': tool 'chek_funds' is not registered; did you mean 'check_funds'? (known tools: "
         "authenticate, check_funds, get_account_balance, lookup_account_id, lookup_stock_price, "
         "transfer_money)"
     )
