@@ -324,6 +324,10 @@ def _fork_problems(
 def _exists(ref: EntityRef, snapshot: AgentSnapshot) -> bool:
     if ref.kind is EntityKind.GUIDELINE:
         return snapshot.has_guideline(ref.id)
+    if ref.kind is EntityKind.TAG:  # a tag exists when some guideline or journey carries it
+        return any(ref.id in g.tags for g in snapshot.guidelines) or any(
+            ref.id in j.tags for j in snapshot.journeys
+        )
     return snapshot.has_journey(ref.id)
 
 
@@ -332,7 +336,13 @@ def _relationship_problems(snapshot: AgentSnapshot) -> Iterator[str]:
         owner = f"{r.kind.value} relationship {r.source} → {r.target}"
         for ref in (r.source, r.target):
             if not _exists(ref, snapshot):
-                yield f"{owner}: {_entity(ref)} does not exist"
+                if ref.kind is EntityKind.TAG:
+                    yield (
+                        f"{owner}: no guideline or journey carries the tag '{ref.id}'; tag one "
+                        "or fix the name"
+                    )
+                else:
+                    yield f"{owner}: {_entity(ref)} does not exist"
         if r.kind is RelationshipKind.DISAMBIGUATION and r.source.kind is not EntityKind.GUIDELINE:
             yield f"{owner}: only an observation (a guideline) can disambiguate"
 

@@ -50,6 +50,7 @@ from engine.model import (
     CompositionMode,
     ContextVariable,
     Criticality,
+    EntityKind,
     EntityRef,
     Guideline,
     Relationship,
@@ -210,6 +211,12 @@ class Agent:
         return journey
 
     # --- relationships ----------------------------------------------------------------------
+
+    @staticmethod
+    def tag(name: str) -> EntityRef:
+        """Every guideline and journey carrying `name`, as one end of a relationship: as a source
+        any member that holds acts; as a target all members are affected."""
+        return EntityRef(kind=EntityKind.TAG, id=name)
 
     def create_relationship(
         self, kind: RelationshipKind | str, source: Related, target: Related

@@ -24,13 +24,15 @@ from engine.model import (
     ToolSpec,
 )
 
-# An id of a guideline or a journey, or `{guideline: id}` / `{journey: id}` when the id is both.
+# An id of a guideline or a journey, `{guideline: id}` / `{journey: id}` when the id is both, or
+# `{tag: name}`: every guideline and journey carrying the tag.
 Reference = str | dict[str, str]
 
 # Document key of each relationship kind, on the element that is the relationship's source.
 RELATION_KEYS: dict[RelationshipKind, str] = {
     RelationshipKind.PRIORITY: "priority_over",
     RelationshipKind.DEPENDENCY: "depends_on",
+    RelationshipKind.DEPENDENCY_ANY: "depends_on_any",
     RelationshipKind.ENTAILMENT: "entails",
     RelationshipKind.DISAMBIGUATION: "disambiguates",
 }
@@ -43,6 +45,7 @@ class _Element(BaseModel):
 class RelatedDoc(_Element):
     priority_over: tuple[Reference, ...] = ()
     depends_on: tuple[Reference, ...] = ()
+    depends_on_any: tuple[Reference, ...] = ()  # active while any one of these is active
     entails: tuple[Reference, ...] = ()
 
 

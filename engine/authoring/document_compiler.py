@@ -354,10 +354,14 @@ class DocumentCompiler:
                     f"{_known('ids', known, reference)}"
                 )
             return None
-        if len(reference) != 1 or not set(reference) <= {"guideline", "journey"}:
-            self.problems.append(f"{path}: write an id, or {{guideline: id}} or {{journey: id}}")
+        if len(reference) != 1 or not set(reference) <= {"guideline", "journey", "tag"}:
+            self.problems.append(
+                f"{path}: write an id, or {{guideline: id}}, {{journey: id}} or {{tag: name}}"
+            )
             return None
         kind_name, entity_id = next(iter(reference.items()))
+        if kind_name == "tag":
+            return EntityRef(kind=EntityKind.TAG, id=entity_id)  # validation checks it is used
         kind = EntityKind(kind_name)
         ids = self.guideline_ids if kind is EntityKind.GUIDELINE else self.journey_ids
         absent = self.absent.guidelines if kind is EntityKind.GUIDELINE else self.absent.journeys

@@ -169,6 +169,8 @@ class _DocumentWriter:
         return relations
 
     def _reference(self, ref: EntityRef) -> Reference:
+        if ref.kind is EntityKind.TAG:
+            return {"tag": ref.id}
         in_guidelines, in_journeys = ref.id in self.guideline_ids, ref.id in self.journeys
         unambiguous = (
             (in_guidelines and not in_journeys)

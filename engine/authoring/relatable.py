@@ -35,6 +35,13 @@ class Relatable(ABC):
         """This is active only while `other` is active too."""
         return self._agent.create_relationship(RelationshipKind.DEPENDENCY, self.ref, other)
 
+    def depend_on_any(self, *others: Related) -> list[Relationship]:
+        """This is active only while at least one of `others` is active (an OR-dependency)."""
+        return [
+            self._agent.create_relationship(RelationshipKind.DEPENDENCY_ANY, self.ref, other)
+            for other in others
+        ]
+
     def entail(self, other: Related) -> Relationship:
         """Whenever this is active, `other` becomes active as well."""
         return self._agent.create_relationship(RelationshipKind.ENTAILMENT, self.ref, other)

@@ -182,7 +182,8 @@ def verify_walk(
     steps = list(proposal.steps)
     if steps and steps[0] == start:
         steps.pop(0)
-    walk.extend(steps)
+    if proposal.stop_at != start:  # named as next, the starting step is where the walk stays
+        walk.extend(steps)
 
     finished = proposal.finish and walk.can_finish_at(walk.nodes[-1])
     if not finished:

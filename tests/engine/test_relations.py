@@ -235,3 +235,74 @@ def test_an_or_dependency_on_a_tag_holds_when_any_member_holds() -> None:
         "g_safety",
         "g_vip_offer",
     }
+
+
+# -- authoring: YAML and builder forms ---------------------------------------------------------
+
+TAGGED_AGENT = """
+agent: {id: shop, name: Shop}
+guidelines:
+  - id: refund
+    condition: The customer wants a refund
+    action: Explain the refund policy
+    tags: [billing]
+  - id: invoice
+    condition: The customer asks for an invoice
+    action: Send the invoice
+    tags: [billing]
+  - id: small_talk
+    condition: The customer chats
+    action: Chat back briefly
+  - id: escalate
+    condition: The customer is angry
+    action: Offer a human
+    priority_over: [{tag: billing}]
+    depends_on_any: [refund, invoice]
+relationships:
+  - {kind: priority, source: {tag: billing}, target: small_talk}
+"""
+
+
+def test_tag_references_and_or_dependencies_in_yaml_build_and_round_trip(tmp_path: Path) -> None:
+    from engine.authoring import dump_agent, load_agent
+
+    path = tmp_path / "agent.yaml"
+    path.write_text(TAGGED_AGENT)
+    agent = load_agent(path)
+    kinds = {(r.kind, str(r.source), str(r.target)) for r in agent.relationships}
+    assert (PRIORITY, "guideline:escalate", "tag:billing") in kinds
+    assert (PRIORITY, "tag:billing", "guideline:small_talk") in kinds
+    assert (ANY, "guideline:escalate", "guideline:refund") in kinds
+    assert load_agent(dump_agent(agent)) == agent
+
+
+def test_a_tag_nobody_carries_is_refused_at_load(tmp_path: Path) -> None:
+    import pytest
+
+    from engine.authoring import load_agent
+    from engine.errors import InvalidAgentDefinition
+
+    path = tmp_path / "agent.yaml"
+    path.write_text(TAGGED_AGENT.replace("[{tag: billing}]", "[{tag: biling}]"))
+    with pytest.raises(InvalidAgentDefinition) as error:
+        load_agent(path)
+    assert "no guideline or journey carries the tag 'biling'" in str(error.value)
+
+
+def test_the_builder_relates_tags_and_or_dependencies() -> None:
+    from engine.authoring import Agent
+
+    agent = Agent("shop", "Shop")
+    refund = agent.create_guideline("wants a refund", "Explain refunds", tags=["billing"])
+    invoice = agent.create_guideline("asks for an invoice", "Send it", tags=["billing"])
+    angry = agent.create_guideline("is angry", "Offer a human")
+    angry.prioritize_over(agent.tag("billing"))
+    angry.depend_on_any(refund, invoice)
+    built = agent.build()
+    assert sorted(r.kind.value for r in built.relationships) == [
+        "dependency_any",
+        "dependency_any",
+        "priority",
+    ]
+    priority = next(r for r in built.relationships if r.kind is PRIORITY)
+    assert priority.target == EntityRef(kind=T, id="billing")
