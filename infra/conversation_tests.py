@@ -37,10 +37,10 @@ from engine.ports import Embedder, SchematicLLM
 TEST_SUFFIX = ".conv.yaml"
 _SKIP_DIRS = {".venv", "venv", ".git", "node_modules", "__pycache__", ".tox"}
 _SHARED_KEYS = ("agent", "tools", "setup", "customer_id")
-JUDGED_SKIPPED_NOTE = (
-    "judged expectation skipped: it needs a real model (set OPENAI_API_KEY, or OPENAI_BASE_URL "
-    "for a compatible server)"
+NEEDS_REAL_MODEL = (
+    "needs a real model (set OPENAI_API_KEY, or OPENAI_BASE_URL for a compatible server)"
 )
+JUDGED_SKIPPED_NOTE = f"judged expectation skipped: it {NEEDS_REAL_MODEL}"
 
 
 class InvalidConversationTest(WaypointError):
@@ -66,6 +66,11 @@ def discover(path: Path) -> list[Path]:
         for p in path.rglob(f"*{TEST_SUFFIX}")
         if not _SKIP_DIRS.intersection(p.relative_to(path).parts)
     )
+
+
+def collect_tests(path: Path) -> list[ConversationTest]:
+    """Every test in every file `discover` finds under `path`."""
+    return [test for file in discover(path) for test in load_file(file)]
 
 
 def load_file(path: Path) -> list[ConversationTest]:
@@ -223,6 +228,9 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
         say, agent_model = await _start(test, models)
     except WaypointError as exc:
         result.error = str(exc)
+        return result
+    except Exception as exc:  # the user's setup or tools module broke on import or call
+        result.error = f"the test could not start: {type(exc).__name__}: {exc}"
         return result
     conversation: list[tuple[str, str]] = []
     for number, turn in enumerate(test.turns, start=1):
