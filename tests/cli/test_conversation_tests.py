@@ -274,3 +274,19 @@ def test_the_pytest_plugin_reports_a_failure_as_one_block(tmp_path: Path) -> Non
     assert "0/2 runs passed" in failing.stdout
     assert "turn 1 (customer: 'Hi')\n    expected: reply contains 'bonjour'" in failing.stdout
     assert "Traceback" not in failing.stdout and "conversation_tests.py" not in failing.stdout
+
+
+def test_the_readme_example_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Testing your agent", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "agent.yaml").write_text(BANK_AGENT.read_text())
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "transfer.conv.yaml").write_text(example)
+    monkeypatch.chdir(tmp_path)
+
+    result = runner.invoke(app, ["test"])
+
+    assert result.exit_code == 0, result.output
+    assert "✓ tests/transfer.conv.yaml :: the transfer waits for login" in result.output
+    assert "1 passed, 0 failed; 1 judged expectation(s) skipped" in result.output
