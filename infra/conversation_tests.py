@@ -211,12 +211,17 @@ def run_conversation(test: ConversationTest, models: Models | None = None) -> Ru
 def run_tests(
     tests: list[ConversationTest], *, repeat: int = 1, models: Models | None = None
 ) -> list[TestOutcome]:
-    """Run each test `repeat` times; a fresh engine and session for every run."""
+    """Run each test `repeat` times; a fresh engine and session for every run, all on one event
+    loop (the model's client is shared by every run)."""
     chosen = models or models_from_environment()
-    return [
-        TestOutcome(test, [asyncio.run(run_once(test, chosen)) for _ in range(repeat)])
-        for test in tests
-    ]
+
+    async def run_all() -> list[TestOutcome]:
+        return [
+            TestOutcome(test, [await run_once(test, chosen) for _ in range(repeat)])
+            for test in tests
+        ]
+
+    return asyncio.run(run_all())
 
 
 async def run_once(test: ConversationTest, models: Models) -> RunResult:

@@ -21,8 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    # set (not only deleted) so the provider `waypoint test` chooses is undone after each test
+    monkeypatch.setenv("WAYPOINT_LLM_PROVIDER", "offline")
     monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setattr(sys, "path", list(sys.path))  # the runner may add the working directory

@@ -140,3 +140,34 @@ def test_relative_agent_paths_resolve_from_the_test_file(tmp_path: Path) -> None
 
     assert test.agent == tmp_path / "suite" / ".." / "agent.yaml"
     assert test.name == "t" and test.source == path
+
+
+def test_the_judge_through_the_openai_client_across_repeated_runs() -> None:
+    """The judge through the real `openai` client against a local fake server: each run of a
+    repeated test asks it again, and one rejection fails only that run."""
+    from infra.conversation_tests import run_tests
+    from infra.llm.openai_llm import OpenAISchematicLLM
+    from tests.fakes.openai_server import FakeOpenAIServer, Reply
+
+    with FakeOpenAIServer() as server:
+        server.queue_chat(
+            Reply({"satisfied": True, "reason": "it greets"}),
+            Reply({"satisfied": False, "reason": "no French in it"}),
+        )
+        judge = OpenAISchematicLLM(api_key="test", base_url=server.base_url)
+
+        class OfflineAgentOpenAIJudge(AgentWithJudge):
+            async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
+                if schema is JudgedReply:
+                    return await judge.generate(prompt, schema, model=model)
+                return await self.agent.generate(prompt, schema, model=model)
+
+        models = Models(OfflineAgentOpenAIJudge(ScriptedLLM()), HashingEmbedder(), real=True)
+        [outcome] = run_tests(
+            [greeting(Expectation(judged="The reply greets"))], repeat=2, models=models
+        )
+
+    assert [run.passed for run in outcome.runs] == [True, False]
+    assert outcome.runs[1].failure is not None
+    assert outcome.runs[1].failure.unmet[0].saw.endswith("judge: no French in it")
+    assert len(server.chat_requests) == 2
