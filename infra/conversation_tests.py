@@ -279,20 +279,19 @@ async def _start(test: ConversationTest, models: Models) -> tuple[Any, str]:
     _local_modules_importable()
     if test.setup:
         _call_setup(test.setup)
+    # The tools first: an agent file may name its tools only, their schema is the registry's.
+    registry = registry_from_module(test.tools, setting="tools") if test.tools else None
+    check = f"waypoint validate {test.agent}" + (f" --tools {test.tools}" if test.tools else "")
     try:
-        agent = load_agent(test.agent)
+        agent = load_agent(test.agent, tools=registry.specs if registry else None)
     except InvalidAgentDefinition as exc:
         problems = "\n    ".join(exc.problems)
         raise InvalidConversationTest(
-            f"agent {test.agent} is invalid (run `waypoint validate {test.agent}`):\n    {problems}"
+            f"agent {test.agent} is invalid (run `{check}`):\n    {problems}"
         ) from None
     except OSError as exc:
         raise InvalidConversationTest(f"agent {test.agent} cannot be read: {exc}") from None
-    tools = (
-        InProcessDispatcher(registry_from_module(test.tools, setting="tools"))
-        if test.tools
-        else None
-    )
+    tools = InProcessDispatcher(registry) if registry else None
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)
     index = await build_index(models.embedder, agent_index_texts(agent))
