@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from engine.errors import InvalidAgentDefinition
-from engine.model import AgentSnapshot
+from engine.model import AgentSnapshot, ToolSpec
 
 app = typer.Typer(
     help="Waypoint: serverless agents that follow business rules.",
@@ -85,11 +85,29 @@ def _load(path: Path | None, tools: str | None) -> tuple[AgentSnapshot, str | No
         return load_bank(), tools or TOOLS_MODULE
     from engine.authoring import load_agent
 
+    if not path.exists():
+        console.print(f"[red]✗ {escape(str(path))} does not exist[/red]")
+        raise typer.Exit(2)
     try:
-        return load_agent(path), tools
+        return load_agent(path, tools=_tool_specs(tools)), tools
     except InvalidAgentDefinition as exc:
         _print_problems(path, exc)
         raise typer.Exit(1) from None
+
+
+def _tool_specs(tools: str | None) -> list[ToolSpec] | None:
+    """The @tool registry's specs of `tools` (a module), so an agent file may name its tools
+    only; one clear line and exit 2 when the module cannot be used."""
+    if tools is None:
+        return None
+    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
+
+    sys.path.insert(0, os.getcwd())  # a tools module beside the agent file imports
+    try:
+        return registry_from_module(tools, setting="--tools").specs
+    except ToolRegistryNotConfigured as exc:
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
 
 
 def _print_problems(path: Path, exc: InvalidAgentDefinition) -> None:
@@ -308,19 +326,11 @@ def validate(
     With --tools, every tool the agent names is checked against the module's @tool registry
     (and tools named only take their declaration from it)."""
     from engine.authoring import load_agent
-    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
 
     if not path.exists():
         console.print(f"[red]✗ {path} does not exist[/red]")
         raise typer.Exit(2)
-    specs = None
-    if tools is not None:
-        sys.path.insert(0, os.getcwd())  # a tools module beside the agent file imports
-        try:
-            specs = registry_from_module(tools, setting="--tools").specs
-        except ToolRegistryNotConfigured as exc:
-            console.print(f"[red]✗ {escape(str(exc))}[/red]")
-            raise typer.Exit(2) from None
+    specs = _tool_specs(tools)
     try:
         agent = load_agent(path, tools=specs)
     except InvalidAgentDefinition as exc:
@@ -391,6 +401,7 @@ def schema(
 @app.command()
 def publish(
     path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")],
+    tools: ToolsOption = None,
     llm: LLMOption = LLMChoice.AUTO,
 ) -> None:
     """Publish a version: embeddings to S3, then the agent to DynamoDB (atomic pointer flip).
@@ -400,7 +411,7 @@ def publish(
     from infra.aws.clients import AwsConfigurationError
     from infra.runtime import current_runtime
 
-    agent, _ = _load(path, None)
+    agent, _ = _load(path, tools)
     _choose_llm(llm)  # the embedder follows the provider
     runtime = current_runtime()
     try:

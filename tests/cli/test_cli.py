@@ -107,3 +107,37 @@ def test_schema_prints_the_committed_schema() -> None:
     result = runner.invoke(app, ["schema"])
     committed = Path(__file__).resolve().parents[2] / "docs" / "agent.schema.json"
     assert result.exit_code == 0 and result.stdout == committed.read_text()
+
+
+PIZZA = Path(__file__).resolve().parents[2] / "examples" / "pizza" / "agent.yaml"
+
+
+def test_an_agent_that_names_its_tools_only_chats_and_publishes_with_its_tools_module() -> None:
+    from infra.aws.local_stack import LocalStack
+
+    chatted = runner.invoke(
+        app, ["chat", str(PIZZA), "--tools", "examples.pizza.tools"], input="Hi\n"
+    )
+    reset_runtime()
+    assert chatted.exit_code == 0, chatted.output
+    assert "agent ›" in chatted.output
+
+    with LocalStack():
+        reset_runtime()
+        published = runner.invoke(app, ["publish", str(PIZZA), "--tools", "examples.pizza.tools"])
+        reset_runtime()
+    assert published.exit_code == 0, published.output
+    assert "published agent 'pizza'" in published.output
+
+
+def test_without_its_tools_module_a_name_only_agent_says_what_to_pass() -> None:
+    result = runner.invoke(app, ["chat", str(PIZZA)], input="Hi\n")
+    reset_runtime()
+    assert result.exit_code == 1
+    assert "--tools" in result.output and "Traceback" not in result.output
+
+
+def test_chat_with_a_missing_agent_file_is_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["chat", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output and "Traceback" not in result.output
