@@ -25,7 +25,7 @@ import hmac
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Path, Query, Request, Response
@@ -49,6 +49,9 @@ from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
+
+if TYPE_CHECKING:
+    from engine.turn import TurnOutput  # the engine loads on the first turn, not at import
 
 API_CHANNEL = "api"  # messages posted here; the worker does not deliver them anywhere
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
@@ -155,6 +158,24 @@ class TurnView(BaseModel):
     replayed: bool
     reply: ReplyView | None
     events: list[Event]  # what this turn added (empty on a replay)
+
+    @classmethod
+    def of(cls, session_id: str, output: TurnOutput) -> TurnView:
+        reply = None
+        if output.reply is not None:
+            view = output.reply.data.get("view")
+            reply = ReplyView(
+                text=output.reply.text or "",
+                options=reply_options(output.reply),
+                view=view if isinstance(view, dict) else None,
+            )
+        return cls(
+            session_id=session_id,
+            turn_id=output.trace.turn_id,
+            replayed=output.replayed,
+            reply=reply,
+            events=output.new_events,
+        )
 
 
 class QueuedView(BaseModel):
@@ -383,21 +404,7 @@ async def post_message(
         return QueuedView(session_id=session_id, event_id=event_id)
 
     output = await runtime.engine.handle(session_id, [message.to_inbound()])
-    reply = None
-    if output.reply is not None:
-        view = output.reply.data.get("view")
-        reply = ReplyView(
-            text=output.reply.text or "",
-            options=reply_options(output.reply),
-            view=view if isinstance(view, dict) else None,
-        )
-    return TurnView(
-        session_id=session_id,
-        turn_id=output.trace.turn_id,
-        replayed=output.replayed,
-        reply=reply,
-        events=output.new_events,
-    )
+    return TurnView.of(session_id, output)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -470,21 +477,7 @@ async def deliver_interrupt_result(
         response.status_code = 202
         return QueuedView(session_id=session_id, event_id=message.event_id)
     output = await runtime.engine.handle(session_id, [message.to_inbound()])
-    reply = None
-    if output.reply is not None:
-        view = output.reply.data.get("view")
-        reply = ReplyView(
-            text=output.reply.text or "",
-            options=reply_options(output.reply),
-            view=view if isinstance(view, dict) else None,
-        )
-    return TurnView(
-        session_id=session_id,
-        turn_id=output.trace.turn_id,
-        replayed=output.replayed,
-        reply=reply,
-        events=output.new_events,
-    )
+    return TurnView.of(session_id, output)
 
 
 # --------------------------------------------------------------------------------------------------
