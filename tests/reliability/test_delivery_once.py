@@ -221,6 +221,23 @@ def _burst(records: list[dict[str, Any]]) -> Burst:
     return bursts[0]
 
 
+def _first_worker_in_a_thread(
+    runtime: Runtime, records: list[dict[str, Any]]
+) -> tuple[threading.Thread, list[BaseException]]:
+    """A worker answering `records` on its own thread, started; what it raised is collected."""
+    errors: list[BaseException] = []
+
+    def first_worker() -> None:
+        try:
+            runtime.run(TurnWorker(runtime, {}).answer(_burst(records)))
+        except BaseException as exc:  # surfaced by the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=first_worker)
+    thread.start()
+    return thread, errors
+
+
 def test_a_redelivery_processed_concurrently_with_the_original_commits_and_sends_once(
     runtime: Runtime,
     second_worker: Runtime,
@@ -243,16 +260,7 @@ def test_a_redelivery_processed_concurrently_with_the_original_commits_and_sends
         return await real_commit(turn)
 
     monkeypatch.setattr(runtime.sessions, "commit", slow_commit)
-    errors: list[BaseException] = []
-
-    def first_worker() -> None:
-        try:
-            runtime.run(TurnWorker(runtime, {}).answer(_burst(records)))
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    thread = threading.Thread(target=first_worker)
-    thread.start()
+    thread, errors = _first_worker_in_a_thread(runtime, records)
     assert first_is_about_to_commit.wait(timeout=30), errors
     second_worker.run(TurnWorker(second_worker, {}).answer(_burst(records)))
     second_is_done.set()
@@ -411,16 +419,7 @@ def test_two_concurrent_deliveries_of_one_turn_send_it_once(
         return lease
 
     monkeypatch.setattr(second_worker.outbox, "take", watched_take)
-    errors: list[BaseException] = []
-
-    def first_worker() -> None:
-        try:
-            runtime.run(TurnWorker(runtime, {}).answer(_burst(records)))
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    thread = threading.Thread(target=first_worker)
-    thread.start()
+    thread, errors = _first_worker_in_a_thread(runtime, records)
     assert first_is_sending.wait(timeout=30), errors
     second_worker.run(TurnWorker(second_worker, {}).answer(_burst(records)))
     thread.join(timeout=30)
