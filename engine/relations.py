@@ -65,7 +65,7 @@ class Requirement:
 class RelationshipIndex:
     entails: dict[Key, list[tuple[Relationship, frozenset[Key]]]]  # by source: targets
     depends: dict[Key, list[Requirement]]  # by source
-    priorities: list[tuple[Relationship, frozenset[Key], frozenset[Key]]]  # sources, targets
+    priorities: list[tuple[Relationship, frozenset[Key], frozenset[Key]]]  # with sources, targets
 
 
 _INDEXES: dict[tuple[int, int], tuple[Sequence[Relationship], RelationshipIndex]] = {}
@@ -109,7 +109,12 @@ def relationship_index(
         depends.setdefault(source, []).append(
             Requirement(tuple(rels), frozenset(options), any_of=True)
         )
-    priorities = [(r, expand(r.source), expand(r.target)) for r in _priority_order(relationships)]
+    # Order does not matter: every priority is judged against what holds before any suppression.
+    priorities = [
+        (r, expand(r.source), expand(r.target))
+        for r in relationships
+        if r.kind is RelationshipKind.PRIORITY
+    ]
     index = RelationshipIndex(entails, depends, priorities)
     if len(_INDEXES) > 64:
         _INDEXES.clear()
@@ -218,21 +223,3 @@ def resolve(
         i for kind, i in journeys - final - suppressed if kind is EntityKind.JOURNEY
     }
     return result
-
-
-def _priority_order(relationships: Sequence[Relationship]) -> list[Relationship]:
-    """Priority relationships sorted by their source's depth in the priority graph (roots first),
-    so a suppressed entity never suppresses another. Validation rejects priority cycles."""
-    priority = [r for r in relationships if r.kind is RelationshipKind.PRIORITY]
-    parents: dict[Key, list[Key]] = {}
-    for r in priority:
-        parents.setdefault(_key(r.target), []).append(_key(r.source))
-    depth: dict[Key, int] = {}
-
-    def depth_of(key: Key, seen: frozenset[Key] = frozenset()) -> int:
-        if key not in depth:
-            ups = [p for p in parents.get(key, []) if p not in seen]
-            depth[key] = 1 + max((depth_of(p, seen | {key}) for p in ups), default=-1)
-        return depth[key]
-
-    return sorted(priority, key=lambda r: depth_of(_key(r.source)))
