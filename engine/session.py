@@ -51,6 +51,12 @@ class InboundMessage(BaseModel):
     received_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def sender_id(self) -> str | None:
+        """Who wrote it, as the channel names them (`metadata.customer_id`), if it says."""
+        sender = self.metadata.get("customer_id")
+        return str(sender) if sender else None
+
 
 class PendingInterrupt(BaseModel):
     """A tool interrupted the turn and waits for the customer (a selector's pick, a form)."""

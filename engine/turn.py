@@ -84,14 +84,13 @@ class TurnPipeline:
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
         # A pending confirmation is answered (or dropped) by this turn's messages.
         for m in messages:
-            sender = m.metadata.get("customer_id")
             state.add_event(
                 EventKind.MESSAGE,
                 EventSource.CUSTOMER,
                 m.text or m.choice or "",
                 channel_event_id=m.event_id,
                 **({"choice": m.choice} if m.choice else {}),
-                **({"sender": str(sender)} if sender else {}),
+                **({"sender": m.sender_id} if m.sender_id else {}),
             )
         read_answer(state)
         if state.interrupt is not None:

@@ -42,10 +42,9 @@ def evidence_for(state: TurnState) -> Evidence:
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER and state.is_own(e)
     ]
     tool_values: dict[str, list[tuple[str, Any]]] = {}
+    # Earlier turns' results as stored; this turn's as the tools returned them.
     results = [
-        (str(e.data.get("tool", "")), e.data.get("llm_view"))
-        for e in (*state.earlier_events(), *state.events)
-        if e.kind is EventKind.TOOL and not e.data.get("error") and state.is_own(e)
+        (str(e.data.get("tool", "")), e.data.get("llm_view")) for e in state.own_earlier_results()
     ]
     results += [(r.tool, r.data) for r in state.tool_results if r.error is None]
     for tool, data in results:
@@ -53,8 +52,7 @@ def evidence_for(state: TurnState) -> Evidence:
             for key, value in data.items():
                 if not isinstance(value, Mapping | list):
                     tool_values.setdefault(str(key), []).append((tool, value))
-    variables = {v.name: v.default for v in state.agent.variables if v.default is not None}
-    variables.update(state.session.variables)
+    variables = state.variables()
     picks: dict[str, list[tuple[str, Any]]] = {}
     for c in state.collected:
         if c.origin is not None and (c.sender or state.session.customer_id) == state.sender:

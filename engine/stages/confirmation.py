@@ -51,17 +51,15 @@ def agreement(message: InboundMessage) -> bool | None:
     return None
 
 
-def sender_of(message: InboundMessage, default: str) -> str:
-    return str(message.metadata.get("customer_id") or default)
-
-
 def read_answer(state: TurnState) -> None:
     """Load stage: does this turn answer the pending confirmation? Sets `state.confirmed` or
     tells composition the customer declined; the request itself never outlives this turn."""
     pending = state.session.pending_confirmation
     if pending is None:
         return
-    own = [m for m in state.messages if sender_of(m, state.session.customer_id) == pending.sender]
+    own = [
+        m for m in state.messages if (m.sender_id or state.session.customer_id) == pending.sender
+    ]
     if pending.agreed:
         if own:  # the agreeing sender answered: the call may run once its secret is given again
             state.confirmed = pending

@@ -116,8 +116,8 @@ class TurnState:
         self.turn_id = turn_id
         self.views = node_views_of(agent)
         # Who this turn answers: the sender of its last message (in a group, one of several).
-        last = messages[-1].metadata.get("customer_id") if messages else None
-        self.sender: str = str(last or session.customer_id)
+        last = messages[-1].sender_id if messages else None
+        self.sender: str = last or session.customer_id
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
@@ -193,15 +193,19 @@ class TurnState:
         self.trace.stages.append(StageTiming(stage=stage, ms=round((now - started) * 1000, 3)))
         return now
 
+    def variables(self) -> dict[str, Any]:
+        """Context variables: the agent's defaults, overridden by this customer's values."""
+        values = {v.name: v.default for v in self.agent.variables if v.default is not None}
+        values.update(self.session.variables)
+        return values
+
     def context(self) -> TurnContext:
         """What the prompts see now: history including this turn's events, variables, results."""
-        variables = {v.name: v.default for v in self.agent.variables if v.default is not None}
-        variables.update(self.session.variables)
         return TurnContext(
             agent=self.agent,
             session=self.session,
             history=(*self.earlier_events(), *self.events),
-            variables=variables,
+            variables=self.variables(),
             terms=self.agent.terms,
             tool_results=tuple(self.tool_results),
         )
@@ -210,6 +214,15 @@ class TurnState:
         """The session's events as later turns may see them: a tool result whose tool said
         `control.lifespan: "response"` served the turn it ran in, and no other."""
         return [e for e in self.session.events if not is_response_only(e)]
+
+    def own_earlier_results(self) -> list[Event]:
+        """Successful tool events of earlier turns that this turn's sender caused (another
+        sender's lookups never fill or ground this sender's arguments)."""
+        return [
+            e
+            for e in self.earlier_events()
+            if e.kind is EventKind.TOOL and not e.data.get("error") and self.is_own(e)
+        ]
 
     def collected_for(self, journey_id: str | None = None) -> dict[str, Any]:
         """Latest value per field name; a secret only if it was given in this very turn."""

@@ -320,11 +320,8 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
             tool=e.data.get("tool", ""),
             data=e.data["llm_view"],
         )
-        for e in state.earlier_events()
-        if e.kind is EventKind.TOOL
-        and not e.data.get("error")
-        and e.data.get("llm_view") is not None
-        and state.is_own(e)  # another sender's lookups never fill this sender's arguments
+        for e in state.own_earlier_results()
+        if e.data.get("llm_view") is not None
     ]
 
 
