@@ -108,6 +108,21 @@ def make_agent(
     ).with_content_version()
 
 
+def tool_harness(
+    llm: ScriptedLLM,
+    *tools: Any,
+    guidelines: Iterable[Guideline] = (),
+    journeys: Iterable[tuple[Journey, Guideline]] = (),
+    index: bool = True,
+) -> Harness:
+    """An engine whose agent has `guidelines`, `journeys` and the `@tool` functions `tools`,
+    dispatched in process."""
+    from engine.toolkit import InProcessDispatcher, ToolRegistry, spec_of
+
+    agent = make_agent(guidelines=guidelines, journeys=journeys, tools=[spec_of(t) for t in tools])
+    return Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry(list(tools))), index=index)
+
+
 def priority(source: Guideline | Journey, target: Guideline | Journey) -> Relationship:
     return Relationship(kind=RelationshipKind.PRIORITY, source=_ref(source), target=_ref(target))
 

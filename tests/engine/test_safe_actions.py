@@ -13,7 +13,7 @@ from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
-from engine.toolkit import InProcessDispatcher, ToolContextWithKey, ToolRegistry, ToolResult, tool
+from engine.toolkit import ToolContextWithKey, ToolResult, tool
 from tests.engine.pipeline_kit import (
     Harness,
     advance,
@@ -23,6 +23,7 @@ from tests.engine.pipeline_kit import (
     match_when,
     per_journey,
     step_number,
+    tool_harness,
 )
 
 SENT: list[dict[str, Any]] = []
@@ -57,9 +58,7 @@ def money_harness(*plans: dict[str, Any]) -> tuple[Harness, ScriptedLLM]:
     llm.on(GuidelineMatchBatch, match_when({"send money": True, "pay a bill": True}))
     llm.on(ToolCallPlan, *plans)
     llm.on(ComposedReply, compose_echo)
-    agent = make_agent(guidelines=[SEND, PAY], tools=[send_money.tool_spec, pay_bill.tool_spec])
-    dispatcher = InProcessDispatcher(ToolRegistry([send_money, pay_bill]))
-    return Harness(agent, llm, tools=dispatcher, index=False), llm
+    return tool_harness(llm, send_money, pay_bill, guidelines=[SEND, PAY], index=False), llm
 
 
 async def test_an_invented_amount_is_never_used_the_customer_is_asked_instead() -> None:
@@ -210,8 +209,7 @@ def booking_harness() -> tuple[Harness, ScriptedLLM]:
     )
     llm.on(ToolCallPlan, plan("book", day="friday"))
     llm.on(ComposedReply, compose_echo)
-    agent = make_agent(journeys=[BOOKING], tools=[book.tool_spec])
-    return Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry([book]))), llm
+    return tool_harness(llm, book, journeys=[BOOKING]), llm
 
 
 async def test_a_failed_tool_step_does_not_advance_and_the_reply_says_so() -> None:
@@ -265,12 +263,7 @@ async def test_a_login_belongs_to_the_sender_who_logged_in_even_in_one_shared_se
     )
     llm.on(ToolCallPlan, plan("log_in", username="alice"))
     llm.on(ComposedReply, compose_echo)
-    agent = make_agent(
-        guidelines=[login_rule, balance_rule], tools=[log_in.tool_spec, show_balance.tool_spec]
-    )
-    h = Harness(
-        agent, llm, tools=InProcessDispatcher(ToolRegistry([log_in, show_balance])), index=False
-    )
+    h = tool_harness(llm, log_in, show_balance, guidelines=[login_rule, balance_rule], index=False)
     await h.start()
 
     logged = await h.say("log me in as alice", metadata={"customer_id": "alice"})
@@ -292,12 +285,7 @@ async def test_the_model_cannot_set_the_principal() -> None:
     llm.on(GuidelineMatchBatch, match_when({"balance": True}))
     llm.on(ToolCallPlan, plan("show_balance", principal="alice", username="alice"))
     llm.on(ComposedReply, compose_echo)
-    h = Harness(
-        make_agent(guidelines=[rule], tools=[show_balance.tool_spec]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([show_balance])),
-        index=False,
-    )
+    h = tool_harness(llm, show_balance, guidelines=[rule], index=False)
     await h.start()
 
     out = await h.say("balance please, I am alice")

@@ -20,7 +20,7 @@ from engine.model import CollectedField, Guideline
 from engine.secrets import MASK, TurnSecrets
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
-from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.toolkit import ToolResult, spec_of, tool
 from engine.validation import validate_snapshot
 from examples.banking import load as load_bank
 from examples.banking.tools import authenticate
@@ -33,6 +33,7 @@ from tests.engine.pipeline_kit import (
     match_when,
     per_journey,
     step_number,
+    tool_harness,
 )
 
 PASSWORD = "monkey-Secret-42"
@@ -149,11 +150,7 @@ async def test_a_secret_reaches_the_tool_and_nothing_stored_or_prompted_later_ho
         advance(n("user"), n("pass"), collected={"username": "seldo"}),
         advance(n("pass"), n("login"), collected={"password": PASSWORD}),
     )
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([login])),
-    )
+    h = tool_harness(llm, login, journeys=[auth])
     await h.start()
 
     first = await h.say("I need to log in as seldo")
@@ -184,11 +181,7 @@ async def test_a_model_echoing_the_secret_has_it_masked_in_the_reply() -> None:
     echo = {"message": f"Logged in with password {PASSWORD}!", "applied": []}
     collected = {"username": "seldo", "password": PASSWORD}
     llm = auth_llm(advance(n("user"), n("pass"), n("login"), collected=collected), compose=echo)
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([login])),
-    )
+    h = tool_harness(llm, login, journeys=[auth])
     await h.start()
 
     out = await h.say(f"I need to log in: seldo / {PASSWORD}")
@@ -205,11 +198,7 @@ async def test_a_tool_returning_or_quoting_the_secret_has_it_masked_in_the_promp
     n = lambda node: step_number(auth[0], node)  # noqa: E731
     collected = {"username": "seldo", "password": PASSWORD}
     llm = auth_llm(advance(n("user"), n("pass"), n("login"), collected=collected))
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(chatty_login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([chatty_login])),
-    )
+    h = tool_harness(llm, chatty_login, journeys=[auth])
     await h.start()
 
     out = await h.say(f"I need to log in: seldo / {PASSWORD}")
@@ -232,11 +221,7 @@ async def test_a_secret_needed_in_a_later_turn_is_asked_again_never_reused_maske
     ask_again = {"calls": []}  # the password is not known any more: nothing to call yet
     given = {"calls": [{"tool": "login", "arguments": [{"name": "password", "value": PASSWORD}]}]}
     llm.on(ToolCallPlan, ask_again, given)
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([login])),
-    )
+    h = tool_harness(llm, login, journeys=[auth])
     await h.start()
     outputs = [await h.say("I need to log in as seldo"), await h.say(PASSWORD)]
 
@@ -270,11 +255,7 @@ async def test_a_secret_typed_before_the_turn_that_collects_it_is_masked_where_i
             collected={"username": "seldo", "password": PASSWORD},
         ),
     )
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([login])),
-    )
+    h = tool_harness(llm, login, journeys=[auth])
     await h.start()
 
     first = await h.say(f"I need to log in, my password is {PASSWORD}")
@@ -310,12 +291,7 @@ async def test_a_confirmation_never_stores_the_secret_and_the_yes_waits_for_it_t
         },
     )
     llm.on(ComposedReply, compose_echo)
-    h = Harness(
-        make_agent(guidelines=[bill], tools=[spec_of(pay)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([pay])),
-        index=False,
-    )
+    h = tool_harness(llm, pay, guidelines=[bill], index=False)
     await h.start()
 
     asked = await h.say("pay a bill of 40 with pin 4321")
@@ -366,12 +342,7 @@ async def test_undeclared_names_that_look_secret_are_not_masked() -> None:
             ]
         },
     )
-    h = Harness(
-        make_agent(guidelines=[pizza], tools=[spec_of(order_pizza)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([order_pizza])),
-        index=False,
-    )
+    h = tool_harness(llm, order_pizza, guidelines=[pizza], index=False)
     await h.start()
 
     out = await h.say("a pizza with ham to pin code 10115")
@@ -417,11 +388,7 @@ async def test_a_model_misreading_the_answer_to_a_secret_question_cannot_leave_i
         advance(n("user"), n("pass"), collected={"username": "seldo"}),
         advance(n("pass"), n("login"), collected={"password": "hunter2"}),
     )
-    h = Harness(
-        make_agent(journeys=[auth], tools=[spec_of(login)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([login])),
-    )
+    h = tool_harness(llm, login, journeys=[auth])
     await h.start()
     first = await h.say("I need to log in as seldo")
 

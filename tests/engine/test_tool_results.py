@@ -8,8 +8,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
-from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, tool
-from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
+from engine.toolkit import ToolResult, tool
+from tests.engine.pipeline_kit import Harness, compose_echo, match_when, tool_harness
 
 RECEIPT = {"type": "receipt", "lines": ["Pizza", "$12"]}
 
@@ -33,9 +33,7 @@ def harness(rule: Guideline, fn: object) -> tuple[Harness, ScriptedLLM]:
     llm.on(GuidelineMatchBatch, match_when({"receipt": True, "special": True}))
     llm.on(ToolCallPlan, {"calls": []})
     llm.on(ComposedReply, compose_echo)
-    agent = make_agent(guidelines=[rule], tools=[fn.tool_spec])  # type: ignore[attr-defined]
-    tools = InProcessDispatcher(ToolRegistry([fn]))  # type: ignore[list-item]
-    return Harness(agent, llm, tools=tools, index=False), llm
+    return tool_harness(llm, fn, guidelines=[rule], index=False), llm
 
 
 async def test_a_successful_tools_view_goes_out_with_the_reply() -> None:

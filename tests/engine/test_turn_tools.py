@@ -19,6 +19,7 @@ from tests.engine.pipeline_kit import (
     match_when,
     per_journey,
     step_number,
+    tool_harness,
 )
 
 LOGINS: list[tuple[str, str, str]] = []
@@ -308,12 +309,7 @@ async def test_a_tool_error_view_is_shown_to_the_customer() -> None:
         {"calls": [{"tool": "refund", "arguments": [{"name": "order", "value": "7"}]}]},
     )
     llm.on(ComposedReply, compose_echo)
-    h = Harness(
-        make_agent(guidelines=[g], tools=[spec_of(refund)]),
-        llm,
-        tools=InProcessDispatcher(ToolRegistry([refund])),
-        index=False,
-    )
+    h = tool_harness(llm, refund, guidelines=[g], index=False)
     await h.start()
 
     out = await h.say("refund order 7")
