@@ -177,14 +177,11 @@ def _may_speak_for(state: TurnState, node: JourneyNode) -> bool:
 
 async def _compose_fluid(state: TurnState, data: CompositionInput) -> tuple[str, list[str]]:
     # Tool fragments are offered in every mode: in fluid mode as wording the reply may use.
-    data.fragments = data.fragments or [
-        render_template(t, values)
-        for values in [_template_values(state)]
-        for t in fillable(
-            merge_fragments([(r.tool, r.fragments) for r in state.tool_results if r.fragments]),
-            values,
-        )
-    ]
+    if not data.fragments:
+        values = _template_values(state)
+        data.fragments = [
+            render_template(t, values) for t in fillable(_tool_fragments(state), values)
+        ]
     prompt = build_compose_prompt(_reply_context(state), data, explain=state.agent.config.explain)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, ComposedReply, label="fluid")
     return gen.value.message, applied_sources(data, gen.value)
@@ -197,8 +194,13 @@ def _template_values(state: TurnState) -> dict[str, str]:
         [state.secrets.scrub(r.data) for r in state.tool_results if r.error is None],
         [f for r in state.tool_results for f in r.fragments],
         state.secrets.mask_named(state.collected_for()),
-        state.context().variables,
+        state.variables(),
     )
+
+
+def _tool_fragments(state: TurnState) -> list[Template]:
+    """This turn's tool fragments as transient templates."""
+    return merge_fragments([(r.tool, r.fragments) for r in state.tool_results if r.fragments])
 
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
@@ -217,8 +219,7 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
         for c in state.agent.canned_responses
         if not c.tags or scope.intersection(c.tags)
     ]
-    fragments = merge_fragments([(r.tool, r.fragments) for r in state.tool_results if r.fragments])
-    return fragments + approved  # fragments first: they are specific to this turn
+    return _tool_fragments(state) + approved  # fragments first: they are specific to this turn
 
 
 async def _compose_canned(
