@@ -74,9 +74,9 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
             and agreed.tool in offered
             and MASK not in (str(v) for v in agreed.arguments.values())
         ):
-            # (An agreement whose secret must be typed again is planned like any call, so the
+            # The customer said yes to exactly this call last turn: no new planning for it. (An
+            # agreement whose secret must be typed again is planned like any call, so the
             # secret is read from this turn's message; the gate checks the other values agree.)
-            # The customer said yes to exactly this call last turn: no new planning for it.
             del offered[agreed.tool]
             calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
         if offered:
@@ -271,14 +271,15 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
             if call.journey_id and node_id
             else None
         )
-        next_move = (
-            "" if step is not None and step.on_failure is not None else ", and offer to try again"
-        )
+        # A declared failure transition says what comes next; otherwise a retry is offered and
+        # the step remembers it failed (retrying a consequential one asks first).
+        declared = step is not None and step.on_failure is not None
+        next_move = "" if declared else ", and offer to try again"
         state.notes_for_reply.append(
             f"tool {call.spec.name} failed: {outcome.error}. This did NOT happen: say so "
             f"plainly, never say it is done{next_move}."
         )
-        if call.journey_id and node_id and (step is None or step.on_failure is None):
+        if call.journey_id and node_id and not declared:
             state.failed_steps[call.journey_id] = node_id
         return
     state.succeeded_tools.add(call.spec.name)
