@@ -113,17 +113,17 @@ def ground_argument(
     """Where `value` of `param` comes from, or None when nothing in the evidence supports it."""
     name = param.name
     principal = evidence.principal or {}
-    if name in principal and _same(principal[name], value):
+    if name in principal and same_value(principal[name], value):
         return Grounding(name, "the authenticated principal", True)
     for origin, picked in reversed(evidence.picks.get(name, ())):
-        if _same(picked, value):
+        if same_value(picked, value):
             return Grounding(name, origin, True)  # the customer chose exactly this value
     for tool_name, result_value in evidence.tool_values.get(name, ()):
-        if _same(result_value, value):
+        if same_value(result_value, value):
             return Grounding(name, f"tool {tool_name}", True)
-    if name in evidence.variables and _same(evidence.variables[name], value):
+    if name in evidence.variables and same_value(evidence.variables[name], value):
         return Grounding(name, f"context variable {name}", True)
-    if param.default is not None and _same(param.default, value):
+    if param.default is not None and same_value(param.default, value):
         return Grounding(name, "the parameter's default", True)
     from_customer = _in_customer_messages(param, value, evidence.customer_messages)
     if from_customer is not None:
@@ -339,11 +339,6 @@ def _date(text: str) -> date | None:
 
 
 def same_value(known: Any, value: Any) -> bool:
-    """Equal after normalisation: numbers by value, text by case and whitespace."""
-    return _same(known, value)
-
-
-def _same(known: Any, value: Any) -> bool:
     """Equal after normalisation: numbers by value, text by case and whitespace."""
     if known is None or isinstance(known, Mapping | list | tuple):
         return False
