@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-CODE := $(wildcard engine infra functions tests examples bench)
+CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
 .PHONY: install test lint typecheck format demo bench soak clean schema
 

@@ -251,7 +251,7 @@ def tables(result: BenchResult) -> list[Table]:
         out.append(
             Table(
                 "Local throughput: concurrent sessions through the local HTTP server "
-                f"(infra.local_server, fake LLM at {latency:g} ms per call)",
+                f"(waypoint.local_server, fake LLM at {latency:g} ms per call)",
                 [
                     "status",
                     "sessions",

@@ -1,6 +1,6 @@
 """Local throughput: N concurrent sessions through the local HTTP server.
 
-`infra.local_server.LocalServer` runs the deployment in one process: moto's threaded server for
+`waypoint.local_server.LocalServer` runs the deployment in one process: moto's threaded server for
 DynamoDB / S3 / SQS, the webhook (+ management) app over HTTP, and a poller that feeds the SQS
 FIFO turn queue to `functions.worker.handler` like Lambda's event source mapping. N customers on
 the generic channel (`GenericChatClient`, one thread each) send the banking conversation's first
@@ -28,7 +28,7 @@ from bench.tokens import EstimateCounter
 
 Progress = Callable[[str], None]
 FUNCTIONS = ("functions.webhook", "functions.worker")
-SERVER = "infra.local_server"
+SERVER = "waypoint.local_server"
 TOOLS_MODULE = "examples.banking.tools"
 REPLY_TIMEOUT_S = 90.0
 
@@ -74,7 +74,7 @@ def _measure(
 ) -> ThroughputRow:
     from examples import banking
     from examples.banking import bank
-    from infra.local_server import GenericChatClient, LocalServer
+    from waypoint.local_server import GenericChatClient, LocalServer
     from infra.runtime import Runtime, install_runtime
 
     bank.BANK = bank.Bank()

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from examples.banking import AGENT_PATH
-from infra.cli import app
+from waypoint.cli import app
 from infra.runtime import reset_runtime
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from examples.banking import AGENT_PATH as BANK_AGENT
-from infra.cli import app
+from waypoint.cli import app
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]

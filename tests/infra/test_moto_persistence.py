@@ -19,7 +19,7 @@ from examples.banking import TOOLS_MODULE
 from examples.banking import load as load_bank
 from infra.aws.local_stack import LocalStack
 from infra.aws.moto_persistence import LocalStateError, MotoStateFiles
-from infra.local_server import LocalServer
+from waypoint.local_server import LocalServer
 from infra.runtime import current_runtime
 
 KEY = {"pk": {"S": "SESSION#s1"}, "sk": {"S": "META"}}

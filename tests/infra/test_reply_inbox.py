@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.local_server import ReplyInbox
+from waypoint.local_server import ReplyInbox
 
 
 def test_a_repeated_reply_id_is_dropped_and_others_are_kept_in_order() -> None:

@@ -102,7 +102,7 @@ class FrontEnd:
 
 
 class ServedProcess:
-    """`python -m infra.cli serve --llm offline --port 0 ARGS…` in `cwd`, with the tests' secrets."""
+    """`python -m waypoint.cli serve --llm offline --port 0 ARGS…` in `cwd`, with the tests' secrets."""
 
     def __init__(self, args: Sequence[str], *, cwd: Path, cache_dir: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
@@ -116,7 +116,7 @@ class ServedProcess:
             }
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "infra.cli", "serve", "--llm", "offline", "--port", "0", *args],
+            [sys.executable, "-m", "waypoint.cli", "serve", "--llm", "offline", "--port", "0", *args],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,

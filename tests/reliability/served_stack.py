@@ -1,4 +1,4 @@
-"""The local deployment over real HTTP, with faults: `infra.local_server.LocalServer` (moto's
+"""The local deployment over real HTTP, with faults: `waypoint.local_server.LocalServer` (moto's
 threaded server, the webhook and management apps on one uvicorn port, the SQS poller invoking the
 worker Lambda handler) with every chat channel enabled, the platforms' send APIs faked in process,
 generic-channel replies POSTed for real to the server's `/local/replies`, and optional faults: an
@@ -30,7 +30,7 @@ from examples.banking import load as load_bank
 from infra.channels.base import ChannelRequest, NormalizedMessage
 from infra.channels.registry import build_channels
 from infra.channels.signing import generic_headers
-from infra.local_server import LocalServer
+from waypoint.local_server import LocalServer
 from infra.offline import OfflineLLM
 from infra.runtime import Runtime, RuntimeSettings, install_runtime, session_id_for
 from tests.channels.signed import GENERIC_SECRET, channel_secrets

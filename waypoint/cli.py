@@ -135,7 +135,7 @@ def demo(
     from engine.trace import summarize
     from examples.banking import TOOLS_MODULE, bank
     from examples.banking import load as load_bank
-    from infra.local_server import GenericChatClient, LocalServer
+    from waypoint.local_server import GenericChatClient, LocalServer
 
     model = _choose_llm(llm)
     console.print(Panel.fit("Waypoint demo — the banking concierge", style="bold"))
@@ -196,7 +196,7 @@ def chat(
 ) -> None:
     """Talk to an agent interactively on the local stack (Ctrl-D to quit)."""
     from engine.trace import summarize
-    from infra.local_server import GenericChatClient, LocalServer
+    from waypoint.local_server import GenericChatClient, LocalServer
 
     agent, tools_module = _load(path, tools)
     model = _choose_llm(llm)
@@ -270,7 +270,7 @@ def serve(
 ) -> None:
     """Serve webhooks, the management API and the turn worker locally (for a real front end)."""
     from infra.aws.moto_persistence import LocalStateError
-    from infra.local_server import LocalServer
+    from waypoint.local_server import LocalServer
 
     if ephemeral and data is not None:
         console.print("[red]--data and --ephemeral exclude each other: choose one.[/red]")
