@@ -74,8 +74,8 @@ def _measure(
 ) -> ThroughputRow:
     from examples import banking
     from examples.banking import bank
-    from waypoint.local_server import GenericChatClient, LocalServer
     from infra.runtime import Runtime, install_runtime
+    from waypoint.local_server import GenericChatClient, LocalServer
 
     bank.BANK = bank.Bank()
     messages = BANKING_CONVERSATION[1 : 1 + turns]  # stock price: a journey and two tool steps

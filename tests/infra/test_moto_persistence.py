@@ -19,8 +19,8 @@ from examples.banking import TOOLS_MODULE
 from examples.banking import load as load_bank
 from infra.aws.local_stack import LocalStack
 from infra.aws.moto_persistence import LocalStateError, MotoStateFiles
-from waypoint.local_server import LocalServer
 from infra.runtime import current_runtime
+from waypoint.local_server import LocalServer
 
 KEY = {"pk": {"S": "SESSION#s1"}, "sk": {"S": "META"}}
 

@@ -116,7 +116,17 @@ class ServedProcess:
             }
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "waypoint.cli", "serve", "--llm", "offline", "--port", "0", *args],
+            [
+                sys.executable,
+                "-m",
+                "waypoint.cli",
+                "serve",
+                "--llm",
+                "offline",
+                "--port",
+                "0",
+                *args,
+            ],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,

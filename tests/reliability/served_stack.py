@@ -30,13 +30,13 @@ from examples.banking import load as load_bank
 from infra.channels.base import ChannelRequest, NormalizedMessage
 from infra.channels.registry import build_channels
 from infra.channels.signing import generic_headers
-from waypoint.local_server import LocalServer
 from infra.offline import OfflineLLM
 from infra.runtime import Runtime, RuntimeSettings, install_runtime, session_id_for
 from tests.channels.signed import GENERIC_SECRET, channel_secrets
 from tests.functions.conftest import API_KEY
 from tests.functions.platforms import BASE_URLS, FakePlatforms
 from tests.reliability.faults import FlakyLLM
+from waypoint.local_server import LocalServer
 
 AGENT_ID = "bank"
 _PLATFORM_HOSTS = frozenset(httpx.URL(url).host for url in BASE_URLS.values())
