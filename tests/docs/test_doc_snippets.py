@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import json
 import re
 import shlex
@@ -60,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 ANNOTATION = re.compile(r"^\s*<!--\s*snippet:(?P<options>.*?)-->\s*$")
 OPTION_KEYS = {"group", "file", "tools"}
 PYTHON = {"python", "py", "python3"}
@@ -262,7 +264,12 @@ def check_conversation_test(block: Block, document: dict[str, Any]) -> None:
 
 
 def check_shell(block: Block) -> None:
-    for command in shell_commands(block):
+    for words in shell_commands(block):
+        # `VAR=value waypoint …` and `.venv/bin/waypoint …` are waypoint commands too
+        command = list(itertools.dropwhile(lambda w: ASSIGNMENT.match(w) is not None, words))
+        if not command:
+            continue
+        command[0] = command[0].rsplit("/", 1)[-1]
         if command[0] == "waypoint":
             parse_waypoint_command(block, command[1:])
         elif command[0] == "make":
@@ -364,6 +371,8 @@ def test_a_misspelt_command_option_or_make_target_fails() -> None:
         check_block(_block("bash", "make tset"), {})
     check_block(_block("bash", "waypoint validate a.yaml --tools t && make test  # ok"), {})
     check_block(_block("console", "$ waypoint test --repeat 5\nthis line is output"), {})
+    with pytest.raises(pytest.fail.Exception):
+        check_block(_block("bash", "WAYPOINT_LLM_PROVIDER=offline .venv/bin/waypoint chat -x"), {})
 
 
 def test_annotations_group_blocks_and_a_misspelt_option_is_an_error(tmp_path: Path) -> None:
