@@ -58,10 +58,13 @@ class Expectation(BaseModel):
     @field_validator("tool_called", mode="before")
     @classmethod
     def _tool_calls(cls, value: Any) -> Any:
-        # `tool_called: lookup` and `tool_called: {tool: lookup}` both mean a list of one
-        if isinstance(value, str):
-            return [{"tool": value}]
-        return [value] if isinstance(value, dict) else value
+        # `tool_called: lookup` and `tool_called: {tool: lookup}` both mean a list of one; in a
+        # list, a name is `{tool: name}` too
+        if isinstance(value, str | dict):
+            value = [value]
+        if isinstance(value, list):
+            return [{"tool": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @field_validator("no_tool_called", mode="before")
     @classmethod

@@ -41,7 +41,7 @@ from engine.authoring.ids import (
 )
 from engine.authoring.journey_builder import JourneyBuilder, journey_id_of
 from engine.authoring.relatable import GuidelineBuilder
-from engine.authoring.tool_refs import ToolRef, ToolRefs
+from engine.authoring.tool_refs import ToolRef, ToolRefs, declared_spec
 from engine.model import (
     JOURNEY_CONDITION_KEY,
     AgentConfig,
@@ -235,27 +235,35 @@ class Agent:
 
     # --- tools, glossary, variables, canned responses ---------------------------------------
 
-    def register_tool(self, tool: ToolSpec) -> ToolSpec:
-        """Make a tool known to the agent. Tools passed as objects elsewhere register themselves."""
-        if not isinstance(tool, ToolSpec):
-            raise TypeError(f"register_tool expects a ToolSpec, got {tool!r}")
-        if tool not in self._tools:
+    def register_tool(self, tool: ToolRef) -> ToolSpec:
+        """Make a tool known to the agent: its `ToolSpec` or its `@tool` function. Tools passed
+        as objects elsewhere (`tools=`, `tool_state=`) register themselves."""
+        spec = declared_spec(tool)
+        if spec is None:
+            raise TypeError(f"register_tool expects a @tool function or a ToolSpec, got {tool!r}")
+        if spec not in self._tools:
             # A different spec under a known name is kept, so that validation reports the clash.
-            self._tools.append(tool)
-        return tool
+            self._tools.append(spec)
+        return spec
 
     def _tool_names(self, tools: ToolRefs | None) -> tuple[str, ...]:
         if tools is None:
             return ()
-        refs = [tools] if isinstance(tools, ToolSpec | str) else list(tools)
+        refs: list[ToolRef] = []
+        if isinstance(tools, Sequence) and not isinstance(tools, str):
+            refs.extend(tools)
+        else:
+            refs.append(tools)
         names: list[str] = []
         for ref in refs:
-            if isinstance(ref, ToolSpec):
-                names.append(self.register_tool(ref).name)
-            elif isinstance(ref, str):
+            if isinstance(ref, str):
                 names.append(ref)
+            elif declared_spec(ref) is not None:
+                names.append(self.register_tool(ref).name)
             else:
-                raise TypeError(f"expected a ToolSpec or a tool name, got {ref!r}")
+                raise TypeError(
+                    f"expected a @tool function, a ToolSpec or a tool name, got {ref!r}"
+                )
         return tuple(names)
 
     def create_term(self, name: str, description: str, synonyms: Sequence[str] = ()) -> Term:

@@ -27,6 +27,7 @@ from engine.model import (
     journey_tag,
 )
 from engine.projection import journey_condition_guideline_id
+from engine.toolkit import ToolResult, spec_of, tool
 from tests.engine.agents import CHECK_FUNDS, bank_concierge, small_agent
 
 
@@ -133,6 +134,30 @@ def test_tools_passed_as_objects_register_themselves() -> None:
     snapshot = agent.compile()
     assert snapshot.tools == (CHECK_FUNDS,)
     assert snapshot.guidelines[0].tools == ("check_funds", "check_funds")
+
+
+def test_tool_functions_are_taken_by_their_tool_spec_anywhere_a_tool_goes() -> None:
+    @tool(description="Look a branch up")
+    def branch_hours(city: str) -> ToolResult:
+        return ToolResult(data={"city": city})
+
+    agent = Agent(id="a", name="A")
+    agent.create_guideline("c", "a", tools=branch_hours, id="g")
+    journey = agent.create_journey("J", "c2", id="j")
+    journey.initial_state.transition_to(tool_state=branch_hours, id="look")
+    agent.register_tool(branch_hours)
+    snapshot = agent.build()
+    assert snapshot.tools == (spec_of(branch_hours),)
+    assert snapshot.guidelines[0].tools == ("branch_hours",)
+    assert snapshot.journey("j").node("look").tools == ("branch_hours",)
+
+    def undecorated(city: str) -> ToolResult:
+        return ToolResult()
+
+    with pytest.raises(TypeError, match="a @tool function, a ToolSpec or a tool name"):
+        agent.create_guideline("c3", "a", tools=[undecorated])
+    with pytest.raises(TypeError, match="register_tool expects a @tool function or a ToolSpec"):
+        agent.register_tool(undecorated)
 
 
 def test_tool_named_but_never_registered_fails_the_build() -> None:

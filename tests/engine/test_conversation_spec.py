@@ -21,6 +21,19 @@ def test_single_values_are_lists_of_one() -> None:
     assert expect.no_tool_called == ["transfer"]
 
 
+def test_a_list_of_tool_names_is_a_list_of_tool_expectations() -> None:
+    expect = Expectation.model_validate(
+        {"tool_called": ["authenticate", {"tool": "transfer", "arguments": {"amount": 5}}]}
+    )
+
+    assert [(c.tool, c.arguments) for c in expect.tool_called] == [
+        ("authenticate", {}),
+        ("transfer", {"amount": 5}),
+    ]
+    with pytest.raises(ValidationError):
+        Expectation.model_validate({"tool_called": [{"tol": "typo"}]})
+
+
 def test_a_turn_must_say_something() -> None:
     with pytest.raises(ValidationError, match="a turn needs `customer:`"):
         Turn.model_validate({"expect": {"reply_contains": "hi"}})
