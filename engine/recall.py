@@ -1,8 +1,9 @@
 """Recall: which guidelines a turn evaluates at all (stages 1–3 of the pipeline).
 
-1. Tag filter — a guideline applies to this conversation if it has no tags (global) or one of its
-   tags is in the conversation's tag set (this agent, any of its journeys, the customer's tags,
-   the channel).
+1. Tag filter — a guideline's audience tags (`agent:…`, `channel:…`, `journey:…`, `customer:…`)
+   say where it applies: with none it is global, else one of them must be in the conversation's
+   tag set (this agent, any of its journeys, the channel, the customer's tags as `customer:<tag>`).
+   Plain labels (`billing`) organise guidelines for relationships and never filter.
 2. High-probability journeys — those with an active path; if fewer than k, padded with the vector
    top-k over journey embeddings, the query built from history, variables and terms.
 3. Drop the guidelines scoped to low-probability journeys; keep everything global (including every
@@ -28,17 +29,34 @@ from engine.ports import Embedder, VectorIndex
 from engine.session import SessionState
 from engine.vectors import GUIDELINES, JOURNEYS, Array, is_agent_wide
 
+# A tag with one of these prefixes names an audience; any other tag is an organising label.
+AUDIENCE_PREFIXES = ("agent:", "channel:", "journey:", "customer:")
+
+
+def is_audience_tag(tag: str) -> bool:
+    return tag.startswith(AUDIENCE_PREFIXES)
+
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
-    tags = {agent_tag(agent.id), f"channel:{session.channel}", *session.customer_tags}
+    tags = {agent_tag(agent.id), f"channel:{session.channel}"}
+    tags.update(t if t.startswith("customer:") else f"customer:{t}" for t in session.customer_tags)
     tags.update(journey_tag(j.id) for j in agent.journeys)
     return tags
 
 
 def tag_filter(agent: AgentSnapshot, session: SessionState) -> list[Guideline]:
-    """Enabled guidelines of the agent that apply to this conversation by their tags."""
+    """Enabled guidelines of the agent that apply to this conversation by their audience tags.
+
+    Only audience tags filter: a guideline tagged `billing` to group it for a relationship is
+    used in every conversation, as its author expects (nothing tags a conversation `billing`).
+    """
     tags = conversation_tags(agent, session)
-    return [g for g in agent.guidelines if g.enabled and (not g.tags or tags.intersection(g.tags))]
+    return [g for g in agent.guidelines if g.enabled and _applies(g, tags)]
+
+
+def _applies(guideline: Guideline, tags: set[str]) -> bool:
+    audience = [t for t in guideline.tags if is_audience_tag(t)]
+    return not audience or bool(tags.intersection(audience))
 
 
 def recall_query(ctx: TurnContext, matched: Sequence[Guideline] = ()) -> str:

@@ -109,13 +109,30 @@ def test_tag_filter_keeps_global_agent_journey_and_customer_tags_only() -> None:
             g("global"),
             g("mine", tags=("agent:agent",)),
             g("other_agent", tags=("agent:someone-else",)),
-            g("vip_only", tags=("vip",)),
+            g("vip_only", tags=("customer:vip",)),
+            g("gold_only", tags=("customer:gold",)),
             g("telegram_only", tags=("channel:telegram",)),
             g("off", enabled=False),
         ]
     )
     kept = {x.id for x in tag_filter(agent, session(customer_tags=("vip",)))}
     assert kept == {"global", "mine", "vip_only"}
+
+
+def test_a_plain_tag_organises_guidelines_and_never_hides_them() -> None:
+    """`billing` groups guidelines for a relationship ({tag: billing}); no conversation carries
+    it, so filtering by it would silently switch the guideline off everywhere."""
+    agent = make_agent(
+        guidelines=[
+            g("refunds", tags=("billing",)),
+            g("vip_refunds", tags=("billing", "customer:vip")),
+        ]
+    )
+    assert {x.id for x in tag_filter(agent, session())} == {"refunds"}
+    assert {x.id for x in tag_filter(agent, session(customer_tags=("vip",)))} == {
+        "refunds",
+        "vip_refunds",
+    }
 
 
 def test_low_probability_journey_guidelines_are_held_back_but_conditions_are_not() -> None:
