@@ -71,6 +71,10 @@ class TurnTrace(BaseModel):
     session_id: str
     agent_id: str
     agent_version: str
+    # The published version when this turn started, and why it ran on `agent_version`:
+    # "published", "pinned" (a journey in flight on an earlier version) or "migrated".
+    published_version: str = ""
+    version_choice: str = ""
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     matches: list[MatchRecord] = Field(default_factory=list)
     high_probability_journeys: list[str] = Field(default_factory=list)
