@@ -34,7 +34,7 @@ from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
-from engine.versioning import VersionChoice, choose_version
+from engine.versioning import VersionChoice, choose_version, journeys_in_flight
 
 __all__ = ["EngineDeps", "TurnEngine", "TurnOutput", "TurnPipeline", "turn_id_for"]
 
@@ -186,6 +186,7 @@ class TurnEngine:
                     fresh.append(m)
             if not fresh or turn_id in session.committed_turn_ids:
                 return _replayed(session, turn_id)
+            in_flight_before = bool(journeys_in_flight(session))
             version = await self._choose_version(session)
             agent, session = version.agent, version.session
             if self.variables is not None:
@@ -203,6 +204,7 @@ class TurnEngine:
                 new_events=output.new_events,
                 trace=output.trace.model_dump(mode="json"),
                 masked_events=output.masked_events,
+                in_flight_before=in_flight_before,
             )
             try:
                 written = await self.sessions.commit(commit)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from engine.model import AgentSnapshot, Journey
 from engine.session import SessionState
 
@@ -48,6 +50,30 @@ def journeys_in_flight(session: SessionState) -> tuple[str, ...]:
         if pending is not None and pending.journey_id:
             ids.append(pending.journey_id)
     return tuple(dict.fromkeys(ids))
+
+
+class SessionPosition(BaseModel):
+    """Where one session with a journey in flight is: what a publish may strand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    session_id: str
+    agent_version: str
+    # journey id → the step it is at; None for a journey suspended or waiting on a pending step
+    journeys: dict[str, str | None]
+
+
+def session_position(state: SessionState) -> SessionPosition | None:
+    """The session's position, or None when no journey is in flight (nothing to strand)."""
+    in_flight = journeys_in_flight(state)
+    if not in_flight:
+        return None
+    journeys: dict[str, str | None] = {}
+    for jid in in_flight:
+        path = state.journey_paths.get(jid, ())
+        journeys[jid] = path[-1] if path and jid in state.active_journey_ids else None
+    return SessionPosition(
+        session_id=state.id, agent_version=state.agent_version or "", journeys=journeys
+    )
 
 
 def choose_version(

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from waypoint.local_server import queue_records
 from infra.runtime import QueuedMessage
+from waypoint.local_server import queue_records
 
 API_HOST = "abcdef1234.execute-api.us-east-1.amazonaws.com"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:waypoint-local-turns.fifo"
