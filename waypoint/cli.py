@@ -444,11 +444,21 @@ def diff(
     """Show what publishing NEW over OLD changes, offline; exit 1 if publish would refuse it."""
     from waypoint.publishing import diff_files
 
-    before, _ = _load(old, tools)
-    after, _ = _load(new, tools)
+    before, after = _load_declared(old, tools), _load_declared(new, tools)
     specs = _tool_specs(tools)
     refused = diff_files(console, before, after, [s.name for s in specs] if specs else None)
     raise typer.Exit(1 if refused else 0)
+
+
+def _load_declared(path: Path, tools: str | None) -> AgentSnapshot:
+    """The agent as its file declares it (so `diff` itself compares its tools with the
+    registry), or resolved with `tools` when the file names its tools only."""
+    from engine.authoring import load_agent
+
+    try:
+        return load_agent(path)
+    except (InvalidAgentDefinition, OSError):
+        return _load(path, tools)[0]
 
 
 @app.command()
