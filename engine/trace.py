@@ -105,6 +105,11 @@ def summarize(trace: TurnTrace) -> list[str]:
     """A compact, human-readable account of one turn: what matched, where each journey went,
     which tools ran, and what the LLM calls cost. Used by `waypoint demo` and `chat --trace`."""
     lines: list[str] = []
+    if trace.version_choice in ("pinned", "migrated"):
+        lines.append(
+            f"agent version: {trace.agent_version} ({trace.version_choice}; published: "
+            f"{trace.published_version})"
+        )
     matched = [m.guideline_id for m in trace.matches if m.matched]
     if matched:
         lines.append("matched: " + ", ".join(matched))

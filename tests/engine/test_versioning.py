@@ -16,6 +16,7 @@ from engine.model import AgentSnapshot
 from engine.ports import SchematicLLM
 from engine.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
+from engine.trace import summarize
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from engine.versioning import choose_version, ended_notice, journeys_in_flight
 from examples.banking import bank, load
@@ -88,6 +89,7 @@ async def test_a_session_in_a_journey_stays_on_its_version_until_a_safe_point(ch
     assert {r.trace.version_choice for r in rest} == {"pinned"}
     assert {r.trace.published_version for r in rest} == {v2}
     assert rest[-1].reply.text == DONE  # the journey v2 removed finished on v1
+    assert f"agent version: {chat.v1.version} (pinned; published: {v2})" in summarize(rest[0].trace)
     assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
 
     after = await chat.say("Hi")  # nothing in flight: the safe point
