@@ -289,7 +289,7 @@ def migration_problems(snapshot: AgentSnapshot) -> list[str]:
             continue
         journey = snapshot.journey(migration.journey)
         for old, new in migration.steps.items():
-            if not _has_node(journey, new):
+            if new == journey.root_id or not _has_node(journey, new):
                 states = ", ".join(sorted(n.id for n in journey.nodes if n.id != journey.root_id))
                 found.append(
                     f"{where}: step '{old}' moves to '{new}', which journey "

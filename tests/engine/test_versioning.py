@@ -263,9 +263,13 @@ def test_migrations_round_trip_and_are_validated_naming_the_element() -> None:
     assert load_agent(dump_agent(agent)) == agent
 
     with pytest.raises(InvalidAgentDefinition) as bad:
-        changed_bank(migrate("transfer", {"ask_amount": "ask_sum"}), migrate("transfers", {}))
+        changed_bank(
+            migrate("transfer", {"ask_amount": "ask_sum", "check": "root"}),
+            migrate("transfers", {}),
+        )
     text = str(bad.value)
     assert "migrations[0] (journey 'transfer'): step 'ask_amount' moves to 'ask_sum'" in text
+    assert "step 'check' moves to 'root'" in text  # the entry node is no step to be at
     assert "migrations[1] (journey 'transfers'): this version has no journey" in text
 
 

@@ -17,6 +17,8 @@ import pytest
 from engine.authoring import dump_agent
 from engine.model import AgentSnapshot
 from examples.banking import bank
+from functions import tool_task
+from infra.aws.lambda_routing import DEFAULT_TOOL_FUNCTION, LambdaRouter, create_tool_state_machine
 from infra.runtime import Runtime
 from tests.engine.agent_versions import (
     changed_bank,
@@ -259,3 +261,31 @@ def test_the_issue_case_through_the_queue_no_retry_no_dead_letter_and_a_reply(
     replies = [r.json()["text"] for r in platforms.replies()]
     assert len(replies) == len(SEED)  # every message answered once
     assert replies[-1] == DONE  # the session finished on its pinned version
+
+
+def test_publish_asks_the_deployed_tool_function_and_refuses_when_it_cannot_answer(
+    runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In AWS the registry is the tool Lambda's own: one `{"describe": "tools"}` Invoke. A tool
+    function that fails to answer refuses the publish (503) rather than skipping the check."""
+    create_tool_state_machine(
+        stack.client("stepfunctions"), stack.client("lambda"), iam=stack.client("iam")
+    )
+    monkeypatch.setenv("WAYPOINT_TOOL_FUNCTION", DEFAULT_TOOL_FUNCTION)
+    renamed = changed_bank(rename_tool("transfer_money", "send_money"))
+
+    with LambdaRouter({DEFAULT_TOOL_FUNCTION: tool_task.handler}) as router:
+        status, refused = publish(renamed)
+        assert publish(changed_bank(greeting_changed))[0] == 201
+    assert status == 409 and "tool 'send_money'" in refused["problems"][0]
+    assert [i.event for i in router.invocations_of(DEFAULT_TOOL_FUNCTION)] == [
+        {"describe": "tools"}
+    ] * 2
+
+    def broken(event: Any, context: Any) -> Any:
+        raise RuntimeError("WAYPOINT_TOOLS_MODULE is not set")
+
+    with LambdaRouter({DEFAULT_TOOL_FUNCTION: broken}):
+        status, failed = publish(changed_bank(greeting_changed, migrate("transfer", {})))
+    assert status == 503 and "did not describe its tools" in failed["error"]
+    assert api("GET", "/agents/bank")[1]["version"] == changed_bank(greeting_changed).version
