@@ -5,9 +5,11 @@ and the banking tools."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from engine.authoring import dump_agent, load_agent
 from engine.errors import InvalidAgentDefinition
@@ -24,6 +26,7 @@ from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder
 from infra.offline import OfflineLLM
 from tests.engine.agent_versions import (
+    bank_document,
     changed_bank,
     greeting_changed,
     migrate,
@@ -276,3 +279,18 @@ def test_migrations_round_trip_and_are_validated_naming_the_element() -> None:
 def test_an_agent_without_migrations_keeps_its_content_version() -> None:
     data: dict[str, Any] = load().model_dump(exclude={"migrations"})
     assert AgentSnapshot.model_validate(data).content_hash() == "d4c12308273785bc"
+
+
+def test_the_readme_migration_example_loads_into_the_renamed_agent() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Publishing changes", 1)[1]
+    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    doc = bank_document()
+    rename_step("transfer", "ask_amount", "ask_sum")(doc)
+    doc["migrations"] = example["migrations"]
+
+    agent = load_agent(doc)
+
+    assert agent.migration_for("transfer", "any") is not None
+    assert agent.migration_for("balance", "d4c12308273785bc") is not None
+    assert agent.migration_for("balance", "another") is None
