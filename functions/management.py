@@ -6,6 +6,7 @@ which may come from the SSM secrets path); without it: 401, before anything else
     POST /agents[?force=true]             publish an agent (JSON or YAML body) → 201 | 422 problems
                                           | 409 when it would strand sessions or lacks tools
                                           (`infra.agent_versions`; `force` publishes anyway)
+    POST /agents/check                    the same check, nothing written → 200 {refused, check}
     POST /agents/{agent_id}/rollback      flip the published pointer back (body: {"version"?})
     GET  /agents/{agent_id}[?version=]    the published (or given) version
     POST /sessions                        create a session (web chat, tests)
@@ -57,6 +58,7 @@ from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
 
 if TYPE_CHECKING:
+    from engine.model import AgentSnapshot
     from engine.turn import TurnOutput  # the engine loads on the first turn, not at import
 
 API_CHANNEL = "api"  # messages posted here; the worker does not deliver them anywhere
@@ -84,6 +86,13 @@ class PublishedAgentView(BaseModel):
     # the diff against the version published before, and the risks (non-empty only if forced)
     check: PublishCheck | None = None
     forced: bool = False
+
+
+class PublishCheckView(BaseModel):
+    agent_id: str
+    version: str  # the version it would be published as
+    refused: bool  # POST /agents would answer 409 (without ?force=true)
+    check: PublishCheck
 
 
 class RollbackRequest(BaseModel):
@@ -315,18 +324,9 @@ def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
 async def publish_agent(request: Request, force: bool = False) -> PublishedAgentView:
     """Validate, check against the published version (sessions in flight, deployed tools) and
     publish: embeddings to S3, then the version pointer. 409 with the check when refused."""
-    from engine.authoring import load_agent
     from infra.agent_versions import publish_checked
 
-    declared = request.headers.get("content-length", "").strip()
-    if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:  # refused before reading it
-        raise DocumentTooLarge(
-            [
-                f"body: {declared} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit for agent documents"
-            ]
-        )
-    raw = await request.body()
-    snapshot = load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
+    snapshot = await _agent_from_request(request)
     outcome = await publish_checked(current_runtime(), snapshot, force=force)
     published = outcome.published
     logger.info(
@@ -344,6 +344,35 @@ async def publish_agent(request: Request, force: bool = False) -> PublishedAgent
         check=outcome.check,
         forced=outcome.forced,
     )
+
+
+@app.post("/agents/check", response_model=PublishCheckView)
+async def check_agent(request: Request) -> PublishCheckView:
+    """What publishing this agent now would change and whether it would be refused, without
+    writing anything (the same check `POST /agents` makes)."""
+    from engine.memory import versioned
+    from infra.agent_versions import check_publish_for
+
+    snapshot = versioned(await _agent_from_request(request))
+    check = await check_publish_for(current_runtime(), snapshot)
+    return PublishCheckView(
+        agent_id=snapshot.id, version=snapshot.version, refused=check.refused, check=check
+    )
+
+
+async def _agent_from_request(request: Request) -> AgentSnapshot:
+    """The request body as a validated agent (YAML or JSON), size-limited before reading."""
+    from engine.authoring import load_agent
+
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:  # refused before reading it
+        raise DocumentTooLarge(
+            [
+                f"body: {declared} bytes is over the {MAX_DOCUMENT_BYTES}-byte limit for agent documents"
+            ]
+        )
+    raw = await request.body()
+    return load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
 
 
 @app.post("/agents/{agent_id}/rollback", response_model=RollbackView)

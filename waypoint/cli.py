@@ -407,6 +407,9 @@ def publish(
         bool,
         typer.Option("--force", help="publish even if it strands sessions or lacks tools"),
     ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="only show the check; write nothing")
+    ] = False,
 ) -> None:
     """Publish a version: embeddings to S3, then the agent to DynamoDB (atomic pointer flip).
 
@@ -416,12 +419,14 @@ def publish(
     not deployed (docs/deploy.md, "Publishing changes")."""
     from infra.aws.clients import AwsConfigurationError
     from infra.runtime import current_runtime
-    from waypoint.publishing import publish_with_checks
+    from waypoint.publishing import check_only, publish_with_checks
 
     agent, _ = _load(path, tools)
     _choose_llm(llm)  # the embedder follows the provider
     runtime = current_runtime()
     try:
+        if dry_run:
+            raise typer.Exit(1 if check_only(console, runtime, agent) else 0)
         published = publish_with_checks(console, runtime, agent, force=force)
     except AwsConfigurationError as exc:
         console.print(f"[red]✗ {exc}[/red]")

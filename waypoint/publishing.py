@@ -57,6 +57,19 @@ def publish_with_checks(
     return outcome.published
 
 
+def check_only(console: Console, runtime: Runtime, agent: AgentSnapshot) -> bool:
+    """Print what publishing `agent` now would change and refuse, writing nothing; True when
+    it would be refused."""
+    from engine.memory import versioned
+    from infra.agent_versions import check_publish_for
+
+    check = runtime.run(check_publish_for(runtime, versioned(agent), in_deployment=False))
+    print_check(console, check)
+    verdict = "[red]would be refused[/red]" if check.refused else "[green]would publish[/green]"
+    console.print(f"dry run: version {versioned(agent).version} {verdict}; nothing was written")
+    return check.refused
+
+
 def diff_files(
     console: Console, old: AgentSnapshot, new: AgentSnapshot, tools: list[str] | None
 ) -> bool:

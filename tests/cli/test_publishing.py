@@ -140,3 +140,24 @@ def test_rollback_flips_back_to_the_previous_version_or_the_one_named(agent_file
     assert forward.exit_code == 0 and f"{V1} → {v2}" in forward.output
     assert unknown.exit_code == 1 and "has no version 'nosuchversion'" in unknown.output
     assert V1 in unknown.output  # the stored versions are listed
+
+
+def test_publish_dry_run_shows_the_check_and_writes_nothing(
+    agent_file, stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAYPOINT_TOOLS_MODULE", "examples.banking.tools")
+    assert runner.invoke(app, ["publish", str(AGENT_PATH)]).exit_code == 0
+    reset_runtime()
+    new = agent_file(rename_tool("transfer_money", "send_money"))
+
+    dry = runner.invoke(app, ["publish", str(new), "--dry-run"])
+    reset_runtime()
+    fine = runner.invoke(app, ["publish", str(agent_file(greeting_changed)), "--dry-run"])
+    reset_runtime()
+    back = runner.invoke(app, ["rollback", "bank"])
+
+    assert dry.exit_code == 1 and "would be refused; nothing was written" in dry.output
+    assert "tools removed: transfer_money" in dry.output
+    assert fine.exit_code == 0 and "would publish; nothing was written" in fine.output
+    assert back.exit_code == 1  # still only one version was ever published
+    assert "no earlier published version" in back.output

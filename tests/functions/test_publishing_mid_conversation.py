@@ -289,3 +289,18 @@ def test_publish_asks_the_deployed_tool_function_and_refuses_when_it_cannot_answ
         status, failed = publish(changed_bank(greeting_changed, migrate("transfer", {})))
     assert status == 503 and "did not describe its tools" in failed["error"]
     assert api("GET", "/agents/bank")[1]["version"] == changed_bank(greeting_changed).version
+
+
+def test_the_check_endpoint_reports_without_writing(runtime: Runtime) -> None:
+    chat = Chat("web-checked")
+    for text in SEED[:6]:
+        chat.say(text)
+    v2 = changed_bank(without_journey("transfer"))
+
+    status, body = api("POST", "/agents/check", dump_agent(v2))
+
+    assert status == 200 and body["refused"] and body["version"] == v2.version
+    assert body["check"]["diff"]["journeys_removed"] == ["transfer"]
+    assert body["check"]["risks"][0]["sessions"] == 1
+    assert api("GET", "/agents/bank")[1]["version"] == V1
+    assert api("GET", "/agents/bank", version=v2.version)[0] == 404  # not even stored
