@@ -417,6 +417,23 @@ class AgentConfig(BaseModel):
         return self.models.get(purpose, self.default_model)
 
 
+class JourneyMigration(BaseModel):
+    """How sessions that are in `journey` on an earlier version continue on this one.
+
+    Without a migration, a session with a journey in flight stays on the version it started on
+    (pinned) until no journey is in flight. With one, it moves to this version at its next turn:
+    each old step id in `steps` is renamed to its new id (steps not listed keep their id, and
+    must exist here). `from_version` limits it to sessions pinned to that one version."""
+
+    model_config = _FROZEN
+    journey: str
+    steps: dict[str, str] = Field(default_factory=dict)  # old step id → step id in this version
+    from_version: str | None = None
+
+    def applies_to(self, version: str) -> bool:
+        return self.from_version is None or self.from_version == version
+
+
 class AgentSnapshot(BaseModel):
     """The compiled agent. Built by `engine.authoring`; validated by `engine.validation`."""
 
@@ -433,6 +450,7 @@ class AgentSnapshot(BaseModel):
     variables: tuple[ContextVariable, ...] = ()
     canned_responses: tuple[CannedResponse, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
+    migrations: tuple[JourneyMigration, ...] = ()  # see `engine.versioning`
 
     _guideline_index: dict[str, Guideline] = PrivateAttr(default_factory=dict)
     _journey_index: dict[str, Journey] = PrivateAttr(default_factory=dict)
@@ -461,8 +479,17 @@ class AgentSnapshot(BaseModel):
     def has_tool(self, name: str) -> bool:
         return name in self._tool_index
 
+    def migration_for(self, journey_id: str, from_version: str) -> JourneyMigration | None:
+        """The migration this version declares for sessions in `journey_id` on `from_version`."""
+        for migration in self.migrations:
+            if migration.journey == journey_id and migration.applies_to(from_version):
+                return migration
+        return None
+
     def content_hash(self) -> str:
         payload = self.model_dump(mode="json", exclude={"version"})
+        if not payload["migrations"]:
+            del payload["migrations"]  # versions published before migrations existed keep theirs
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 

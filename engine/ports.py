@@ -94,6 +94,9 @@ class TurnCommit:
     # Earlier events rewritten with a secret masked, at their own offsets: the customer typed a
     # password before the turn that recognised it as one (`engine.secrets`).
     masked_events: Sequence[Event] = ()
+    # Whether the session had a journey in flight before this turn: a store that indexes
+    # sessions in flight (for publish-time checks) then knows to clear its entry.
+    in_flight_before: bool = True
 
 
 @runtime_checkable

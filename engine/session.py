@@ -146,6 +146,9 @@ class SessionState(BaseModel):
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The agent version the last turn ran on. While a journey is in flight the next turn runs on
+    # it too (pinned) unless the published version migrates it (`engine.versioning`).
+    agent_version: str | None = None
 
     @property
     def active_journey_ids(self) -> list[str]:

@@ -71,6 +71,10 @@ class TurnTrace(BaseModel):
     session_id: str
     agent_id: str
     agent_version: str
+    # The published version when this turn started, and why it ran on `agent_version`:
+    # "published", "pinned" (a journey in flight on an earlier version) or "migrated".
+    published_version: str = ""
+    version_choice: str = ""
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     matches: list[MatchRecord] = Field(default_factory=list)
     high_probability_journeys: list[str] = Field(default_factory=list)
@@ -101,6 +105,11 @@ def summarize(trace: TurnTrace) -> list[str]:
     """A compact, human-readable account of one turn: what matched, where each journey went,
     which tools ran, and what the LLM calls cost. Used by `waypoint demo` and `chat --trace`."""
     lines: list[str] = []
+    if trace.version_choice in ("pinned", "migrated"):
+        lines.append(
+            f"agent version: {trace.agent_version} ({trace.version_choice}; published: "
+            f"{trace.published_version})"
+        )
     matched = [m.guideline_id for m in trace.matches if m.matched]
     if matched:
         lines.append("matched: " + ", ".join(matched))

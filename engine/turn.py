@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from engine.errors import SessionConflict
+from engine.errors import AgentNotFound, SessionConflict
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
@@ -34,6 +34,7 @@ from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
+from engine.versioning import VersionChoice, choose_version, journeys_in_flight
 
 __all__ = ["EngineDeps", "TurnEngine", "TurnOutput", "TurnPipeline", "turn_id_for"]
 
@@ -71,10 +72,15 @@ class TurnPipeline:
         *,
         turn_id: str,
         index: VectorIndex | None = None,
+        version: VersionChoice | None = None,
     ) -> TurnOutput:
         trace = TurnTrace(
             turn_id=turn_id, session_id=session.id, agent_id=agent.id, agent_version=agent.version
         )
+        if version is not None:  # chosen by `TurnEngine.handle` (engine.versioning)
+            trace.published_version = version.published_version
+            trace.version_choice = version.how
+            trace.notes.extend(version.notes)
         llm = TurnLLM(self.deps.llm, agent.config, trace)
         state = TurnState(
             self.deps, agent, session, messages, turn_id=turn_id, trace=trace, llm=llm
@@ -128,6 +134,8 @@ class TurnPipeline:
         reply, applied = await compose_reply(state, resolution)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
+        if version is not None and version.notice:
+            reply = _announce(state.events, reply, version.notice)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
         trace.llm_rounds = len({c.round for c in trace.llm_calls})
@@ -178,13 +186,17 @@ class TurnEngine:
                     fresh.append(m)
             if not fresh or turn_id in session.committed_turn_ids:
                 return _replayed(session, turn_id)
-            agent = await self.agents.get(session.agent_id)
+            in_flight_before = bool(journeys_in_flight(session))
+            version = await self._choose_version(session)
+            agent, session = version.agent, version.session
             if self.variables is not None:
                 # Per-customer values, fresh every turn (a tool or operator may have set them).
                 values = await self.variables.get_variables(agent.id, session.customer_id)
                 session = session.model_copy(update={"variables": {**session.variables, **values}})
             index = await self.index_for(agent) if self.index_for else None
-            output = await self.pipeline.run(agent, session, fresh, turn_id=turn_id, index=index)
+            output = await self.pipeline.run(
+                agent, session, fresh, turn_id=turn_id, index=index, version=version
+            )
             commit = TurnCommit(
                 turn_id=turn_id,
                 expected_version=session.version,
@@ -192,6 +204,7 @@ class TurnEngine:
                 new_events=output.new_events,
                 trace=output.trace.model_dump(mode="json"),
                 masked_events=output.masked_events,
+                in_flight_before=in_flight_before,
             )
             try:
                 written = await self.sessions.commit(commit)
@@ -205,6 +218,27 @@ class TurnEngine:
             f"session {session_id!r} kept changing under turn {turn_id}; the message stays queued "
             "and will be retried"
         )
+
+    async def _choose_version(self, session: SessionState) -> VersionChoice:
+        """The published version, or the session's pinned one while a journey is in flight
+        (`engine.versioning`). A pinned version that cannot be read is not fatal: the turn
+        runs on the published one and ends what that one cannot continue."""
+        published = await self.agents.get(session.agent_id)
+        pinned = None
+        if session.agent_version and session.agent_version != published.version:
+            try:
+                pinned = await self.agents.get(session.agent_id, session.agent_version)
+            except AgentNotFound:
+                pinned = None
+        return choose_version(session, published, pinned)
+
+
+def _announce(events: list[Event], reply: Event, notice: str) -> Event:
+    """The reply with `notice` first: the customer is told, in the engine's own words and
+    whatever the model wrote, that a journey they were in has ended."""
+    announced = reply.model_copy(update={"text": f"{notice} {reply.text or ''}".strip()})
+    events[events.index(reply)] = announced
+    return announced
 
 
 def _replayed(session: SessionState, turn_id: str) -> TurnOutput:

@@ -28,6 +28,7 @@ from engine.model import (
     RelationshipKind,
     ToolKind,
 )
+from engine.versioning import migration_problems
 
 Check = Callable[[AgentSnapshot], Iterable[str]]
 
@@ -466,6 +467,7 @@ _CHECKS: tuple[Check, ...] = (
     _priority_cycles,
     _prerequisite_cycles,
     _canned_response_problems,
+    migration_problems,
 )
 # Checks that report unknown tools, and skip those reported already (`problems`).
 _NAMING_TOOLS: dict[Check, Callable[..., Iterable[str]]] = {

@@ -3,7 +3,11 @@
 Every request needs `X-Api-Key` (compared in constant time with `WAYPOINT_MANAGEMENT_API_KEY`,
 which may come from the SSM secrets path); without it: 401, before anything else is looked at.
 
-    POST /agents                          publish an agent (JSON or YAML body) → 201 | 422 problems
+    POST /agents[?force=true]             publish an agent (JSON or YAML body) → 201 | 422 problems
+                                          | 409 when it would strand sessions or lacks tools
+                                          (`infra.agent_versions`; `force` publishes anyway)
+    POST /agents/check                    the same check, nothing written → 200 {refused, check}
+    POST /agents/{agent_id}/rollback      flip the published pointer back (body: {"version"?})
     GET  /agents/{agent_id}[?version=]    the published (or given) version
     POST /sessions                        create a session (web chat, tests)
     GET  /sessions/{session_id}           its state, without events
@@ -44,13 +48,17 @@ from engine.document_text import (
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
+from engine.version_diff import PublishCheck
+from engine.versioning import journeys_in_flight
 from functions.http_entry import http_lambda_handler
+from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import QueuedMessage, check_session_id, current_runtime
 
 if TYPE_CHECKING:
+    from engine.model import AgentSnapshot
     from engine.turn import TurnOutput  # the engine loads on the first turn, not at import
 
 API_CHANNEL = "api"  # messages posted here; the worker does not deliver them anywhere
@@ -75,6 +83,26 @@ class PublishedAgentView(BaseModel):
     agent_id: str
     version: str
     embedded: dict[str, int]  # namespace → vectors written to S3
+    # the diff against the version published before, and the risks (non-empty only if forced)
+    check: PublishCheck | None = None
+    forced: bool = False
+
+
+class PublishCheckView(BaseModel):
+    agent_id: str
+    version: str  # the version it would be published as
+    refused: bool  # POST /agents would answer 409 (without ?force=true)
+    check: PublishCheck
+
+
+class RollbackRequest(BaseModel):
+    version: str | None = Field(default=None, max_length=64)  # default: the previous one
+
+
+class RollbackView(BaseModel):
+    agent_id: str
+    from_version: str
+    to_version: str
 
 
 class AgentView(BaseModel):
@@ -100,6 +128,10 @@ class SessionView(BaseModel):
     completed_journeys: list[str]
     pending_interrupt: PendingInterrupt | None
     metadata: dict[str, Any]
+    # The agent version the session's last turn ran on; `pinned`: the next turn runs on it too
+    # (a journey is in flight), whatever is published meanwhile (engine.versioning).
+    agent_version: str | None = None
+    pinned: bool = False
 
     @classmethod
     def of(cls, state: SessionState) -> SessionView:
@@ -120,6 +152,8 @@ class SessionView(BaseModel):
                 else None
             ),
             metadata=state.metadata,
+            agent_version=state.agent_version,
+            pinned=bool(journeys_in_flight(state)),
         )
 
 
@@ -237,6 +271,22 @@ async def _invalid_agent(request: Request, exc: InvalidAgentDefinition) -> JSONR
     return _error(422, "invalid agent definition", exc.problems)
 
 
+@app.exception_handler(PublishRefused)
+async def _publish_refused(request: Request, exc: PublishRefused) -> JSONResponse:
+    body = ErrorBody(
+        error="publish refused: it would strand sessions or call tools the deployment lacks; "
+        "fix the problems, or publish again with ?force=true",
+        problems=[r.message for r in exc.check.risks],
+    ).model_dump()
+    body["check"] = exc.check.model_dump(mode="json")
+    return JSONResponse(body, status_code=409)
+
+
+@app.exception_handler(ToolRegistryUnavailable)
+async def _registry_unavailable(request: Request, exc: ToolRegistryUnavailable) -> JSONResponse:
+    return _error(503, str(exc))
+
+
 @app.exception_handler(AgentNotFound)
 async def _agent_not_found(request: Request, exc: AgentNotFound) -> JSONResponse:
     return _error(404, str(exc))
@@ -271,8 +321,47 @@ def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
 
 
 @app.post("/agents", response_model=PublishedAgentView, status_code=201)
-async def publish_agent(request: Request) -> PublishedAgentView:
-    """Validate and publish an agent: embeddings to S3, then the version pointer."""
+async def publish_agent(request: Request, force: bool = False) -> PublishedAgentView:
+    """Validate, check against the published version (sessions in flight, deployed tools) and
+    publish: embeddings to S3, then the version pointer. 409 with the check when refused."""
+    from infra.agent_versions import publish_checked
+
+    snapshot = await _agent_from_request(request)
+    outcome = await publish_checked(current_runtime(), snapshot, force=force)
+    published = outcome.published
+    logger.info(
+        "agent published",
+        extra={
+            "agent_id": published.agent_id,
+            "version": published.version,
+            "forced_over": [r.message for r in outcome.check.risks] if outcome.forced else [],
+        },
+    )
+    return PublishedAgentView(
+        agent_id=published.agent_id,
+        version=published.version,
+        embedded=published.embedded,
+        check=outcome.check,
+        forced=outcome.forced,
+    )
+
+
+@app.post("/agents/check", response_model=PublishCheckView)
+async def check_agent(request: Request) -> PublishCheckView:
+    """What publishing this agent now would change and whether it would be refused, without
+    writing anything (the same check `POST /agents` makes)."""
+    from engine.memory import versioned
+    from infra.agent_versions import check_publish_for
+
+    snapshot = versioned(await _agent_from_request(request))
+    check = await check_publish_for(current_runtime(), snapshot)
+    return PublishCheckView(
+        agent_id=snapshot.id, version=snapshot.version, refused=check.refused, check=check
+    )
+
+
+async def _agent_from_request(request: Request) -> AgentSnapshot:
+    """The request body as a validated agent (YAML or JSON), size-limited before reading."""
     from engine.authoring import load_agent
 
     declared = request.headers.get("content-length", "").strip()
@@ -283,14 +372,18 @@ async def publish_agent(request: Request) -> PublishedAgentView:
             ]
         )
     raw = await request.body()
-    snapshot = load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
-    published = await current_runtime().publish_agent(snapshot)
-    logger.info(
-        "agent published", extra={"agent_id": published.agent_id, "version": published.version}
-    )
-    return PublishedAgentView(
-        agent_id=published.agent_id, version=published.version, embedded=published.embedded
-    )
+    return load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
+
+
+@app.post("/agents/{agent_id}/rollback", response_model=RollbackView)
+async def rollback_agent(agent_id: str, body: RollbackRequest | None = None) -> RollbackView:
+    """Point the agent back at an earlier stored version (default: the previous one)."""
+    from infra.agent_versions import rollback
+
+    check_agent_id(agent_id)
+    before, after = await rollback(current_runtime(), agent_id, body.version if body else None)
+    logger.info("agent rolled back", extra={"agent_id": agent_id, "from": before, "to": after})
+    return RollbackView(agent_id=agent_id, from_version=before, to_version=after)
 
 
 @app.get("/agents/{agent_id}", response_model=AgentView)

@@ -1,7 +1,8 @@
 """Lambda entry point of a tool task: runs ONE tool call of `statemachine/tools.asl.json`.
 
 Event: `{"call": {id, tool, arguments, idempotency_key}, "context": {agent_id, session_id,
-customer_id, turn_id, variables}}`. Returns the call's `ToolOutcome` as JSON. One function serves
+customer_id, turn_id, variables}}`. Returns the call's `ToolOutcome` as JSON. (Or
+`{"describe": "tools"}`: the registry's tool specs, for publish-time checks.) One function serves
 every tool: it routes by tool name through the registry named by `WAYPOINT_TOOLS_MODULE` (a module
 exposing `registry: ToolRegistry` or `TOOLS: list`), loaded once per warm container.
 
@@ -43,8 +44,13 @@ def configured_registry() -> ToolRegistry:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    """Run the event's tool call and return its outcome (errors included) as JSON data."""
+    """Run the event's tool call and return its outcome (errors included) as JSON data.
+
+    `{"describe": "tools"}` instead returns `{"tools": [ToolSpec, …]}`: the registry this
+    deployment serves, which `POST /agents` checks a new agent version against."""
     registry = configured_registry()
+    if isinstance(event, dict) and event.get("describe") == "tools":
+        return {"tools": [spec.model_dump(mode="json") for spec in registry.specs]}
     raw_call = event.get("call") if isinstance(event, dict) else None
     raw_call = raw_call if isinstance(raw_call, dict) else {}
     try:

@@ -21,6 +21,7 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_TOOL_STATE_MACHINE_ARN`  | run tools through Step Functions (else in process)           |
 | `WAYPOINT_TOOL_DISPATCH_MODE`      | `sync` (AWS, default) or `poll` (moto)                       |
 | `WAYPOINT_TOOLS_MODULE`            | module with `registry` / `TOOLS`, for in-process tools       |
+| `WAYPOINT_TOOL_FUNCTION`          | the tool function, asked for its tools at publish            |
 | `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |

@@ -53,6 +53,7 @@ from engine.model import (
     EntityKind,
     EntityRef,
     Guideline,
+    JourneyMigration,
     Relationship,
     RelationshipKind,
     Term,
@@ -115,6 +116,7 @@ class Agent:
         self._terms: list[Term] = []
         self._variables: list[ContextVariable] = []
         self._canned_responses: list[CannedResponse] = []
+        self._migrations: list[JourneyMigration] = []
 
     # --- guidelines -------------------------------------------------------------------------
 
@@ -309,6 +311,26 @@ class Agent:
         self._canned_responses.append(response)
         return response
 
+    def migrate_journey(
+        self,
+        journey: str,
+        steps: Mapping[str, str] | None = None,
+        *,
+        from_version: str | None = None,
+    ) -> JourneyMigration:
+        """Let sessions in `journey` on an earlier version (or only `from_version`) move to this
+        version at their next turn, renaming old step ids to new ones (`steps`); without it they
+        stay on their version until the journey ends (`engine.versioning`)."""
+        migration = construct(
+            JourneyMigration,
+            f"migration of journey '{journey}'",
+            journey=journey,
+            steps=dict(steps or {}),
+            from_version=from_version,
+        )
+        self._migrations.append(migration)
+        return migration
+
     # --- compiling --------------------------------------------------------------------------
 
     def compile(self) -> AgentSnapshot:
@@ -328,6 +350,7 @@ class Agent:
             variables=tuple(self._variables),
             canned_responses=tuple(self._canned_responses),
             tools=canonical_tools(self._tools),
+            migrations=tuple(self._migrations),
         )
         return snapshot.with_content_version()
 

@@ -19,6 +19,7 @@ from engine.model import (
     CompositionMode,
     ContextVariable,
     Criticality,
+    JourneyMigration,
     RelationshipKind,
     Term,
     ToolSpec,
@@ -133,6 +134,8 @@ class AgentDocument(_Element):
     terms: tuple[Term, ...] = ()
     variables: tuple[ContextVariable, ...] = ()
     canned_responses: tuple[CannedResponseDoc, ...] = ()
+    # How sessions in a journey on an earlier version move to this one (`engine.versioning`).
+    migrations: tuple[JourneyMigration, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------

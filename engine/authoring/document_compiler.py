@@ -317,6 +317,10 @@ class DocumentCompiler:
                 signals=response.signals,
             )
             self._attempt(_item_path("canned_responses", response, index), create)
+        for migration in self.document.migrations:
+            self.agent.migrate_journey(
+                migration.journey, migration.steps, from_version=migration.from_version
+            )
 
     # --- references --------------------------------------------------------------------------
 

@@ -75,6 +75,8 @@ class _DocumentWriter:
                 doc[key] = [_plain(item) for item in items]
         if s.canned_responses:
             doc["canned_responses"] = [_plain(r) for r in s.canned_responses]
+        if s.migrations:
+            doc["migrations"] = [_plain(m) for m in s.migrations]
         if self.unwritten:
             doc["relationships"] = [
                 {

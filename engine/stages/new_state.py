@@ -56,5 +56,6 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
                 session.processed_event_ids, *(m.event_id for m in state.messages)
             ),
             "committed_turn_ids": remember(session.committed_turn_ids, state.turn_id),
+            "agent_version": state.agent.version or session.agent_version,
         }
     )

@@ -8,6 +8,8 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     SESSION#{session}              EVENT#{offset:010d} one event
     SESSION#{session}              TURN#{turn_id}      marker: this turn is committed
     SESSION#{session}              TRACE#{turn_id}     the turn's trace
+    AGENT#{agent}#INFLIGHT#{shard} SESSION#{session}   a session with a journey in flight
+                                                       (`infra.aws.in_flight`)
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
     VARS#{agent}#{customer}        VAR#{name}          one context variable value
@@ -30,7 +32,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
-from engine.errors import WaypointError
+from engine.errors import AgentNotFound, WaypointError
 from engine.inbox import ClaimOutcome
 from engine.memory import (
     agent_not_found,
@@ -42,14 +44,17 @@ from engine.memory import (
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
 from engine.session import Event, SessionState
+from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
+from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 
 META = "META"
 PUBLISHED = "PUBLISHED"
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's TransactWriteItems limit
-MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 3  # meta update + turn marker + trace
+# meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`)
+MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 4
 
 
 class ItemTooLarge(WaypointError):
@@ -321,6 +326,51 @@ class DynamoAgentStore:
             f"{self._max_publish_attempts} attempts; another publisher is racing — publish again"
         )
 
+    async def rollback(self, agent_id: str, version: str | None = None) -> tuple[str, str]:
+        """Point `PUBLISHED` back at `version` (default: the version published before the
+        current one) in one conditional write; returns (from, to). The version must be stored.
+        Sessions pinned to the version rolled away from stay on it until their journeys end."""
+        pk = agent_pk(agent_id)
+        for _ in range(self._max_publish_attempts):
+            pointer = self._table.get(pk, PUBLISHED)
+            if pointer is None:
+                raise agent_not_found(agent_id, None)
+            current = str(pointer["version"]["S"])
+            target = version or (pointer.get("previous_version") or {}).get("S")
+            if not target:
+                raise AgentNotFound(
+                    f"agent {agent_id!r}: no earlier published version to roll back to; name "
+                    "one (`waypoint rollback AGENT VERSION`)"
+                )
+            if self._table.get(pk, f"VERSION#{target}") is None:
+                known = ", ".join(await self.versions(agent_id))
+                raise AgentNotFound(
+                    f"agent {agent_id!r} has no version {target!r} (stored versions: {known})"
+                )
+            revision = int(pointer["revision"]["N"])
+            item: Item = {
+                **_key(pk, PUBLISHED),
+                "version": _s(target),
+                "previous_version": _s(current),
+                "revision": _n(revision + 1),
+                "published_at": _s(self._clock.now().isoformat()),
+            }
+            try:
+                self._table.ddb.put_item(
+                    TableName=self._table.name,
+                    Item=item,
+                    ConditionExpression="revision = :rev",
+                    ExpressionAttributeValues={":rev": _n(revision)},
+                )
+            except ClientError as error:
+                if _is(error, "ConditionalCheckFailedException"):
+                    continue  # a publish raced us: re-read the pointer
+                raise
+            return current, target
+        raise PublishContention(
+            f"agent {agent_id!r}: the published pointer kept changing during rollback; try again"
+        )
+
     async def published_version(self, agent_id: str) -> str | None:
         """The published version (one consistent GetItem), or None if never published."""
         pointer = self._table.get(agent_pk(agent_id), PUBLISHED)
@@ -414,6 +464,10 @@ class DynamoSessionStore:
                 "(point-in-time recovery) or repair the META item"
             )
         return events
+
+    async def sessions_in_flight(self, agent_id: str) -> list[SessionPosition]:
+        """Sessions of `agent_id` with a journey in flight (`infra.aws.in_flight`)."""
+        return list(sessions_in_flight(self._table.ddb, self._table.name, agent_id, self._epoch()))
 
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         """The trace of a committed turn, or None (unknown turn, or expired)."""
@@ -513,6 +567,8 @@ class DynamoSessionStore:
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
+            # Last, so the cancellation reasons of the items above keep their positions.
+            *in_flight_writes(self._table.name, commit, self._epoch()),
         ]
         try:
             self._table.transact(items)

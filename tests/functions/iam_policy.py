@@ -193,6 +193,14 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
     if call.service == "sqs":
         name = urlsplit(p["QueueUrl"]).path.rsplit("/", 1)[-1]
         return [IamRequest(action, f"arn:aws:sqs:{region}:{ACCOUNT_ID}:{name}")]
+    if call.service == "lambda":
+        name = p["FunctionName"]
+        arn = (
+            name
+            if name.startswith("arn:")
+            else f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{name}"
+        )
+        return [IamRequest("lambda:InvokeFunction", arn)]
     if call.service == "states":
         arn = p.get("stateMachineArn") or p["executionArn"]
         return [IamRequest(action, arn)]

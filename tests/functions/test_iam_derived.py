@@ -22,6 +22,7 @@ import pytest
 
 from engine.ports import ToolCall, ToolContext
 from engine.session import SessionState
+from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
 from infra.channels import registry
 from infra.runtime import (
     LLM_SECRET_NAMES,
@@ -144,12 +145,32 @@ def run_every_code_path(
     recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
 ) -> str:
     """Each function's code paths, each as that function. Returns the seeded session's id."""
+    # Publishing asks the deployed tool function for its registry (`WAYPOINT_TOOL_FUNCTION`):
+    # the function exists under the name the policy's ARN names, routed to the real handler.
+    from functions import tool_task
+
+    create_tool_state_machine(
+        stack.client("stepfunctions"),
+        stack.client("lambda"),
+        iam=stack.client("iam"),
+        function_name="ToolFunction",
+        state_machine_name="describe-tools",
+    )
+    os.environ["WAYPOINT_TOOL_FUNCTION"] = "ToolFunction"
+    try:
+        with (
+            LambdaRouter({"ToolFunction": tool_task.handler}) as router,
+            recorder.acting_as("ManagementFunction"),
+        ):
+            container(platforms, tool_state_machine_arn=tool_machine)
+            published = management(
+                "POST", "/agents", BANK_YAML.read_bytes(), content_type="application/yaml"
+            )
+            assert published["statusCode"] == 201, published["body"]
+        assert [i.event for i in router.invocations_of("ToolFunction")] == [{"describe": "tools"}]
+    finally:
+        del os.environ["WAYPOINT_TOOL_FUNCTION"]
     with recorder.acting_as("ManagementFunction"):
-        container(platforms, tool_state_machine_arn=tool_machine)
-        published = management(
-            "POST", "/agents", BANK_YAML.read_bytes(), content_type="application/yaml"
-        )
-        assert published["statusCode"] == 201, published["body"]
         assert management("GET", "/agents/bank")["statusCode"] == 200
         created = management("POST", "/sessions", b'{"customer_id": "w1", "session_id": "web-1"}')
         assert created["statusCode"] == 201, created["body"]

@@ -248,3 +248,25 @@ def test_the_alarms_watch_the_dead_letter_queue_and_the_metric_the_worker_emits(
     assert failed["MetricName"] == worker.DELIVERIES_FAILED_METRIC
     assert failed["Dimensions"] == [{"Name": "service", "Value": worker.SERVICE}]
     assert (failed["Statistic"], failed["Threshold"]) == ("Sum", 0)
+
+
+def test_every_management_route_is_an_http_api_route_of_the_template() -> None:
+    """API Gateway answers 404 for a route the template does not declare, whatever the app
+    serves: each route of the management app must be one of the function's HttpApi events."""
+    from fastapi.routing import APIRoute
+
+    from functions import management
+
+    served = {
+        (method, route.path)
+        for route in management.app.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods
+    }
+    events = load_template()["Resources"]["ManagementFunction"]["Properties"]["Events"]
+    declared = {
+        (e["Properties"]["Method"], e["Properties"]["Path"])
+        for e in events.values()
+        if e["Type"] == "HttpApi"
+    }
+    assert served == declared
