@@ -53,7 +53,7 @@ def apply_step(state: TurnState, journey_id: str, result: JourneyStepResult | No
         # A new run of a journey collects its own values again: a second transfer must never
         # reuse the first one's amount or destination.
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
-    record_collected(state, journey_id, result.collected)
+    record_collected(state, journey_id, result.collected, result.ahead)
     state.trace.notes.extend(result.notes)
     apply_verified(
         state,
@@ -97,13 +97,21 @@ def apply_verified(
     )
 
 
-def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) -> None:
+def record_collected(
+    state: TurnState,
+    journey_id: str,
+    values: dict[str, Any],
+    ahead: dict[str, str] | None = None,
+) -> None:
+    """Store the values collected this turn; one given ahead of its step is recorded for that
+    step (which it satisfies once the journey gets there)."""
+    ahead = ahead or {}
     for name, value in values.items():
         secret = state.secrets.is_secret(name)
         if secret:
             state.secrets.remember(value)  # masked wherever the customer typed it
         state.trace.collected[f"{journey_id}.{name}"] = MASK if secret else str(value)
-        node_id = state.paths.get(journey_id, (None,))[-1] or ""
+        node_id = ahead.get(name) or state.paths.get(journey_id, (None,))[-1] or ""
         state.collected.append(
             CollectedValue(
                 journey_id=journey_id,
@@ -112,6 +120,7 @@ def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) 
                 value=value,
                 turn_id=state.turn_id,
                 secret=secret,
+                ahead=name in ahead,
             )
         )
 
