@@ -131,8 +131,8 @@ def pass_satisfied_steps(
         if not all(f.name in given_now or f.name in ahead_here for f in view.collects):
             break
         chain = _single_way_on(views, here)
-        if chain is None:
-            break
+        if chain is None or chain[-1] in passed or chain[-1] == step.node_id:
+            break  # a choice, the end, or back to a step this walk passed: stop here
         repairs.append(f"passed {view.id}: its values were given ahead")
         passed.add(here)
         path.extend(chain)

@@ -7,13 +7,13 @@ import itertools
 from decimal import Decimal
 from typing import Any
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine.compose import ComposedReply
 from engine.context import TurnContext
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_graph import NodeView, build_node_views
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
@@ -33,7 +33,15 @@ from tests.engine.pipeline_kit import (
     step_number,
     tool_harness,
 )
-from tests.engine.test_journey_graph import chat, entry, fork, make_journey, tool
+from tests.engine.test_journey_graph import (
+    assert_obeys_graph,
+    chat,
+    entry,
+    fork,
+    journeys_and_answers,
+    make_journey,
+    tool,
+)
 from tests.engine.test_journey_selection import (
     T0,
     context,
@@ -193,19 +201,18 @@ def graphs_with_fields(draw: Any) -> tuple[Journey, str, set[str]]:
             nodes.append(tool(nid, f"t{i}"))
         else:
             nodes.append(fork(nid))
-    pairs = draw(
-        st.lists(
-            st.tuples(st.sampled_from(ids), st.sampled_from([*ids[1:], None])),
-            min_size=size - 1,
-            max_size=3 * size,
-        )
-    )
+    # Mostly a single way out of each step (the case where satisfied steps are passed).
+    targets = st.sampled_from([*ids[1:], *ids[1:], None])
+    pairs = [
+        (nid, draw(targets)) for nid in ids for _ in range(draw(st.sampled_from([1, 1, 1, 2])))
+    ]
     journey = make_journey(*nodes, edges=[f"{a} -> {b or 'END'}" for a, b in pairs])
     views = build_node_views(journey)
     real = [v.id for v in views.values() if not v.transit]
     assume(real)
     start = draw(st.sampled_from(real))
-    given_now = draw(st.sets(st.sampled_from([f"f_{n}" for n in ids])))
+    names = [f"f_{n}" for n in ids]
+    given_now = draw(st.one_of(st.just(set(names)), st.sets(st.sampled_from(names))))
     return journey, start, given_now
 
 
@@ -327,3 +334,46 @@ async def test_an_invented_amount_ahead_never_reaches_the_transfer() -> None:
     assert out.state.journey_paths["transfer"][-1] == "ask_amount"
     assert "Ask how much to transfer" in out.reply.text
     assert "amount" not in out.state.collected_values("transfer")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(journeys_and_answers(), st.data())
+def test_any_answer_then_passing_satisfied_steps_still_obeys_the_graph(
+    case: tuple[Journey, list[str | None], JourneyNodeSelection, set[str]], data: st.DataObject
+) -> None:
+    """The walk rules of tests/engine/test_journey_graph.py (real edges, never past a tool step
+    that did not run, never stopping on a fork, completion only after a performed step) hold
+    after satisfied steps are passed; beyond the step the model named, only satisfied chat steps
+    are passed."""
+    journey, previous, selection, executed = case
+    journey = journey.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"collects": (CollectedField(name=f"f_{n.id}"),)})
+                if n.kind is NodeKind.CHAT and n.action is not None
+                else n
+                for n in journey.nodes
+            )
+        }
+    )
+    views = build_node_views(journey)
+    names = [f"f_{n.id}" for n in journey.nodes]
+    # Often everything was given (the interesting case: steps get passed), else a random part.
+    given_now = data.draw(st.one_of(st.just(set(names)), st.sets(st.sampled_from(names))))
+    ahead = data.draw(st.dictionaries(st.sampled_from([n.id for n in journey.nodes]),
+                                      st.sets(st.sampled_from(names)), max_size=3))  # fmt: skip
+    verified = verify_advancement(journey, views, previous, selection, executed)
+
+    passed = pass_satisfied_steps(views, verified, given_now, ahead)
+
+    assert_obeys_graph(journey, views, previous, passed, executed)
+    assert passed.path[: len(verified.path)] == verified.path
+    if passed is not verified:
+        assert passed.outcome == "advance" and verified.outcome in ("advance", "stay")
+        for nid in passed.path[len(verified.path) - 1 : -1]:
+            view = views[str(nid)]
+            if not view.transit:
+                assert view.kind is NodeKind.CHAT and view.collects
+                assert all(
+                    f.name in given_now or f.name in ahead.get(view.id, ()) for f in view.collects
+                )
