@@ -11,7 +11,7 @@ that can be checked in code depends on the model obeying it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ class JourneyStepResult:
     notes: tuple[str, ...]  # values dropped and why (path repairs are in `step.repairs`)
     # field → the step ahead it was given for (`engine.matching.values_ahead`)
     ahead: dict[str, str] = field(default_factory=dict)
+    grounded: frozenset[str] = frozenset()  # fields found in the customer's words this turn
 
 
 def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
@@ -78,10 +79,13 @@ async def select_journey_step(
     executed_tools: set[str],
     max_depth: int = 5,
     explain: bool = False,
+    given_ahead: Mapping[str, Collection[str]] | None = None,
 ) -> JourneyStepResult:
     """Where `journey` stands after this turn: no LLM call when the graph decides alone, else one
     call whose answer is verified and whose values are typed. LLM failures (`LLMError`,
-    including `LLMBudgetExceeded`) propagate: the turn pipeline owns the fallback policy."""
+    including `LLMBudgetExceeded`) propagate: the turn pipeline owns the fallback policy.
+    `given_ahead` (step → fields) overrides the values given ahead in earlier turns of this run
+    (a journey resumed after its prerequisites brings those its activating message gave)."""
     views = build_node_views(journey)
     auto = auto_return(journey, views, previous_path, executed_tools)
     if auto is not None:
@@ -100,10 +104,21 @@ async def select_journey_step(
         notes = ("dropped the values given for an exited journey",) if selection.collected else ()
         return JourneyStepResult(journey.id, step, {}, selection.rationale, True, notes)
     got = collect_values(journey, views, step, selection.collected, messages_this_turn(ctx))
-    given_ahead = _given_ahead_before(ctx, journey.id, previous_path)
+    ahead_for = (
+        _given_ahead_before(ctx, journey.id, previous_path)
+        if given_ahead is None
+        else {node: set(names) for node, names in given_ahead.items()}
+    )
     for name, node_id in got.ahead.items():
-        given_ahead.setdefault(node_id, set()).add(name)
-    step = pass_satisfied_steps(views, step, got.grounded, given_ahead)
+        ahead_for.setdefault(node_id, set()).add(name)
+    step = pass_satisfied_steps(views, step, got.grounded, ahead_for)
     return JourneyStepResult(
-        journey.id, step, got.values, selection.rationale, True, got.notes, got.ahead
+        journey.id,
+        step,
+        got.values,
+        selection.rationale,
+        True,
+        got.notes,
+        got.ahead,
+        got.grounded,
     )

@@ -19,6 +19,7 @@ from engine.stages.journey_progress import (
     apply_step,
     apply_verified,
     first_runnable,
+    keep_values_while_suspended,
     resume_suspended,
     select_step,
 )
@@ -33,7 +34,12 @@ async def activate(
 ) -> None:
     newly = newly_activated(state, recalled.active_before)
     state.trace.activated_journeys = list(newly)
+    suspended_before = set(state.suspended)
     to_enter = apply_prerequisites(state, newly)
+    for jid in newly:
+        if jid in state.suspended and jid not in to_enter:
+            first = jid not in suspended_before
+            keep_values_while_suspended(state, jid, step_results.get(jid), first=first)
 
     supplemental = [j for j in to_enter if j not in step_results]
     # A prerequisite the customer did not ask for starts at its first question: no LLM round

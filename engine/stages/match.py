@@ -28,10 +28,17 @@ async def match_round(state: TurnState, ctx: TurnContext, recalled: Recalled) ->
     """Round 1: matching batches ∥ node selection of active journeys ∥ speculative entry of
     predicted journeys. Returns the node selections by journey id."""
     state.llm.round = 1
+    # A predicted journey whose prerequisites have not completed is selected too, in this same
+    # round: it cannot start yet, but if it activates, the values its activating message gave
+    # are kept for it while the prerequisites run (`keep_values_while_suspended`).
     predicted = [
         j
         for j in recalled.high
-        if j not in recalled.active_before and state.prerequisites_met(state.agent.journey(j))
+        if j not in recalled.active_before
+        and (
+            state.prerequisites_met(state.agent.journey(j))
+            or (j not in state.suspended and _collects(state, j))
+        )
     ]
     selecting = (*recalled.active_before, *predicted)
     outcome, selections = await asyncio.gather(
@@ -40,6 +47,10 @@ async def match_round(state: TurnState, ctx: TurnContext, recalled: Recalled) ->
     )
     absorb_matches(state, outcome)
     return dict(zip(selecting, selections, strict=True))
+
+
+def _collects(state: TurnState, journey_id: str) -> bool:
+    return any(node.collects for node in state.agent.journey(journey_id).nodes)
 
 
 async def match_guidelines(

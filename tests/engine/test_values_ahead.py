@@ -377,3 +377,85 @@ def test_any_answer_then_passing_satisfied_steps_still_obeys_the_graph(
                 assert all(
                     f.name in given_now or f.name in ahead.get(view.id, ()) for f in view.collects
                 )
+
+
+# -- a journey suspended for its prerequisites keeps what its activating message gave ----------
+
+LOGIN = chain_journey(
+    "login",
+    "Login",
+    "The customer wants to log in",
+    [("ask_username", "Ask for the username", {"collects": (CollectedField(name="username"),)})],
+)
+GATED = chain_journey(
+    "transfer",
+    "Money transfer",
+    "The customer wants to transfer money",
+    [
+        ("ask_destination", "Ask for the account ID to transfer to",
+         {"collects": (CollectedField(name="to_account_id"),)}),
+        ("ask_amount", "Ask how much to transfer",
+         {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
+        ("send", "tool:send_money", {"action": "Say the transfer is done"}),
+    ],
+    requires=["login"],
+)  # fmt: skip
+
+
+def gated_harness(first_answer: dict[str, str]) -> Harness:
+    SENT.clear()
+    first = step_number(GATED[0], "ask_destination")
+    user = step_number(LOGIN[0], "ask_username")
+    llm = ScriptedLLM()
+    llm.on(
+        GuidelineMatchBatch,
+        match_when({"transfer money": lambda m: "transfer" in m, "log in": False}),
+    )
+    llm.on(
+        JourneyNodeSelection,
+        per_journey(
+            {
+                # the speculative selection in the activating turn, then the resumed run
+                "Money transfer": [advance(first, collected=first_answer), advance(first)],
+                "Login": [{**advance(user, collected={"username": "seldo"}), "next_step": "NONE"}],
+            }
+        ),
+    )
+    llm.on(ComposedReply, compose_echo)
+    return tool_harness(llm, send_money, journeys=[LOGIN, GATED])
+
+
+async def test_values_given_before_a_prerequisite_are_kept_until_the_journey_resumes() -> None:
+    h = gated_harness({"to_account_id": "7770001", "amount": "250"})
+    await h.start()
+
+    asked = await h.say("I want to transfer money: $250 to 7770001")
+
+    assert asked.state.journey_paths.get("login") == ("ask_username",)
+    assert asked.state.collected_values("transfer") == {
+        "to_account_id": "7770001",
+        "amount": Decimal("250"),
+    }
+    assert SENT == []
+
+    done = await h.say("seldo")
+
+    # Login completed; the transfer resumed and passed both answered steps to its tool step.
+    assert "login" in done.state.completed_journeys
+    assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
+    assert "Ask how much" not in done.reply.text and "Ask for the account" not in done.reply.text
+
+
+async def test_an_invented_value_before_a_prerequisite_is_not_kept() -> None:
+    # Adversarial: the model claims an amount the activating message never gave.
+    h = gated_harness({"to_account_id": "7770001", "amount": "900"})
+    await h.start()
+
+    asked = await h.say("I want to transfer money to 7770001")
+
+    assert asked.state.collected_values("transfer") == {"to_account_id": "7770001"}
+    done = await h.say("seldo")
+
+    assert SENT == []
+    assert done.state.journey_paths["transfer"][-1] == "ask_amount"
+    assert "Ask how much to transfer" in done.reply.text
