@@ -140,11 +140,12 @@ def record_collected(
 def keep_values_while_suspended(
     state: TurnState, journey_id: str, result: JourneyStepResult | None, *, first: bool
 ) -> None:
-    """A journey suspended for its prerequisites keeps the values its activating message gave
-    in the customer's words ("transfer $250 to 7770001" while a login comes first): each is
-    recorded ahead, for the first step that collects it. Nothing else of that node selection
-    is used — the journey has not started. When it is `first` suspended, a previous run's
-    values go: the run these values are for has not started."""
+    """A journey suspended for its prerequisites — or a prerequisite that will run after the one
+    entered now — keeps the values its activating message gave in the customer's words
+    ("transfer $250 from savings to 7770001" while a login comes first): each is recorded
+    ahead, for the first step that collects it. Nothing else of that node selection is used —
+    the journey has not started. The `first` time, a previous run's values go: the run these
+    values are for has not started."""
     if first:
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
     if result is None or result.step.outcome == "exit":
@@ -198,8 +199,9 @@ async def resume_suspended(state: TurnState) -> None:
             state.suspended.remove(jid)
         journey = state.agent.journey(target)
         previous = state.paths.get(target, ())
-        # The suspended journey itself brings the values its activating message gave ahead.
-        kept = given_ahead_while_suspended(state, target) if target == jid else {}
+        # The suspended journey, or a prerequisite of it, brings the values its activating
+        # message gave ahead (`keep_values_while_suspended`).
+        kept = given_ahead_while_suspended(state, target)
         known = {name for names in kept.values() for name in names}
         entry = entry_step(journey, state.views[target], previous_path=previous, known_fields=known)
         if entry is not None:
