@@ -459,3 +459,75 @@ async def test_an_invented_value_before_a_prerequisite_is_not_kept() -> None:
     assert SENT == []
     assert done.state.journey_paths["transfer"][-1] == "ask_amount"
     assert "Ask how much to transfer" in done.reply.text
+
+
+ACCOUNT = chain_journey(
+    "account",
+    "Account choice",
+    "The customer wants to choose an account",
+    [
+        ("ask_account", "Ask which account to use",
+         {"collects": (CollectedField(name="account_name"),)}),
+        ("show_account", "Tell the customer which account will be used"),
+    ],
+    requires=["login"],
+)  # fmt: skip
+GATED_TWICE = chain_journey(
+    "transfer",
+    "Money transfer",
+    "The customer wants to transfer money",
+    [
+        ("ask_destination", "Ask for the account ID to transfer to",
+         {"collects": (CollectedField(name="to_account_id"),)}),
+        ("ask_amount", "Ask how much to transfer",
+         {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
+        ("send", "tool:send_money", {"action": "Say the transfer is done"}),
+    ],
+    requires=["login", "account"],
+)  # fmt: skip
+
+
+async def test_a_later_prerequisite_keeps_what_the_first_message_gave_for_it() -> None:
+    SENT.clear()
+    n_dest = step_number(GATED_TWICE[0], "ask_destination")
+    n_acc = step_number(ACCOUNT[0], "ask_account")
+    n_show = step_number(ACCOUNT[0], "show_account")
+    n_user = step_number(LOGIN[0], "ask_username")
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"transfer money": lambda m: "transfer" in m}))
+    llm.on(
+        JourneyNodeSelection,
+        per_journey(
+            {
+                "Money transfer": [
+                    advance(n_dest, collected={"to_account_id": "7770001", "amount": "250"}),
+                    advance(n_dest),
+                ],
+                "Account choice": [
+                    advance(n_acc, collected={"account_name": "savings"}),  # speculative
+                    advance(n_acc),  # resumed: the account was given ahead
+                    {**advance(n_show), "next_step": "NONE"},
+                ],
+                "Login": [
+                    {**advance(n_user, collected={"username": "seldo"}), "next_step": "NONE"}
+                ],
+            }
+        ),
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, send_money, journeys=[LOGIN, ACCOUNT, GATED_TWICE])
+    await h.start()
+
+    first = await h.say("I want to transfer money: $250 from savings to 7770001")
+    assert first.state.journey_paths.get("login") == ("ask_username",)
+    assert first.state.collected_values("account") == {"account_name": "savings"}
+
+    second = await h.say("seldo")
+
+    # The account question is passed: the journey stands on the step after it.
+    assert second.state.journey_paths["account"] == ("ask_account", "show_account")
+    assert "Ask which account" not in second.reply.text
+
+    await h.say("ok")
+
+    assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
