@@ -65,7 +65,8 @@ def _given_ahead_before(
     visited = set(current_run(previous_path))
     given: dict[str, set[str]] = {}
     for c in ctx.session.collected:
-        if c.journey_id == journey_id and c.ahead and c.node_id not in visited:
+        # A secret is stored masked: no longer a value, so it answers no step in a later turn.
+        if c.journey_id == journey_id and c.ahead and not c.secret and c.node_id not in visited:
             given.setdefault(c.node_id, set()).add(c.name)
     return given
 

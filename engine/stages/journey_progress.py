@@ -168,7 +168,8 @@ def given_ahead_while_suspended(state: TurnState, journey_id: str) -> dict[str, 
     """Step → fields kept for a suspended journey by `keep_values_while_suspended`."""
     kept: dict[str, set[str]] = {}
     for c in state.collected:
-        if c.journey_id == journey_id and c.ahead:
+        # A secret from an earlier turn is stored masked: its step must ask for it again.
+        if c.journey_id == journey_id and c.ahead and not (c.secret and c.turn_id != state.turn_id):
             kept.setdefault(c.node_id, set()).add(c.name)
     return kept
 

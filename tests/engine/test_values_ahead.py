@@ -531,3 +531,34 @@ async def test_a_later_prerequisite_keeps_what_the_first_message_gave_for_it() -
     await h.say("ok")
 
     assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
+
+
+async def test_a_secret_given_ahead_in_an_earlier_turn_does_not_answer_its_step() -> None:
+    # Stored masked, a secret is no longer a value: its step asks for it again.
+    journey = make_journey(
+        entry(),
+        chat("user", "Ask for the username", collects=[CollectedField(name="username")]),
+        chat("pass", "Ask for the password", collects=[CollectedField(name="pin", secret=True)]),
+        tool("login", "log_in"),
+        edges=["root -> user", "user -> pass", "pass -> login", "login -> END"],
+        jid="auth",
+        title="Login",
+    )
+    views = build_node_views(journey)
+    masked = CollectedValue(
+        journey_id="auth", node_id="pass", name="pin", value="***", turn_id="t0",
+        ahead=True, secret=True,
+    )  # fmt: skip
+    ctx = context("seldo")
+    agent = AgentSnapshot(id="bank", name="Concierge", journeys=(journey,))
+    ctx = TurnContext(agent, ctx.session.model_copy(update={"collected": (masked,)}), ctx.history)
+    n = {v.id: str(v.index) for v in views.values()}
+    scripted = ScriptedLLM().on(
+        JourneyNodeSelection, step_answer(n["user"], n["pass"], collected={"username": "seldo"})
+    )
+
+    result = await select_journey_step(
+        turn_llm(scripted), ctx, journey, ["user"], executed_tools=set()
+    )
+
+    assert result.step.node_id == "pass"
