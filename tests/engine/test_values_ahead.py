@@ -562,3 +562,44 @@ async def test_a_secret_given_ahead_in_an_earlier_turn_does_not_answer_its_step(
     )
 
     assert result.step.node_id == "pass"
+
+
+def test_values_ahead_are_decided_alike_under_different_hash_seeds() -> None:
+    """Two Lambda containers must keep the same values and pass the same steps."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import json
+from engine.grounding import CustomerMessage
+from engine.matching.collected_values import CollectedItem
+from engine.matching.journey_graph import build_node_views
+from engine.matching.journey_walk import VerifiedStep
+from engine.matching.values_ahead import collect_values, pass_satisfied_steps
+from tests.engine.test_journey_selection import transfer_journey
+journey = transfer_journey()
+views = build_node_views(journey)
+step = VerifiedStep(("from_account",), "from_account", "advance")
+items = [CollectedItem(name=n, value=v) for n, v in
+         [("account", "savings"), ("amount", "250"), ("confirmed", "yes"), ("colour", "red")]]
+got = collect_values(journey, views, step, items, [CustomerMessage(0, "250 from savings")])
+passed = pass_satisfied_steps(views, step, got.grounded, {})
+print(json.dumps([sorted(got.values), got.ahead, sorted(got.grounded), list(got.notes),
+                  list(passed.path), list(passed.repairs)]))
+"""
+    root = Path(__file__).resolve().parents[2]
+    outputs = set()
+    for seed in ("0", "3", "999"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=root, env=env,
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
+    values, ahead, _, _, path, _ = json.loads(outputs.pop())
+    assert values == ["account", "amount"] and ahead == {"amount": "amount"}
+    assert path == ["from_account", "amount", "check"]
