@@ -24,7 +24,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine.model import ToolParameter, ToolSpec
+from engine.model import CollectedField, ToolParameter, ToolSpec
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,23 @@ def ground_argument(
     if param.composed and not spec.consequential:
         return Grounding(name, "composed by the model (declared composed)", True)
     return None
+
+
+_FIELD_TYPES = {"int": "integer", "decimal": "number", "bool": "boolean"}
+
+
+def ground_collected(
+    fld: CollectedField, value: Any, messages: Sequence[CustomerMessage]
+) -> Grounding | None:
+    """Where the customer said `value` for `fld`, or None. Used for a value given ahead of its
+    step: nothing but the customer's own words can fill a step the journey has not reached (a
+    yes/no is never read off free text, so a `bool` field is never filled ahead)."""
+    param = ToolParameter(
+        name=fld.name,
+        type=_FIELD_TYPES.get(fld.type, "string"),
+        enum=fld.choices,
+    )
+    return _in_customer_messages(param, value, messages)
 
 
 # -- values in the customer's words ----------------------------------------------------------------

@@ -67,6 +67,9 @@ class Guideline(BaseModel):
     composition_mode: CompositionMode | None = None
     enabled: bool = True
     tools: tuple[str, ...] = ()  # names of tools this guideline allows the agent to call
+    # Numeric priority: when entities of different priorities hold, only the highest stay
+    # (`engine.relations`). A journey's own guidelines take the journey's priority.
+    priority: int = Field(default=0, strict=True)
 
     @property
     def kind(self) -> GuidelineKind:
@@ -206,6 +209,8 @@ class Journey(BaseModel):
     tags: tuple[str, ...] = ()
     composition_mode: CompositionMode | None = None
     requires: tuple[str, ...] = ()  # prerequisite journeys that must complete first in a session
+    # numeric priority of the journey, its steps and its guidelines (`engine.relations`)
+    priority: int = Field(default=0, strict=True)
 
     def node(self, node_id: str) -> JourneyNode:
         for n in self.nodes:

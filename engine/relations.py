@@ -14,7 +14,12 @@ every container whatever the hash order:
    only shrinks, so this ends, and the greatest such set is unique);
 3. priority: a target of a priority whose source is in that set is suppressed (priority is judged
    among what holds now: g1 > g2 > g3 all holding leaves only g1), then support runs again on
-   what is left (a guideline depending on a suppressed one goes too).
+   what is left (a guideline depending on a suppressed one goes too);
+4. numeric priority, among what relational priority left: the highest priority of a matched
+   entity that ranks is the ceiling, and what ranks below it is cut — except what the entities
+   at the ceiling need to hold (their dependencies, the guidelines entailing those) and what they
+   entail. Entailed-only guidelines and entities without a numeric priority (a journey the
+   customer just left, its guidelines) neither set the ceiling nor are cut by it.
 
 Relationships are indexed once per agent version.
 """
@@ -139,13 +144,15 @@ def resolve(
     *,
     priority_journeys: Iterable[str] | None = None,
     members: TagMembers = _NO_TAGS,
+    numeric_priority: Mapping[Key, int] | None = None,
 ) -> Resolution:
     """Apply relationships to the matched guideline ids and the journeys in scope.
 
     `known_guidelines` are the guidelines entailment may add (those this turn may use);
     `priority_journeys` are the journeys whose priority counts (default: all in scope) — a
     journey the customer just left still satisfies dependencies this turn, but no longer
-    suppresses anything; `members` says which guidelines and journeys carry each tag."""
+    suppresses anything; `members` says which guidelines and journeys carry each tag;
+    `numeric_priority` gives the entities that rank by number their priority (absent: exempt)."""
     index = relationship_index(relationships, members)
     matched = {(EntityKind.GUIDELINE, g) for g in matched_guidelines}
     journeys = {(EntityKind.JOURNEY, j) for j in active_journeys}
@@ -202,13 +209,28 @@ def resolve(
         if acting and hit:
             suppressed |= hit
             record(r, "suppressed")
-    final = support(held - suppressed)
+    after = support(held - suppressed)
+    # 4. Numeric priority among what relational priority left.
+    numeric = numeric_priority or {}
+    final, ceiling = _numeric_ceiling(after, base, index, entailed_by, numeric)
+    cut = after - final
+    for key in sorted(cut):
+        if key in numeric and key in base:
+            records.append(
+                RelationRecord(
+                    kind="numeric priority",
+                    source=f"priority {ceiling}",
+                    target=f"{key[0].value}:{key[1]}",
+                    effect=f"suppressed (priority {numeric[key]} < {ceiling})",
+                )
+            )
+    suppressed |= {k for k in cut if k[0] is EntityKind.JOURNEY}
 
     for key in sorted(closure):
         for r, source in entailed_by.get(key, ()):
             if source in final and key in final:
                 record(r, "added")
-    for key in sorted(closure - final - suppressed):
+    for key in sorted(closure - final - suppressed - cut):
         for req in index.depends.get(key, ()):
             if not req.met(final):
                 for r in req.relationships:
@@ -223,3 +245,38 @@ def resolve(
         i for kind, i in journeys - final - suppressed if kind is EntityKind.JOURNEY
     }
     return result
+
+
+def _numeric_ceiling(
+    held: set[Key],
+    base: set[Key],
+    index: RelationshipIndex,
+    entailed_by: Mapping[Key, list[tuple[Relationship, Key]]],
+    numeric: Mapping[Key, int],
+) -> tuple[set[Key], int | None]:
+    """What stays of `held` (a supported set) under numeric priority, and the ceiling.
+
+    The ceiling is the highest priority among the matched entities that rank; kept are those at
+    the ceiling, the exempt ones, and — transitively — what a kept member needs in order to hold
+    (its dependency targets, and the entailers of an entailed-only member) and what it entails.
+    The kept set is supported by construction: every requirement met in `held` is met by what
+    was pulled in."""
+    ranked = {k for k in held & base if k in numeric}
+    if not ranked:
+        return set(held), None
+    ceiling = max(numeric[k] for k in ranked)
+    keep = {k for k in held & base if k not in numeric or numeric[k] == ceiling}
+    frontier = sorted(keep)
+    while frontier:
+        key = frontier.pop()
+        pulled: set[Key] = set()
+        for req in index.depends.get(key, ()):
+            pulled |= req.targets & held
+        if key not in base:
+            pulled |= {src for _, src in entailed_by.get(key, ()) if src in held}
+        for _, targets in index.entails.get(key, ()):
+            pulled |= targets & held
+        for k in sorted(pulled - keep):
+            keep.add(k)
+            frontier.append(k)
+    return keep, ceiling

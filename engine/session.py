@@ -107,6 +107,9 @@ class CollectedValue(BaseModel):
     turn_id: str
     origin: str | None = None
     sender: str | None = None  # who gave it; a pick or form result grounds only their calls
+    # Given ahead of its step (grounded in the customer's words when given): the step it belongs
+    # to is passed once the journey reaches it (`engine.matching.values_ahead`).
+    ahead: bool = False
     # A secret's clear value exists only in the turn that collected it; stored, it is masked and
     # no longer a value (a later tool that needs it asks again — see `engine.secrets`).
     secret: bool = False

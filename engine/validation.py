@@ -386,6 +386,16 @@ def _priority_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
         yield f"priority cycle: {route}; remove one of these priorities"
 
 
+def _journey_guideline_priorities(snapshot: AgentSnapshot) -> Iterator[str]:
+    for g in snapshot.guidelines:
+        owner = g.scoped_journey_id or g.condition_of_journey
+        if owner is not None and g.priority != 0:
+            yield (
+                f"guideline '{g.id}' belongs to journey '{owner}' and takes its priority: set "
+                f"priority on the journey, not on the guideline (got priority {g.priority})"
+            )
+
+
 def _prerequisite_cycles(snapshot: AgentSnapshot) -> Iterator[str]:
     graph = {j.id: list(j.requires) for j in snapshot.journeys}
     for cycle in find_cycles(graph):
@@ -465,6 +475,7 @@ _CHECKS: tuple[Check, ...] = (
     _journey_problems,
     _relationship_problems,
     _priority_cycles,
+    _journey_guideline_priorities,
     _prerequisite_cycles,
     _canned_response_problems,
     migration_problems,

@@ -87,6 +87,9 @@ class GuidelineOptions(TypedDict, total=False):
     continuous: bool  # re-applied whenever the condition holds, not just once
     customer_dependent: CustomerDependentSpec  # complete only once the customer answered
     enabled: bool
+    # Numeric priority (default 0): when entities of different priorities hold, only the
+    # highest stay. A journey's guidelines take the journey's priority instead.
+    priority: int
     id: str | None
 
 
@@ -163,6 +166,7 @@ class Agent:
             composition_mode=options.get("composition_mode"),
             enabled=options.get("enabled", True),
             tools=self._tool_names(options.get("tools", ())),
+            priority=options.get("priority", 0),
         )
         self._guidelines.append(guideline)
         if journey_id is not None:
@@ -180,10 +184,12 @@ class Agent:
         tags: Sequence[str] = (),
         composition_mode: CompositionMode | str | None = None,
         requires: Sequence[JourneyBuilder | str] = (),
+        priority: int = 0,
         id: str | None = None,
     ) -> JourneyBuilder:
         """A journey whose conditions become global observations: when one matches, it activates.
-        `requires` names prerequisite journeys that must complete first."""
+        `requires` names prerequisite journeys that must complete first; `priority` ranks it (and
+        its steps and guidelines) against other matched entities by number."""
         journey_id = id or default_journey_id(title)
         texts = [conditions] if isinstance(conditions, str) else list(conditions)
         condition_ids = [journey_condition_guideline_id(journey_id, i) for i in range(len(texts))]
@@ -197,6 +203,7 @@ class Agent:
             tags=tags,
             composition_mode=composition_mode,
             requires=[journey_id_of(j) for j in requires],
+            priority=priority,
         )
         for guideline_id, text in zip(condition_ids, texts, strict=True):
             # No journey tag: a condition must be evaluated while its journey is not active yet.

@@ -62,6 +62,7 @@ class GuidelineDoc(RelatedDoc):
     continuous: bool = False
     customer_dependent: bool | dict[str, Any] | None = None
     enabled: bool = True
+    priority: int = Field(default=0, strict=True)  # numeric priority; higher wins
     metadata: dict[str, Any] = Field(default_factory=dict)
     disambiguates: tuple[Reference, ...] = ()
 
@@ -95,6 +96,7 @@ class JourneyDoc(RelatedDoc):
     tags: tuple[str, ...] = ()
     composition_mode: CompositionMode | None = None
     requires: tuple[str, ...] = ()
+    priority: int = Field(default=0, strict=True)  # numeric priority; higher wins
     states: tuple[StateDoc, ...] = ()
     transitions: tuple[TransitionDoc, ...] = ()
     guidelines: tuple[GuidelineDoc, ...] = ()

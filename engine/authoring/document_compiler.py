@@ -173,6 +173,7 @@ class DocumentCompiler:
                 continuous=doc.continuous,
                 customer_dependent=doc.customer_dependent,
                 enabled=doc.enabled,
+                priority=doc.priority,
                 id=doc.id,
             ),
         )
@@ -196,6 +197,7 @@ class DocumentCompiler:
                 tags=doc.tags,
                 composition_mode=doc.composition_mode,
                 requires=requires,
+                priority=doc.priority,
                 id=doc.id,
             ),
         )

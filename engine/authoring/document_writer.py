@@ -128,6 +128,8 @@ class _DocumentWriter:
             metadata.pop("customer_dependent_action_data")
         if not g.enabled:
             doc["enabled"] = False
+        if g.priority != 0:
+            doc["priority"] = g.priority
         if metadata:
             doc["metadata"] = metadata
         implicit = journey_dependency(g.id, scope.id) if scope else None
@@ -145,6 +147,8 @@ class _DocumentWriter:
             doc["composition_mode"] = journey.composition_mode.value
         if journey.requires:
             doc["requires"] = list(journey.requires)
+        if journey.priority != 0:
+            doc["priority"] = journey.priority
         doc.update(self._relations(EntityRef(kind=EntityKind.JOURNEY, id=journey.id), None))
         doc["states"] = [_state(n) for n in journey.nodes if n.id != journey.root_id]
         doc["transitions"] = _transitions(journey.edges)

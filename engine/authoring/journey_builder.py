@@ -206,6 +206,7 @@ class JourneyBuilder(Relatable):
         tags: Sequence[str],
         composition_mode: CompositionMode | str | None,
         requires: Sequence[str],
+        priority: int = 0,
     ):
         self._agent = agent
         self._nodes: list[JourneyNode] = [JourneyNode(id=ROOT_STATE_ID, kind=NodeKind.CHAT)]
@@ -224,6 +225,7 @@ class JourneyBuilder(Relatable):
             nodes=tuple(self._nodes),
             tags=tuple(tags),
             composition_mode=composition_mode,
+            priority=priority,
         )
 
     @property

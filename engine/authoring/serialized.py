@@ -15,7 +15,8 @@ guidelines:
     action: Block the card right away and tell the customer it is blocked
     tools: [block_card]
     criticality: high                  # also: description, tags, composition_mode, enabled,
-    continuous: false                  #   metadata, customer_dependent: true | {customer_action,
+    continuous: false                  #   metadata, priority: 0 (numeric; higher wins),
+                                       #   customer_dependent: true | {customer_action,
     priority_over: [transfer]          #   agent_action}; relations: priority_over, depends_on,
                                        #   entails, disambiguates (ids, or {journey: id})
 journeys:
@@ -23,6 +24,7 @@ journeys:
     title: Money transfer
     conditions: [The customer wants to transfer money]
     requires: [authenticate, balance]  # prerequisite journeys
+    priority: 0                        # numeric priority of the journey and its guidelines
     states:                            # ids default to s1, s2, … in this order
       - {id: ask, chat: Ask for the destination and amount,
          collects: {destination: str, amount: decimal>0}}

@@ -223,8 +223,10 @@ it is not complete). Answer "NONE" only when the last step is complete and its E
 transition applies.
 6. collected lists the values the customer stated for fields of the steps you stayed on or \
 passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of \
-the listed options. Never guess a value the customer did not state. If the customer corrected a \
-value ("actually, make it 300"), give the new one. Leave out known values that did not change."""
+the listed options. Also list values this message already gives for fields of later steps \
+("send $250 to 7770001" answers the amount too); those steps will not be asked. Never guess a \
+value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
+give the new one. Leave out known values that did not change."""
 
 _ANSWER = (
     "Reply with one JSON object:\n"

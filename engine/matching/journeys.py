@@ -11,19 +11,21 @@ that can be checked in code depends on the model obeying it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context import TurnContext
+from engine.grounding import CustomerMessage
 from engine.llm import TurnLLM
-from engine.matching.collected_values import coerce_collected
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import build_node_views, current_run
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journey_walk import VerifiedStep
+from engine.matching.values_ahead import collect_values, pass_satisfied_steps
 from engine.model import Journey, LLMPurpose
+from engine.session import EventKind, EventSource
 
 __all__ = ["JourneyStepResult", "select_journey_step"]
 
@@ -38,14 +40,35 @@ class JourneyStepResult:
     rationale: str
     used_llm: bool
     notes: tuple[str, ...]  # values dropped and why (path repairs are in `step.repairs`)
+    # field → the step ahead it was given for (`engine.matching.values_ahead`)
+    ahead: dict[str, str] = field(default_factory=dict)
+    grounded: frozenset[str] = frozenset()  # fields found in the customer's words this turn
 
 
-def _reached_nodes(path: Sequence[str | None]) -> tuple[str, ...]:
-    """The nodes of the run this turn ended in (the closed run when it just completed)."""
-    trimmed = list(path)
-    if trimmed and trimmed[-1] is None:
-        trimmed.pop()
-    return current_run(trimmed)
+def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
+    """The customer's messages of this turn: the only words a value ahead may come from."""
+    first = ctx.session.next_offset()
+    return [
+        CustomerMessage(e.offset, e.text or "")
+        for e in ctx.history
+        if e.offset >= first and e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
+
+
+def _given_ahead_before(
+    ctx: TurnContext, journey_id: str, previous_path: Sequence[str | None]
+) -> dict[str, set[str]]:
+    """Step → fields given ahead for it in earlier turns of this run, for steps this run has not
+    visited yet: a value ahead answers its step once (a loop back to the step asks again)."""
+    if not previous_path or previous_path[-1] is None:
+        return {}  # a fresh run collects its own values again
+    visited = set(current_run(previous_path))
+    given: dict[str, set[str]] = {}
+    for c in ctx.session.collected:
+        # A secret is stored masked: no longer a value, so it answers no step in a later turn.
+        if c.journey_id == journey_id and c.ahead and not c.secret and c.node_id not in visited:
+            given.setdefault(c.node_id, set()).add(c.name)
+    return given
 
 
 async def select_journey_step(
@@ -57,10 +80,13 @@ async def select_journey_step(
     executed_tools: set[str],
     max_depth: int = 5,
     explain: bool = False,
+    given_ahead: Mapping[str, Collection[str]] | None = None,
 ) -> JourneyStepResult:
     """Where `journey` stands after this turn: no LLM call when the graph decides alone, else one
     call whose answer is verified and whose values are typed. LLM failures (`LLMError`,
-    including `LLMBudgetExceeded`) propagate: the turn pipeline owns the fallback policy."""
+    including `LLMBudgetExceeded`) propagate: the turn pipeline owns the fallback policy.
+    `given_ahead` (step → fields) overrides the values given ahead in earlier turns of this run
+    (a journey resumed after its prerequisites brings those its activating message gave)."""
     views = build_node_views(journey)
     auto = auto_return(journey, views, previous_path, executed_tools)
     if auto is not None:
@@ -76,8 +102,24 @@ async def select_journey_step(
     selection = generation.value
     step = verify_advancement(journey, views, previous_path, selection, executed_tools)
     if step.outcome == "exit":
-        values: dict[str, Any] = {}
-        notes = ["dropped the values given for an exited journey"] if selection.collected else []
-    else:
-        values, notes = coerce_collected(journey, selection.collected, _reached_nodes(step.path))
-    return JourneyStepResult(journey.id, step, values, selection.rationale, True, tuple(notes))
+        notes = ("dropped the values given for an exited journey",) if selection.collected else ()
+        return JourneyStepResult(journey.id, step, {}, selection.rationale, True, notes)
+    got = collect_values(journey, views, step, selection.collected, messages_this_turn(ctx))
+    ahead_for = (
+        _given_ahead_before(ctx, journey.id, previous_path)
+        if given_ahead is None
+        else {node: set(names) for node, names in given_ahead.items()}
+    )
+    for name, node_id in got.ahead.items():
+        ahead_for.setdefault(node_id, set()).add(name)
+    step = pass_satisfied_steps(views, step, got.grounded, ahead_for)
+    return JourneyStepResult(
+        journey.id,
+        step,
+        got.values,
+        selection.rationale,
+        True,
+        got.notes,
+        got.ahead,
+        got.grounded,
+    )

@@ -19,6 +19,7 @@ from engine.stages.journey_progress import (
     apply_step,
     apply_verified,
     first_runnable,
+    keep_values_while_suspended,
     resume_suspended,
     select_step,
 )
@@ -33,7 +34,13 @@ async def activate(
 ) -> None:
     newly = newly_activated(state, recalled.active_before)
     state.trace.activated_journeys = list(newly)
+    suspended_before = set(state.suspended)
     to_enter = apply_prerequisites(state, newly)
+    # What the activating message gave is kept for the suspended journey and for the
+    # prerequisites that will run after the one entered now ("from savings" for the balance).
+    for jid in waiting_for_prerequisites(state, newly, to_enter):
+        first = jid not in suspended_before
+        keep_values_while_suspended(state, jid, step_results.get(jid), first=first)
 
     supplemental = [j for j in to_enter if j not in step_results]
     # A prerequisite the customer did not ask for starts at its first question: no LLM round
@@ -59,6 +66,28 @@ async def activate(
     for jid in [*recalled.active_before, *to_enter]:
         apply_step(state, jid, step_results.get(jid))
     await resume_suspended(state)
+
+
+def waiting_for_prerequisites(
+    state: TurnState, newly: Sequence[str], to_enter: Sequence[str]
+) -> list[str]:
+    """The journeys newly suspended this turn and the prerequisites of theirs that will run
+    later (not completed, not running, not entered now), each once, in a stable order."""
+    waiting: list[str] = []
+
+    def visit(jid: str) -> None:
+        if jid in waiting or jid in to_enter or jid in state.active():
+            return
+        if state.completed_by_sender(jid):
+            return
+        waiting.append(jid)
+        for required in state.agent.journey(jid).requires:
+            visit(required)
+
+    for jid in newly:
+        if jid in state.suspended and jid not in to_enter:
+            visit(jid)
+    return waiting
 
 
 def newly_activated(state: TurnState, active_before: Sequence[str]) -> list[str]:

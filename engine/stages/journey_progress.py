@@ -7,6 +7,7 @@ functions so that a transition is recorded, traced and ended the same way everyw
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from engine.context import TurnContext
@@ -22,7 +23,10 @@ from engine.trace import JourneyTransitionRecord
 
 
 async def select_step(
-    state: TurnState, ctx: TurnContext, journey: Journey
+    state: TurnState,
+    ctx: TurnContext,
+    journey: Journey,
+    given_ahead: Mapping[str, Collection[str]] | None = None,
 ) -> JourneyStepResult | None:
     """Ask the model where `journey` goes next; a failed call keeps the journey where it was."""
     try:
@@ -34,6 +38,7 @@ async def select_step(
             executed_tools=state.succeeded_tools,
             max_depth=state.agent.config.max_journey_depth,
             explain=state.agent.config.explain,
+            given_ahead=given_ahead,
         )
     except LLMError as exc:
         if not isinstance(exc, LLMBudgetExceeded):
@@ -41,19 +46,26 @@ async def select_step(
         return None
 
 
-def apply_step(state: TurnState, journey_id: str, result: JourneyStepResult | None) -> None:
-    """Record a journey's transition and collected values; exits and completions end it."""
+def apply_step(
+    state: TurnState,
+    journey_id: str,
+    result: JourneyStepResult | None,
+    *,
+    keep_collected: bool = False,
+) -> None:
+    """Record a journey's transition and collected values; exits and completions end it.
+    `keep_collected`: a resumed journey keeps the values its activating message gave."""
     previous = state.paths.get(journey_id, ())
     if result is None:
         if previous and previous[-1] is not None:
             state.steps[journey_id] = previous[-1]  # keep the step we were at
         return
     fresh_run = not previous or previous[-1] is None
-    if fresh_run and result.step.outcome != "exit":
+    if fresh_run and result.step.outcome != "exit" and not keep_collected:
         # A new run of a journey collects its own values again: a second transfer must never
         # reuse the first one's amount or destination.
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
-    record_collected(state, journey_id, result.collected)
+    record_collected(state, journey_id, result.collected, result.ahead)
     state.trace.notes.extend(result.notes)
     apply_verified(
         state,
@@ -97,13 +109,21 @@ def apply_verified(
     )
 
 
-def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) -> None:
+def record_collected(
+    state: TurnState,
+    journey_id: str,
+    values: dict[str, Any],
+    ahead: dict[str, str] | None = None,
+) -> None:
+    """Store the values collected this turn; one given ahead of its step is recorded for that
+    step (which it satisfies once the journey gets there)."""
+    ahead = ahead or {}
     for name, value in values.items():
         secret = state.secrets.is_secret(name)
         if secret:
             state.secrets.remember(value)  # masked wherever the customer typed it
         state.trace.collected[f"{journey_id}.{name}"] = MASK if secret else str(value)
-        node_id = state.paths.get(journey_id, (None,))[-1] or ""
+        node_id = ahead.get(name) or state.paths.get(journey_id, (None,))[-1] or ""
         state.collected.append(
             CollectedValue(
                 journey_id=journey_id,
@@ -112,8 +132,46 @@ def record_collected(state: TurnState, journey_id: str, values: dict[str, Any]) 
                 value=value,
                 turn_id=state.turn_id,
                 secret=secret,
+                ahead=name in ahead,
             )
         )
+
+
+def keep_values_while_suspended(
+    state: TurnState, journey_id: str, result: JourneyStepResult | None, *, first: bool
+) -> None:
+    """A journey suspended for its prerequisites — or a prerequisite that will run after the one
+    entered now — keeps the values its activating message gave in the customer's words
+    ("transfer $250 from savings to 7770001" while a login comes first): each is recorded
+    ahead, for the first step that collects it. Nothing else of that node selection is used —
+    the journey has not started. The `first` time, a previous run's values go: the run these
+    values are for has not started."""
+    if first:
+        state.collected = [c for c in state.collected if c.journey_id != journey_id]
+    if result is None or result.step.outcome == "exit":
+        return
+    journey = state.agent.journey(journey_id)
+    owners: dict[str, str] = {}
+    for node in journey.nodes:
+        for fld in node.collects:
+            owners.setdefault(fld.name, node.id)
+    values = {n: v for n, v in result.collected.items() if n in result.grounded and n in owners}
+    if not values:
+        return
+    record_collected(state, journey_id, values, {n: owners[n] for n in values})
+    state.trace.notes.append(
+        f"kept {', '.join(sorted(values))} for {journey_id!r} until its prerequisites complete"
+    )
+
+
+def given_ahead_while_suspended(state: TurnState, journey_id: str) -> dict[str, set[str]]:
+    """Step → fields kept for a suspended journey by `keep_values_while_suspended`."""
+    kept: dict[str, set[str]] = {}
+    for c in state.collected:
+        # A secret from an earlier turn is stored masked: its step must ask for it again.
+        if c.journey_id == journey_id and c.ahead and not (c.secret and c.turn_id != state.turn_id):
+            kept.setdefault(c.node_id, set()).add(c.name)
+    return kept
 
 
 def first_runnable(state: TurnState, journey: Journey, seen: set[str]) -> str | None:
@@ -142,15 +200,20 @@ async def resume_suspended(state: TurnState) -> None:
             state.suspended.remove(jid)
         journey = state.agent.journey(target)
         previous = state.paths.get(target, ())
-        entry = entry_step(journey, state.views[target], previous_path=previous)
+        # The suspended journey, or a prerequisite of it, brings the values its activating
+        # message gave ahead (`keep_values_while_suspended`).
+        kept = given_ahead_while_suspended(state, target)
+        known = {name for names in kept.values() for name in names}
+        entry = entry_step(journey, state.views[target], previous_path=previous, known_fields=known)
         if entry is not None:
             # The usual case (a first question): no LLM round. Values the customer gave
             # earlier are still picked up by the journey's next node selection.
-            state.collected = [c for c in state.collected if c.journey_id != target]
+            if not kept:
+                state.collected = [c for c in state.collected if c.journey_id != target]
             apply_verified(state, target, entry, "entry")
             continue
         state.llm.round += 1
-        result = await select_step(state, state.context(), journey)
-        apply_step(state, target, result)
+        result = await select_step(state, state.context(), journey, kept or None)
+        apply_step(state, target, result, keep_collected=bool(kept))
         if result is None:
             return

@@ -16,7 +16,7 @@ from engine.errors import LLMBudgetExceeded, LLMError
 from engine.matching import guidelines as gm
 from engine.matching.journeys import JourneyStepResult
 from engine.model import Guideline
-from engine.stages.journey_progress import select_step
+from engine.stages.journey_progress import first_runnable, select_step
 from engine.stages.recall import Recalled
 from engine.stages.state import TurnState
 from engine.trace import MatchRecord
@@ -33,13 +33,45 @@ async def match_round(state: TurnState, ctx: TurnContext, recalled: Recalled) ->
         for j in recalled.high
         if j not in recalled.active_before and state.prerequisites_met(state.agent.journey(j))
     ]
-    selecting = (*recalled.active_before, *predicted)
+    selecting = (
+        *recalled.active_before,
+        *predicted,
+        *_waiting_if_activated(state, recalled, [*recalled.active_before, *predicted]),
+    )
     outcome, selections = await asyncio.gather(
         match_guidelines(state, ctx, recalled.to_match),
         asyncio.gather(*[select_step(state, ctx, state.agent.journey(j)) for j in selecting]),
     )
     absorb_matches(state, outcome)
     return dict(zip(selecting, selections, strict=True))
+
+
+def _waiting_if_activated(state: TurnState, recalled: Recalled, selecting: list[str]) -> list[str]:
+    """A predicted journey whose prerequisites have not completed cannot start this turn; it and
+    the prerequisites that would run after the first one are selected in this same round anyway
+    (when they collect values), so that if it activates, the values its message gave are kept
+    for them while the prerequisites run (`keep_values_while_suspended`)."""
+    extra: list[str] = []
+    for jid in recalled.high:
+        journey = state.agent.journey(jid)
+        if jid in recalled.active_before or jid in state.suspended:
+            continue
+        if state.prerequisites_met(journey):
+            continue
+        first = first_runnable(state, journey, set())
+        chain = [jid]
+        for waiting in chain:
+            for required in state.agent.journey(waiting).requires:
+                if required not in chain and not state.completed_by_sender(required):
+                    chain.append(required)
+        for waiting in chain:
+            if waiting == first or waiting in selecting or waiting in extra:
+                continue
+            if waiting in state.active() or waiting in state.suspended:
+                continue
+            if any(node.collects for node in state.agent.journey(waiting).nodes):
+                extra.append(waiting)
+    return extra
 
 
 async def match_guidelines(

@@ -8,7 +8,8 @@ Reads matches and journey progress; writes the trace's relation records (and, th
 
 from __future__ import annotations
 
-from engine.relations import Resolution, resolve
+from engine.model import EntityKind
+from engine.relations import Key, Resolution, resolve
 from engine.stages.state import TurnState, tag_members_of
 
 
@@ -41,11 +42,33 @@ def resolve_relationships(state: TurnState) -> Resolution:
         known_guidelines=usable,
         priority_journeys=active_journeys,
         members=tag_members_of(state.agent),
+        numeric_priority=numeric_priorities(state, matched, active_journeys),
     )
     for record in resolution.records:
         if record not in state.trace.relations:
             state.trace.relations.append(record)
     return resolution
+
+
+def numeric_priorities(
+    state: TurnState, matched: set[str], ranking_journeys: list[str]
+) -> dict[Key, int]:
+    """The numeric priority of each matched entity that ranks by number. A journey's steps, its
+    scoped guidelines and its conditions take the journey's priority — and rank only while the
+    journey does (still active); a journey the customer just left, and its guidelines, are
+    exempt, as they are from relational priority."""
+    ranking = set(ranking_journeys)
+    ranks: dict[Key, int] = {
+        (EntityKind.JOURNEY, jid): state.agent.journey(jid).priority for jid in ranking
+    }
+    for gid in matched:
+        guideline = state.agent.guideline(gid)
+        owner = guideline.scoped_journey_id or guideline.condition_of_journey
+        if owner is None:
+            ranks[(EntityKind.GUIDELINE, gid)] = guideline.priority
+        elif owner in ranking:
+            ranks[(EntityKind.GUIDELINE, gid)] = state.agent.journey(owner).priority
+    return ranks
 
 
 def suppress_journeys(state: TurnState, resolution: Resolution) -> None:

@@ -36,13 +36,20 @@ def mask_events(state: TurnState) -> None:
 
 def _answers_a_request_for_a_secret(state: TurnState) -> bool:
     """Whether this turn's messages answer a step that asked for a secret (the journey stood
-    there when the turn began)."""
+    there when the turn began): a chat step collecting a secret field, or a tool step whose
+    tool takes a secret the customer is asked for while it is missing."""
     for journey_id, path in state.session.journey_paths.items():
         if not path or path[-1] is None or not state.agent.has_journey(journey_id):
             continue
         node = state.agent.journey(journey_id).node(path[-1])
         if any(field.secret for field in node.collects):
             return True
+        for name in node.tools:
+            if not state.agent.has_tool(name):
+                continue
+            spec = state.agent.tool(name)
+            if any(state.secrets.is_secret_parameter(spec, p.name) for p in spec.parameters):
+                return True
     return False
 
 

@@ -78,7 +78,7 @@ def test_problems_of_shape_references_and_the_whole_agent_are_listed_together() 
         "guidelines[typo]: missing required key 'condition'",
         "guidelines[typo]: unknown key 'conditon'; did you mean 'condition'? (allowed: "
         "priority_over, depends_on, depends_on_any, entails, id, condition, action, description, tools, tags, "
-        "criticality, composition_mode, continuous, customer_dependent, enabled, metadata, "
+        "criticality, composition_mode, continuous, customer_dependent, enabled, priority, metadata, "
         "disambiguates)",
         "guidelines[pay]: unknown tool 'place_ordr'; did you mean 'place_order'? "
         "(known tools: place_order)",

@@ -96,6 +96,24 @@ async def test_seed_conversation_ends_with_exactly_one_transfer(concierge) -> No
     assert len(set(texts)) == len(texts)
 
 
+async def test_a_transfer_asked_in_one_message_is_not_asked_again_after_the_prerequisites(
+    concierge,
+) -> None:
+    # Values given ahead of their step: the amount and the destination, said before the login
+    # and the balance check, are kept for the transfer and its two questions are never asked.
+    replies = [
+        (await concierge(text))
+        for text in ["Transfer $250 from savings to 1234324", "seldo", "monkey", "Savings"]
+    ]
+    texts = [r.reply.text for r in replies]
+
+    assert "username" in texts[0] and "password" in texts[1] and "account" in texts[2]
+    assert texts[3] == "Done! I transferred $250 to account 1234324. Your new balance is $24750.00."
+    assert bank.BANK.transfers == [{"from": "5555000011", "to": "1234324", "amount": "250.00"}]
+    assert not any("how much" in t.lower() or "account id" in t.lower() for t in texts)
+    assert set(replies[-1].state.completed_journeys) == {"authenticate", "balance", "transfer"}
+
+
 async def test_prerequisites_run_in_order_and_the_transfer_resumes_by_itself(concierge) -> None:
     replies = [(await concierge(text)) for text in SEED[:5]]
 
