@@ -26,13 +26,14 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.model import AgentSnapshot
 from engine.trace import TurnTrace
+from waypoint.turn_progress import ReportingDispatcher, ReportingLLM, TurnProgress
 
 log = logging.getLogger("waypoint.local")
 
@@ -90,6 +91,10 @@ class QueuePoller(threading.Thread):
         self.retry_after = retry_after
         self.batches = 0
         self.failed_records = 0
+        # Why records of a message group (a session) failed, oldest first: `waypoint chat` tells
+        # the customer's side in one line instead of waiting on a turn that keeps failing.
+        self.failures: dict[str, list[str]] = {}
+        self.on_turns: Any = None  # called with the sessions whose turns succeeded in a batch
         self._stop_event = threading.Event()
         arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
         self.queue_arn = arn["Attributes"]["QueueArn"]
@@ -123,6 +128,7 @@ class QueuePoller(threading.Thread):
         failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         self.batches += 1
         self.failed_records += len(failed)
+        self._record_failures(messages, failed, worker.processor)
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self.sqs.delete_message_batch(
@@ -138,7 +144,29 @@ class QueuePoller(threading.Thread):
                     ReceiptHandle=m["ReceiptHandle"],
                     VisibilityTimeout=self.retry_after,
                 )
+        if self.on_turns is not None and done:
+            self.on_turns(sorted({m["Attributes"]["MessageGroupId"] for m in done}))
         return len(messages)
+
+    def _record_failures(
+        self, messages: Sequence[Mapping[str, Any]], failed: set[str], processor: Any
+    ) -> None:
+        """Keep, per session, why each failed record failed (the worker's own exception)."""
+        from waypoint.agent_source import failure_summary
+
+        reasons: dict[str, str] = {}
+        for record, info in zip(processor.fail_messages, processor.exceptions, strict=False):
+            message_id = getattr(record, "message_id", None) or dict(record).get("messageId")
+            if message_id and info and info[1] is not None:
+                reasons[str(message_id)] = failure_summary(info[1])
+        for m in messages:
+            if m["MessageId"] in failed:
+                group = m["Attributes"]["MessageGroupId"]
+                reason = reasons.get(m["MessageId"], "the turn worker failed")
+                self.failures.setdefault(group, []).append(reason)
+
+    def failures_of(self, session_id: str) -> list[str]:
+        return list(self.failures.get(session_id, ()))
 
 
 @dataclass
@@ -166,14 +194,20 @@ class ReplyInbox:
         self._queue(str(payload.get("conversation_id"))).put(payload)
         return True
 
+    def poll(self, conversation_id: str, timeout: float) -> dict[str, Any] | None:
+        """The next reply to a conversation, or None if none came within `timeout`."""
+        try:
+            return self._queue(conversation_id).get(timeout=timeout)
+        except queue.Empty:
+            return None
+
     def wait(self, conversation_id: str, timeout: float) -> dict[str, Any]:
         """The next reply to a conversation; raises TimeoutError with what to check."""
         try:
             return self._queue(conversation_id).get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(
-                f"no reply within {timeout:.0f} s; the worker log above says why "
-                "(run with --verbose for more)"
+                f"no reply within {timeout:.0f} s; the worker's log above says why"
             ) from None
 
 
@@ -190,8 +224,12 @@ class LocalServer:
         management_api_key: str | None = None,
         generic_secret: str | None = None,
         data_dir: Path | None = None,
+        log_line: Callable[[str], None] | None = None,
     ) -> None:
         self.agent = agent
+        # One line per HTTP request and per turn (`waypoint serve`); None: quiet.
+        self.log_line = log_line
+        self.progress = TurnProgress()
         self.data_dir = data_dir
         self.tools_module = tools_module
         self.host = host
@@ -237,11 +275,40 @@ class LocalServer:
         self.stack.create_resources()
         reset_runtime()
         runtime = current_runtime()
+        self._instrument(runtime)
         if not self._already_published(runtime):
             runtime.run(runtime.publish_agent(self.agent))
         self._start_http()
         self.poller = QueuePoller(self.stack.client("sqs"), self.stack.queue_url)
+        if self.log_line is not None:
+            self.poller.on_turns = self._log_turns
         self.poller.start()
+
+    def _instrument(self, runtime: Any) -> None:
+        """The runtime's model and tools, reporting the turn's stage to `self.progress`. Set the
+        way `Runtime(llm=…, tools=…)` sets its parts; the engine is rebuilt on its next use."""
+        runtime.__dict__["llm"] = ReportingLLM(runtime.llm, self.progress)
+        tools = runtime.tools
+        if tools is not None:
+            runtime.__dict__["tools"] = ReportingDispatcher(tools, self.progress)
+        runtime.__dict__.pop("engine", None)
+
+    def republish(self, agent: AgentSnapshot, tools_module: str | None) -> str:
+        """Publish an edited agent (and use its reloaded tools module) on the running stack;
+        returns the new version. Call between turns (`waypoint chat`'s /reload)."""
+        from engine.memory import versioned
+        from infra.runtime import current_runtime
+
+        if tools_module:
+            self._set_env({"WAYPOINT_TOOLS_MODULE": tools_module})
+        runtime = current_runtime()
+        runtime.settings = type(runtime.settings).from_env()
+        for part in ("tools", "llm", "engine"):
+            runtime.__dict__.pop(part, None)
+        self._instrument(runtime)
+        runtime.run(runtime.publish_agent(agent))
+        self.agent = agent
+        return versioned(agent).version
 
     def _already_published(self, runtime: Any) -> bool:
         """On a restored stack, an agent version stored before is not published again: a newer
@@ -299,13 +366,14 @@ class LocalServer:
             new = self.replies.put(payload)
             return JSONResponse({"id": str(payload.get("id") or ""), "duplicate": not new})
 
-        return Starlette(
+        app = Starlette(
             routes=[
                 Route("/local/replies", local_replies, methods=["POST"]),
                 Mount("/api", app=management.app),
                 Mount("/", app=webhook.app),
             ]
         )
+        return app if self.log_line is None else RequestLog(app, self.log_line)
 
     def _start_http(self) -> None:
         import uvicorn
@@ -347,6 +415,18 @@ class LocalServer:
                 "AWS_SECRET_ACCESS_KEY")  # fmt: skip
         return {k: os.environ[k] for k in keys if k in os.environ}
 
+    def _log_turns(self, session_ids: Sequence[str]) -> None:
+        """One line per session whose turn the worker just finished (`waypoint serve`)."""
+        assert self.log_line is not None
+        for session_id in session_ids:
+            try:
+                trace = self.trace_of_last_turn(session_id)
+            except Exception as exc:  # a log line must never stop the worker
+                self.log_line(f"turn    {session_id}: trace unreadable ({exc})")
+                continue
+            if trace is not None:
+                self.log_line(turn_line(trace))
+
     def trace_of_last_turn(self, session_id: str) -> TurnTrace | None:
         """The trace of the newest turn of a session (for the demo's per-turn summary)."""
         from infra.runtime import current_runtime
@@ -359,6 +439,45 @@ class LocalServer:
             return None
         raw = asyncio.run(sessions.trace(session_id, turn_ids[-1]))
         return TurnTrace.model_validate(raw) if raw else None
+
+
+def turn_line(trace: TurnTrace) -> str:
+    """`turn <session> v<version> matched=[…] tools=[…] <ms> ms`: one finished turn."""
+    matched = [m.guideline_id for m in trace.matches if m.matched]
+    tools = [f"{c.tool}:{c.status}" for c in trace.tool_calls]
+    ms = sum(s.ms for s in trace.stages)
+    return (
+        f"turn    {trace.session_id} version {trace.agent_version} "
+        f"matched=[{', '.join(matched)}] tools=[{', '.join(tools)}] {ms:.0f} ms"
+    )
+
+
+class RequestLog:
+    """ASGI middleware: `METHOD path status ms`, one line per HTTP request (`waypoint serve`).
+    The query string is left out: it may carry a token."""
+
+    def __init__(self, app: Any, log_line: Callable[[str], None]) -> None:
+        self.app = app
+        self.log_line = log_line
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client sees when the app raises before answering
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            self.log_line(f"request {scope['method']} {scope['path']} {status} {ms:.0f} ms")
 
 
 class GenericChatClient:
@@ -375,6 +494,11 @@ class GenericChatClient:
 
     def send(self, text: str, *, choice: str | None = None, timeout: float = 60) -> dict[str, Any]:
         """Post one message through the webhook and wait for the agent's reply."""
+        self.post(text, choice=choice)
+        return self.server.replies.wait(self.conversation_id, timeout)
+
+    def post(self, text: str, *, choice: str | None = None) -> None:
+        """Post one message through the webhook (the reply comes to `server.replies`)."""
         from infra.channels.signing import generic_headers
 
         self._n += 1
@@ -393,7 +517,6 @@ class GenericChatClient:
         )
         if response.status_code != 200:
             raise RuntimeError(f"webhook answered {response.status_code}: {response.text[:200]}")
-        return self.server.replies.wait(self.conversation_id, timeout)
 
     @property
     def session_id(self) -> str:

@@ -66,7 +66,7 @@ def test_chat_answers_typed_messages_with_a_trace() -> None:
     reset_runtime()
     assert result.exit_code == 0, result.output
     assert "agent › Hi! I can look up a stock price" in result.output
-    assert "journey authenticate: llm → ask_username" in result.output
+    assert "journey Authentication: moved → ask_username" in result.output
 
 
 def test_publish_writes_the_agent_and_its_embeddings_to_the_stack() -> None:
