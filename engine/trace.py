@@ -142,6 +142,11 @@ class TraceTitles:
                 return f'"{_shorten(g.condition)}"'
         return guideline_id
 
+    def collected(self, key: str) -> str:
+        """`order.size` (journey id, field) as `Pizza order.size`."""
+        journey_id, dot, name = key.partition(".")
+        return f"{self.journey(journey_id)}.{name}" if dot else key
+
     def condition(self, guideline_id: str) -> str:
         """The condition a guideline (or a journey's start) holds on, when the agent says."""
         if self.agent is not None and self.agent.has_guideline(guideline_id):
@@ -191,7 +196,8 @@ def summarize(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]
         step = names.step(t.journey_id, t.node_id)
         lines.append(f"journey {journey}: {HOW.get(t.how, t.how)} → {step}{repaired}")
     if trace.collected:
-        lines.append("collected: " + ", ".join(f"{k}={v}" for k, v in trace.collected.items()))
+        values = ", ".join(f"{names.collected(k)}={v}" for k, v in trace.collected.items())
+        lines.append(f"collected: {values}")
     for r in trace.relations:
         lines.append(
             f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"
@@ -245,7 +251,7 @@ def explain(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
         if t.rationale:
             lines.append(f"    reason: {t.rationale}")
     for name, value in trace.collected.items():
-        lines.append(f"collected {name} = {value}")
+        lines.append(f"collected {names.collected(name)} = {value}")
     for r in trace.relations:
         lines.append(
             f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"

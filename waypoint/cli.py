@@ -11,6 +11,7 @@ import os
 import secrets
 import sys
 import time
+import traceback
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,12 +39,14 @@ class OneLineErrors(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort):
             raise
-        except click.ClickException:
+        except click.ClickException:  # usage errors: click prints them itself
             raise
         except AgentProblems as exc:
             _print_problems(exc)
             raise typer.Exit(exc.code) from None
         except CliProblem as exc:
+            if _debugging() and exc.__cause__ is not None:
+                console.print("".join(traceback.format_exception(exc.__cause__)), markup=False)
             console.print(f"[red]✗ {escape(str(exc))}[/red]")
             raise typer.Exit(exc.code) from None
         except Exception as exc:

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from examples.banking import AGENT_PATH
-from waypoint.cli import app
 from infra.runtime import reset_runtime
+from waypoint.cli import app
 
 runner = CliRunner()
 
