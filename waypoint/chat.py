@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from engine.model import AgentSnapshot
 from engine.secrets import MASK, declared_secret_names
-from engine.trace import TurnTrace, explain, summarize
+from engine.trace import TraceTitles, TurnTrace, explain, summarize
 from waypoint.agent_source import AgentProblems, AgentSource, CliProblem
 from waypoint.local_server import GenericChatClient, LocalServer
 
@@ -197,11 +197,13 @@ class Chat:
         trace = self._last_trace()
         if trace is not None:
             lines.append(f"last turn ran version: {trace.agent_version}")
-        titles = _titles(self.agent)
+        titles = TraceTitles(self.agent)
         for journey_id, path in session.journey_paths.items():
             steps = " → ".join(titles.step(journey_id, n) for n in path if n is not None)
             where = "active" if path and path[-1] is not None else "left"
             lines.append(f"journey {titles.journey(journey_id)} ({where}): {steps or '—'}")
+        for journey_id in session.suspended_journeys:
+            lines.append(f"journey {titles.journey(journey_id)}: waiting for a prerequisite")
         for journey_id in session.completed_journeys:
             lines.append(f"journey {titles.journey(journey_id)}: completed")
         for value in session.collected:
@@ -250,12 +252,6 @@ class Chat:
     def _print_lines(self, lines: list[str], *, dim: bool = True) -> None:
         for line in lines:
             self.console.print(f"    [dim]{escape(line)}[/dim]" if dim else f"  {escape(line)}")
-
-
-def _titles(agent: AgentSnapshot) -> Any:
-    from engine.trace import TraceTitles
-
-    return TraceTitles(agent)
 
 
 def _chosen(options: list[Mapping[str, Any]], text: str) -> str | None:

@@ -95,6 +95,8 @@ class QueuePoller(threading.Thread):
         # the customer's side in one line instead of waiting on a turn that keeps failing.
         self.failures: dict[str, list[str]] = {}
         self.on_turns: Any = None  # called with the sessions whose turns succeeded in a batch
+        # Held while a batch is handled: whoever changes the runtime (a republish) waits for it.
+        self.busy = threading.Lock()
         self._stop_event = threading.Event()
         arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
         self.queue_arn = arn["Attributes"]["QueueArn"]
@@ -124,7 +126,8 @@ class QueuePoller(threading.Thread):
         if not messages:
             return 0
         event = {"Records": queue_records(messages, self.queue_arn)}
-        response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
+        with self.busy:
+            response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
         failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         self.batches += 1
         self.failed_records += len(failed)
@@ -299,15 +302,16 @@ class LocalServer:
         from engine.memory import versioned
         from infra.runtime import current_runtime
 
-        if tools_module:
-            self._set_env({"WAYPOINT_TOOLS_MODULE": tools_module})
-        runtime = current_runtime()
-        runtime.settings = type(runtime.settings).from_env()
-        for part in ("tools", "llm", "engine"):
-            runtime.__dict__.pop(part, None)
-        self._instrument(runtime)
-        runtime.run(runtime.publish_agent(agent))
-        self.agent = agent
+        with self.poller.busy if self.poller is not None else contextlib.nullcontext():
+            if tools_module:
+                self._set_env({"WAYPOINT_TOOLS_MODULE": tools_module})
+            runtime = current_runtime()
+            runtime.settings = type(runtime.settings).from_env()
+            for part in ("tools", "llm", "engine"):
+                runtime.__dict__.pop(part, None)
+            self._instrument(runtime)
+            runtime.run(runtime.publish_agent(agent))
+            self.agent = agent
         return versioned(agent).version
 
     def _already_published(self, runtime: Any) -> bool:
