@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.model import AgentSnapshot
-from engine.trace import TurnTrace
+from engine.trace import TraceTitles, TurnTrace
 from waypoint.turn_progress import ReportingDispatcher, ReportingLLM, TurnProgress
 
 log = logging.getLogger("waypoint.local")
@@ -429,7 +429,7 @@ class LocalServer:
                 self.log_line(f"turn    {session_id}: trace unreadable ({exc})")
                 continue
             if trace is not None:
-                self.log_line(turn_line(trace))
+                self.log_line(turn_line(trace, self.agent))
 
     def trace_of_last_turn(self, session_id: str) -> TurnTrace | None:
         """The trace of the newest turn of a session (for the demo's per-turn summary)."""
@@ -445,9 +445,11 @@ class LocalServer:
         return TurnTrace.model_validate(raw) if raw else None
 
 
-def turn_line(trace: TurnTrace) -> str:
-    """`turn <session> v<version> matched=[…] tools=[…] <ms> ms`: one finished turn."""
-    matched = [m.guideline_id for m in trace.matches if m.matched]
+def turn_line(trace: TurnTrace, agent: AgentSnapshot | None = None) -> str:
+    """`turn <session> version <v> matched=[…] tools=[…] <ms> ms`: one finished turn, its
+    guidelines and journeys by title."""
+    names = TraceTitles(agent)
+    matched = [names.guideline(m.guideline_id) for m in trace.matches if m.matched]
     tools = [f"{c.tool}:{c.status}" for c in trace.tool_calls]
     ms = sum(s.ms for s in trace.stages)
     return (
