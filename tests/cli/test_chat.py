@@ -281,3 +281,29 @@ def test_ctrl_c_stops_waiting_and_the_late_reply_is_shown_next(
     time.sleep(3)  # the turn finishes in the background
     chat.run(Lines("/quit"))
     assert "(late) agent › Hi! I can look up a stock price" in out.getvalue()
+
+
+def test_trace_and_state_mask_declared_secrets_only_not_names_that_look_secret(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toppings` contains "pin" and used to be masked; only declared secrets are (here the
+    pizza agent's PIN is declared secret, as an author would)."""
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    agent_file = folder / "agent.yaml"
+    agent_file.write_text(
+        agent_file.read_text().replace("collects: {pin: str}", "collects: {pin: secret}")
+    )
+
+    for chat, out in _chat(AgentSource("agent.yaml", "pizza_tools")):
+        chat.run(
+            Lines("I want to log in", "555-0100", "4321", "I want to order a pizza", "small",
+                  "pepperoni and mushrooms", "/trace", "/state", "/quit")
+        )  # fmt: skip
+        shown = out.getvalue()
+        assert "collected Pizza order.toppings = pepperoni and mushrooms" in shown, shown
+        assert "collected Login.pin = •••" in shown
+        assert "4321" not in shown  # neither in a reply, the trace nor the state
+    import sys
+
+    sys.modules.pop("pizza_tools", None)
