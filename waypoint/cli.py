@@ -16,7 +16,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -34,29 +33,37 @@ class OneLineErrors(TyperGroup):
     """Every command's failure as one line saying what to do — a traceback only with --debug
     (or WAYPOINT_DEBUG=1)."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort):
-            raise
-        except click.ClickException:  # usage errors: click prints them itself
-            raise
-        except AgentProblems as exc:
-            _print_problems(exc)
-            raise typer.Exit(exc.code) from None
-        except CliProblem as exc:
-            if _debugging() and exc.__cause__ is not None:
-                console.print("".join(traceback.format_exception(exc.__cause__)), markup=False)
-            console.print(f"[red]✗ {escape(str(exc))}[/red]")
-            raise typer.Exit(exc.code) from None
         except Exception as exc:
-            if _debugging():
+            if _command_line_control(exc):  # exits, aborts, usage errors: printed by click
                 raise
-            console.print(
-                f"[red]✗ {escape(failure_summary(exc))}[/red]\n"
-                "  Run again with --debug for the traceback."
-            )
-            raise typer.Exit(1) from None
+            raise _told(exc) from None
+
+
+def _command_line_control(exc: Exception) -> bool:
+    """typer's and click's own exceptions (typer vendors a click of its own)."""
+    return type(exc).__module__.split(".")[0] in ("click", "typer")
+
+
+def _told(exc: Exception) -> typer.Exit:
+    """Print `exc` the way the user should see it; the exit to raise. Re-raises it under
+    --debug when nobody planned for it (its traceback is the point then)."""
+    if isinstance(exc, AgentProblems):
+        _print_problems(exc)
+        return typer.Exit(exc.code)
+    if isinstance(exc, CliProblem):
+        if _debugging() and exc.__cause__ is not None:
+            console.print("".join(traceback.format_exception(exc.__cause__)), markup=False)
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
+        return typer.Exit(exc.code)
+    if _debugging():
+        raise exc
+    console.print(
+        f"[red]✗ {escape(failure_summary(exc))}[/red]\n  Run again with --debug for the traceback."
+    )
+    return typer.Exit(1)
 
 
 def _debugging() -> bool:

@@ -13,6 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from engine.ports import (
     Generation,
     SchematicLLM,
@@ -22,7 +24,7 @@ from engine.ports import (
     ToolOutcome,
 )
 
-T = TypeVar("T")
+T = TypeVar("T", bound=BaseModel)
 
 # The schema each stage asks the model for → what the spinner says.
 STAGE_OF_SCHEMA = {

@@ -185,3 +185,9 @@ def test_a_failure_nobody_planned_for_is_one_line_and_debug_shows_the_traceback(
 
     loud = runner.invoke(app, ["--debug", "demo"])
     assert isinstance(loud.exception, KeyError)  # raised: the traceback is printed
+
+
+def test_a_usage_error_is_clicks_own_message() -> None:
+    result = runner.invoke(app, ["chat", "--bogus"])
+    assert result.exit_code == 2
+    assert "No such option: --bogus" in result.output and "--debug" not in result.output
