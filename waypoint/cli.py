@@ -7,6 +7,7 @@ commands put moto in place of AWS and the offline model in place of OpenAI (unle
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import sys
@@ -252,6 +253,7 @@ def chat(
         # The worker's JSON logs would interleave with the conversation; its failures are told
         # in one line by the chat instead (--debug keeps them).
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+        logging.getLogger("waypoint.local").setLevel(logging.CRITICAL)
     _step(f"starting the local stack for agent {agent.id!r} ({model})")
     with LocalServer(agent, tools_module=tools_module) as server:
         session = Chat(server, source, console, show_trace=trace)

@@ -127,7 +127,12 @@ class QueuePoller(threading.Thread):
             return 0
         event = {"Records": queue_records(messages, self.queue_arn)}
         with self.busy:
-            response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
+            try:
+                response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
+            except Exception as exc:  # the whole invocation failed: every record comes back
+                self._record_invocation_failure(messages, exc)
+                self._retry_soon(messages)
+                raise
         failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         self.batches += 1
         self.failed_records += len(failed)
@@ -140,13 +145,7 @@ class QueuePoller(threading.Thread):
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
                 ],
             )
-        for m in messages:
-            if m["MessageId"] in failed:
-                self.sqs.change_message_visibility(
-                    QueueUrl=self.queue_url,
-                    ReceiptHandle=m["ReceiptHandle"],
-                    VisibilityTimeout=self.retry_after,
-                )
+        self._retry_soon([m for m in messages if m["MessageId"] in failed])
         if self.on_turns is not None and done:
             self.on_turns(sorted({m["Attributes"]["MessageGroupId"] for m in done}))
         return len(messages)
@@ -167,6 +166,23 @@ class QueuePoller(threading.Thread):
                 group = m["Attributes"]["MessageGroupId"]
                 reason = reasons.get(m["MessageId"], "the turn worker failed")
                 self.failures.setdefault(group, []).append(reason)
+
+    def _retry_soon(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        for m in messages:
+            self.sqs.change_message_visibility(
+                QueueUrl=self.queue_url,
+                ReceiptHandle=m["ReceiptHandle"],
+                VisibilityTimeout=self.retry_after,
+            )
+
+    def _record_invocation_failure(
+        self, messages: Sequence[Mapping[str, Any]], exc: Exception
+    ) -> None:
+        from waypoint.agent_source import failure_summary
+
+        for m in messages:
+            group = m["Attributes"]["MessageGroupId"]
+            self.failures.setdefault(group, []).append(failure_summary(exc))
 
     def failures_of(self, session_id: str) -> list[str]:
         return list(self.failures.get(session_id, ()))

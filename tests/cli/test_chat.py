@@ -307,3 +307,24 @@ def test_trace_and_state_mask_declared_secrets_only_not_names_that_look_secret(
     import sys
 
     sys.modules.pop("pizza_tools", None)
+
+
+def test_a_worker_invocation_that_fails_whole_is_told_like_a_failed_turn(
+    concierge: tuple[Chat, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+
+    from functions import worker
+
+    def crash(event: Any, context: Any) -> Any:
+        raise RuntimeError("the worker lost its database connection")
+
+    monkeypatch.setattr(worker, "handler", crash)
+    monkeypatch.setattr(logging.getLogger("waypoint.local"), "level", logging.CRITICAL)
+    chat, out = concierge
+
+    assert chat.turn("Hi") is None
+    assert (
+        "✗ the turn failed 3 times: RuntimeError: the worker lost its database connection"
+        in out.getvalue()
+    )

@@ -47,8 +47,13 @@ def test_serve_logs_one_line_per_request_and_per_turn(
     client.send("Transfer money")
     client.close()
     httpx.get(f"{server.base_url}/api/sessions/nope?token=hunter2", headers={"X-Api-Key": KEY})
-    deadline = time.monotonic() + 10  # the line is written once the response is sent
-    while not any("/api/sessions/nope" in line for line in lines) and time.monotonic() < deadline:
+    # A request's line is written once its response is sent, a turn's once the worker's batch
+    # is done (after the reply went out): wait for both.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (
+        any("/api/sessions/nope" in line for line in lines)
+        and sum(line.startswith("turn ") for line in lines) >= 2
+    ):
         time.sleep(0.05)
 
     requests = [line for line in lines if line.startswith("request ")]
