@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import threading
 import time
@@ -393,7 +394,9 @@ class LocalServer:
                 Mount("/", app=webhook.app),
             ]
         )
-        return app if self.log_line is None else RequestLog(app, self.log_line)
+        if self.log_line is None:
+            return app
+        return RequestLog(app, self.log_line, api_turns=self._log_turns)
 
     def _start_http(self) -> None:
         import uvicorn
@@ -478,9 +481,16 @@ class RequestLog:
     """ASGI middleware: `METHOD path status ms`, one line per HTTP request (`waypoint serve`).
     The query string is left out: it may carry a token."""
 
-    def __init__(self, app: Any, log_line: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        app: Any,
+        log_line: Callable[[str], None],
+        *,
+        api_turns: Callable[[Sequence[str]], None] | None = None,
+    ) -> None:
         self.app = app
         self.log_line = log_line
+        self.api_turns = api_turns  # logs the turn a management API call ran, by session
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -500,6 +510,14 @@ class RequestLog:
         finally:
             ms = (time.perf_counter() - started) * 1000
             self.log_line(f"request {scope['method']} {scope['path']} {status} {ms:.0f} ms")
+        ran = _API_TURN.fullmatch(scope["path"])
+        if ran and status == 200 and scope["method"] == "POST" and self.api_turns is not None:
+            # a turn the management API ran in the request (not queued: that one is 202)
+            await asyncio.to_thread(self.api_turns, [ran["session"]])
+
+
+# POST /api/sessions/{session}/messages or …/interrupts/{call}: answered with a turn's reply
+_API_TURN = re.compile(r"/api/sessions/(?P<session>[^/]+)/(?:messages|interrupts/[^/]+)")
 
 
 class GenericChatClient:

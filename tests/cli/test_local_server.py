@@ -133,3 +133,25 @@ def test_run_cli_helper_is_offline(tmp_path: Path) -> None:
         "validate", str(Path(__file__).parents[2] / "examples/banking/agent.yaml"), cwd=tmp_path
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_turn_the_management_api_runs_is_logged_too(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    server, lines = served
+    api, headers = f"{server.base_url}/api", {"X-Api-Key": KEY}
+    session = httpx.post(f"{api}/sessions", json={"customer_id": "c1"}, headers=headers).json()
+    answered = httpx.post(
+        f"{api}/sessions/{session['id']}/messages", json={"text": "Hi"}, headers=headers, timeout=60
+    )
+    assert answered.status_code == 200, answered.text
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(
+        line.startswith(f"turn    {session['id']} ") for line in lines
+    ):
+        time.sleep(0.05)
+    assert any(
+        line.startswith(f"turn    {session['id']} version ") and "matched=[greet]" in line
+        for line in lines
+    ), lines
