@@ -155,3 +155,13 @@ def test_a_turn_the_management_api_runs_is_logged_too(
         line.startswith(f"turn    {session['id']} version ") and "matched=[greet]" in line
         for line in lines
     ), lines
+
+
+def test_the_template_routes_the_api_reference_to_the_management_function() -> None:
+    from tests.cli.chat_kit import ROOT
+
+    template = (ROOT / "template.yaml").read_text()
+    management = template[template.index("  ManagementFunction:") :]
+    management = management[: management.index("\n  # ---") if "\n  # ---" in management else None]
+    for path in ("/", "/openapi.json", "/docs"):
+        assert f"            Method: GET\n            Path: {path}\n" in management, path
