@@ -106,6 +106,12 @@ class AgentSource:
             tools = module.__name__
         elif tools is not None:
             tool_specs(tools, fresh=fresh)  # fails here, in one line, rather than in a turn
+        if tools is None and snapshot.tools:
+            names = ", ".join(t.name for t in snapshot.tools)
+            raise CliProblem(
+                f"{self.spec}: the agent calls tools ({names}) but nothing runs them: expose "
+                "`TOOLS = [...]` (or `registry`) in the module, or pass --tools MODULE"
+            )
         return snapshot, tools
 
     def _python_module(self, fresh: bool) -> tuple[ModuleType, str | None]:

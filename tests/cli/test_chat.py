@@ -328,3 +328,13 @@ def test_a_worker_invocation_that_fails_whole_is_told_like_a_failed_turn(
         "✗ the turn failed 3 times: RuntimeError: the worker lost its database connection"
         in out.getvalue()
     )
+
+
+def test_typing_an_offered_option_picks_it() -> None:
+    from waypoint.chat import _chosen
+
+    offered = [{"id": "1", "label": "small"}, {"id": "2", "label": "Large"}]
+    assert _chosen(offered, "small") == "1"
+    assert _chosen(offered, "[2]") == "2"
+    assert _chosen(offered, "large") == "2"
+    assert _chosen(offered, "a small one please") is None  # words go to the model as words

@@ -173,3 +173,15 @@ def test_debug_shows_the_traceback_of_a_failing_agent_module(folder: Path) -> No
     assert quiet.exit_code == 2 and "Traceback" not in quiet.output
     assert "ValueError: no config file" in quiet.output
     assert loud.returncode == 2 and "Traceback" in loud.stdout, loud.stdout + loud.stderr
+
+
+def test_a_python_agent_whose_tools_nothing_runs_says_what_to_expose(folder: Path) -> None:
+    (folder / "no_registry.py").write_text(HOURS_AGENT.replace("TOOLS = [opening_hours]", ""))
+
+    with pytest.raises(CliProblem) as raised:
+        AgentSource("no_registry.py").load()
+
+    assert "calls tools (opening_hours) but nothing runs them" in str(raised.value)
+    assert "--tools" in str(raised.value)
+    agent, tools = AgentSource("no_registry.py", "hours_agent").load()  # its tools elsewhere
+    assert tools == "hours_agent" and agent.id == "hours"
