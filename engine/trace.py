@@ -5,9 +5,13 @@ The trace is plain data (pydantic), persisted with the turn and returned by the 
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from engine.model import AgentSnapshot
 
 
 class LLMCallRecord(BaseModel):
@@ -101,28 +105,112 @@ class TurnTrace(BaseModel):
         return sum(c.completion_tokens for c in self.llm_calls)
 
 
-def summarize(trace: TurnTrace) -> list[str]:
+class TraceTitles:
+    """Names a person reads for what a trace records by id: a journey by its title, a journey's
+    start and steps by the journey's title and the step, a guideline by its author's id (or its
+    condition, when the id was derived from it). Without the agent (or for an id the agent no
+    longer has), ids are only made readable."""
+
+    def __init__(self, agent: AgentSnapshot | None = None) -> None:
+        self.agent = agent
+
+    def journey(self, journey_id: str) -> str:
+        if self.agent is not None and self.agent.has_journey(journey_id):
+            return self.agent.journey(journey_id).title
+        return journey_id
+
+    def step(self, journey_id: str, node_id: str | None) -> str:
+        if node_id is None:
+            return "—"
+        if not _GENERATED_STATE_ID.fullmatch(node_id):
+            return node_id
+        if self.agent is not None and self.agent.has_journey(journey_id):
+            node = next((n for n in self.agent.journey(journey_id).nodes if n.id == node_id), None)
+            text = (node.action or node.description or "") if node else ""
+            if text:
+                return f'"{_shorten(text)}"'
+        return node_id
+
+    def guideline(self, guideline_id: str) -> str:
+        projected = _PROJECTED.fullmatch(guideline_id)
+        if projected:
+            journey_id, kind, rest = projected.groups()
+            if kind == "condition":
+                return f"start of {self.journey(journey_id)}"
+            return f"{self.journey(journey_id)} › {self.step(journey_id, rest)}"
+        if self.agent is not None and self.agent.has_guideline(guideline_id):
+            from engine.authoring.ids import default_guideline_id
+
+            g = self.agent.guideline(guideline_id)
+            if guideline_id == default_guideline_id(g.condition, g.action):
+                return f'"{_shorten(g.condition)}"'
+        return guideline_id
+
+    def collected(self, key: str) -> str:
+        """`order.size` (journey id, field) as `Pizza order.size`."""
+        journey_id, dot, name = key.partition(".")
+        return f"{self.journey(journey_id)}.{name}" if dot else key
+
+    def condition(self, guideline_id: str) -> str:
+        """The condition a guideline (or a journey's start) holds on, when the agent says."""
+        if self.agent is not None and self.agent.has_guideline(guideline_id):
+            return self.agent.guideline(guideline_id).condition
+        projected = _PROJECTED.fullmatch(guideline_id)
+        if projected and self.agent is not None and self.agent.has_journey(projected[1]):
+            conditions = self.agent.journey(projected[1]).conditions
+            index = int(projected[3]) if projected[3].isdigit() else -1
+            if projected[2] == "condition" and 0 <= index < len(conditions):
+                return conditions[index]
+        return ""
+
+
+# engine.projection's ids: journey:{journey}:condition:{i} and journey:{journey}:node:{node}
+_PROJECTED = re.compile(r"journey:(.+):(condition|node):([^:]+)")
+_GENERATED_STATE_ID = re.compile(r"s\d+")  # the builder's default state ids say nothing
+
+HOW = {
+    "llm": "moved",
+    "auto_return": "moved after its tool",
+    "entry": "entered",
+    "exit": "left",
+    "completed": "completed",
+    "suspended": "paused for a prerequisite",
+}
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def summarize(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
     """A compact, human-readable account of one turn: what matched, where each journey went,
-    which tools ran, and what the LLM calls cost. Used by `waypoint demo` and `chat --trace`."""
+    which tools ran, and what the LLM calls cost — by titles when `agent` is given. Used by
+    `waypoint demo` and `chat --trace`; `explain` is the full account."""
+    names = TraceTitles(agent)
     lines: list[str] = []
     if trace.version_choice in ("pinned", "migrated"):
         lines.append(
             f"agent version: {trace.agent_version} ({trace.version_choice}; published: "
             f"{trace.published_version})"
         )
-    matched = [m.guideline_id for m in trace.matches if m.matched]
+    matched = [names.guideline(m.guideline_id) for m in trace.matches if m.matched]
     if matched:
         lines.append("matched: " + ", ".join(matched))
     if trace.held_back_guideline_ids:
         lines.append(f"recall: {len(trace.held_back_guideline_ids)} guidelines not matched (top-k)")
     for t in trace.journeys:
-        step = t.node_id or "—"
         repaired = f" (repaired: {'; '.join(t.repairs)})" if t.repairs else ""
-        lines.append(f"journey {t.journey_id}: {t.how} → {step}{repaired}")
+        journey = names.journey(t.journey_id)
+        step = names.step(t.journey_id, t.node_id)
+        lines.append(f"journey {journey}: {HOW.get(t.how, t.how)} → {step}{repaired}")
     if trace.collected:
-        lines.append("collected: " + ", ".join(f"{k}={v}" for k, v in trace.collected.items()))
+        values = ", ".join(f"{names.collected(k)}={v}" for k, v in trace.collected.items())
+        lines.append(f"collected: {values}")
     for r in trace.relations:
-        lines.append(f"{r.kind}: {r.source} → {r.target} ({r.effect})")
+        lines.append(
+            f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"
+        )
     for c in trace.tool_calls:
         args = ", ".join(f"{k}={v}" for k, v in c.arguments.items())
         detail = f" — {c.detail}" if c.detail else ""
@@ -136,3 +224,74 @@ def summarize(trace: TurnTrace) -> list[str]:
         )
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
+
+
+def explain(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
+    """The whole trace of one turn, by titles: every guideline judged (matched or not, with the
+    model's reason), recall, each journey's transition with the step's instruction, relations,
+    tool calls with arguments, grounding and results, every LLM call, stage timings and notes.
+    Used by `waypoint demo --verbose` and `chat`'s /trace."""
+    names = TraceTitles(agent)
+    lines = [f"turn {trace.turn_id} · agent {trace.agent_id} version {trace.agent_version}"]
+    if trace.high_probability_journeys:
+        journeys = ", ".join(names.journey(j) for j in trace.high_probability_journeys)
+        lines.append(f"recall: likely journeys {journeys}")
+    if trace.held_back_guideline_ids:
+        lines.append(f"recall: {len(trace.held_back_guideline_ids)} guidelines left out (top-k)")
+    for m in trace.matches:
+        verdict = "✓ matched" if m.matched else "✗ not matched"
+        condition = names.condition(m.guideline_id)
+        when = f' — when "{_shorten(condition, 80)}"' if condition else ""
+        lines.append(f"{verdict} {names.guideline(m.guideline_id)} [{m.batch}, {m.score}]{when}")
+        if m.rationale:
+            lines.append(f"    reason: {m.rationale}")
+    for journey_id in trace.activated_journeys:
+        lines.append(f"journey {names.journey(journey_id)} activated")
+    for t in trace.journeys:
+        path = " → ".join(names.step(t.journey_id, n) for n in t.new_path if n is not None)
+        lines.append(
+            f"journey {names.journey(t.journey_id)}: {HOW.get(t.how, t.how)} → "
+            f"{names.step(t.journey_id, t.node_id)} (path: {path or '—'})"
+        )
+        instruction = _step_instruction(agent, t.journey_id, t.node_id)
+        if instruction:
+            lines.append(f"    step: {instruction}")
+        lines.extend(f"    repaired: {r}" for r in t.repairs)
+        if t.rationale:
+            lines.append(f"    reason: {t.rationale}")
+    for name, value in trace.collected.items():
+        lines.append(f"collected {names.collected(name)} = {value}")
+    for r in trace.relations:
+        lines.append(
+            f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"
+        )
+    for c in trace.tool_calls:
+        args = ", ".join(f"{k}={v}" for k, v in c.arguments.items())
+        lines.append(f"tool {c.tool}({args}) → {c.status} in {c.duration_ms:.0f} ms")
+        if c.detail:
+            lines.append(f"    result: {c.detail}")
+        lines.extend(f"    grounded: {s}" for s in c.sources)
+    for call in trace.llm_calls:
+        label = f" {call.label}" if call.label else ""
+        retried = f", {call.attempts} attempts" if call.attempts > 1 else ""
+        error = f", error: {call.error}" if call.error else ""
+        lines.append(
+            f"llm round {call.round}: {call.purpose}{label} → {call.schema_name} on {call.model}, "
+            f"{call.prompt_tokens}+{call.completion_tokens} tokens, {call.latency_ms:.0f} ms"
+            f"{retried}{error}"
+        )
+    if trace.composition_mode:
+        lines.append(f"composed: {trace.composition_mode}")
+    if trace.stages:
+        lines.append("stages: " + ", ".join(f"{s.stage} {s.ms:.0f} ms" for s in trace.stages))
+    lines.extend(f"note: {n}" for n in trace.notes)
+    return lines
+
+
+def _step_instruction(agent: AgentSnapshot | None, journey_id: str, node_id: str | None) -> str:
+    if agent is None or node_id is None or not agent.has_journey(journey_id):
+        return ""
+    node = next((n for n in agent.journey(journey_id).nodes if n.id == node_id), None)
+    if node is None:
+        return ""
+    return _shorten(node.action or node.description or "", 100)

@@ -19,6 +19,11 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           the result of the pending interrupter step (a form):
                                           completes the step and runs the turn (or `?async=1`
                                           queues it); 409 unless `call_id` is the pending one
+    GET  /                                this index: the operations, where the reference is
+    GET  /openapi.json                    the OpenAPI schema
+    GET  /docs                            the API reference page (Swagger UI) — the one path
+                                          answered without the key: a static page holding no
+                                          data, which asks for the key to load the schema
 
 Errors are `{"error": "...", "problems": [...]}` with the right status; never a stack trace.
 """
@@ -66,8 +71,15 @@ _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-ya
 
 logger = Logger(service="waypoint-management")
 app = FastAPI(
-    title="Waypoint management API", version="1", docs_url=None, redoc_url=None, openapi_url=None
+    title="Waypoint management API",
+    version="1",
+    description="Publish agents, create sessions, read events and traces, post messages. "
+    "Every request needs the `X-Api-Key` header.",
+    docs_url=None,  # our own page (`api_reference`): it must send the key to load the schema
+    redoc_url=None,
+    openapi_url="/openapi.json",  # behind the key, like everything but /docs
 )
+PUBLIC_PATHS = frozenset({"/docs"})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -231,6 +243,9 @@ def _error(status: int, error: str, problems: list[str] | None = None) -> JSONRe
 async def require_api_key(request: Request, call_next: Any) -> Response:
     """401 unless `X-Api-Key` equals the configured key (constant-time compare). Runs before
     routing and body parsing, so an anonymous caller learns nothing else."""
+    if _route_path(request) in PUBLIC_PATHS:
+        public: Response = await call_next(request)
+        return public
     expected = current_runtime().management_api_key()
     received = request.headers.get("x-api-key")
     if expected is None:
@@ -245,6 +260,13 @@ async def require_api_key(request: Request, call_next: Any) -> Response:
         return refused
     response: Response = await call_next(request)
     return response
+
+
+def _route_path(request: Request) -> str:
+    """The path inside this app (`/docs`), wherever it is mounted (`/api/docs` locally)."""
+    path: str = request.scope.get("path", "")
+    root: str = request.scope.get("root_path", "").rstrip("/")
+    return path[len(root) :] if root and path.startswith(root + "/") else path
 
 
 @app.exception_handler(HTTPException)
@@ -571,6 +593,83 @@ async def deliver_interrupt_result(
         return QueuedView(session_id=session_id, event_id=message.event_id)
     output = await runtime.engine.handle(session_id, [message.to_inbound()])
     return TurnView.of(session_id, output)
+
+
+# --------------------------------------------------------------------------------------------------
+# The API's own reference
+
+
+def _openapi_with_key() -> dict[str, Any]:
+    """FastAPI's schema, plus the `X-Api-Key` scheme every operation requires."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
+        }
+        schema["security"] = [{"ApiKey": []}]
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+app.openapi = _openapi_with_key  # type: ignore[method-assign]
+
+
+class ApiIndex(BaseModel):
+    service: str
+    version: str
+    openapi: str
+    docs: str
+    operations: list[str]
+
+
+@app.get("/", response_model=ApiIndex, include_in_schema=False)
+async def api_index(request: Request) -> ApiIndex:
+    """What this API offers and where its reference is (instead of a bare 404)."""
+    root = request.scope.get("root_path", "").rstrip("/")
+    operations = [
+        f"{method} {root}{route.path}"
+        for route in app.routes
+        if getattr(route, "include_in_schema", False)
+        for method in sorted(getattr(route, "methods", ()) or ())
+    ]
+    return ApiIndex(
+        service=app.title,
+        version=app.version,
+        openapi=f"{root}/openapi.json",
+        docs=f"{root}/docs",
+        operations=operations,
+    )
+
+
+_REFERENCE_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Waypoint management API</title>
+<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
+</head><body><div id="swagger-ui"></div>
+<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>
+// The schema is behind the API key like every operation: ask for it once per browser tab.
+const stored = sessionStorage.getItem("waypoint-api-key");
+const key = stored || window.prompt("X-Api-Key of this management API") || "";
+sessionStorage.setItem("waypoint-api-key", key);
+SwaggerUIBundle({
+  url: "openapi.json",
+  dom_id: "#swagger-ui",
+  requestInterceptor: (request) => { request.headers["X-Api-Key"] = key; return request; },
+});
+</script></body></html>
+"""
+
+
+@app.get("/docs", include_in_schema=False)
+async def api_reference() -> Response:
+    """The API reference page: static, without data; it loads the schema with the key."""
+    from fastapi.responses import HTMLResponse
+
+    return HTMLResponse(_REFERENCE_PAGE)
 
 
 # --------------------------------------------------------------------------------------------------

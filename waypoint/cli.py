@@ -7,10 +7,12 @@ commands put moto in place of AWS and the offline model in place of OpenAI (unle
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import sys
 import time
+import traceback
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,16 +21,74 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from typer.core import TyperGroup
 
-from engine.errors import InvalidAgentDefinition
 from engine.model import AgentSnapshot, ToolSpec
+from waypoint.agent_source import AgentProblems, AgentSource, CliProblem, failure_summary
+
+console = Console()
+DEBUG_ENV = "WAYPOINT_DEBUG"
+
+
+class OneLineErrors(TyperGroup):
+    """Every command's failure as one line saying what to do — a traceback only with --debug
+    (or WAYPOINT_DEBUG=1)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if _command_line_control(exc):  # exits, aborts, usage errors: printed by click
+                raise
+            raise _told(exc) from None
+
+
+def _command_line_control(exc: Exception) -> bool:
+    """typer's and click's own exceptions (typer vendors a click of its own)."""
+    return type(exc).__module__.split(".")[0] in ("click", "typer")
+
+
+def _told(exc: Exception) -> typer.Exit:
+    """Print `exc` the way the user should see it; the exit to raise. Re-raises it under
+    --debug when nobody planned for it (its traceback is the point then)."""
+    if isinstance(exc, AgentProblems):
+        _print_problems(exc)
+        return typer.Exit(exc.code)
+    if isinstance(exc, CliProblem):
+        if _debugging() and exc.__cause__ is not None:
+            console.print("".join(traceback.format_exception(exc.__cause__)), markup=False)
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
+        return typer.Exit(exc.code)
+    if _debugging():
+        raise exc
+    console.print(
+        f"[red]✗ {escape(failure_summary(exc))}[/red]\n  Run again with --debug for the traceback."
+    )
+    return typer.Exit(1)
+
+
+def _debugging() -> bool:
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
 
 app = typer.Typer(
     help="Waypoint: serverless agents that follow business rules.",
     no_args_is_help=True,
     add_completion=False,
+    cls=OneLineErrors,
 )
-console = Console()
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="show tracebacks and the local stack's logs")
+    ] = False,
+) -> None:
+    """Waypoint: serverless agents that follow business rules."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+
 
 SEED_CONVERSATION = [
     "Hi",
@@ -51,10 +111,12 @@ LLMOption = Annotated[
     LLMChoice,
     typer.Option("--llm", help="auto = OpenAI when OPENAI_API_KEY is set, else offline"),
 ]
+AGENT_HELP = "agent: a YAML/JSON file, a Python file (agent.py) or module:attribute building one"
 AgentPath = Annotated[
-    Path | None,
-    typer.Argument(help="agent definition (YAML/JSON); default: the banking concierge"),
+    str | None,
+    typer.Argument(help=f"{AGENT_HELP}; default: the banking concierge", show_default=False),
 ]
+AgentRequired = Annotated[str, typer.Argument(help=AGENT_HELP)]
 ToolsOption = Annotated[
     str | None,
     typer.Option("--tools", help="module with the tool registry, e.g. examples.banking.tools"),
@@ -76,42 +138,20 @@ def _choose_llm(choice: LLMChoice) -> str:
     return f"OpenAI-compatible model at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')}"
 
 
-def _load(path: Path | None, tools: str | None) -> tuple[AgentSnapshot, str | None]:
-    """The agent to run and its tools module (the banking concierge by default)."""
-    if path is None:
-        from examples.banking import TOOLS_MODULE
-        from examples.banking import load as load_bank
-
-        return load_bank(), tools or TOOLS_MODULE
-    from engine.authoring import load_agent
-
-    if not path.exists():
-        console.print(f"[red]✗ {escape(str(path))} does not exist[/red]")
-        raise typer.Exit(2)
-    try:
-        return load_agent(path, tools=_tool_specs(tools)), tools
-    except InvalidAgentDefinition as exc:
-        _print_problems(path, exc)
-        raise typer.Exit(1) from None
+def _load(spec: str | None, tools: str | None) -> tuple[AgentSnapshot, str | None]:
+    """The agent to run and its tools module (the banking concierge by default); a problem is
+    told in one line (`OneLineErrors`)."""
+    return AgentSource(spec, tools).load()
 
 
 def _tool_specs(tools: str | None) -> list[ToolSpec] | None:
-    """The @tool registry's specs of `tools` (a module), so an agent file may name its tools
-    only; one clear line and exit 2 when the module cannot be used."""
-    if tools is None:
-        return None
-    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
+    from waypoint.agent_source import tool_specs
 
-    sys.path.insert(0, os.getcwd())  # a tools module beside the agent file imports
-    try:
-        return registry_from_module(tools, setting="--tools").specs
-    except ToolRegistryNotConfigured as exc:
-        console.print(f"[red]✗ {escape(str(exc))}[/red]")
-        raise typer.Exit(2) from None
+    return tool_specs(tools)
 
 
-def _print_problems(path: Path, exc: InvalidAgentDefinition) -> None:
-    console.print(f"[red]✗ {escape(str(path))}: {len(exc.problems)} problem(s)[/red]")
+def _print_problems(exc: AgentProblems) -> None:
+    console.print(f"[red]✗ {escape(str(exc))}[/red]")
     for problem in exc.problems:
         # Paths like `guidelines[greet]` are not terminal markup: print them as written.
         console.print(f"  • {escape(problem)}")
@@ -132,7 +172,7 @@ def demo(
     verbose: Annotated[bool, typer.Option(help="show the full trace of every turn")] = False,
 ) -> None:
     """Run the banking concierge end to end on the local stack and print the transcript."""
-    from engine.trace import summarize
+    from engine.trace import explain, summarize
     from examples.banking import TOOLS_MODULE, bank
     from examples.banking import load as load_bank
     from waypoint.local_server import GenericChatClient, LocalServer
@@ -141,7 +181,8 @@ def demo(
     console.print(Panel.fit("Waypoint demo — the banking concierge", style="bold"))
     started = _step("starting the local stack: moto (DynamoDB, S3, SQS) from template.yaml")
     bank.reset_bank()
-    server = LocalServer(load_bank(), tools_module=TOOLS_MODULE)
+    agent = load_bank()
+    server = LocalServer(agent, tools_module=TOOLS_MODULE)
     server.start()
     try:
         console.print(
@@ -157,14 +198,17 @@ def demo(
             t0 = time.perf_counter()
             reply = client.send(text)
             elapsed = time.perf_counter() - t0
-            console.print(f"[bold cyan]customer ›[/bold cyan] {text}")
-            console.print(f"[bold green]agent    ›[/bold green] {reply['text']}")
+            console.print(f"[bold cyan]customer ›[/bold cyan] {escape(text)}")
+            console.print(f"[bold green]agent    ›[/bold green] {escape(reply['text'])}")
             trace = server.trace_of_last_turn(client.session_id)
             if trace is not None:
-                lines = summarize(trace)
-                shown = lines if verbose else [ln for ln in lines if not ln.startswith("note:")]
+                if verbose:
+                    shown = explain(trace, agent)
+                else:
+                    lines = summarize(trace, agent)
+                    shown = [ln for ln in lines if not ln.startswith("note:")]
                 for line in shown:
-                    console.print(f"    [dim]{line}[/dim]")
+                    console.print(f"    [dim]{escape(line)}[/dim]")
             console.print(f"    [dim]round trip {elapsed * 1000:.0f} ms[/dim]")
         client.close()
         transfers = bank.BANK.transfers
@@ -194,33 +238,29 @@ def chat(
     llm: LLMOption = LLMChoice.AUTO,
     trace: Annotated[bool, typer.Option("--trace", help="show each turn's trace")] = False,
 ) -> None:
-    """Talk to an agent interactively on the local stack (Ctrl-D to quit)."""
-    from engine.trace import summarize
-    from waypoint.local_server import GenericChatClient, LocalServer
+    """Talk to an agent interactively on the local stack (/help for commands, Ctrl-D to quit).
 
-    agent, tools_module = _load(path, tools)
+    /reset starts a new session, /state shows it, /trace explains the last turn, /reload loads
+    the edited agent and tools again. A spinner names the stage of the turn in flight; Ctrl-C
+    stops waiting for a slow one."""
+    from waypoint.chat import Chat
+    from waypoint.local_server import LocalServer
+
+    source = AgentSource(path, tools)
+    agent, tools_module = source.load()
     model = _choose_llm(llm)
+    if not _debugging():
+        # The worker's JSON logs would interleave with the conversation; its failures are told
+        # in one line by the chat instead (--debug keeps them).
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+        logging.getLogger("waypoint.local").setLevel(logging.CRITICAL)
     _step(f"starting the local stack for agent {agent.id!r} ({model})")
     with LocalServer(agent, tools_module=tools_module) as server:
-        client = GenericChatClient(server, f"chat-{secrets.token_hex(3)}", "you")
-        console.print("Type a message (Ctrl-D to quit).")
-        while True:
-            try:
-                text = console.input("[bold cyan]you ›[/bold cyan] ").strip()
-            except (EOFError, KeyboardInterrupt):
-                console.print()
-                break
-            if not text:
-                continue
-            reply = client.send(text)
-            console.print(f"[bold green]agent ›[/bold green] {reply['text']}")
-            for option in reply.get("options") or []:
-                console.print(f"   [{option['id']}] {option['label']}")
-            if trace:
-                turn = server.trace_of_last_turn(client.session_id)
-                for line in summarize(turn) if turn else []:
-                    console.print(f"    [dim]{line}[/dim]")
-        client.close()
+        session = Chat(server, source, console, show_trace=trace)
+        try:
+            session.run(lambda: console.input("[bold cyan]you ›[/bold cyan] "))
+        finally:
+            session.close()
 
 
 DEFAULT_DATA_DIR = Path(".waypoint")
@@ -287,6 +327,7 @@ def serve(
         management_api_key=key,
         generic_secret=generic,
         data_dir=data_dir,
+        log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
     )
     try:
         server.start()
@@ -298,6 +339,7 @@ def serve(
         console.print(Panel.fit(f"Waypoint serving agent {agent.id!r} — {model}", style="bold"))
         console.print(f"webhooks        {server.base_url}/webhooks/{{channel}}")
         console.print(f"management API  {server.base_url}/api   (header X-Api-Key: {key})")
+        console.print(f"API reference   {server.base_url}/api/docs")
         console.print(f"generic channel secret: {generic}")
         if data_dir is None:
             console.print("state           in memory (--ephemeral): lost when this stops")
@@ -307,7 +349,9 @@ def serve(
         console.print("\nTo publish another agent to this stack from another shell:")
         for name, value in server.client_env().items():
             console.print(f"  export {name}={value}")
-        console.print("  waypoint publish path/to/agent.yaml\n\nCtrl-C to stop.")
+        console.print(
+            "  waypoint publish path/to/agent.yaml\n\nCtrl-C to stop. Requests and turns:"
+        )
         while True:
             time.sleep(1)
     except KeyboardInterrupt:
@@ -317,28 +361,15 @@ def serve(
 
 
 @app.command()
-def validate(
-    path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")],
-    tools: ToolsOption = None,
-) -> None:
+def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
     """Check an agent definition and report every problem, each naming what to fix.
 
     With --tools, every tool the agent names is checked against the module's @tool registry
     (and tools named only take their declaration from it)."""
-    from engine.authoring import load_agent
-
-    if not path.exists():
-        console.print(f"[red]✗ {path} does not exist[/red]")
-        raise typer.Exit(2)
-    specs = _tool_specs(tools)
-    try:
-        agent = load_agent(path, tools=specs)
-    except InvalidAgentDefinition as exc:
-        _print_problems(path, exc)
-        raise typer.Exit(1) from None
+    agent, _ = _load(path, tools)
     nodes = sum(len(j.nodes) for j in agent.journeys)
     console.print(
-        f"[green]✓ {path}[/green]: agent {agent.id!r} version {agent.version} — "
+        f"[green]✓ {escape(path)}[/green]: agent {agent.id!r} version {agent.version} — "
         f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
         f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
     )
@@ -400,7 +431,7 @@ def schema(
 
 @app.command()
 def publish(
-    path: Annotated[Path, typer.Argument(help="agent definition (YAML/JSON)")],
+    path: AgentRequired,
     tools: ToolsOption = None,
     llm: LLMOption = LLMChoice.AUTO,
     force: Annotated[
@@ -429,7 +460,7 @@ def publish(
             raise typer.Exit(1 if check_only(console, runtime, agent) else 0)
         published = publish_with_checks(console, runtime, agent, force=force)
     except AwsConfigurationError as exc:
-        console.print(f"[red]✗ {exc}[/red]")
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
     if published is None:
         raise typer.Exit(1)
@@ -483,11 +514,7 @@ def rollback(
 
 def main() -> Any:
     """Console-script entry point."""
-    try:
-        return app()
-    except TimeoutError as exc:
-        console.print(f"[red]✗ {exc}[/red]")
-        sys.exit(1)
+    return app()
 
 
 if __name__ == "__main__":

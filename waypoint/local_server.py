@@ -20,21 +20,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import queue
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.model import AgentSnapshot
 from engine.trace import TurnTrace
+from waypoint.queue_poller import QueuePoller, queue_records
+from waypoint.serve_log import RequestLog, turn_line
+from waypoint.turn_progress import ReportingDispatcher, ReportingLLM, TurnProgress
 
-log = logging.getLogger("waypoint.local")
+__all__ = ["GenericChatClient", "LocalServer", "QueuePoller", "ReplyInbox", "queue_records"]
 
 # Quiet, offline-friendly defaults; anything already set in the environment wins.
 LOCAL_DEFAULTS: Mapping[str, str] = {
@@ -44,101 +46,6 @@ LOCAL_DEFAULTS: Mapping[str, str] = {
     "POWERTOOLS_SERVICE_NAME": "waypoint-local",
     "POWERTOOLS_METRICS_NAMESPACE": "WaypointLocal",
 }
-
-
-def queue_records(messages: Sequence[Mapping[str, Any]], queue_arn: str) -> list[dict[str, Any]]:
-    """Lambda event records for messages received from an SQS FIFO queue, built the way the SQS
-    event source mapping builds them."""
-    records = []
-    for message in messages:
-        attributes = dict(message.get("Attributes", {}))
-        records.append(
-            {
-                "messageId": message["MessageId"],
-                "receiptHandle": message["ReceiptHandle"],
-                "body": message["Body"],
-                "attributes": {
-                    "ApproximateReceiveCount": attributes.get("ApproximateReceiveCount", "1"),
-                    "SentTimestamp": attributes.get("SentTimestamp", "0"),
-                    "SequenceNumber": attributes.get("SequenceNumber", "0"),
-                    "MessageGroupId": attributes["MessageGroupId"],
-                    "SenderId": attributes.get("SenderId", "AIDAEXAMPLE"),
-                    "MessageDeduplicationId": attributes.get("MessageDeduplicationId", ""),
-                    "ApproximateFirstReceiveTimestamp": attributes.get(
-                        "ApproximateFirstReceiveTimestamp", "0"
-                    ),
-                },
-                "messageAttributes": {},
-                "md5OfBody": message.get("MD5OfBody", ""),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
-                "awsRegion": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-            }
-        )
-    return records
-
-
-class QueuePoller(threading.Thread):
-    """Lambda's SQS event source mapping, locally: batches → worker handler → delete successes.
-    Failed records become visible again after `retry_after` seconds and are retried."""
-
-    def __init__(self, sqs: Any, queue_url: str, *, batch_size: int = 10, retry_after: int = 1):
-        super().__init__(name="waypoint-queue-poller", daemon=True)
-        self.sqs = sqs
-        self.queue_url = queue_url
-        self.batch_size = batch_size
-        self.retry_after = retry_after
-        self.batches = 0
-        self.failed_records = 0
-        self._stop_event = threading.Event()
-        arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
-        self.queue_arn = arn["Attributes"]["QueueArn"]
-
-    def stop(self) -> None:
-        self._stop_event.set()
-
-    def run(self) -> None:
-        while not self._stop_event.is_set():
-            try:
-                self.poll_once(wait_seconds=1)
-            except Exception:  # keep polling: the next batch may succeed (and the demo says so)
-                log.exception("local worker invocation failed")
-                time.sleep(0.5)
-
-    def poll_once(self, wait_seconds: int = 0) -> int:
-        """Receive one batch and invoke the worker on it; returns the number of records."""
-        from functions import worker
-        from infra.aws.lambda_routing import LocalLambdaContext
-
-        messages = self.sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.batch_size,
-            AttributeNames=["All"],
-            WaitTimeSeconds=wait_seconds,
-        ).get("Messages", [])
-        if not messages:
-            return 0
-        event = {"Records": queue_records(messages, self.queue_arn)}
-        response = worker.handler(event, LocalLambdaContext("waypoint-local-worker"))
-        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        self.batches += 1
-        self.failed_records += len(failed)
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            self.sqs.delete_message_batch(
-                QueueUrl=self.queue_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
-                ],
-            )
-        for m in messages:
-            if m["MessageId"] in failed:
-                self.sqs.change_message_visibility(
-                    QueueUrl=self.queue_url,
-                    ReceiptHandle=m["ReceiptHandle"],
-                    VisibilityTimeout=self.retry_after,
-                )
-        return len(messages)
 
 
 @dataclass
@@ -166,14 +73,20 @@ class ReplyInbox:
         self._queue(str(payload.get("conversation_id"))).put(payload)
         return True
 
+    def poll(self, conversation_id: str, timeout: float) -> dict[str, Any] | None:
+        """The next reply to a conversation, or None if none came within `timeout`."""
+        try:
+            return self._queue(conversation_id).get(timeout=timeout)
+        except queue.Empty:
+            return None
+
     def wait(self, conversation_id: str, timeout: float) -> dict[str, Any]:
         """The next reply to a conversation; raises TimeoutError with what to check."""
         try:
             return self._queue(conversation_id).get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(
-                f"no reply within {timeout:.0f} s; the worker log above says why "
-                "(run with --verbose for more)"
+                f"no reply within {timeout:.0f} s; the worker's log above says why"
             ) from None
 
 
@@ -190,8 +103,12 @@ class LocalServer:
         management_api_key: str | None = None,
         generic_secret: str | None = None,
         data_dir: Path | None = None,
+        log_line: Callable[[str], None] | None = None,
     ) -> None:
         self.agent = agent
+        # One line per HTTP request and per turn (`waypoint serve`); None: quiet.
+        self.log_line = log_line
+        self.progress = TurnProgress()
         self.data_dir = data_dir
         self.tools_module = tools_module
         self.host = host
@@ -237,11 +154,41 @@ class LocalServer:
         self.stack.create_resources()
         reset_runtime()
         runtime = current_runtime()
+        self._instrument(runtime)
         if not self._already_published(runtime):
             runtime.run(runtime.publish_agent(self.agent))
         self._start_http()
         self.poller = QueuePoller(self.stack.client("sqs"), self.stack.queue_url)
+        if self.log_line is not None:
+            self.poller.on_turns = self._log_turns
         self.poller.start()
+
+    def _instrument(self, runtime: Any) -> None:
+        """The runtime's model and tools, reporting the turn's stage to `self.progress`. Set the
+        way `Runtime(llm=…, tools=…)` sets its parts; the engine is rebuilt on its next use."""
+        runtime.__dict__["llm"] = ReportingLLM(runtime.llm, self.progress)
+        tools = runtime.tools
+        if tools is not None:
+            runtime.__dict__["tools"] = ReportingDispatcher(tools, self.progress)
+        runtime.__dict__.pop("engine", None)
+
+    def republish(self, agent: AgentSnapshot, tools_module: str | None) -> str:
+        """Publish an edited agent (and use its reloaded tools module) on the running stack;
+        returns the new version. Call between turns (`waypoint chat`'s /reload)."""
+        from engine.memory import versioned
+        from infra.runtime import current_runtime
+
+        with self.poller.busy if self.poller is not None else contextlib.nullcontext():
+            if tools_module:
+                self._set_env({"WAYPOINT_TOOLS_MODULE": tools_module})
+            runtime = current_runtime()
+            runtime.settings = type(runtime.settings).from_env()
+            for part in ("tools", "llm", "engine"):
+                runtime.__dict__.pop(part, None)
+            self._instrument(runtime)
+            runtime.run(runtime.publish_agent(agent))
+            self.agent = agent
+        return versioned(agent).version
 
     def _already_published(self, runtime: Any) -> bool:
         """On a restored stack, an agent version stored before is not published again: a newer
@@ -299,13 +246,16 @@ class LocalServer:
             new = self.replies.put(payload)
             return JSONResponse({"id": str(payload.get("id") or ""), "duplicate": not new})
 
-        return Starlette(
+        app = Starlette(
             routes=[
                 Route("/local/replies", local_replies, methods=["POST"]),
                 Mount("/api", app=management.app),
                 Mount("/", app=webhook.app),
             ]
         )
+        if self.log_line is None:
+            return app
+        return RequestLog(app, self.log_line, api_turns=self._log_turns)
 
     def _start_http(self) -> None:
         import uvicorn
@@ -347,6 +297,18 @@ class LocalServer:
                 "AWS_SECRET_ACCESS_KEY")  # fmt: skip
         return {k: os.environ[k] for k in keys if k in os.environ}
 
+    def _log_turns(self, session_ids: Sequence[str]) -> None:
+        """One line per session whose turn the worker just finished (`waypoint serve`)."""
+        assert self.log_line is not None
+        for session_id in session_ids:
+            try:
+                trace = self.trace_of_last_turn(session_id)
+            except Exception as exc:  # a log line must never stop the worker
+                self.log_line(f"turn    {session_id}: trace unreadable ({exc})")
+                continue
+            if trace is not None:
+                self.log_line(turn_line(trace, self.agent))
+
     def trace_of_last_turn(self, session_id: str) -> TurnTrace | None:
         """The trace of the newest turn of a session (for the demo's per-turn summary)."""
         from infra.runtime import current_runtime
@@ -375,6 +337,11 @@ class GenericChatClient:
 
     def send(self, text: str, *, choice: str | None = None, timeout: float = 60) -> dict[str, Any]:
         """Post one message through the webhook and wait for the agent's reply."""
+        self.post(text, choice=choice)
+        return self.server.replies.wait(self.conversation_id, timeout)
+
+    def post(self, text: str, *, choice: str | None = None) -> None:
+        """Post one message through the webhook (the reply comes to `server.replies`)."""
         from infra.channels.signing import generic_headers
 
         self._n += 1
@@ -393,7 +360,6 @@ class GenericChatClient:
         )
         if response.status_code != 200:
             raise RuntimeError(f"webhook answered {response.status_code}: {response.text[:200]}")
-        return self.server.replies.wait(self.conversation_id, timeout)
 
     @property
     def session_id(self) -> str:

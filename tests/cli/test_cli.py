@@ -66,7 +66,7 @@ def test_chat_answers_typed_messages_with_a_trace() -> None:
     reset_runtime()
     assert result.exit_code == 0, result.output
     assert "agent › Hi! I can look up a stock price" in result.output
-    assert "journey authenticate: llm → ask_username" in result.output
+    assert "journey Authentication: moved → ask_username" in result.output
 
 
 def test_publish_writes_the_agent_and_its_embeddings_to_the_stack() -> None:
@@ -141,3 +141,53 @@ def test_chat_with_a_missing_agent_file_is_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["chat", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 2
     assert "does not exist" in result.output and "Traceback" not in result.output
+
+
+def test_demo_verbose_shows_the_full_trace_by_titles_with_the_password_masked() -> None:
+    brief = runner.invoke(app, ["demo"])
+    reset_runtime()
+    verbose = runner.invoke(app, ["demo", "--verbose"])
+    reset_runtime()
+
+    assert verbose.exit_code == 0, verbose.output
+    shown = verbose.output
+    assert len(shown.splitlines()) > 2 * len(brief.output.splitlines())
+    assert "✓ matched start of Money transfer [" in shown  # guidelines, with the model's reason
+    assert "✗ not matched" in shown and "    reason: " in shown
+    assert "journey Money transfer: paused for a prerequisite" in shown  # transitions
+    assert "journey Authentication: entered → ask_username (path: ask_username)" in shown
+    assert "    step: Ask for the username" in shown or "    step: " in shown
+    assert "tool transfer_money(account_id=1234567890, to_account_id=1234324" in shown
+    assert "    grounded: " in shown  # where each argument came from
+    assert "llm round 1: match_guidelines" in shown  # every LLM call
+    assert "stages: load " in shown
+    assert "journey:" not in shown  # titles, never internal ids
+    # the declared secret is masked everywhere but in what the customer typed
+    assert [line for line in shown.splitlines() if "monkey" in line] == ["customer › monkey"]
+    assert "password=•••" in shown
+
+
+def test_a_failure_nobody_planned_for_is_one_line_and_debug_shows_the_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import waypoint.cli as cli
+
+    def explode(choice: object) -> str:
+        raise KeyError("provider")
+
+    monkeypatch.setattr(cli, "_choose_llm", explode)
+    monkeypatch.setenv("WAYPOINT_DEBUG", "")  # --debug sets it; restored (unset) afterwards
+    quiet = runner.invoke(app, ["demo"])
+    assert quiet.exit_code == 1
+    assert "✗ KeyError: 'provider'" in quiet.output
+    assert "Run again with --debug for the traceback." in quiet.output
+    assert "Traceback" not in quiet.output
+
+    loud = runner.invoke(app, ["--debug", "demo"])
+    assert isinstance(loud.exception, KeyError)  # raised: the traceback is printed
+
+
+def test_a_usage_error_is_clicks_own_message() -> None:
+    result = runner.invoke(app, ["chat", "--bogus"])
+    assert result.exit_code == 2
+    assert "No such option: --bogus" in result.output and "--debug" not in result.output

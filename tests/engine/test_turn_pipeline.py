@@ -353,9 +353,14 @@ async def test_trace_summary_names_matches_journeys_and_llm_cost() -> None:
     out = await h.say("I want to book a flight")
 
     lines = summarize(out.trace)
-    assert lines[0] == "matched: journey:flight:condition:0"
-    assert "journey flight: llm → dest" in lines
+    assert lines[0] == "matched: start of flight"
+    assert "journey flight: moved → dest" in lines
     assert lines[-1].startswith("llm: 3 calls in 2 rounds")
+    # With the agent, journeys are named by their titles, never by internal ids.
+    titled = summarize(out.trace, h.agent)
+    assert titled[0] == f"matched: start of {FLIGHT[0].title}"
+    assert f"journey {FLIGHT[0].title}: moved → dest" in titled
+    assert not any("journey:" in line for line in titled)
 
 
 async def test_a_new_run_of_a_journey_does_not_reuse_the_previous_runs_values() -> None:

@@ -1,0 +1,64 @@
+"""Helpers for the CLI tests: the CLI as a user runs it (a subprocess in a folder of their own),
+and a chat over a real local stack driven line by line."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(
+    *args: str, cwd: Path, stdin: str = "", timeout: float = 240, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m waypoint.cli ARGS` in `cwd`, offline, with this checkout first on the path
+    (the way a user's shell runs `waypoint`, but never the installed copy of another tree)."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER")
+    }
+    environ.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "COLUMNS": "200",
+            "WAYPOINT_CACHE_DIR": str(cwd / ".cache"),
+            **(env or {}),
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "waypoint.cli", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environ,
+    )
+
+
+class Lines:
+    """Typed lines for `Chat.run`; a callable instead of a line runs first (edit a file, …)."""
+
+    def __init__(self, *items: str | Callable[[], None]) -> None:
+        self._items: Iterator[str | Callable[[], None]] = iter(items)
+
+    def __call__(self) -> str:
+        for item in self._items:
+            if callable(item):
+                item()
+                continue
+            return item
+        raise EOFError
+
+
+def recording_console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=200, force_terminal=False, color_system=None), out

@@ -1,0 +1,167 @@
+"""`waypoint serve`'s stack: one log line per HTTP request and per turn, and the management API's
+reference (index, OpenAPI schema behind the key, a public docs page without data)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from examples.banking import TOOLS_MODULE, bank
+from examples.banking import load as load_bank
+from infra.runtime import reset_runtime
+from tests.cli.chat_kit import run_cli
+from waypoint.local_server import GenericChatClient, LocalServer
+
+KEY = "local-test-key-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[LocalServer, list[str]]]:
+    bank.reset_bank()
+    lines: list[str] = []
+    with LocalServer(
+        load_bank(), tools_module=TOOLS_MODULE, management_api_key=KEY, log_line=lines.append
+    ) as server:
+        yield server, lines
+    reset_runtime()
+
+
+def test_serve_logs_one_line_per_request_and_per_turn(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    server, lines = served
+    client = GenericChatClient(server, "log-test", "seldo")
+    client.send("Hi")
+    client.send("Transfer money")
+    client.close()
+    httpx.get(f"{server.base_url}/api/sessions/nope?token=hunter2", headers={"X-Api-Key": KEY})
+    # A request's line is written once its response is sent, a turn's once the worker's batch
+    # is done (after the reply went out): wait for both.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (
+        any("/api/sessions/nope" in line for line in lines)
+        and sum(line.startswith("turn ") for line in lines) >= 2
+    ):
+        time.sleep(0.05)
+
+    requests = [line for line in lines if line.startswith("request ")]
+    turns = [line for line in lines if line.startswith("turn ")]
+    webhook = [line for line in requests if line.startswith("request POST /webhooks/generic 200 ")]
+    assert len(webhook) == 2 and all(line.endswith(" ms") for line in webhook)
+    assert any(line.startswith("request POST /local/replies 200 ") for line in requests)
+    assert any(line.startswith("request GET /api/sessions/nope 404 ") for line in requests)
+    assert not any("hunter2" in line for line in lines)  # a query string is never logged
+    assert len(turns) == 2, lines
+    session = client.session_id
+    assert turns[0].startswith(f"turn    {session} version {server.agent.version} matched=[greet]")
+    assert "matched=[start of Money transfer]" in turns[1] and turns[1].endswith(" ms")
+
+
+def test_the_management_api_serves_its_reference(served: tuple[LocalServer, list[str]]) -> None:
+    server, _ = served
+    api = f"{server.base_url}/api"
+
+    index = httpx.get(f"{api}/", headers={"X-Api-Key": KEY})
+    assert index.status_code == 200
+    assert index.json()["docs"] == "/api/docs" and index.json()["openapi"] == "/api/openapi.json"
+    assert "POST /api/agents" in index.json()["operations"]
+
+    schema = httpx.get(f"{api}/openapi.json", headers={"X-Api-Key": KEY})
+    assert schema.status_code == 200
+    assert schema.json()["servers"] == [{"url": "/api"}]  # "try it out" reaches the mount
+    assert "/sessions/{session_id}/messages" in schema.json()["paths"]
+    assert schema.json()["components"]["securitySchemes"]["ApiKey"]["name"] == "X-Api-Key"
+
+    page = httpx.get(f"{api}/docs")  # without the key: a page, no data
+    assert page.status_code == 200 and "swagger-ui" in page.text and "X-Api-Key" in page.text
+    assert KEY not in page.text
+
+
+def test_everything_but_the_docs_page_still_needs_the_key(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    server, _ = served
+    api = f"{server.base_url}/api"
+    for path in ("/", "/openapi.json", "/agents/bank", "/sessions/x", "/docs/../openapi.json"):
+        response = httpx.get(f"{api}{path}")
+        assert response.status_code == 401, path
+    assert httpx.post(f"{api}/docs").status_code == 405  # a page to read, nothing to post
+
+
+def test_serve_prints_where_the_reference_is(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from tests.cli.chat_kit import ROOT
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "waypoint.cli", "serve", "--port", "0", "--ephemeral"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200",
+             "WAYPOINT_CACHE_DIR": str(tmp_path / "cache")},
+    )  # fmt: skip
+    try:
+        seen = ""
+        deadline = time.monotonic() + 120
+        assert process.stdout is not None
+        while "Ctrl-C to stop" not in seen and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen += line
+        assert "API reference   http://127.0.0.1:" in seen and "/api/docs" in seen, seen
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_run_cli_helper_is_offline(tmp_path: Path) -> None:
+    result = run_cli(
+        "validate", str(Path(__file__).parents[2] / "examples/banking/agent.yaml"), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_turn_the_management_api_runs_is_logged_too(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    server, lines = served
+    api, headers = f"{server.base_url}/api", {"X-Api-Key": KEY}
+    session = httpx.post(f"{api}/sessions", json={"customer_id": "c1"}, headers=headers).json()
+    answered = httpx.post(
+        f"{api}/sessions/{session['id']}/messages", json={"text": "Hi"}, headers=headers, timeout=60
+    )
+    assert answered.status_code == 200, answered.text
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any(
+        line.startswith(f"turn    {session['id']} ") for line in lines
+    ):
+        time.sleep(0.05)
+    assert any(
+        line.startswith(f"turn    {session['id']} version ") and "matched=[greet]" in line
+        for line in lines
+    ), lines
+
+
+def test_the_template_routes_the_api_reference_to_the_management_function() -> None:
+    from tests.cli.chat_kit import ROOT
+
+    template = (ROOT / "template.yaml").read_text()
+    management = template[template.index("  ManagementFunction:") :]
+    management = management[: management.index("\n  # ---") if "\n  # ---" in management else None]
+    for path in ("/", "/openapi.json", "/docs"):
+        assert f"            Method: GET\n            Path: {path}\n" in management, path
