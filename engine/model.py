@@ -493,8 +493,13 @@ class AgentSnapshot(BaseModel):
 
     def content_hash(self) -> str:
         payload = self.model_dump(mode="json", exclude={"version"})
+        # Fields added later are left out at their defaults, so an agent that does not use them
+        # keeps the version it was published under.
         if not payload["migrations"]:
-            del payload["migrations"]  # versions published before migrations existed keep theirs
+            del payload["migrations"]
+        for entity in (*payload["guidelines"], *payload["journeys"]):
+            if entity.get("priority") == 0:
+                del entity["priority"]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
