@@ -42,6 +42,7 @@ from engine.document_text import (
     parse_document_text,
 )
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.history import EVENT_PAGE
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from functions.http_entry import http_lambda_handler
@@ -109,7 +110,7 @@ class SessionView(BaseModel):
             customer_id=state.customer_id,
             channel=state.channel,
             version=state.version,
-            events=len(state.events),
+            events=state.next_offset(),  # every stored event; a turn loads the recent ones
             active_journeys=state.active_journey_ids,
             journey_paths={j: list(path) for j, path in state.journey_paths.items()},
             completed_journeys=list(state.completed_journeys),
@@ -353,9 +354,17 @@ async def get_session(session_id: str) -> SessionView:
 
 
 @app.get("/sessions/{session_id}/events", response_model=EventPage)
-async def get_events(session_id: str, after: int = Query(default=-1, ge=-1)) -> EventPage:
-    state = await _session(session_id)
-    return EventPage(session_id=session_id, events=[e for e in state.events if e.offset > after])
+async def get_events(
+    session_id: str,
+    after: int = Query(default=-1, ge=-1),
+    limit: int = Query(default=EVENT_PAGE, ge=1, le=EVENT_PAGE),
+) -> EventPage:
+    """The session's stored history, a page at a time: pass the last offset seen as `after`."""
+    events = await current_runtime().sessions.events(session_id, after=after, limit=limit)
+    if events is None:
+        await _session(session_id)  # the same 404 as every other session route
+        events = []
+    return EventPage(session_id=session_id, events=events)
 
 
 @app.get("/sessions/{session_id}/traces/{turn_id}", response_model=TurnTrace)

@@ -31,6 +31,7 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import WaypointError
+from engine.history import EVENT_PAGE, EVENT_WINDOW
 from engine.inbox import ClaimOutcome
 from engine.memory import (
     agent_not_found,
@@ -370,44 +371,70 @@ class DynamoSessionStore:
         bucket: str | None = None,
         clock: Clock | None = None,
         trace_ttl_seconds: int | None = None,
+        event_window: int = EVENT_WINDOW,
     ):
         self._table = _Table(table_name, dynamodb)
         self._bodies = ItemBodies(bucket or os.environ.get(BUCKET_ENV), s3)
         self._clock = clock or SystemClock()
         self._trace_ttl = trace_ttl_seconds
+        self._window = event_window
 
     # ---- reads
 
     async def load(self, session_id: str) -> SessionState | None:
-        """Meta item (consistent GetItem) + its events (consistent Query, all pages), or None."""
+        """Meta item (consistent GetItem) + its last `EVENT_WINDOW` events (one consistent
+        Query of a bounded key range), or None. The older events stay stored; a turn's reads
+        do not grow with the session (the state carries what it needs of them)."""
         pk = session_pk(session_id)
         meta = self._table.get(pk, META)
         if meta is None:
             return None
         next_offset = int(meta.get("next_offset", _n(0))["N"])
-        events = self._events_before(session_id, next_offset)
+        events = self._window_before(session_id, next_offset)
         data = json.loads(self._bodies.decode(meta))
         data["version"] = int(meta["version"]["N"])  # the attribute the conditions check wins
         data["events"] = events
         return SessionState.model_validate(data)
 
-    def _events_before(self, session_id: str, next_offset: int) -> list[Event]:
+    async def events(
+        self, session_id: str, *, after: int = -1, limit: int = EVENT_PAGE
+    ) -> list[Event] | None:
+        """Up to `limit` events with an offset above `after`, in order (one Query page); None
+        for an unknown session. For the management API's history, never for a turn."""
+        pk = session_pk(session_id)
+        if self._table.get(pk, META) is None:
+            return None
+        response = self._table.ddb.query(
+            TableName=self._table.name,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :last",
+            ExpressionAttributeValues={
+                ":pk": _s(pk),
+                ":first": _s(event_sk(max(after + 1, 0))),
+                ":last": _s(event_sk(10**10 - 1)),
+            },
+            ConsistentRead=True,
+            Limit=max(1, limit),
+        )
+        return [Event.model_validate_json(self._bodies.decode(i)) for i in response["Items"]]
+
+    def _window_before(self, session_id: str, next_offset: int) -> list[Event]:
         if next_offset == 0:
             return []
         # Bounded by the meta's next_offset: events of a turn committed after the meta was read
         # are left out, so meta and events always describe the same version.
+        first = max(0, next_offset - self._window)
         items = self._table.query(
             "pk = :pk AND sk BETWEEN :first AND :last",
             {
                 ":pk": _s(session_pk(session_id)),
-                ":first": _s(event_sk(0)),
+                ":first": _s(event_sk(first)),
                 ":last": _s(event_sk(next_offset - 1)),
             },
         )
         events = [Event.model_validate_json(self._bodies.decode(item)) for item in items]
         offsets = [event.offset for event in events]
-        if not offsets or offsets != list(range(offsets[0], next_offset)):
-            missing = sorted(set(range(offsets[0] if offsets else 0, next_offset)) - set(offsets))
+        if offsets != list(range(first, next_offset)):
+            missing = sorted(set(range(first, next_offset)) - set(offsets))
             raise SessionIntegrityError(
                 f"session {session_id!r}: the META item counts events up to offset "
                 f"{next_offset - 1} but EVENT# items {missing[:10]} are missing; restore them "
