@@ -173,7 +173,7 @@ class SessionState(BaseModel):
 # Bounded windows for processed_event_ids / committed_turn_ids. A turn also recognises the ids
 # of the events in its loaded window, and the store refuses a second commit of a turn id (its
 # TURN# marker) however old; this window only spares recomputing a recently redelivered turn.
-MAX_REMEMBERED_IDS = 64
+MAX_REMEMBERED_IDS = 32
 
 
 def remember(ids: tuple[str, ...], *new: str) -> tuple[str, ...]:

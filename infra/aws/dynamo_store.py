@@ -8,6 +8,7 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     SESSION#{session}              EVENT#{offset:010d} one event
     SESSION#{session}              TURN#{turn_id}      marker: this turn is committed
     SESSION#{session}              TRACE#{turn_id}     the turn's trace
+    CUSTOMER#{channel}#{customer}  SESSION#{session}   index: a session this person took part in
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
     VARS#{agent}#{customer}        VAR#{name}          one context variable value
@@ -42,8 +43,9 @@ from engine.memory import (
 )
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
-from engine.session import Event, SessionState
+from engine.session import Event, EventSource, SessionState
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
+from infra.aws.retention import Retention
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 
@@ -90,6 +92,11 @@ def session_pk(session_id: str) -> str:
 
 def event_sk(offset: int) -> str:
     return f"EVENT#{offset:010d}"  # zero-padded so the sort key orders events numerically
+
+
+def customer_pk(channel: str, customer_id: str) -> str:
+    """The index partition of one person on one channel: the sessions they took part in."""
+    return f"CUSTOMER#{_key_part(channel, 'channel')}#{customer_id}"
 
 
 def _s(value: str) -> dict[str, str]:
@@ -372,11 +379,15 @@ class DynamoSessionStore:
         clock: Clock | None = None,
         trace_ttl_seconds: int | None = None,
         event_window: int = EVENT_WINDOW,
+        retention: Retention | None = None,
     ):
         self._table = _Table(table_name, dynamodb)
         self._bodies = ItemBodies(bucket or os.environ.get(BUCKET_ENV), s3)
         self._clock = clock or SystemClock()
-        self._trace_ttl = trace_ttl_seconds
+        self._retention = retention if retention is not None else Retention.from_env()
+        self._trace_ttl = (
+            trace_ttl_seconds if trace_ttl_seconds is not None else self._retention.traces
+        )
         self._window = event_window
 
     # ---- reads
@@ -387,7 +398,7 @@ class DynamoSessionStore:
         do not grow with the session (the state carries what it needs of them)."""
         pk = session_pk(session_id)
         meta = self._table.get(pk, META)
-        if meta is None:
+        if meta is None or self._expired(meta):  # an idle session past its TTL is gone
             return None
         next_offset = int(meta.get("next_offset", _n(0))["N"])
         events = self._window_before(session_id, next_offset)
@@ -431,9 +442,14 @@ class DynamoSessionStore:
                 ":last": _s(event_sk(next_offset - 1)),
             },
         )
-        events = [Event.model_validate_json(self._bodies.decode(item)) for item in items]
+        events = [
+            Event.model_validate_json(self._bodies.decode(item))
+            for item in items
+            if not self._expired(item)
+        ]
         offsets = [event.offset for event in events]
-        if offsets != list(range(first, next_offset)):
+        # Retention expires a session's oldest events first: what is left is the newest ones.
+        if offsets != list(range(next_offset - len(offsets), next_offset)):
             missing = sorted(set(range(first, next_offset)) - set(offsets))
             raise SessionIntegrityError(
                 f"session {session_id!r}: the META item counts events up to offset "
@@ -459,9 +475,15 @@ class DynamoSessionStore:
                 f"session {state.id!r}: {len(state.events)} initial events exceed one "
                 f"transaction ({MAX_TRANSACTION_ITEMS - 1}); create it empty, then commit them"
             )
-        meta = self._meta_update(state, state.events, condition="attribute_not_exists(pk)")
+        meta = self._meta_update(state, state.events, condition=_ABSENT, creating=True)
         try:
-            self._table.transact([meta, *self._event_puts(state.id, state.events)])
+            self._table.transact(
+                [
+                    meta,
+                    *self._event_puts(state.id, state.events),
+                    *self._index_puts(state, {state.customer_id}),
+                ]
+            )
         except ClientError as error:
             if not _is(error, "TransactionCanceledException"):
                 raise
@@ -477,13 +499,15 @@ class DynamoSessionStore:
         reading it would mean reading bodies offloaded to S3, which the webhook may not do."""
         if state.events:
             raise ValueError("ensure() creates empty sessions only; use create() with events")
-        update = self._meta_update(state, (), condition="attribute_not_exists(pk)")["Update"]
+        update = self._meta_update(state, (), condition=_ABSENT, creating=True)["Update"]
         try:
             self._table.ddb.update_item(**update)
         except ClientError as error:
             if _is(error, "ConditionalCheckFailedException"):
                 return False  # it exists already
             raise
+        for put in self._index_puts(state, {state.customer_id}):
+            self._table.ddb.put_item(**put["Put"])
         return True
 
     async def commit(self, commit: TurnCommit) -> bool:
@@ -502,8 +526,8 @@ class DynamoSessionStore:
             )
         pk = session_pk(state.id)
         if commit.expected_version == 0:
-            # A first turn may create the session, or follow `create()` at version 0.
-            condition = "attribute_not_exists(pk) OR #a_version = :expected"
+            # A first turn may create the session (or replace one expired), or follow `create()`.
+            condition = f"{_ABSENT} OR #a_version = :expected"
         else:
             condition = "#a_version = :expected"
         meta = self._meta_update(
@@ -512,15 +536,18 @@ class DynamoSessionStore:
             condition=condition,
             expected=commit.expected_version,
         )
+        marker_item: Item = {
+            **_key(pk, f"TURN#{commit.turn_id}"),
+            "version": _n(state.version),
+            "committed_at": _s(self._clock.now().isoformat()),
+            **self._expiry(self._retention.session_idle),
+        }
         turn_marker = {
             "Put": {
                 "TableName": self._table.name,
-                "Item": {
-                    **_key(pk, f"TURN#{commit.turn_id}"),
-                    "version": _n(state.version),
-                    "committed_at": _s(self._clock.now().isoformat()),
-                },
-                "ConditionExpression": "attribute_not_exists(pk)",
+                "Item": marker_item,
+                "ConditionExpression": _ABSENT,
+                "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
         trace_item: Item = {
@@ -540,7 +567,14 @@ class DynamoSessionStore:
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
+            # Last, so the cancellation reasons of the items above keep their positions.
+            *self._index_puts(state, _people(commit)),
         ]
+        if len(items) > MAX_TRANSACTION_ITEMS:
+            raise TurnTooLarge(
+                f"turn {commit.turn_id!r}: {len(items)} items exceed one transaction "
+                f"({MAX_TRANSACTION_ITEMS}); split the turn's events"
+            )
         try:
             self._table.transact(items)
         except ClientError as error:
@@ -585,6 +619,7 @@ class DynamoSessionStore:
         *,
         condition: str,
         expected: int | None = None,
+        creating: bool = False,
     ) -> Item:
         body = self._bodies.encode(
             state.model_dump_json(exclude={"events"}), f"sessions/{state.id}/state.json.gz"
@@ -595,15 +630,21 @@ class DynamoSessionStore:
             "customer_id": _s(state.customer_id),
             "updated_at": _s(self._clock.now().isoformat()),
             **body,
+            # Every write pushes an idle session's expiry back.
+            **self._expiry(self._retention.session_idle),
         }
         if new_events:
             attributes["next_offset"] = _n(new_events[-1].offset + 1)
+        elif creating:  # over an expired session's META too: its history does not carry over
+            attributes["next_offset"] = _n(0)
         stale = [name for name in ItemBodies.ATTRIBUTES if name not in body]
         expression, names, values = _set_expression(attributes, stale)
         if "#a_version" in condition:  # DynamoDB rejects unused placeholder names
             names["#a_version"] = "version"
         if expected is not None:
             values[":expected"] = _n(expected)
+        if ":now" in condition:
+            values[":now"] = _n(self._epoch())
         return {
             "Update": {
                 "TableName": self._table.name,
@@ -620,30 +661,72 @@ class DynamoSessionStore:
         self, session_id: str, events: Sequence[Event], *, rewrite: bool = False
     ) -> list[Item]:
         pk = session_pk(session_id)
+        now = self._epoch()
+        puts = []
+        for event in events:
+            put: Item = {
+                "TableName": self._table.name,
+                "Item": {
+                    **_key(pk, event_sk(event.offset)),
+                    **self._bodies.encode(
+                        event.model_dump_json(),
+                        f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
+                    ),
+                    **self._expiry(self._retention.events),
+                },
+                # A new event may take the offset of an expired one (of a session that expired
+                # and started afresh); a rewrite replaces a live one.
+                "ConditionExpression": "attribute_exists(pk)" if rewrite else _ABSENT,
+            }
+            if not rewrite:
+                put["ExpressionAttributeValues"] = {":now": _n(now)}
+            puts.append({"Put": put})
+        return puts
+
+    def _index_puts(self, state: SessionState, people: set[str]) -> list[Item]:
+        """The customer index entries of `people` for this session (idempotent puts), so that
+        erasing one person finds every session they took part in."""
         return [
             {
                 "Put": {
                     "TableName": self._table.name,
                     "Item": {
-                        **_key(pk, event_sk(event.offset)),
-                        **self._bodies.encode(
-                            event.model_dump_json(),
-                            f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
-                        ),
+                        **_key(customer_pk(state.channel, person), f"SESSION#{state.id}"),
+                        "session_id": _s(state.id),
+                        **self._expiry(self._retention.session_idle),
                     },
-                    "ConditionExpression": "attribute_exists(pk)"
-                    if rewrite
-                    else "attribute_not_exists(pk)",
                 }
             }
-            for event in events
+            for person in sorted(people)
+            if person
         ]
+
+    def _expiry(self, ttl: int | None) -> Item:
+        return {"expires_at": _n(self._epoch() + ttl)} if ttl is not None else {}
 
     def _epoch(self) -> int:
         return int(self._clock.now().timestamp())
 
     def _expired(self, item: Item) -> bool:
         return "expires_at" in item and int(item["expires_at"]["N"]) <= self._epoch()
+
+
+_ABSENT = "attribute_not_exists(pk) OR expires_at <= :now"  # TTL deletes lazily: expired = absent
+
+
+def _people(commit: TurnCommit) -> set[str]:
+    """Who this turn adds to the session's index: the senders of its customer messages other
+    than the session's customer (indexed when the session was created), and the customer too
+    when the turn may be creating the session."""
+    state = commit.state
+    people = {
+        str(e.data["sender"])
+        for e in commit.new_events
+        if e.source is EventSource.CUSTOMER and e.data.get("sender")
+    } - {state.customer_id}
+    if commit.expected_version == 0:
+        people.add(state.customer_id)
+    return people
 
 
 # --------------------------------------------------------------------------------------------------
