@@ -15,6 +15,10 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           the result of the pending interrupter step (a form):
                                           completes the step and runs the turn (or `?async=1`
                                           queues it); 409 unless `call_id` is the pending one
+    DELETE /customers/{channel}/{customer_id}
+                                          erase everything stored about one customer: their
+                                          sessions, events, traces, S3 bodies, inbox claims
+                                          (their words in others' group sessions are redacted)
 
 Errors are `{"error": "...", "problems": [...]}` with the right status; never a stack trace.
 """
@@ -373,6 +377,33 @@ async def get_trace(session_id: str, turn_id: str) -> TurnTrace:
     if trace is None:
         raise HTTPException(404, f"no trace of turn {turn_id[:100]!r} in this session")
     return TurnTrace.model_validate(trace)
+
+
+class ErasureView(BaseModel):
+    channel: str
+    customer_id: str
+    sessions_deleted: list[str]
+    sessions_redacted: list[str]
+    items_deleted: int
+    objects_deleted: int
+    inbox_claims_deleted: int
+
+
+@app.delete("/customers/{channel}/{customer_id}", response_model=ErasureView)
+async def erase_customer(
+    channel: str = Path(pattern=r"^[a-z]{1,32}$"),
+    customer_id: str = Path(min_length=1, max_length=200),
+) -> ErasureView:
+    """Erase one customer (a person on a channel; `api` for sessions made with POST /sessions).
+    Idempotent: erasing again finds nothing and deletes nothing."""
+    from infra.aws.erasure import CustomerErasure
+
+    report = await CustomerErasure(current_runtime().sessions).erase(channel, customer_id)
+    logger.info(
+        "customer erased",
+        extra={"sessions": len(report.sessions_deleted) + len(report.sessions_redacted)},
+    )
+    return ErasureView(**report.__dict__)
 
 
 @app.post(

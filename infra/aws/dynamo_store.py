@@ -583,6 +583,21 @@ class DynamoSessionStore:
             return self._explain_cancellation(error, commit)
         return True
 
+    def replace_state(self, state: SessionState, *, expected_version: int) -> None:
+        """Rewrite the session's state (not its events) if its version is still
+        `expected_version`, bumping the version so that a turn computed on the old state
+        conflicts and reloads. For administrative changes (erasing a participant)."""
+        bumped = state.model_copy(update={"version": expected_version + 1})
+        update = self._meta_update(
+            bumped, (), condition="#a_version = :expected", expected=expected_version
+        )["Update"]
+        try:
+            self._table.ddb.update_item(**update)
+        except ClientError as error:
+            if _is(error, "ConditionalCheckFailedException"):
+                raise session_conflict(state.id, expected_version, None) from error
+            raise
+
     def _explain_cancellation(self, error: ClientError, commit: TurnCommit) -> bool:
         """False for an idempotent replay; otherwise raise `SessionConflict`."""
         codes = _reason_codes(error)

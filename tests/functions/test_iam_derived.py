@@ -216,6 +216,10 @@ def run_every_code_path(
         assert manager.tools is not None  # a synchronous turn's tool calls
         (outcome,) = manager.run(manager.tools.dispatch([call], context))
         assert outcome.error
+        # Erasing its customer deletes the session, its S3 bodies and its inbox claims.
+        erased = management("DELETE", "/customers/telegram/4242")
+        assert erased["statusCode"] == 200, erased["body"]
+        assert seeded in erased["body"]
 
     with recorder.acting_as("ToolFunction"):
         from functions import tool_task
