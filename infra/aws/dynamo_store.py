@@ -583,7 +583,7 @@ class DynamoSessionStore:
             return self._explain_cancellation(error, commit)
         return True
 
-    def replace_state(self, state: SessionState, *, expected_version: int) -> None:
+    async def replace_state(self, state: SessionState, *, expected_version: int) -> None:
         """Rewrite the session's state (not its events) if its version is still
         `expected_version`, bumping the version so that a turn computed on the old state
         conflicts and reloads. For administrative changes (erasing a participant)."""
