@@ -46,6 +46,7 @@ class LongSessionRow:
     bytes_read: int
     read_calls: int
     items_written: int
+    window_bytes: int  # of bytes_read: the Query of the recent events
     overhead_ms: float  # median of the five turns ending here, store time excluded
     store_ms: float  # median time inside the stores' calls (moto's emulation)
     events_stored: int  # the session's whole history at that turn
@@ -71,10 +72,10 @@ class ReadMeter:
     """Counts what one client read from and wrote to DynamoDB."""
 
     def __init__(self) -> None:
-        self.items = self.bytes = self.calls = self.written = 0
+        self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
 
     def reset(self) -> None:
-        self.items = self.bytes = self.calls = self.written = 0
+        self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
 
     def attach(self, ddb: Any) -> None:
         ddb.meta.events.register("after-call.dynamodb", self._after_call)
@@ -90,7 +91,10 @@ class ReadMeter:
         if model.name not in ("GetItem", "Query", "BatchGetItem", "Scan"):
             return
         self.calls += 1
-        self.bytes += len(http_response.content or b"")
+        size = len(http_response.content or b"")
+        self.bytes += size
+        if model.name == "Query":
+            self.query_bytes += size
         if "Item" in parsed:
             self.items += 1
         self.items += len(parsed.get("Items", []))
@@ -138,6 +142,7 @@ async def run_long_session(
                     bytes_read=meter.bytes,
                     read_calls=meter.calls,
                     items_written=meter.written,
+                    window_bytes=meter.query_bytes,
                     overhead_ms=median([t[0] for t in last]),
                     store_ms=median([t[1] for t in last]),
                     events_stored=sample_state_offset(runner),
@@ -171,14 +176,15 @@ def render(result: LongSessionResult) -> str:
         "calls) are medians of the five turns ending there. "
         f"Run took {result.seconds:.0f} s.",
         "",
-        "| turn | events stored | read calls | items read | bytes read | items written | engine "
-        "overhead | store time (moto) |",
+        "| turn | events stored | read calls | items read | bytes read (of which the event "
+        "window) | items written | engine overhead | store time (moto) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result.rows:
         lines.append(
             f"| {r.turn:,} | {r.events_stored:,} | {r.read_calls} | {r.items_read} | "
-            f"{r.bytes_read / 1024:.1f} KiB | {r.items_written} | {r.overhead_ms:.1f} ms | "
+            f"{r.bytes_read / 1024:.1f} KiB ({r.window_bytes / 1024:.1f} KiB) | "
+            f"{r.items_written} | {r.overhead_ms:.1f} ms | "
             f"{r.store_ms:.1f} ms |"
         )
     if len(result.rows) >= 2:
@@ -196,8 +202,30 @@ def render(result: LongSessionResult) -> str:
             "",
             f"Turn {last:,} vs turn {first}: {ratios} — target ≤ {LIMIT}× each: **{verdict}**.",
         ]
+        if len(result.rows) >= 3:
+            middle = result.rows[-2]
+            growth = result.rows[-1].bytes_read / middle.bytes_read if middle.bytes_read else 0
+            lines += [
+                "",
+                f"Turn {last:,} vs turn {middle.turn:,}: bytes {growth:.2f}×, items "
+                f"{result.rows[-1].items_read / max(1, middle.items_read):.2f}× — the reads stop "
+                "growing once the window is full.",
+            ]
+        if result.ratio("bytes_read") > LIMIT:
+            lines += ["", BYTES_WHY]
     return "\n".join(lines)
 
+
+BYTES_WHY = (
+    "**Why bytes miss the 1.5× target.** A turn reads the same three items every time (agent "
+    "pointer, session META, one Query of the last 32 events), so the bytes are bounded — but "
+    "turn 10's session is smaller than one window (25 earlier events), and in this workload "
+    "the later events are larger: from the second pass on, the repeated transfer waits at a "
+    "confirmation whose reply carries its options. The META item also grows to its bounded "
+    "size (kept evidence: the latest result of each distinct tool call; the last 32 event and "
+    "turn ids). Meeting 1.5× of turn 10 would take a window of about 15 events — fewer than the "
+    "30 the prompts show — so the window was kept at the prompts' history."
+)
 
 BLOCK = "long-session"
 HEADING = "## Long session (`python -m bench long-session`)"
