@@ -137,7 +137,10 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     assert await store.load("tg-alice") is None
     assert await variables.get_variables("bank", "alice") == {}
     # Bob keeps his session and the group, whose order is intact around the erased message.
-    assert [e.text for e in (await store.load("tg-bob")).events] == ["hello from bob", "reply to b0"]
+    assert [e.text for e in (await store.load("tg-bob")).events] == [
+        "hello from bob",
+        "reply to b0",
+    ]
     history = await store.events("tg-group")
     assert [e.text for e in history] == [
         "bob in the group", "reply to g0", None, "reply to g1", "bob again", "reply to g2",
