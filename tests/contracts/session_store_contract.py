@@ -248,6 +248,29 @@ class SessionStoreContract:
         assert await session_store.commit(turn_commit(state, "tx", "winner")) is False
         assert await session_store.commit(turn_commit(state, "t0", "reply 0")) is False
 
+    async def test_two_racing_turns_past_the_window_both_land_once_in_order(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        for i in range(EVENT_WINDOW):
+            await session_store.commit(turn_commit(state, f"t{i}", f"reply {i}"))
+            loaded = await session_store.load("s1")
+            assert loaded is not None
+            state = loaded
+        barrier = asyncio.Barrier(2)
+        attempts = await asyncio.gather(
+            run_turn(session_store, "s1", "tA", "from A", after_first_load=barrier),
+            run_turn(session_store, "s1", "tB", "from B", after_first_load=barrier),
+        )
+        assert sorted(attempts) == [1, 2]
+        history = await session_store.events("s1", after=-1, limit=1000)
+        assert history is not None
+        assert [e.offset for e in history] == list(range(EVENT_WINDOW + 2))
+        assert sorted(e.text or "" for e in history[-2:]) == ["from A", "from B"]
+        final = await session_store.load("s1")
+        assert final is not None and len(final.events) == EVENT_WINDOW
+        assert final.version == EVENT_WINDOW + 2
+
     async def test_the_whole_history_is_read_page_by_page(
         self, session_store: SessionStore
     ) -> None:
