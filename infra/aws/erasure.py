@@ -6,9 +6,12 @@ API channel. Every session a person takes part in is indexed under them
 (`CUSTOMER#{channel}#{customer}` → `SESSION#{session}`, written when the session is created and
 when they first write in someone else's group session), so erasure needs no scan:
 
-- a session that is theirs (its customer) is deleted whole: META, events, turn markers, traces,
-  the bodies offloaded to S3 under `sessions/{id}/`, and the inbox claims of its messages; their
-  context variables for the session's agent go too;
+- a session that is theirs (its customer, and nobody else wrote in it) is deleted whole: META,
+  events, turn markers, traces, outbox records, the bodies offloaded to S3 under
+  `sessions/{id}/`, and the inbox claims of its messages; their context variables for the
+  session's agent go too;
+- a group session they opened and others wrote in is the others' conversation too: it is
+  redacted like the next case, and its customer becomes `erased`;
 - in a group session they only took part in, their messages are overwritten with an erased
   marker (same offset: the conversation's order stays intact for the others), the traces of the
   turns that answered them are deleted, and what the session's state holds about them (their
@@ -34,6 +37,7 @@ from infra.aws.dynamo_store import (
 
 _S3_BATCH = 1000  # DeleteObjects' limit
 _CONFLICT_RETRIES = 5
+ERASED = "erased"  # the customer of a group session whose opener was erased
 
 
 @dataclass
@@ -67,14 +71,27 @@ class CustomerErasure:
             meta = self._table.get(session_pk(session_id), META)
             if meta is None:
                 continue
-            if meta.get("customer_id", {}).get("S") == customer_id:
+            owner = meta.get("customer_id", {}).get("S") == customer_id
+            if owner and not self._others_wrote_in(session_id, customer_id):
                 self._delete_session(session_id, channel, meta, report)
                 report.sessions_deleted.append(session_id)
             else:
-                await self._redact_participant(session_id, channel, customer_id, report)
+                await self._redact_participant(session_id, channel, customer_id, report, owner)
                 report.sessions_redacted.append(session_id)
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
         return report
+
+    def _others_wrote_in(self, session_id: str, person: str) -> bool:
+        """Whether anyone else wrote in a session `person` opened (a group chat: it is the
+        others' conversation too, so only `person`'s part of it is erased)."""
+        items = self._table.query(
+            "pk = :pk AND begins_with(sk, :events)",
+            {":pk": {"S": session_pk(session_id)}, ":events": {"S": "EVENT#"}},
+        )
+        return any(
+            (sender := _sender(event)) is not None and sender != person
+            for event in self._events(list(items))
+        )
 
     # ---- a session of their own: everything goes
 
@@ -102,7 +119,7 @@ class CustomerErasure:
     # ---- someone else's group session: only what is theirs
 
     async def _redact_participant(
-        self, session_id: str, channel: str, person: str, report: ErasureReport
+        self, session_id: str, channel: str, person: str, report: ErasureReport, opener: bool
     ) -> None:
         pk = session_pk(session_id)
         items = list(
@@ -111,7 +128,7 @@ class CustomerErasure:
                 {":pk": {"S": pk}, ":events": {"S": "EVENT#"}},
             )
         )
-        theirs = [e for e in self._events(items) if _sender(e) == person]
+        theirs = [e for e in self._events(items) if _is_theirs(e, person, opener)]
         turns = {e.turn_id for e in theirs if e.turn_id}
         for event in theirs:
             erased = event.model_copy(update={"text": None, "data": {"erased": True}})
@@ -127,14 +144,22 @@ class CustomerErasure:
             self._delete_objects(
                 f"sessions/{session_id}/events/{event.offset:010d}.json.gz", report
             )
-        await self._forget_in_state(session_id, person)
+        if opener:  # their context variables for this agent go with them
+            meta = self._table.get(pk, META) or {}
+            agent = meta.get("agent_id", {}).get("S")
+            if agent:
+                variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{person}"}})
+                self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
+        await self._forget_in_state(session_id, person, opener)
 
-    async def _forget_in_state(self, session_id: str, person: str) -> None:
+    async def _forget_in_state(self, session_id: str, person: str, opener: bool) -> None:
         for _ in range(_CONFLICT_RETRIES):
             state = await self._store.load(session_id)
             if state is None:
                 return
-            cleaned = _without(state, person)
+            cleaned = _without(state, person, opener)
+            if cleaned.customer_id == person:  # they opened the group: it stays the others'
+                cleaned = cleaned.model_copy(update={"customer_id": ERASED})
             if cleaned == state:
                 return
             try:
@@ -206,11 +231,20 @@ def _sender(event: Event) -> str | None:
     return str(sender) if sender else None
 
 
-def _without(state: SessionState, person: str) -> SessionState:
+def _is_theirs(event: Event, person: str, opener: bool) -> bool:
+    """A message `person` wrote (the opener's messages from before senders were recorded carry
+    no sender: they are the session customer's)."""
+    if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
+        return False
+    sender = _sender(event)
+    return sender == person or (opener and sender is None)
+
+
+def _without(state: SessionState, person: str, opener: bool) -> SessionState:
     """The session's state with nothing left of `person`."""
 
     def theirs(event: Event) -> bool:
-        return _sender(event) == person or str(event.data.get("sender") or "") == person
+        return _is_theirs(event, person, opener) or str(event.data.get("sender") or "") == person
 
     return state.model_copy(
         update={

@@ -34,11 +34,14 @@ def said(offset: int, text: str, turn: str, sender: str, channel: str = "telegra
     )
 
 
-async def talk(store: DynamoSessionStore, session_id: str, turn: str, text: str, sender: str):
+async def talk(
+    store: DynamoSessionStore, session_id: str, turn: str, text: str, sender: str
+) -> None:
     state = await store.load(session_id)
     assert state is not None
     commit = turn_commit(state, turn, f"reply to {turn}")
-    mine = said(state.next_offset(), text, turn, sender)
+    channel = state.channel
+    mine = said(state.next_offset(), text, turn, sender, channel)
     reply = commit.new_events[0].model_copy(update={"offset": mine.offset + 1})
     new_state = commit.state.model_copy(update={"events": (*state.events, mine, reply)})
     await store.commit(
@@ -207,3 +210,22 @@ def test_events_may_not_outlive_their_session() -> None:
         finally:
             del os.environ["WAYPOINT_TRACE_RETENTION_DAYS"]
     assert Retention.forever().events is None
+
+
+async def test_a_group_the_erased_customer_opened_stays_for_the_others(world) -> None:
+    stack, store, _ = world
+    await store.create(
+        SessionState(id="grp", agent_id="bank", customer_id="alice", channel="slack")
+    )
+    await talk(store, "grp", "g0", SECRET_WORDS, "alice")
+    await talk(store, "grp", "g1", "bob here", "bob")
+    await DynamoVariableStore().set_variable("bank", "alice", "tier", "gold")
+
+    report = await CustomerErasure(store).erase("slack", "alice")
+
+    assert report.sessions_deleted == [] and report.sessions_redacted == ["grp"]
+    assert mentions(stack, "X12345678", "alice") == []
+    state = await store.load("grp")
+    assert state is not None and state.customer_id == "erased"
+    assert [e.text for e in state.events] == [None, "reply to g0", "bob here", "reply to g1"]
+    assert await store.trace("grp", "g1") == {"turn": "g1", "heard": "bob here"}
