@@ -40,6 +40,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench long-session
 
 soak: $(STAMP)
 	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"

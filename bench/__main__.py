@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,13 @@ from bench.run import console_progress, run
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == [
+        "long-session"
+    ]:  # one session to 1,000 turns on moto (bench/long_session.py)
+        from bench.long_session import main as long_session
+
+        return long_session(args_in[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "
@@ -42,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=DOC, help="Markdown report path")
     parser.add_argument("--no-write", action="store_true", help="do not write the document")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
 
     config = QUICK if args.quick else DEFAULT
     if args.latency_ms is not None:

@@ -254,12 +254,17 @@ LOAD_HEADING = "## Load with faults (`make soak`)"
 
 
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
-    """Rewrite the document; the load results `make soak` wrote into it are kept."""
+    """Rewrite the document; the blocks other commands wrote into it are kept (the load results
+    of `make soak`, the long session of `python -m bench long-session`)."""
+    from bench.long_session import BLOCK as LONG_BLOCK
+    from bench.long_session import HEADING as LONG_HEADING
+
     path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(result)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    load = read_block(old, LOAD_BLOCK)
-    if load is not None:
-        text = f"{text.rstrip()}\n\n{LOAD_HEADING}\n\n{load}\n"
+    for name, heading in ((LOAD_BLOCK, LOAD_HEADING), (LONG_BLOCK, LONG_HEADING)):
+        kept = read_block(old, name)
+        if kept is not None:
+            text = f"{text.rstrip()}\n\n{heading}\n\n{kept}\n"
     path.write_text(text, encoding="utf-8")
     return path

@@ -203,6 +203,7 @@ class TurnRunner:
         message = InboundMessage(event_id=f"in-{uuid.uuid4().hex}", text=text)
         started = time.perf_counter()
         output = await self.engine.handle(session_id, [message])
+        self.last_output: TurnOutput | None = output
         wall_ms = (time.perf_counter() - started) * 1000
         calls = self.llm.calls[first_call:]
         active_before = self._paths.get(session_id, set())

@@ -369,3 +369,12 @@ def same_value(known: Any, value: Any) -> bool:
 
 def _normal_text(value: Any) -> str:
     return _SPACE.sub(" ", str(value).strip()).casefold()
+
+
+def value_in_text(value: Any, text: str) -> bool:
+    """Whether `text` holds `value` as the customer's words would ground it (used to keep, out of
+    a bounded history, the messages a collected value came from)."""
+    if value is None or isinstance(value, bool | Mapping):
+        return False
+    kind = "number" if isinstance(value, int | float | Decimal) else "string"
+    return _in_text(ToolParameter(name="value", type=kind), value, text) is not None

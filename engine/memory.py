@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.history import EVENT_PAGE, EVENT_WINDOW
 from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
@@ -142,12 +143,23 @@ class InMemorySessionStore:
         self._lock = threading.Lock()
 
     async def load(self, session_id: str) -> SessionState | None:
-        """The session with all its events in order, or None."""
+        """The session with its last `EVENT_WINDOW` events in order, or None."""
         with self._lock:
             meta = self._meta.get(session_id)
             if meta is None:
                 return None
-            return meta.model_copy(update={"events": tuple(self._events[session_id])})
+            window = tuple(self._events[session_id][-EVENT_WINDOW:])
+            return meta.model_copy(update={"events": window})
+
+    async def events(
+        self, session_id: str, *, after: int = -1, limit: int = EVENT_PAGE
+    ) -> list[Event] | None:
+        """Up to `limit` events with an offset above `after`, in order (the whole history, page
+        by page, for the management API); None for an unknown session."""
+        with self._lock:
+            if session_id not in self._meta:
+                return None
+            return [e for e in self._events[session_id] if e.offset > after][:limit]
 
     async def create(self, state: SessionState) -> SessionState:
         """Create a session (with any events it carries); an existing one is returned as is."""

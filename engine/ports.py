@@ -89,7 +89,7 @@ class TurnCommit:
     turn_id: str
     expected_version: int
     state: SessionState  # the new state, version already = expected_version + 1
-    new_events: Sequence[Event]  # stores persist these (state.events is the full history)
+    new_events: Sequence[Event]  # stores persist these (state.events is the recent window)
     trace: dict[str, Any] = field(default_factory=dict)
     # Earlier events rewritten with a secret masked, at their own offsets: the customer typed a
     # password before the turn that recognised it as one (`engine.secrets`).
@@ -101,7 +101,10 @@ class TurnCommit:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    async def load(self, session_id: str) -> SessionState | None: ...
+    async def load(self, session_id: str) -> SessionState | None:
+        """The session's state with its most recent events only (`engine.history.EVENT_WINDOW`):
+        a turn's reads are bounded however long the session has run."""
+        ...
 
     async def create(self, state: SessionState) -> SessionState:
         """Create a new session; if it exists already, return the stored one."""
@@ -116,6 +119,13 @@ class SessionStore(Protocol):
         ...
 
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None: ...
+
+    async def events(
+        self, session_id: str, *, after: int = -1, limit: int = 100
+    ) -> list[Event] | None:
+        """The stored history beyond what `load` returns: up to `limit` events with an offset
+        above `after`, in order; None for an unknown session. Never read by a turn."""
+        ...
 
 
 @runtime_checkable

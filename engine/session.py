@@ -124,7 +124,12 @@ class SessionState(BaseModel):
     customer_id: str
     channel: str = "generic"
     version: int = 0  # bumped by every committed turn; writes are conditional on it
+    # The most recent events (at most `engine.history.EVENT_WINDOW` when loaded from a store),
+    # not the whole history: a turn's reads stay bounded however long the session runs.
     events: tuple[Event, ...] = ()
+    # Older events still needed as evidence (tool results, the messages collected values came
+    # from), folded out of the window by `engine.history.fold_history`; bounded too.
+    kept_evidence: tuple[Event, ...] = ()
     # journey id → visited node ids; a trailing None means the journey was exited.
     journey_paths: dict[str, tuple[str | None, ...]] = Field(default_factory=dict)
     completed_journeys: tuple[str, ...] = ()
@@ -171,7 +176,10 @@ class SessionState(BaseModel):
         return self.events[-1].offset + 1 if self.events else 0
 
 
-MAX_REMEMBERED_IDS = 200  # bounded windows for processed_event_ids / committed_turn_ids
+# Bounded windows for processed_event_ids / committed_turn_ids. A turn also recognises the ids
+# of the events in its loaded window, and the store refuses a second commit of a turn id (its
+# TURN# marker) however old; this window only spares recomputing a recently redelivered turn.
+MAX_REMEMBERED_IDS = 32
 
 
 def remember(ids: tuple[str, ...], *new: str) -> tuple[str, ...]:

@@ -178,7 +178,11 @@ class TurnEngine:
             if session is None:
                 raise KeyError(f"no session {session_id!r}; create it before sending messages")
             # Unanswered messages, each once (a re-sent copy can share a batch with the original).
-            seen = set(session.processed_event_ids)
+            seen = set(session.processed_event_ids) | {
+                str(e.data["channel_event_id"])
+                for e in session.events
+                if e.data.get("channel_event_id") is not None
+            }
             fresh = []
             for m in messages:
                 if m.event_id not in seen:

@@ -19,6 +19,10 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           the result of the pending interrupter step (a form):
                                           completes the step and runs the turn (or `?async=1`
                                           queues it); 409 unless `call_id` is the pending one
+    DELETE /customers/{channel}/{customer_id}
+                                          erase everything stored about one customer: their
+                                          sessions, events, traces, S3 bodies, inbox claims
+                                          (their words in others' group sessions are redacted)
     GET  /                                this index: the operations, where the reference is
     GET  /openapi.json                    the OpenAPI schema
     GET  /docs                            the API reference page (Swagger UI) — the one path
@@ -51,6 +55,7 @@ from engine.document_text import (
     parse_document_text,
 )
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.history import EVENT_PAGE
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
@@ -153,7 +158,7 @@ class SessionView(BaseModel):
             customer_id=state.customer_id,
             channel=state.channel,
             version=state.version,
-            events=len(state.events),
+            events=state.next_offset(),  # every stored event; a turn loads the recent ones
             active_journeys=state.active_journey_ids,
             journey_paths={j: list(path) for j, path in state.journey_paths.items()},
             completed_journeys=list(state.completed_journeys),
@@ -468,9 +473,17 @@ async def get_session(session_id: str) -> SessionView:
 
 
 @app.get("/sessions/{session_id}/events", response_model=EventPage)
-async def get_events(session_id: str, after: int = Query(default=-1, ge=-1)) -> EventPage:
-    state = await _session(session_id)
-    return EventPage(session_id=session_id, events=[e for e in state.events if e.offset > after])
+async def get_events(
+    session_id: str,
+    after: int = Query(default=-1, ge=-1),
+    limit: int = Query(default=EVENT_PAGE, ge=1, le=EVENT_PAGE),
+) -> EventPage:
+    """The session's stored history, a page at a time: pass the last offset seen as `after`."""
+    events = await current_runtime().sessions.events(session_id, after=after, limit=limit)
+    if events is None:
+        await _session(session_id)  # the same 404 as every other session route
+        events = []
+    return EventPage(session_id=session_id, events=events)
 
 
 @app.get("/sessions/{session_id}/traces/{turn_id}", response_model=TurnTrace)
@@ -479,6 +492,33 @@ async def get_trace(session_id: str, turn_id: str) -> TurnTrace:
     if trace is None:
         raise HTTPException(404, f"no trace of turn {turn_id[:100]!r} in this session")
     return TurnTrace.model_validate(trace)
+
+
+class ErasureView(BaseModel):
+    channel: str
+    customer_id: str
+    sessions_deleted: list[str]
+    sessions_redacted: list[str]
+    items_deleted: int
+    objects_deleted: int
+    inbox_claims_deleted: int
+
+
+@app.delete("/customers/{channel}/{customer_id}", response_model=ErasureView)
+async def erase_customer(
+    channel: str = Path(pattern=r"^[a-z]{1,32}$"),
+    customer_id: str = Path(min_length=1, max_length=200),
+) -> ErasureView:
+    """Erase one customer (a person on a channel; `api` for sessions made with POST /sessions).
+    Idempotent: erasing again finds nothing and deletes nothing."""
+    from infra.aws.erasure import CustomerErasure
+
+    report = await CustomerErasure(current_runtime().sessions).erase(channel, customer_id)
+    logger.info(
+        "customer erased",
+        extra={"sessions": len(report.sessions_deleted) + len(report.sessions_redacted)},
+    )
+    return ErasureView(**report.__dict__)
 
 
 @app.post(

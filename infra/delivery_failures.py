@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.errors import SessionConflict
+from engine.history import fold_history
 from engine.ports import Clock, SessionStore, TurnCommit
 from engine.session import Event, EventKind, EventSource, remember
 
@@ -59,10 +60,12 @@ async def record_delivery_failure(
             turn_id=marker,
             data=data,
         )
+        window, kept = fold_history(state.kept_evidence, state.events, [event], state.collected)
         new_state = state.model_copy(
             update={
                 "version": state.version + 1,
-                "events": (*state.events, event),
+                "events": window,
+                "kept_evidence": kept,
                 "committed_turn_ids": remember(state.committed_turn_ids, marker),
             }
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import auto_return
 from engine.model import ToolKind
 from engine.ports import ToolCall, ToolOutcome
@@ -170,7 +171,8 @@ def _complete(
     """The interrupt is answered: its values are stored (and are evidence), the tool step is
     performed, and the journey moves on from it without running the tool again."""
     for name, value in values.items():
-        state.collected.append(
+        upsert_collected(
+            state.collected,
             CollectedValue(
                 journey_id=pending.journey_id or "",
                 node_id=pending.node_id or "",
@@ -179,7 +181,7 @@ def _complete(
                 turn_id=state.turn_id,
                 origin=origin,
                 sender=state.sender,
-            )
+            ),
         )
         if pending.journey_id:
             masked = state.secrets.mask_named({name: value})[name]

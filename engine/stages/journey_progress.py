@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.context import TurnContext
 from engine.errors import LLMBudgetExceeded, LLMError
+from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import entry_step
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import JourneyStepResult, select_journey_step
@@ -124,7 +125,8 @@ def record_collected(
             state.secrets.remember(value)  # masked wherever the customer typed it
         state.trace.collected[f"{journey_id}.{name}"] = MASK if secret else str(value)
         node_id = ahead.get(name) or state.paths.get(journey_id, (None,))[-1] or ""
-        state.collected.append(
+        replaced = upsert_collected(
+            state.collected,
             CollectedValue(
                 journey_id=journey_id,
                 node_id=node_id,
@@ -133,7 +135,21 @@ def record_collected(
                 turn_id=state.turn_id,
                 secret=secret,
                 ahead=name in ahead,
-            )
+            ),
+        )
+        note_replaced(state, replaced, value)
+
+
+def note_replaced(state: TurnState, replaced: CollectedValue | None, value: Any) -> None:
+    """A field holds one value in the session; what it held before is in the trace."""
+    if replaced is None or replaced.turn_id == state.turn_id:
+        return
+    before = MASK if replaced.secret else str(replaced.value)
+    now = MASK if replaced.secret else str(value)
+    if before != now:
+        state.trace.notes.append(
+            f"collected {replaced.journey_id}.{replaced.name}: {now} replaces {before} "
+            f"(given in {replaced.turn_id})"
         )
 
 

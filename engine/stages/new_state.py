@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.history import fold_history
 from engine.model import GuidelineKind
 from engine.session import SessionState, remember
-from engine.stages.secret_masking import stored_collected, stored_confirmation
+from engine.stages.secret_masking import (
+    masked_kept_evidence,
+    stored_collected,
+    stored_confirmation,
+)
 from engine.stages.state import TurnState
 
 
@@ -37,17 +42,21 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
                 pending.append(gid)
         elif gid not in applied_ids:
             applied_ids.append(gid)
+    collected = stored_collected(state)
+    # The new window; events leaving it are kept only as far as later turns need them.
+    window, kept = fold_history(session.kept_evidence, session.events, state.events, collected)
     return session.model_copy(
         update={
             "version": session.version + 1,
-            "events": (*session.events, *state.events),
+            "events": window,
+            "kept_evidence": tuple(masked_kept_evidence(state, e) for e in kept),
             "journey_paths": dict(state.paths),
             "completed_journeys": tuple(state.completed),
             "completed_by": dict(state.completed_by),
             "suspended_journeys": tuple(state.suspended),
             "applied_guideline_ids": tuple(applied_ids),
             "pending_customer_guideline_ids": tuple(pending),
-            "collected": stored_collected(state),
+            "collected": collected,
             "pending_interrupt": state.interrupt,
             "pending_confirmation": stored_confirmation(state),
             "principals": dict(state.principals),

@@ -72,6 +72,12 @@ def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
     return event.model_copy(update={"text": text, "data": data})
 
 
+def masked_kept_evidence(state: TurnState, event: Event) -> Event:
+    """An event kept out of the window as evidence, as the session stores it: with this turn's
+    secrets masked (it is rewritten with the session's state every turn)."""
+    return _masked_event(state.secrets, event) if state.secrets.seen else event
+
+
 def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
     """Collected values as the session stores them: a secret keeps its record (which step,
     which turn), never its value."""

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from engine.clock import SystemClock, UuidIds
 from engine.context import TurnContext
+from engine.history import is_response_only
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
@@ -71,13 +72,6 @@ def secret_names_of(agent: AgentSnapshot) -> frozenset[str]:
     return cast(
         frozenset[str], _per_version(agent, "secrets", lambda: declared_secret_names(agent))
     )
-
-
-RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: this turn only
-
-
-def is_response_only(event: Event) -> bool:
-    return event.kind is EventKind.TOOL and event.data.get("lifespan") in RESPONSE_ONLY
 
 
 def tag_members_of(agent: AgentSnapshot) -> TagMembers:
@@ -211,9 +205,11 @@ class TurnState:
         )
 
     def earlier_events(self) -> list[Event]:
-        """The session's events as later turns may see them: a tool result whose tool said
+        """The session's events as later turns may see them: the evidence kept from before the
+        loaded window (`engine.history`), then the window. A tool result whose tool said
         `control.lifespan: "response"` served the turn it ran in, and no other."""
-        return [e for e in self.session.events if not is_response_only(e)]
+        earlier = (*self.session.kept_evidence, *self.session.events)
+        return [e for e in earlier if not is_response_only(e)]
 
     def own_earlier_results(self) -> list[Event]:
         """Successful tool events of earlier turns that this turn's sender caused (another

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.context import llm_view_of
 from engine.errors import LLMError
+from engine.history import RESPONSE_ONLY
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_walk import VerifiedStep
 from engine.model import END_OF_JOURNEY, Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
@@ -31,7 +32,7 @@ from engine.stages.journey_progress import (
 )
 from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.relationships import resolve_relationships
-from engine.stages.state import RESPONSE_ONLY, TurnState
+from engine.stages.state import TurnState
 from engine.tool_calls import (
     ToolCallPlan,
     build_tool_call_prompt,

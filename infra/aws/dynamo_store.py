@@ -10,6 +10,7 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     SESSION#{session}              TRACE#{turn_id}     the turn's trace
     AGENT#{agent}#INFLIGHT#{shard} SESSION#{session}   a session with a journey in flight
                                                        (`infra.aws.in_flight`)
+    CUSTOMER#{channel}#{customer}  SESSION#{session}   index: a session this person took part in
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
     VARS#{agent}#{customer}        VAR#{name}          one context variable value
@@ -33,6 +34,7 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, WaypointError
+from engine.history import EVENT_PAGE, EVENT_WINDOW
 from engine.inbox import ClaimOutcome
 from engine.memory import (
     agent_not_found,
@@ -43,10 +45,11 @@ from engine.memory import (
 )
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
-from engine.session import Event, SessionState
+from engine.session import Event, EventSource, SessionState
 from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
+from infra.aws.retention import Retention
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 
@@ -94,6 +97,11 @@ def session_pk(session_id: str) -> str:
 
 def event_sk(offset: int) -> str:
     return f"EVENT#{offset:010d}"  # zero-padded so the sort key orders events numerically
+
+
+def customer_pk(channel: str, customer_id: str) -> str:
+    """The index partition of one person on one channel: the sessions they took part in."""
+    return f"CUSTOMER#{_key_part(channel, 'channel')}#{customer_id}"
 
 
 def _s(value: str) -> dict[str, str]:
@@ -420,44 +428,79 @@ class DynamoSessionStore:
         bucket: str | None = None,
         clock: Clock | None = None,
         trace_ttl_seconds: int | None = None,
+        event_window: int = EVENT_WINDOW,
+        retention: Retention | None = None,
     ):
         self._table = _Table(table_name, dynamodb)
         self._bodies = ItemBodies(bucket or os.environ.get(BUCKET_ENV), s3)
         self._clock = clock or SystemClock()
-        self._trace_ttl = trace_ttl_seconds
+        self._retention = retention if retention is not None else Retention.from_env()
+        self._trace_ttl = (
+            trace_ttl_seconds if trace_ttl_seconds is not None else self._retention.traces
+        )
+        self._window = event_window
 
     # ---- reads
 
     async def load(self, session_id: str) -> SessionState | None:
-        """Meta item (consistent GetItem) + its events (consistent Query, all pages), or None."""
+        """Meta item (consistent GetItem) + its last `EVENT_WINDOW` events (one consistent
+        Query of a bounded key range), or None. The older events stay stored; a turn's reads
+        do not grow with the session (the state carries what it needs of them)."""
         pk = session_pk(session_id)
         meta = self._table.get(pk, META)
-        if meta is None:
+        if meta is None or self._expired(meta):  # an idle session past its TTL is gone
             return None
         next_offset = int(meta.get("next_offset", _n(0))["N"])
-        events = self._events_before(session_id, next_offset)
+        events = self._window_before(session_id, next_offset)
         data = json.loads(self._bodies.decode(meta))
         data["version"] = int(meta["version"]["N"])  # the attribute the conditions check wins
         data["events"] = events
         return SessionState.model_validate(data)
 
-    def _events_before(self, session_id: str, next_offset: int) -> list[Event]:
+    async def events(
+        self, session_id: str, *, after: int = -1, limit: int = EVENT_PAGE
+    ) -> list[Event] | None:
+        """Up to `limit` events with an offset above `after`, in order (one Query page); None
+        for an unknown session. For the management API's history, never for a turn."""
+        pk = session_pk(session_id)
+        if self._table.get(pk, META) is None:
+            return None
+        response = self._table.ddb.query(
+            TableName=self._table.name,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :last",
+            ExpressionAttributeValues={
+                ":pk": _s(pk),
+                ":first": _s(event_sk(max(after + 1, 0))),
+                ":last": _s(event_sk(10**10 - 1)),
+            },
+            ConsistentRead=True,
+            Limit=max(1, limit),
+        )
+        return [Event.model_validate_json(self._bodies.decode(i)) for i in response["Items"]]
+
+    def _window_before(self, session_id: str, next_offset: int) -> list[Event]:
         if next_offset == 0:
             return []
         # Bounded by the meta's next_offset: events of a turn committed after the meta was read
         # are left out, so meta and events always describe the same version.
+        first = max(0, next_offset - self._window)
         items = self._table.query(
             "pk = :pk AND sk BETWEEN :first AND :last",
             {
                 ":pk": _s(session_pk(session_id)),
-                ":first": _s(event_sk(0)),
+                ":first": _s(event_sk(first)),
                 ":last": _s(event_sk(next_offset - 1)),
             },
         )
-        events = [Event.model_validate_json(self._bodies.decode(item)) for item in items]
+        events = [
+            Event.model_validate_json(self._bodies.decode(item))
+            for item in items
+            if not self._expired(item)
+        ]
         offsets = [event.offset for event in events]
-        if not offsets or offsets != list(range(offsets[0], next_offset)):
-            missing = sorted(set(range(offsets[0] if offsets else 0, next_offset)) - set(offsets))
+        # Retention expires a session's oldest events first: what is left is the newest ones.
+        if offsets != list(range(next_offset - len(offsets), next_offset)):
+            missing = sorted(set(range(first, next_offset)) - set(offsets))
             raise SessionIntegrityError(
                 f"session {session_id!r}: the META item counts events up to offset "
                 f"{next_offset - 1} but EVENT# items {missing[:10]} are missing; restore them "
@@ -486,9 +529,15 @@ class DynamoSessionStore:
                 f"session {state.id!r}: {len(state.events)} initial events exceed one "
                 f"transaction ({MAX_TRANSACTION_ITEMS - 1}); create it empty, then commit them"
             )
-        meta = self._meta_update(state, state.events, condition="attribute_not_exists(pk)")
+        meta = self._meta_update(state, state.events, condition=_ABSENT, creating=True)
         try:
-            self._table.transact([meta, *self._event_puts(state.id, state.events)])
+            self._table.transact(
+                [
+                    meta,
+                    *self._event_puts(state.id, state.events),
+                    *self._index_puts(state, {state.customer_id}),
+                ]
+            )
         except ClientError as error:
             if not _is(error, "TransactionCanceledException"):
                 raise
@@ -504,13 +553,15 @@ class DynamoSessionStore:
         reading it would mean reading bodies offloaded to S3, which the webhook may not do."""
         if state.events:
             raise ValueError("ensure() creates empty sessions only; use create() with events")
-        update = self._meta_update(state, (), condition="attribute_not_exists(pk)")["Update"]
+        update = self._meta_update(state, (), condition=_ABSENT, creating=True)["Update"]
         try:
             self._table.ddb.update_item(**update)
         except ClientError as error:
             if _is(error, "ConditionalCheckFailedException"):
                 return False  # it exists already
             raise
+        for put in self._index_puts(state, {state.customer_id}):
+            self._table.ddb.put_item(**put["Put"])
         return True
 
     async def commit(self, commit: TurnCommit) -> bool:
@@ -529,8 +580,8 @@ class DynamoSessionStore:
             )
         pk = session_pk(state.id)
         if commit.expected_version == 0:
-            # A first turn may create the session, or follow `create()` at version 0.
-            condition = "attribute_not_exists(pk) OR #a_version = :expected"
+            # A first turn may create the session (or replace one expired), or follow `create()`.
+            condition = f"{_ABSENT} OR #a_version = :expected"
         else:
             condition = "#a_version = :expected"
         meta = self._meta_update(
@@ -539,15 +590,18 @@ class DynamoSessionStore:
             condition=condition,
             expected=commit.expected_version,
         )
+        marker_item: Item = {
+            **_key(pk, f"TURN#{commit.turn_id}"),
+            "version": _n(state.version),
+            "committed_at": _s(self._clock.now().isoformat()),
+            **self._expiry(self._retention.session_idle),
+        }
         turn_marker = {
             "Put": {
                 "TableName": self._table.name,
-                "Item": {
-                    **_key(pk, f"TURN#{commit.turn_id}"),
-                    "version": _n(state.version),
-                    "committed_at": _s(self._clock.now().isoformat()),
-                },
-                "ConditionExpression": "attribute_not_exists(pk)",
+                "Item": marker_item,
+                "ConditionExpression": _ABSENT,
+                "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
         trace_item: Item = {
@@ -569,7 +623,13 @@ class DynamoSessionStore:
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
+            *self._index_puts(state, _people(commit)),
         ]
+        if len(items) > MAX_TRANSACTION_ITEMS:
+            raise TurnTooLarge(
+                f"turn {commit.turn_id!r}: {len(items)} items exceed one transaction "
+                f"({MAX_TRANSACTION_ITEMS}); split the turn's events"
+            )
         try:
             self._table.transact(items)
         except ClientError as error:
@@ -577,6 +637,21 @@ class DynamoSessionStore:
                 raise
             return self._explain_cancellation(error, commit)
         return True
+
+    async def replace_state(self, state: SessionState, *, expected_version: int) -> None:
+        """Rewrite the session's state (not its events) if its version is still
+        `expected_version`, bumping the version so that a turn computed on the old state
+        conflicts and reloads. For administrative changes (erasing a participant)."""
+        bumped = state.model_copy(update={"version": expected_version + 1})
+        update = self._meta_update(
+            bumped, (), condition="#a_version = :expected", expected=expected_version
+        )["Update"]
+        try:
+            self._table.ddb.update_item(**update)
+        except ClientError as error:
+            if _is(error, "ConditionalCheckFailedException"):
+                raise session_conflict(state.id, expected_version, None) from error
+            raise
 
     def _explain_cancellation(self, error: ClientError, commit: TurnCommit) -> bool:
         """False for an idempotent replay; otherwise raise `SessionConflict`."""
@@ -614,6 +689,7 @@ class DynamoSessionStore:
         *,
         condition: str,
         expected: int | None = None,
+        creating: bool = False,
     ) -> Item:
         body = self._bodies.encode(
             state.model_dump_json(exclude={"events"}), f"sessions/{state.id}/state.json.gz"
@@ -624,15 +700,21 @@ class DynamoSessionStore:
             "customer_id": _s(state.customer_id),
             "updated_at": _s(self._clock.now().isoformat()),
             **body,
+            # Every write pushes an idle session's expiry back.
+            **self._expiry(self._retention.session_idle),
         }
         if new_events:
             attributes["next_offset"] = _n(new_events[-1].offset + 1)
+        elif creating:  # over an expired session's META too: its history does not carry over
+            attributes["next_offset"] = _n(0)
         stale = [name for name in ItemBodies.ATTRIBUTES if name not in body]
         expression, names, values = _set_expression(attributes, stale)
         if "#a_version" in condition:  # DynamoDB rejects unused placeholder names
             names["#a_version"] = "version"
         if expected is not None:
             values[":expected"] = _n(expected)
+        if ":now" in condition:
+            values[":now"] = _n(self._epoch())
         return {
             "Update": {
                 "TableName": self._table.name,
@@ -649,30 +731,72 @@ class DynamoSessionStore:
         self, session_id: str, events: Sequence[Event], *, rewrite: bool = False
     ) -> list[Item]:
         pk = session_pk(session_id)
+        now = self._epoch()
+        puts = []
+        for event in events:
+            put: Item = {
+                "TableName": self._table.name,
+                "Item": {
+                    **_key(pk, event_sk(event.offset)),
+                    **self._bodies.encode(
+                        event.model_dump_json(),
+                        f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
+                    ),
+                    **self._expiry(self._retention.events),
+                },
+                # A new event may take the offset of an expired one (of a session that expired
+                # and started afresh); a rewrite replaces a live one.
+                "ConditionExpression": "attribute_exists(pk)" if rewrite else _ABSENT,
+            }
+            if not rewrite:
+                put["ExpressionAttributeValues"] = {":now": _n(now)}
+            puts.append({"Put": put})
+        return puts
+
+    def _index_puts(self, state: SessionState, people: set[str]) -> list[Item]:
+        """The customer index entries of `people` for this session (idempotent puts), so that
+        erasing one person finds every session they took part in."""
         return [
             {
                 "Put": {
                     "TableName": self._table.name,
                     "Item": {
-                        **_key(pk, event_sk(event.offset)),
-                        **self._bodies.encode(
-                            event.model_dump_json(),
-                            f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
-                        ),
+                        **_key(customer_pk(state.channel, person), f"SESSION#{state.id}"),
+                        "session_id": _s(state.id),
+                        **self._expiry(self._retention.session_idle),
                     },
-                    "ConditionExpression": "attribute_exists(pk)"
-                    if rewrite
-                    else "attribute_not_exists(pk)",
                 }
             }
-            for event in events
+            for person in sorted(people)
+            if person
         ]
+
+    def _expiry(self, ttl: int | None) -> Item:
+        return {"expires_at": _n(self._epoch() + ttl)} if ttl is not None else {}
 
     def _epoch(self) -> int:
         return int(self._clock.now().timestamp())
 
     def _expired(self, item: Item) -> bool:
         return "expires_at" in item and int(item["expires_at"]["N"]) <= self._epoch()
+
+
+_ABSENT = "attribute_not_exists(pk) OR expires_at <= :now"  # TTL deletes lazily: expired = absent
+
+
+def _people(commit: TurnCommit) -> set[str]:
+    """Who this turn adds to the session's index: the senders of its customer messages other
+    than the session's customer (indexed when the session was created), and the customer too
+    when the turn may be creating the session."""
+    state = commit.state
+    people = {
+        str(e.data["sender"])
+        for e in commit.new_events
+        if e.source is EventSource.CUSTOMER and e.data.get("sender")
+    } - {state.customer_id}
+    if commit.expected_version == 0:
+        people.add(state.customer_id)
+    return people
 
 
 # --------------------------------------------------------------------------------------------------

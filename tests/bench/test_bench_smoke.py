@@ -191,3 +191,35 @@ def test_fake_llm_answers_customer_dependent_disambiguation_and_canned_prompts()
     canned = build_canned_prompt(ctx, data, [Template("t1", "c1", "Thanks!")], {}, strict=True)
     choice = _generate(canned, CannedChoice)
     assert choice.template == "t1" and choice.applied == ["i1"]
+
+
+def test_the_long_session_benchmark_measures_each_checkpoint_and_keeps_its_block(
+    tmp_path: Path,
+) -> None:
+    from bench.long_session import BLOCK, HEADING, render, run_long_session
+
+    result = asyncio.run(run_long_session(12, (10, 12), progress=lambda _: None))
+    assert [r.turn for r in result.rows] == [10, 12]
+    for row in result.rows:
+        assert row.read_calls == 3  # agent pointer, session META, the window of events
+        assert row.items_read >= 2 and row.bytes_read > 0 and row.items_written >= 4
+    assert result.rows[-1].events_stored > result.rows[0].events_stored
+    table = render(result)
+    assert "| 10 |" in table and "target ≤ 1.5×" in table
+    doc = tmp_path / "BENCHMARKS.md"
+    update_block(doc, BLOCK, table, heading=HEADING)
+    result_doc = BenchResult(machine={}, config={}, started_at="now")
+    write_document_keeping(doc, result_doc)
+    assert read_block(doc.read_text(encoding="utf-8"), BLOCK) is not None
+
+
+def write_document_keeping(doc: Path, result: BenchResult) -> None:
+    """`write_document` on a minimal result, as `python -m bench` rewrites the file."""
+    import bench.document as document
+
+    original = document.markdown
+    document.markdown = lambda _result: "# Benchmarks\n"  # type: ignore[assignment]
+    try:
+        write_document(result, doc)
+    finally:
+        document.markdown = original

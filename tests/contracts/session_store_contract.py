@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.errors import SessionConflict
+from engine.history import EVENT_WINDOW
 from engine.ports import SessionStore
 from engine.session import CollectedValue, PendingInterrupt
 
@@ -227,6 +228,65 @@ class SessionStoreContract:
         loser_turn = "tA" if attempts[0] == 2 else "tB"
         assert final.events[1].turn_id == loser_turn  # the loser re-applied on top of the winner
         assert final.committed_turn_ids[-1] == loser_turn
+
+    async def test_a_long_session_loads_only_its_recent_window(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        turns = EVENT_WINDOW  # two events each: twice the window
+        for i in range(turns):
+            await session_store.commit(turn_commit(state, f"t{i}", f"reply {i}", f"more {i}"))
+            loaded = await session_store.load("s1")
+            assert loaded is not None
+            state = loaded
+        assert [e.offset for e in state.events] == list(range(turns, 2 * turns))
+        assert state.next_offset() == 2 * turns and state.version == turns
+        # A racing turn on the windowed state still conflicts, then lands after a reload.
+        await session_store.commit(turn_commit(state, "tx", "winner"))
+        with pytest.raises(SessionConflict):
+            await session_store.commit(turn_commit(state, "ty", "loser"))
+        assert await session_store.commit(turn_commit(state, "tx", "winner")) is False
+        assert await session_store.commit(turn_commit(state, "t0", "reply 0")) is False
+
+    async def test_two_racing_turns_past_the_window_both_land_once_in_order(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        for i in range(EVENT_WINDOW):
+            await session_store.commit(turn_commit(state, f"t{i}", f"reply {i}"))
+            loaded = await session_store.load("s1")
+            assert loaded is not None
+            state = loaded
+        barrier = asyncio.Barrier(2)
+        attempts = await asyncio.gather(
+            run_turn(session_store, "s1", "tA", "from A", after_first_load=barrier),
+            run_turn(session_store, "s1", "tB", "from B", after_first_load=barrier),
+        )
+        assert sorted(attempts) == [1, 2]
+        history = await session_store.events("s1", after=-1, limit=1000)
+        assert history is not None
+        assert [e.offset for e in history] == list(range(EVENT_WINDOW + 2))
+        assert sorted(e.text or "" for e in history[-2:]) == ["from A", "from B"]
+        final = await session_store.load("s1")
+        assert final is not None and len(final.events) == EVENT_WINDOW
+        assert final.version == EVENT_WINDOW + 2
+
+    async def test_the_whole_history_is_read_page_by_page(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        for i in range(EVENT_WINDOW):
+            await session_store.commit(turn_commit(state, f"t{i}", f"reply {i}", f"more {i}"))
+            loaded = await session_store.load("s1")
+            assert loaded is not None
+            state = loaded
+        pages, after = [], -1
+        while page := await session_store.events("s1", after=after, limit=25):
+            pages.append(page)
+            after = page[-1].offset
+        assert [len(p) for p in pages][:2] == [25, 25]
+        assert [e.offset for p in pages for e in p] == list(range(2 * EVENT_WINDOW))
+        assert await session_store.events("nope") is None
 
 
 __all__ = ["SessionStoreContract", "run_turn"]

@@ -187,6 +187,11 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
                 for kind, body in item.items()
             ]
         return [_dynamodb(action, p, region)]
+    if call.service == "s3" and call.operation == "DeleteObjects":  # each object, as DeleteObject
+        return [
+            IamRequest("s3:DeleteObject", f"arn:aws:s3:::{p['Bucket']}/{o['Key']}")
+            for o in p["Delete"]["Objects"]
+        ]
     if call.service == "s3":
         bucket_arn = f"arn:aws:s3:::{p['Bucket']}"
         return [IamRequest(action, f"{bucket_arn}/{p['Key']}" if "Key" in p else bucket_arn)]

@@ -189,6 +189,7 @@ def run_every_code_path(
     # Outside every window: the test's own setup.
     setup = container(platforms)
     seeded = seed_session_with_body_in_s3(setup, chat=4242)
+    forgotten = seed_session_with_body_in_s3(setup, chat=4343)  # erased below
 
     with recorder.acting_as("WebhookFunction"):
         # A cold container gets a message for a session whose body is in S3 (issue #14: this
@@ -237,6 +238,10 @@ def run_every_code_path(
         assert manager.tools is not None  # a synchronous turn's tool calls
         (outcome,) = manager.run(manager.tools.dispatch([call], context))
         assert outcome.error
+        # Erasing a customer deletes their session, its S3 bodies and its inbox claims.
+        erased = management("DELETE", "/customers/telegram/4343")
+        assert erased["statusCode"] == 200, erased["body"]
+        assert forgotten in erased["body"]
 
     with recorder.acting_as("ToolFunction"):
         from functions import tool_task

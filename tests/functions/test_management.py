@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine.history import EVENT_WINDOW
 from engine.session import PendingInterrupt, SessionState
 from examples.banking import bank
 from infra.runtime import QueuedMessage, Runtime
@@ -60,6 +61,7 @@ def call(
         ("GET", "/sessions/s1/traces/t1"),
         ("POST", "/sessions/s1/messages"),
         ("POST", "/sessions/s1/interrupts/turn_x:0"),
+        ("DELETE", "/customers/api/web-user-1"),
         ("GET", "/no/such/route"),
     ],
 )
@@ -155,6 +157,51 @@ def test_a_web_chat_session_gets_its_replies_synchronously(runtime: Runtime) -> 
 
     status, state = call("GET", "/sessions/web-1")
     assert status == 200 and state["version"] == 1
+
+
+def test_erasing_a_customer_removes_their_sessions_through_the_api(runtime: Runtime) -> None:
+    for session_id in ("web-a", "web-b"):
+        call("POST", "/sessions", {"customer_id": "erase-me", "session_id": session_id})
+        status, _ = call(
+            "POST", f"/sessions/{session_id}/messages", {"text": "hi", "event_id": session_id}
+        )
+        assert status == 200
+    call("POST", "/sessions", {"customer_id": "keep-me", "session_id": "web-c"})
+
+    status, report = call("DELETE", "/customers/api/erase-me")
+
+    assert status == 200
+    assert sorted(report["sessions_deleted"]) == ["web-a", "web-b"]
+    assert report["items_deleted"] > 0
+    assert call("GET", "/sessions/web-a")[0] == 404
+    assert call("GET", "/sessions/web-b/events")[0] == 404
+    assert call("GET", "/sessions/web-c")[0] == 200
+    status, again = call("DELETE", "/customers/api/erase-me")
+    assert status == 200 and again["sessions_deleted"] == [] and again["items_deleted"] == 0
+    assert call("DELETE", "/customers/Not-A-Channel/x")[0] == 422
+
+
+def test_the_events_of_a_long_session_are_read_page_by_page(runtime: Runtime) -> None:
+    call("POST", "/sessions", {"customer_id": "talker", "session_id": "web-long"})
+    for i in range(EVENT_WINDOW):  # twice the window in events
+        status, _ = call(
+            "POST", "/sessions/web-long/messages", {"text": f"m{i}", "event_id": f"e{i}"}
+        )
+        assert status == 200
+    status, state = call("GET", "/sessions/web-long")
+    assert state["events"] == 2 * EVENT_WINDOW  # every stored event, not the loaded window
+    offsets, after = [], -1
+    while True:
+        status, page = call(
+            "GET", "/sessions/web-long/events", query={"after": str(after), "limit": "25"}
+        )
+        assert status == 200
+        if not page["events"]:
+            break
+        offsets += [e["offset"] for e in page["events"]]
+        after = offsets[-1]
+    assert offsets == list(range(2 * EVENT_WINDOW))
+    assert call("GET", "/sessions/web-long/events", query={"limit": "0"})[0] == 422
 
 
 def test_a_queued_message_is_answered_by_the_worker_without_any_delivery(

@@ -133,7 +133,16 @@ def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str,
         assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"} & actions
         assert not any("*" in a for a in actions)
         assert "ssm:GetParametersByPath" not in actions  # secrets are granted one by one
-    assert "dynamodb:DeleteItem" not in worker | management
+    assert "dynamodb:DeleteItem" not in worker
+    # The management API deletes only to erase a customer, and never an agent version.
+    (erase,) = [
+        st
+        for st in _statements(transformed, "ManagementFunctionRole")
+        if "dynamodb:DeleteItem"
+        in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
+    ]
+    leading = erase["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    assert sorted(leading) == ["AGENT#*#INFLIGHT#*", "CUSTOMER#*", "INBOX#*", "SESSION#*", "VARS#*"]
     assert "states:StartExecution" not in worker and "s3:DeleteObject" not in worker
 
     assert tools == set()  # the tool Lambda touches no AWS resource of ours

@@ -1,0 +1,248 @@
+"""One session, 1,000 turns, on the moto stack: does a turn's cost stay flat as the session grows?
+
+The banking concierge's ten-message conversation is sent again and again in ONE session (turn n
+sends message (n - 1) mod 10, so turns 10, 100 and 1,000 all send the same message). Every
+DynamoDB call the engine's stores make is counted by botocore event hooks on their client: items
+read (GetItem's item, Query's items), bytes read (the response bodies of reads) and items written
+(a TransactWriteItems' items). Those are exact figures of the turn itself.
+
+Engine overhead is the turn's wall time minus the fake LLM's own CPU (zero latency) minus the
+time inside the stores' calls: moto emulates DynamoDB in this process, and its query and
+transaction costs grow with the table (a real table's do not), so they are reported apart
+("store time") instead of being counted as the engine's. moto's transaction is run with the
+local stack's fidelity patch (`infra.aws.moto_fidelity`: no deep copy of the table per
+transaction). Overhead is a wall-clock figure on a shared machine, so each checkpoint reports the
+median of the five turns ending at it (the same five messages at every checkpoint).
+
+Target: turn 1,000 costs at most 1.5× turn 10 on each of items read, bytes read and overhead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.fake_llm import BenchLLM, LatencyModel
+from bench.harness import TurnRunner
+from bench.ports import moto_ports
+from bench.scenarios import BANKING_CONVERSATION, banking_workload
+from bench.stats import median
+from bench.tokens import EstimateCounter
+from infra.embeddings import HashingEmbedder
+
+Progress = Callable[[str], None]
+CHECKPOINTS = (10, 100, 1_000)
+LIMIT = 1.5  # turn 1,000 / turn 10, on each figure
+
+
+@dataclass
+class LongSessionRow:
+    turn: int
+    items_read: int
+    bytes_read: int
+    read_calls: int
+    items_written: int
+    window_bytes: int  # of bytes_read: the Query of the recent events
+    overhead_ms: float  # median of the five turns ending here, store time excluded
+    store_ms: float  # median time inside the stores' calls (moto's emulation)
+    events_stored: int  # the session's whole history at that turn
+
+
+@dataclass
+class LongSessionResult:
+    turns: int
+    rows: list[LongSessionRow] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def ratio(self, figure: str) -> float:
+        first, last = self.rows[0], self.rows[-1]
+        base = float(getattr(first, figure))
+        return float(getattr(last, figure)) / base if base else float("inf")
+
+    @property
+    def passed(self) -> bool:
+        return all(self.ratio(f) <= LIMIT for f in ("items_read", "bytes_read", "overhead_ms"))
+
+
+class ReadMeter:
+    """Counts what one client read from and wrote to DynamoDB."""
+
+    def __init__(self) -> None:
+        self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
+
+    def reset(self) -> None:
+        self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
+
+    def attach(self, ddb: Any) -> None:
+        ddb.meta.events.register("after-call.dynamodb", self._after_call)
+        ddb.meta.events.register("provide-client-params.dynamodb", self._params)
+
+    def _params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name == "TransactWriteItems":
+            self.written += len(params.get("TransactItems", []))
+        elif model.name in ("PutItem", "UpdateItem", "DeleteItem"):
+            self.written += 1
+
+    def _after_call(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        if model.name not in ("GetItem", "Query", "BatchGetItem", "Scan"):
+            return
+        self.calls += 1
+        size = len(http_response.content or b"")
+        self.bytes += size
+        if model.name == "Query":
+            self.query_bytes += size
+        if "Item" in parsed:
+            self.items += 1
+        self.items += len(parsed.get("Items", []))
+
+
+async def run_long_session(
+    turns: int = CHECKPOINTS[-1],
+    checkpoints: Sequence[int] = CHECKPOINTS,
+    progress: Progress | None = None,
+) -> LongSessionResult:
+    say = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+    workload = banking_workload()
+    embedder = HashingEmbedder()
+    started = time.perf_counter()
+    result = LongSessionResult(turns=turns)
+    from infra.aws import moto_fidelity
+
+    moto_fidelity.install()  # as the local stack's server does: transactions without deep copies
+    async with moto_ports(embedder) as (ports, publisher):
+        llm = BenchLLM(LatencyModel(0.0), EstimateCounter())
+        runner = TurnRunner(ports, llm, tools=workload.tools, embedder=embedder)
+        await runner.publish(workload.snapshot)
+        await publisher.embeddings(workload.snapshot)
+        meter = ReadMeter()
+        clients = {
+            id(store._table.ddb): store._table.ddb for store in (ports.sessions, ports.agents)
+        }  # type: ignore[attr-defined]
+        for ddb in clients.values():
+            meter.attach(ddb)
+        workload.reset()
+        state, _ = workload.conversation(0, "long-session")
+        await runner.open_session(state)
+        timings: list[tuple[float, float]] = []  # (engine overhead, store time) per turn
+        for n in range(1, turns + 1):
+            text = BANKING_CONVERSATION[(n - 1) % len(BANKING_CONVERSATION)]
+            meter.reset()
+            sample = await runner.turn("long-session", text, agent=workload.label, turn=n)
+            store_ms = sample.breakdown_ms["store_load"] + sample.breakdown_ms["store_commit"]
+            timings.append((max(0.0, sample.overhead_ms - store_ms), store_ms))
+            if n in checkpoints:
+                last = timings[-5:]
+                row = LongSessionRow(
+                    turn=n,
+                    items_read=meter.items,
+                    bytes_read=meter.bytes,
+                    read_calls=meter.calls,
+                    items_written=meter.written,
+                    window_bytes=meter.query_bytes,
+                    overhead_ms=median([t[0] for t in last]),
+                    store_ms=median([t[1] for t in last]),
+                    events_stored=sample_state_offset(runner),
+                )
+                result.rows.append(row)
+                say(
+                    f"long session: turn {n}: {row.items_read} items, "
+                    f"{row.bytes_read / 1024:.1f} KiB read, {row.items_written} written, "
+                    f"overhead {row.overhead_ms:.1f} ms + store {row.store_ms:.1f} ms "
+                    f"({row.events_stored} events stored)"
+                )
+            elif n % 100 == 0:
+                say(f"long session: turn {n} of {turns}")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def sample_state_offset(runner: TurnRunner) -> int:
+    """Events the session holds after the last turn (read from that turn's output, not the
+    store, so the meter counts only the turn's own reads)."""
+    output = getattr(runner, "last_output", None)
+    return output.state.next_offset() if output is not None else 0
+
+
+def render(result: LongSessionResult) -> str:
+    """The Markdown table and verdict (also what the console prints)."""
+    lines = [
+        f"One session of {result.turns:,} turns (the banking conversation, repeated) on the moto "
+        "stack, zero-latency fake LLM. Reads and writes are the exact figures of the turn "
+        "itself; engine overhead (store time excluded) and store time (moto's emulation of the "
+        "calls) are medians of the five turns ending there. "
+        f"Run took {result.seconds:.0f} s.",
+        "",
+        "| turn | events stored | read calls | items read | bytes read (of which the event "
+        "window) | items written | engine overhead | store time (moto) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result.rows:
+        lines.append(
+            f"| {r.turn:,} | {r.events_stored:,} | {r.read_calls} | {r.items_read} | "
+            f"{r.bytes_read / 1024:.1f} KiB ({r.window_bytes / 1024:.1f} KiB) | "
+            f"{r.items_written} | {r.overhead_ms:.1f} ms | "
+            f"{r.store_ms:.1f} ms |"
+        )
+    if len(result.rows) >= 2:
+        first, last = result.rows[0].turn, result.rows[-1].turn
+        ratios = ", ".join(
+            f"{name} {result.ratio(figure):.2f}×"
+            for name, figure in (
+                ("items", "items_read"),
+                ("bytes", "bytes_read"),
+                ("overhead", "overhead_ms"),
+            )
+        )
+        verdict = "PASS" if result.passed else "MISS"
+        lines += [
+            "",
+            f"Turn {last:,} vs turn {first}: {ratios} — target ≤ {LIMIT}× each: **{verdict}**.",
+        ]
+        if len(result.rows) >= 3:
+            middle = result.rows[-2]
+            growth = result.rows[-1].bytes_read / middle.bytes_read if middle.bytes_read else 0
+            lines += [
+                "",
+                f"Turn {last:,} vs turn {middle.turn:,}: bytes {growth:.2f}×, items "
+                f"{result.rows[-1].items_read / max(1, middle.items_read):.2f}× — the reads stop "
+                "growing once the window is full.",
+            ]
+        if result.ratio("bytes_read") > LIMIT:
+            lines += ["", BYTES_WHY]
+    return "\n".join(lines)
+
+
+BYTES_WHY = (
+    "**Why bytes miss the 1.5× target.** A turn reads the same three items every time (agent "
+    "pointer, session META, one Query of the last 32 events), so the bytes are bounded — but "
+    "turn 10's session is smaller than one window (25 earlier events), and in this workload "
+    "the later events are larger: from the second pass on, the repeated transfer waits at a "
+    "confirmation whose reply carries its options. The META item also grows to its bounded "
+    "size (kept evidence: the latest result of each distinct tool call; the last 32 event and "
+    "turn ids). Meeting 1.5× of turn 10 would take a window of about 15 events — fewer than the "
+    "30 the prompts show — so the window was kept at the prompts' history."
+)
+
+BLOCK = "long-session"
+HEADING = "## Long session (`python -m bench long-session`)"
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    """`python -m bench long-session [TURNS] [--no-write]`: run, print, record in the doc."""
+    from bench.blocks import update_block
+    from bench.document import DOC
+
+    args = [a for a in argv if not a.startswith("--")]
+    turns = int(args[0]) if args else CHECKPOINTS[-1]
+    checkpoints = tuple(c for c in CHECKPOINTS if c <= turns) or (turns,)
+    result = asyncio.run(run_long_session(turns, checkpoints))
+    table = render(result)
+    print(table)
+    if "--no-write" not in argv:
+        update_block(DOC, BLOCK, table, heading=HEADING)
+        print(f"wrote {DOC}")
+    return 0

@@ -1,0 +1,263 @@
+"""Erasing one customer leaves nothing of them in the table or the bucket — and nothing of anyone
+else is lost. Retention: expired items read as absent and a session can start afresh over them."""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import Any
+
+import pytest
+
+from engine.session import Event, EventKind, EventSource, SessionState
+from infra.aws.clients import client
+from infra.aws.dynamo_store import DynamoInboxStore, DynamoSessionStore, DynamoVariableStore
+from infra.aws.erasure import CustomerErasure
+from infra.aws.local_stack import LocalStack
+from infra.aws.retention import DAY, InvalidRetention, Retention
+from tests.contracts.customer_state_contract import ManualClock
+from tests.contracts.factories import turn_commit
+
+SECRET_WORDS = "my passport number is X12345678"
+
+
+def said(offset: int, text: str, turn: str, sender: str, channel: str = "telegram") -> Event:
+    return Event(
+        id=f"ev-{turn}-{offset}",
+        offset=offset,
+        kind=EventKind.MESSAGE,
+        source=EventSource.CUSTOMER,
+        created_at=ManualClock().now(),
+        turn_id=turn,
+        text=text,
+        data={"channel_event_id": f"{channel}:bot:{turn}", "sender": sender},
+    )
+
+
+async def talk(
+    store: DynamoSessionStore, session_id: str, turn: str, text: str, sender: str
+) -> None:
+    state = await store.load(session_id)
+    assert state is not None
+    commit = turn_commit(state, turn, f"reply to {turn}")
+    channel = state.channel
+    mine = said(state.next_offset(), text, turn, sender, channel)
+    reply = commit.new_events[0].model_copy(update={"offset": mine.offset + 1})
+    new_state = commit.state.model_copy(update={"events": (*state.events, mine, reply)})
+    await store.commit(
+        type(commit)(
+            turn_id=turn,
+            expected_version=state.version,
+            state=new_state,
+            new_events=(mine, reply),
+            trace={"turn": turn, "heard": text},
+        )
+    )
+
+
+def everything(stack: LocalStack) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every item in the table and every object key in the bucket."""
+    ddb = client("dynamodb")
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": os.environ["WAYPOINT_TABLE"]}
+    while True:
+        page = ddb.scan(**kwargs)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    objects = client("s3").list_objects_v2(Bucket=os.environ["WAYPOINT_BUCKET"]).get("Contents", [])
+    return items, [o["Key"] for o in objects]
+
+
+def mentions(stack: LocalStack, *needles: str) -> list[str]:
+    """Items and objects holding any needle, decoded (gzip bodies and S3 objects included)."""
+    import gzip
+
+    found = []
+    items, keys = everything(stack)
+    for item in items:
+        text = repr(item)
+        if "body_gz" in item:
+            text += gzip.decompress(item["body_gz"]["B"]).decode()
+        if any(n in text for n in needles):
+            found.append(f"{item['pk']['S']} {item['sk']['S']}")
+    s3 = client("s3")
+    for key in keys:
+        body = s3.get_object(Bucket=os.environ["WAYPOINT_BUCKET"], Key=key)["Body"].read()
+        text = key + gzip.decompress(body).decode(errors="replace")
+        if any(n in text for n in needles):
+            found.append(f"s3://{key}")
+    return found
+
+
+@pytest.fixture
+def world(local_stack: LocalStack):
+    clock = ManualClock()
+    return local_stack, DynamoSessionStore(clock=clock), clock
+
+
+async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else(world) -> None:
+    stack, store, clock = world
+    inbox, variables = DynamoInboxStore(clock=clock), DynamoVariableStore()
+    # Alice's own conversation, long enough to have left the window, with a body big enough to
+    # be offloaded to S3 and inbox claims for her messages.
+    big = base64.b64encode(os.urandom(450_000)).decode()
+    alice = SessionState(
+        id="tg-alice", agent_id="bank", customer_id="alice", channel="telegram",
+        metadata={"notes": big},
+    )  # fmt: skip
+    await store.create(alice)
+    for i in range(40):
+        await talk(store, "tg-alice", f"a{i}", f"{SECRET_WORDS} ({i})", "alice")
+        await inbox.claim("telegram", f"bot:a{i}", 3600, owner="w", lease_seconds=30)
+    await variables.set_variable("bank", "alice", "tier", "gold")
+    # Bob's conversation, and a group where both Bob (its customer) and Alice write.
+    await store.create(
+        SessionState(id="tg-bob", agent_id="bank", customer_id="bob", channel="telegram")
+    )
+    await talk(store, "tg-bob", "b0", "hello from bob", "bob")
+    await store.create(
+        SessionState(id="tg-group", agent_id="bank", customer_id="bob", channel="telegram")
+    )
+    await talk(store, "tg-group", "g0", "bob in the group", "bob")
+    await talk(store, "tg-group", "g1", SECRET_WORDS, "alice")
+    await talk(store, "tg-group", "g2", "bob again", "bob")
+    group = await store.load("tg-group")
+    assert group is not None
+    await store.replace_state(
+        group.model_copy(update={"principals": {"alice": {"passport": "X12345678"}}}),
+        expected_version=group.version,
+    )
+    assert mentions(stack, "X12345678", "alice")  # the adversary: there was plenty to find
+
+    report = await CustomerErasure(store).erase("telegram", "alice")
+
+    assert mentions(stack, "X12345678", "alice") == []
+    assert report.sessions_deleted == ["tg-alice"]
+    assert report.sessions_redacted == ["tg-group"]
+    assert report.objects_deleted >= 1 and report.inbox_claims_deleted == 40
+    assert await store.load("tg-alice") is None
+    assert await variables.get_variables("bank", "alice") == {}
+    # Bob keeps his session and the group, whose order is intact around the erased message.
+    assert [e.text for e in (await store.load("tg-bob")).events] == [
+        "hello from bob",
+        "reply to b0",
+    ]
+    history = await store.events("tg-group")
+    assert [e.text for e in history] == [
+        "bob in the group", "reply to g0", None, "reply to g1", "bob again", "reply to g2",
+    ]  # fmt: skip
+    assert history[2].data == {"erased": True}
+    assert await store.trace("tg-group", "g1") is None
+    assert await store.trace("tg-group", "g0") == {"turn": "g0", "heard": "bob in the group"}
+    # Erasing again finds nothing more: idempotent.
+    again = await CustomerErasure(store).erase("telegram", "alice")
+    assert again.sessions_deleted == again.sessions_redacted == [] and again.items_deleted == 0
+
+
+async def test_a_turn_racing_the_erasure_cannot_write_the_participant_back(world) -> None:
+    stack, store, _ = world
+    await store.create(
+        SessionState(id="grp", agent_id="bank", customer_id="bob", channel="telegram")
+    )
+    await talk(store, "grp", "g1", SECRET_WORDS, "alice")
+    before = await store.load("grp")
+    assert before is not None
+    await store.replace_state(
+        before.model_copy(update={"principals": {"alice": {"id": "X12345678"}}}),
+        expected_version=before.version,
+    )
+    stale = await store.load("grp")  # a turn loaded this, then the erasure ran
+    await CustomerErasure(store).erase("telegram", "alice")
+    from engine.errors import SessionConflict
+
+    with pytest.raises(SessionConflict):
+        await store.commit(turn_commit(stale, "late", "late reply"))
+    assert mentions(stack, "X12345678") == []
+
+
+async def test_expired_items_read_as_absent_and_a_session_starts_afresh(local_stack) -> None:
+    clock = ManualClock()
+    retention = Retention(session_idle=10 * DAY, events=5 * DAY, traces=1 * DAY)
+    store = DynamoSessionStore(clock=clock, retention=retention)
+    await store.create(SessionState(id="s1", agent_id="bank", customer_id="c1"))
+    await talk(store, "s1", "t0", "first", "c1")
+    clock.advance(2 * DAY)
+    assert await store.trace("s1", "t0") is None  # traces: 1 day
+    await talk(store, "s1", "t1", "second", "c1")
+    clock.advance(4 * DAY)  # t0's events are 6 days old: expired, t1's are not
+    loaded = await store.load("s1")
+    assert loaded is not None and [e.text for e in loaded.events] == ["second", "reply to t1"]
+    await talk(store, "s1", "t2", "third", "c1")  # a live session goes on without them
+    clock.advance(11 * DAY)  # idle past its TTL: the session is gone
+    assert await store.load("s1") is None
+    assert await store.ensure(SessionState(id="s1", agent_id="bank", customer_id="c1"))
+    fresh = await store.load("s1")
+    assert fresh is not None and fresh.version == 0 and fresh.events == ()
+    await talk(store, "s1", "t0", "new life", "c1")  # same offsets and turn id as the old ones
+    loaded = await store.load("s1")
+    assert loaded is not None and [e.text for e in loaded.events] == ["new life", "reply to t0"]
+
+
+def test_events_may_not_outlive_their_session() -> None:
+    with pytest.raises(InvalidRetention, match="EventRetentionDays"):
+        Retention(session_idle=30 * DAY, events=60 * DAY)
+    with pytest.raises(InvalidRetention, match="whole number of days"):
+        os.environ["WAYPOINT_TRACE_RETENTION_DAYS"] = "a week"
+        try:
+            Retention.from_env()
+        finally:
+            del os.environ["WAYPOINT_TRACE_RETENTION_DAYS"]
+    assert Retention.forever().events is None
+
+
+async def test_a_group_the_erased_customer_opened_stays_for_the_others(world) -> None:
+    stack, store, _ = world
+    await store.create(
+        SessionState(id="grp", agent_id="bank", customer_id="alice", channel="slack")
+    )
+    await talk(store, "grp", "g0", SECRET_WORDS, "alice")
+    await talk(store, "grp", "g1", "bob here", "bob")
+    await DynamoVariableStore().set_variable("bank", "alice", "tier", "gold")
+
+    report = await CustomerErasure(store).erase("slack", "alice")
+
+    assert report.sessions_deleted == [] and report.sessions_redacted == ["grp"]
+    assert mentions(stack, "X12345678", "alice") == []
+    state = await store.load("grp")
+    assert state is not None and state.customer_id == "erased"
+    assert [e.text for e in state.events] == [None, "reply to g0", "bob here", "reply to g1"]
+    assert await store.trace("grp", "g1") == {"turn": "g1", "heard": "bob here"}
+
+
+async def test_an_erased_session_in_a_journey_leaves_the_in_flight_index(world) -> None:
+    """A publish counts sessions in flight from their index entries; an erased session must not
+    be counted (nor keep an entry naming it) until the entry's TTL."""
+    _stack, store, _clock = world
+    await store.create(
+        SessionState(id="tg-carol", agent_id="bank", customer_id="carol", channel="telegram")
+    )
+    await talk(store, "tg-carol", "c0", "I want to transfer money", "carol")
+    state = await store.load("tg-carol")
+    assert state is not None
+    await store.commit(
+        type(turn_commit(state, "c1", "To which account?"))(
+            turn_id="c1",
+            expected_version=state.version,
+            state=state.model_copy(
+                update={
+                    "journey_paths": {"transfer": ("ask_destination",)},
+                    "active_journey_ids": ("transfer",),
+                    "version": state.version + 1,
+                }
+            ),
+            new_events=(),
+            trace={"turn": "c1"},
+        )
+    )
+    assert [p.session_id for p in await store.sessions_in_flight("bank")] == ["tg-carol"]
+
+    await CustomerErasure(store).erase("telegram", "carol")
+
+    assert await store.sessions_in_flight("bank") == []
