@@ -490,6 +490,7 @@ def _load_declared(path: Path, tools: str | None) -> AgentSnapshot:
     """The agent as its file declares it (so `diff` itself compares its tools with the
     registry), or resolved with `tools` when the file names its tools only."""
     from engine.authoring import load_agent
+    from engine.errors import InvalidAgentDefinition
 
     try:
         return load_agent(path)
