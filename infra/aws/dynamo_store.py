@@ -56,8 +56,10 @@ Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 META = "META"
 PUBLISHED = "PUBLISHED"
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's TransactWriteItems limit
-# meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`)
-MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 4
+# meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
+# customer index entry of a turn that creates its session; a turn with several new senders adds
+# one index entry each and is refused by the transaction-size check in `commit`
+MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 5
 
 
 class ItemTooLarge(WaypointError):
