@@ -243,6 +243,9 @@ class DeliveryReceipt(BaseModel):
     model_config = _FROZEN
     channel: str
     message_ids: list[str] = Field(default_factory=list)
+    # Why a rendered payload (buttons, list, blocks) went out as plain numbered text instead:
+    # a renderer bug signal (`infra.channels.delivery.rich_or_plain`); empty normally.
+    plain_fallbacks: list[str] = Field(default_factory=list)
 
     @property
     def parts(self) -> int:

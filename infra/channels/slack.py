@@ -31,9 +31,16 @@ from infra.channels.base import (
     DeliveryReceipt,
     NormalizedMessage,
     OutboundReply,
+    ReplyOption,
     WebhookOutcome,
 )
-from infra.channels.delivery import error_for_status, json_body, post, retry_after_header
+from infra.channels.delivery import (
+    error_for_status,
+    json_body,
+    post,
+    retry_after_header,
+    rich_or_plain,
+)
 from infra.channels.errors import DeliveryRejected, MalformedRequest, SignatureRejected
 from infra.channels.ingress import (
     DEFAULT_MAX_BODY_BYTES,
@@ -49,7 +56,18 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.options import compact_choice_id
+from infra.channels.options import compact_choice_id, numbered_options
+from infra.channels.platform_limits import (
+    SLACK_ACTIONS_ELEMENTS,
+    SLACK_BUTTON_TEXT,
+    SLACK_BUTTON_VALUE,
+    SLACK_MAX_BLOCKS,
+    SLACK_OPTION_TEXT,
+    SLACK_OPTION_VALUE,
+    SLACK_SECTION_TEXT,
+    SLACK_SELECT_OPTIONS,
+    slack_violations,
+)
 from infra.channels.signing import (
     SLACK_SIGNATURE,
     SLACK_TIMESTAMP,
@@ -58,16 +76,22 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_slack,
 )
-from infra.channels.text import clean_text, split_text, truncate
+from infra.channels.text import clean_text, split_text, utf16_len
+from infra.channels.titles import short_titles
 
 if TYPE_CHECKING:
     import httpx
 
 SLACK_API = "https://slack.com/api"
-MAX_SECTION_CHARS = 3000  # a section block's text limit; plain `text` parts use it too
-MAX_BUTTONS_PER_BLOCK = 25
-MAX_BUTTON_LABEL = 75
-MAX_BUTTON_VALUE = 2000
+MAX_SECTION_CHARS = SLACK_SECTION_TEXT  # plain `text` parts use it too
+MAX_BUTTONS_PER_BLOCK = SLACK_ACTIONS_ELEMENTS
+MAX_BUTTON_LABEL = SLACK_BUTTON_TEXT
+MAX_BUTTON_VALUE = SLACK_BUTTON_VALUE
+SELECT_PLACEHOLDER = "Choose an option"
+# `ok:false` errors meaning "this payload is malformed": a renderer bug, retried as plain text.
+_MALFORMED_ERRORS = frozenset(
+    {"invalid_blocks", "invalid_blocks_format", "invalid_arguments", "msg_too_long"}
+)
 # `ok:false` errors that mean "Slack had a problem, try again", as opposed to "your request is wrong".
 _TRANSIENT_ERRORS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
@@ -306,27 +330,70 @@ class SlackChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """`chat.postMessage` each part (in the thread, if any); buttons go on the last part."""
+        """`chat.postMessage` each part (in the thread, if any); options go on the last part: up
+        to 25 as buttons, up to 100 as a select menu, more as numbered lines. Blocks Slack refuses
+        as malformed are sent once more as plain numbered text."""
         channel = reply.reply_to.get("channel")
         if not channel:
             raise DeliveryRejected("reply_to has no Slack channel", channel=self.name)
-        parts = [
-            _escape(part)
-            for part in split_text(
-                reply.display_text, MAX_SECTION_CHARS, length=lambda text: len(_escape(text))
-            )
-        ]
+        text, options = reply.display_text, reply.options
+        if len(options) > SLACK_SELECT_OPTIONS:
+            text, options = f"{text}\n\n{numbered_options(options)}", []
+        parts = _parts(text)
         sent: list[str] = []
-        for number, part in enumerate(parts, start=1):
-            payload: dict[str, Any] = {"channel": channel, "text": part}
-            if thread_ts := reply.reply_to.get("thread_ts"):
-                payload["thread_ts"] = thread_ts
-            if number == len(parts):
-                blocks = _blocks(part, reply)
-                if blocks:
-                    payload["blocks"] = blocks
-            sent.append(await self._post_message(client, payload, delivered=tuple(sent)))
-        return DeliveryReceipt(channel=self.name, message_ids=sent)
+        fallbacks: list[str] = []
+        for part in parts[:-1]:
+            sent.append(await self._post_part(client, reply, part, None, sent))
+        last = parts[-1]
+        blocks = _blocks(last, options, reply.view)
+        if not blocks:
+            sent.append(await self._post_part(client, reply, last, None, sent))
+            return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+        async def rich() -> list[str]:
+            return [await self._post_part(client, reply, last, blocks, sent)]
+
+        async def plain() -> list[str]:
+            # `last` is already escaped; only the numbered labels still need it.
+            listed = _parts(numbered_options(options)) if options else []
+            joined = f"{last}\n\n{listed[0]}" if len(listed) == 1 else ""
+            fits = joined and utf16_len(joined) <= MAX_SECTION_CHARS
+            pieces = [joined] if fits else [last, *listed]
+            ids: list[str] = []
+            for piece in pieces:
+                ids.append(await self._post_part(client, reply, piece, None, sent + ids))
+            return ids
+
+        sent += await rich_or_plain(
+            rich,
+            plain,
+            channel=self.name,
+            problems=slack_violations(self._payload(reply, last, blocks)),
+            is_malformed=lambda error: error.platform_error in _MALFORMED_ERRORS,
+            fallbacks=fallbacks,
+        )
+        return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    def _payload(
+        self, reply: OutboundReply, text: str, blocks: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"channel": reply.reply_to.get("channel"), "text": text}
+        if thread_ts := reply.reply_to.get("thread_ts"):
+            payload["thread_ts"] = thread_ts
+        if blocks:
+            payload["blocks"] = blocks
+        return payload
+
+    async def _post_part(
+        self,
+        client: httpx.AsyncClient,
+        reply: OutboundReply,
+        text: str,
+        blocks: list[dict[str, Any]] | None,
+        sent: list[str],
+    ) -> str:
+        payload = self._payload(reply, text, blocks)
+        return await self._post_message(client, payload, delivered=tuple(sent))
 
     async def _post_message(
         self, client: httpx.AsyncClient, payload: dict[str, Any], *, delivered: tuple[str, ...]
@@ -392,26 +459,54 @@ def _click_thread(click: _BlockActions, *, is_dm: bool) -> str | None:
     return (message.ts if message else None) or (container.message_ts if container else None)
 
 
-def _blocks(part: str, reply: OutboundReply) -> list[dict[str, Any]]:
-    """Block Kit for the last part: the text in a section, then the options as buttons (25 per
-    actions block), then any `view["blocks"]`. Empty when there is nothing but text."""
-    extra = reply.view.get("blocks") if reply.view else None
-    if not reply.options and not isinstance(extra, list):
+def _parts(text: str) -> list[str]:
+    """`text` escaped and split into section-sized parts; code blocks stay closed."""
+    return [
+        _escape(part)
+        for part in split_text(
+            text, MAX_SECTION_CHARS, length=lambda piece: utf16_len(_escape(piece)), fences=True
+        )
+    ]
+
+
+def _blocks(
+    part: str, options: list[ReplyOption], view: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Block Kit for the last part: the text in a section, then the options (up to 25 buttons in
+    one actions block, else a select menu), then any `view["blocks"]` that fit under Slack's 50
+    blocks. Empty when there is nothing but text."""
+    extra = view.get("blocks") if view else None
+    if not options and not isinstance(extra, list):
         return []
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": part}}]
-    buttons = [
-        {
-            "type": "button",
-            "text": {"type": "plain_text", "text": truncate(option.label, MAX_BUTTON_LABEL)},
-            "action_id": f"waypoint_choice_{index}",
-            "value": compact_choice_id(option.id, MAX_BUTTON_VALUE),
+    if 0 < len(options) <= MAX_BUTTONS_PER_BLOCK:
+        titles = short_titles([o.label for o in options], MAX_BUTTON_LABEL, length=utf16_len)
+        buttons = [
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": title},
+                "action_id": f"waypoint_choice_{index}",
+                "value": compact_choice_id(option.id, MAX_BUTTON_VALUE),
+            }
+            for index, (option, title) in enumerate(zip(options, titles, strict=True))
+        ]
+        blocks.append({"type": "actions", "elements": buttons})
+    elif options:
+        titles = short_titles([o.label for o in options], SLACK_OPTION_TEXT, length=utf16_len)
+        menu = {
+            "type": "static_select",
+            "action_id": "waypoint_choice",
+            "placeholder": {"type": "plain_text", "text": SELECT_PLACEHOLDER},
+            "options": [
+                {
+                    "text": {"type": "plain_text", "text": title},
+                    "value": compact_choice_id(option.id, SLACK_OPTION_VALUE),
+                }
+                for option, title in zip(options, titles, strict=True)
+            ],
         }
-        for index, option in enumerate(reply.options)
-    ]
-    for start in range(0, len(buttons), MAX_BUTTONS_PER_BLOCK):
-        blocks.append(
-            {"type": "actions", "elements": buttons[start : start + MAX_BUTTONS_PER_BLOCK]}
-        )
+        blocks.append({"type": "actions", "elements": [menu]})
     if isinstance(extra, list):
-        blocks.extend(block for block in extra if isinstance(block, dict))
+        room = SLACK_MAX_BLOCKS - len(blocks)
+        blocks.extend([block for block in extra if isinstance(block, dict)][:room])
     return blocks

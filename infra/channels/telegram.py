@@ -6,7 +6,7 @@ deduplication on `update_id` is the only replay defence. Text messages and inlin
 (`callback_query`, choice = its `callback_data`) become messages; everything else is ignored.
 
 Outbound: `sendMessage` with an inline keyboard for options (one button per row: labels stay
-readable), split at 4096 UTF-16 units; a reply to a click first calls `answerCallbackQuery`, or
+readable; past 100 options, numbered lines instead), split at 4096 UTF-16 units; a reply to a click first calls `answerCallbackQuery`, or
 the customer's client keeps spinning.
 """
 
@@ -25,7 +25,7 @@ from infra.channels.base import (
     OutboundReply,
     WebhookOutcome,
 )
-from infra.channels.delivery import error_for_status, json_body, post
+from infra.channels.delivery import error_for_status, json_body, post, rich_or_plain
 from infra.channels.errors import (
     ChannelConfigError,
     DeliveryError,
@@ -45,7 +45,13 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.options import compact_choice_id
+from infra.channels.options import compact_choice_id, numbered_options
+from infra.channels.platform_limits import (
+    TELEGRAM_CALLBACK_DATA_BYTES,
+    TELEGRAM_MAX_BUTTONS,
+    TELEGRAM_TEXT_UTF16,
+    telegram_violations,
+)
 from infra.channels.signing import TELEGRAM_SECRET, Secret, as_secret, constant_time_equals
 from infra.channels.text import clean_text, split_text, utf16_len
 
@@ -53,8 +59,8 @@ if TYPE_CHECKING:
     import httpx
 
 TELEGRAM_API = "https://api.telegram.org"
-MAX_TEXT_UTF16 = 4096
-MAX_CALLBACK_DATA_BYTES = 64
+MAX_TEXT_UTF16 = TELEGRAM_TEXT_UTF16
+MAX_CALLBACK_DATA_BYTES = TELEGRAM_CALLBACK_DATA_BYTES
 _SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what setWebhook accepts
 _BOT_TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 
@@ -240,36 +246,79 @@ class TelegramChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """Answer the click (if any), then `sendMessage` each part; buttons go on the last."""
+        """Answer the click (if any), then `sendMessage` each part; buttons go on the last (past
+        100 options, the options are numbered lines instead). A keyboard Telegram refuses as
+        malformed is sent once more as plain numbered text."""
         chat_id = reply.reply_to.get("chat_id")
         if chat_id is None:
             raise DeliveryRejected("reply_to has no Telegram chat_id", channel=self.name)
         if callback_query_id := reply.reply_to.get("callback_query_id"):
             await self._answer_click(client, str(callback_query_id))
 
-        parts = split_text(reply.display_text, MAX_TEXT_UTF16, length=utf16_len)
+        text, options = reply.display_text, reply.options
+        if len(options) > TELEGRAM_MAX_BUTTONS:
+            text, options = f"{text}\n\n{numbered_options(options)}", []
+        parts = split_text(text, MAX_TEXT_UTF16, length=utf16_len)
         sent: list[str] = []
-        for number, part in enumerate(parts, start=1):
-            payload: dict[str, Any] = {"chat_id": chat_id, "text": part}
-            if thread := reply.reply_to.get("message_thread_id"):
-                payload["message_thread_id"] = thread
-            if reply.options and number == len(parts):
-                payload["reply_markup"] = {
-                    "inline_keyboard": [
-                        [
-                            {
-                                "text": option.label,
-                                "callback_data": compact_choice_id(
-                                    option.id, MAX_CALLBACK_DATA_BYTES
-                                ),
-                            }
-                        ]
-                        for option in reply.options
+        fallbacks: list[str] = []
+        for part in parts[:-1] if options else parts:
+            sent.append(await self._send_message(client, reply, part, None, sent))
+        if options:
+            keyboard = {
+                "inline_keyboard": [
+                    [
+                        {
+                            "text": " ".join(option.label.split()) or f"Option {n}",
+                            "callback_data": compact_choice_id(option.id, MAX_CALLBACK_DATA_BYTES),
+                        }
                     ]
-                }
-            result = await self._call(client, "sendMessage", payload, delivered=tuple(sent))
-            sent.append(str(result.get("message_id", "")) if isinstance(result, dict) else "")
-        return DeliveryReceipt(channel=self.name, message_ids=sent)
+                    for n, option in enumerate(options, start=1)
+                ]
+            }
+            last = parts[-1]
+            payload = self._payload(reply, last, keyboard)
+
+            async def rich() -> list[str]:
+                return [await self._send_message(client, reply, last, keyboard, sent)]
+
+            async def plain() -> list[str]:
+                ids: list[str] = []
+                plain_text = f"{last}\n\n{numbered_options(options)}"
+                for piece in split_text(plain_text, MAX_TEXT_UTF16, length=utf16_len):
+                    ids.append(await self._send_message(client, reply, piece, None, sent + ids))
+                return ids
+
+            sent += await rich_or_plain(
+                rich,
+                plain,
+                channel=self.name,
+                problems=telegram_violations(payload),
+                is_malformed=lambda error: error.platform_status == 400,
+                fallbacks=fallbacks,
+            )
+        return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    def _payload(
+        self, reply: OutboundReply, text: str, keyboard: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"chat_id": reply.reply_to.get("chat_id"), "text": text}
+        if thread := reply.reply_to.get("message_thread_id"):
+            payload["message_thread_id"] = thread
+        if keyboard is not None:
+            payload["reply_markup"] = keyboard
+        return payload
+
+    async def _send_message(
+        self,
+        client: httpx.AsyncClient,
+        reply: OutboundReply,
+        text: str,
+        keyboard: dict[str, Any] | None,
+        sent: list[str],
+    ) -> str:
+        payload = self._payload(reply, text, keyboard)
+        result = await self._call(client, "sendMessage", payload, delivered=tuple(sent))
+        return str(result.get("message_id", "")) if isinstance(result, dict) else ""
 
     async def _answer_click(self, client: httpx.AsyncClient, callback_query_id: str) -> None:
         # Best effort: a query older than ~15 min (e.g. on a retried send) can no longer be

@@ -40,6 +40,7 @@ from infra.channels.ingress import (
     require_size,
 )
 from infra.channels.options import numbered_options
+from infra.channels.platform_limits import SMS_MAX_SEGMENTS, TWILIO_BODY_UTF16
 from infra.channels.signing import (
     TWILIO_SIGNATURE,
     Secret,
@@ -47,13 +48,14 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_twilio,
 )
-from infra.channels.text import clean_text, split_text
+from infra.channels.sms import sms_cost
+from infra.channels.text import clean_text, split_text, utf16_len
 
 if TYPE_CHECKING:
     import httpx
 
 TWILIO_API = "https://api.twilio.com"
-MAX_BODY_CHARS = 1600  # the Messages API's limit for one message's Body
+MAX_BODY_CHARS = TWILIO_BODY_UTF16  # the Messages API's limit for one message's Body
 EMPTY_TWIML = b'<?xml version="1.0" encoding="UTF-8"?><Response/>'
 _TWIML_HEADERS = {"Content-Type": "text/xml; charset=utf-8"}
 _REQUIRED = ("MessageSid", "AccountSid", "From", "To")
@@ -158,7 +160,8 @@ class TwilioChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """One Messages API call per 1600-character part; options as numbered lines."""
+        """One Messages API call per part; options as numbered lines. A part is at most 1600
+        UTF-16 units (Twilio's Body limit) and, for SMS, at most 10 segments (GSM-7 or UCS-2)."""
         to = reply.reply_to.get("to")
         sender = _sender(reply.reply_to)
         if not to or sender is None:
@@ -168,8 +171,9 @@ class TwilioChannel:
         text = reply.display_text
         if reply.options:
             text = f"{text}\n\nReply with a number:\n{numbered_options(reply.options)}"
+        is_sms = not str(to).startswith("whatsapp:")
         sent: list[str] = []
-        for part in split_text(text, MAX_BODY_CHARS):
+        for part in split_text(text, MAX_BODY_CHARS, length=sms_length if is_sms else utf16_len):
             form = {"To": str(to), **sender, "Body": part}
             sent.append(await self._create_message(client, form, tuple(sent)))
         return DeliveryReceipt(channel=self.name, message_ids=sent)
@@ -194,6 +198,14 @@ class TwilioChannel:
         code = data.get("code")
         detail = f"{code}: {data.get('message', '')}" if code is not None else None
         raise error_for_status(self.name, response, platform_error=detail, delivered=delivered)
+
+
+def sms_length(text: str) -> int:
+    """A length under which "≤ 1600" means both Twilio's Body limit (1600 UTF-16 units) and our
+    SMS ceiling of `SMS_MAX_SEGMENTS` segments (each segment counted as 1600 / 10). It grows with
+    the text, as `split_text` needs."""
+    per_segment = MAX_BODY_CHARS // SMS_MAX_SEGMENTS
+    return max(utf16_len(text), sms_cost(text).segments * per_segment)
 
 
 def _ack_ignored(reason: str) -> WebhookOutcome:

@@ -13,7 +13,8 @@ Customers are keyed on their BSUID (`from_user_id` / `contacts[].user_id`, busin
 stable across usernames) and only fall back to `wa_id` (the phone number) when no BSUID is present.
 
 Outbound: ≤3 options as reply buttons, 4–10 as a list, more as numbered text (the platform's
-limits). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
+limits, `infra.channels.platform_limits`), with short titles that stay distinct
+(`infra.channels.titles`). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from infra.channels.base import (
     ReplyOption,
     WebhookOutcome,
 )
-from infra.channels.delivery import error_for_status, json_body, post
+from infra.channels.delivery import error_for_status, json_body, post, rich_or_plain
 from infra.channels.errors import (
     DeliveryRejected,
     HandshakeRejected,
@@ -50,6 +51,18 @@ from infra.channels.ingress import (
     validate,
 )
 from infra.channels.options import compact_choice_id, numbered_options
+from infra.channels.platform_limits import (
+    WHATSAPP_BUTTON_ID,
+    WHATSAPP_BUTTON_TITLE,
+    WHATSAPP_INTERACTIVE_BODY,
+    WHATSAPP_MAX_BUTTONS,
+    WHATSAPP_MAX_ROWS,
+    WHATSAPP_ROW_DESCRIPTION,
+    WHATSAPP_ROW_ID,
+    WHATSAPP_ROW_TITLE,
+    WHATSAPP_TEXT,
+    whatsapp_violations,
+)
 from infra.channels.signing import (
     META_SIGNATURE,
     Secret,
@@ -57,7 +70,8 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_meta,
 )
-from infra.channels.text import clean_text, split_text, truncate
+from infra.channels.text import clean_text, split_text, utf16_len
+from infra.channels.titles import short_titles, shorten
 
 if TYPE_CHECKING:
     import httpx
@@ -67,20 +81,22 @@ GRAPH_API_VERSION = "v26.0"
 # Meta batches and cannot be asked to split: a 413 would only earn 7 days of redeliveries of the
 # same batch, so this cap is well above the 256 KiB used for one-message-per-request platforms.
 MAX_META_BODY_BYTES = 3 * 1024 * 1024
-MAX_TEXT_CHARS = 4096
-MAX_INTERACTIVE_BODY_CHARS = 1024
-MAX_BUTTONS = 3
-MAX_LIST_ROWS = 10
-MAX_BUTTON_TITLE = 20
-MAX_BUTTON_ID = 256
-MAX_ROW_TITLE = 24
-MAX_ROW_DESCRIPTION = 72
-MAX_ROW_ID = 200
+MAX_TEXT_CHARS = WHATSAPP_TEXT
+MAX_INTERACTIVE_BODY_CHARS = WHATSAPP_INTERACTIVE_BODY
+MAX_BUTTONS = WHATSAPP_MAX_BUTTONS
+MAX_LIST_ROWS = WHATSAPP_MAX_ROWS
+MAX_BUTTON_TITLE = WHATSAPP_BUTTON_TITLE
+MAX_BUTTON_ID = WHATSAPP_BUTTON_ID
+MAX_ROW_TITLE = WHATSAPP_ROW_TITLE
+MAX_ROW_DESCRIPTION = WHATSAPP_ROW_DESCRIPTION
+MAX_ROW_ID = WHATSAPP_ROW_ID
 LIST_BUTTON_LABEL = "Choose"
 # Graph error codes meaning "slow down" (app / account / throughput / pair / spam rate limits) and
 # "our side failed, try again".
 _RATE_LIMIT_CODES = frozenset({4, 80007, 130429, 131048, 131056})
 _TRANSIENT_CODES = frozenset({1, 2, 131000, 131016})
+# "Invalid parameter", "Required parameter is missing", "Parameter value is not valid".
+_MALFORMED_CODES = frozenset({"100", "131008", "131009"})
 
 
 class _Payload(BaseModel):
@@ -286,7 +302,8 @@ class WhatsAppChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """Send the text (split at 4096), with options as buttons, a list, or numbered text."""
+        """Send the text (split at 4096), with options as buttons, a list, or numbered text. An
+        interactive message Meta refuses as malformed is sent once more as plain numbered text."""
         phone_number_id = reply.reply_to.get("phone_number_id")
         recipient = _recipient(reply.reply_to)
         if not phone_number_id or recipient is None:
@@ -299,15 +316,37 @@ class WhatsAppChannel:
             text, options = f"{text}\n\n{numbered_options(options)}", []
         bodies = _bodies(text, options)
         sent: list[str] = []
-        for body in bodies:
+        fallbacks: list[str] = []
+
+        async def post(body: dict[str, Any]) -> str:
             payload: dict[str, Any] = {
                 "messaging_product": "whatsapp",
                 "recipient_type": "individual",
             }
             payload.update(recipient)
             payload.update(body)
-            sent.append(await self._post(client, str(phone_number_id), payload, tuple(sent)))
-        return DeliveryReceipt(channel=self.name, message_ids=sent)
+            return await self._post(client, str(phone_number_id), payload, tuple(sent))
+
+        interactive = bodies.pop() if options else None
+        for body in bodies:
+            sent.append(await post(body))
+        if interactive is not None:
+
+            async def rich() -> list[str]:
+                return [await post(interactive)]
+
+            async def plain() -> list[str]:
+                return [await post(text_body) for text_body in _plain_bodies(interactive, options)]
+
+            sent += await rich_or_plain(
+                rich,
+                plain,
+                channel=self.name,
+                problems=whatsapp_violations(interactive),
+                is_malformed=_is_malformed,
+                fallbacks=fallbacks,
+            )
+        return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
 
     async def _post(
         self,
@@ -376,42 +415,55 @@ def _recipient(reply_to: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
+def _is_malformed(error: DeliveryRejected) -> bool:
+    """Meta's answer to a payload it cannot accept (invalid or missing parameter), as opposed to
+    one it will not deliver (outside the 24 h window, blocked, bad token)."""
+    code = (error.platform_error or "").split(":", 1)[0]
+    return error.platform_status == 400 and code in _MALFORMED_CODES
+
+
+def _text_body(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": {"body": text, "preview_url": False}}
+
+
 def _bodies(text: str, options: list[ReplyOption]) -> list[dict[str, Any]]:
     """Message bodies to send in order: text parts, the last one interactive when there are
-    options (its body limited to 1024 characters, so a long text goes ahead as plain parts)."""
-    parts = split_text(text, MAX_TEXT_CHARS)
+    options (its body limited to 1024 characters, so a long text goes ahead as plain parts).
+    Lengths in UTF-16 units (never fewer than Meta's characters); code blocks stay closed."""
+    parts = split_text(text, MAX_TEXT_CHARS, length=utf16_len, fences=True)
     if not options:
-        return [{"type": "text", "text": {"body": part, "preview_url": False}} for part in parts]
-    tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS)
+        return [_text_body(part) for part in parts]
+    tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS, length=utf16_len, fences=True)
     parts.extend(tail[:-1])
-    bodies: list[dict[str, Any]] = [
-        {"type": "text", "text": {"body": part, "preview_url": False}} for part in parts
-    ]
+    bodies: list[dict[str, Any]] = [_text_body(part) for part in parts]
     bodies.append({"type": "interactive", "interactive": _interactive(tail[-1], options)})
     return bodies
 
 
+def _plain_bodies(interactive: dict[str, Any], options: list[ReplyOption]) -> list[dict[str, Any]]:
+    """The plain form of an interactive message: its body text with the options numbered."""
+    text = f"{interactive['interactive']['body']['text']}\n\n{numbered_options(options)}"
+    return [_text_body(part) for part in split_text(text, MAX_TEXT_CHARS, length=utf16_len)]
+
+
 def _interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
     if len(options) <= MAX_BUTTONS:
+        titles = short_titles([o.label for o in options], MAX_BUTTON_TITLE, length=utf16_len)
         buttons = [
             {
                 "type": "reply",
-                "reply": {
-                    "id": compact_choice_id(option.id, MAX_BUTTON_ID),
-                    "title": truncate(option.label, MAX_BUTTON_TITLE),
-                },
+                "reply": {"id": compact_choice_id(option.id, MAX_BUTTON_ID), "title": title},
             }
-            for option in options
+            for option, title in zip(options, titles, strict=True)
         ]
         return {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
+    titles = short_titles([o.label for o in options], MAX_ROW_TITLE, length=utf16_len)
     rows = []
-    for option in options:
-        row = {
-            "id": compact_choice_id(option.id, MAX_ROW_ID),
-            "title": truncate(option.label, MAX_ROW_TITLE),
-        }
-        if len(option.label) > MAX_ROW_TITLE:  # the full label still shows, as the description
-            row["description"] = truncate(option.label, MAX_ROW_DESCRIPTION)
+    for option, title in zip(options, titles, strict=True):
+        row = {"id": compact_choice_id(option.id, MAX_ROW_ID), "title": title}
+        label = " ".join(option.label.split())
+        if title != label:  # the full label still shows (as much of it as fits), below the title
+            row["description"] = shorten(label, MAX_ROW_DESCRIPTION, length=utf16_len)
         rows.append(row)
     return {
         "type": "list",
