@@ -59,6 +59,7 @@ class ChannelSecrets(BaseModel):
     whatsapp_access_token: SecretStr | None = None
     twilio_auth_token: SecretStr | None = None
     twilio_account_sid: SecretStr | None = None
+    twilio_shared_key: SecretStr | None = None  # optional: SharedKey (HMAC-SHA256) signing
     generic_secret: SecretStr | None = None
 
     @staticmethod
@@ -159,6 +160,7 @@ def build_channels(
             account_sid=secrets.get("twilio_account_sid"),
             public_base_url=public_base_url,
             base_url=urls.get("twilio", TWILIO_API),
+            shared_key=secrets.twilio_shared_key,
         ),
         "generic": lambda: GenericChannel(
             secret=secrets.get("generic_secret"),

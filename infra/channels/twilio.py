@@ -6,6 +6,9 @@ covers the decoded parameters, so the form is parsed (bounded, no JSON) before i
 it covers the exact public URL Twilio called: behind API Gateway or a custom domain the URL this
 Lambda sees differs, so pass `public_base_url` and the URL is rebuilt from it plus path and query.
 Like Twilio's own validator we also accept the URL with the default port added or any port removed.
+Accounts that switched to SharedKey signing send the same construction with HMAC-SHA256 and the
+shared key's secret, announced by `X-Twilio-Webhooks-Signature-Settings: key=…,algorithm=HMAC_SHA256`;
+both schemes are accepted, each only with its own secret.
 No timestamp: deduplication on `MessageSid` is the only replay defence.
 
 SMS has no buttons: options go out as numbered lines, and the reply comes back as plain text
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import SecretStr
 
 from infra.channels.base import (
     ChannelRequest,
@@ -42,11 +47,15 @@ from infra.channels.ingress import (
 from infra.channels.options import numbered_options
 from infra.channels.platform_limits import SMS_MAX_SEGMENTS, TWILIO_BODY_UTF16
 from infra.channels.signing import (
+    TWILIO_HMAC_SHA1,
+    TWILIO_HMAC_SHA256,
     TWILIO_SIGNATURE,
+    TWILIO_SIGNATURE_SETTINGS,
     Secret,
     as_secret,
     constant_time_equals,
     sign_twilio,
+    twilio_signature_settings,
 )
 from infra.channels.sms import sms_cost
 from infra.channels.text import clean_text, split_text, utf16_len
@@ -63,8 +72,10 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 class TwilioChannel:
-    """A Twilio account. `auth_token` verifies webhooks and, with `account_sid`, authenticates the
-    Messages API (HTTP Basic). `public_base_url` (`https://hooks.example.com`) is the scheme and
+    """A Twilio account. `auth_token` verifies webhooks signed with the Auth Token scheme and, with
+    `account_sid`, authenticates the Messages API (HTTP Basic). `shared_key` (optional; several
+    separated by spaces during a rotation) verifies webhooks signed with a SharedKey
+    (HMAC-SHA256), for accounts that switched to it. `public_base_url` (`https://hooks.example.com`) is the scheme and
     host Twilio calls, when it differs from what the request shows."""
 
     name = "twilio"
@@ -77,8 +88,12 @@ class TwilioChannel:
         public_base_url: str | None = None,
         base_url: str = TWILIO_API,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        shared_key: Secret | None = None,
     ) -> None:
         self._auth_token = as_secret(auth_token)
+        # Several secrets, separated by spaces, while a shared key is being rotated.
+        raw = as_secret(shared_key).get_secret_value() if shared_key is not None else ""
+        self._shared_keys = tuple(SecretStr(part) for part in raw.split())
         self._account_sid = as_secret(account_sid)
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.base_url = base_url.rstrip("/")
@@ -96,13 +111,15 @@ class TwilioChannel:
         require_content_type(request, (FORM,), self.name)
         signature = require_header(request, TWILIO_SIGNATURE, self.name).strip()
         params = parse_form(request.body, self.name)
+        algorithm, secrets = self._signing_secrets(request)
         if not any(
-            constant_time_equals(signature, sign_twilio(self._auth_token, url, params))
+            constant_time_equals(signature, sign_twilio(secret, url, params, algorithm=algorithm))
+            for secret in secrets
             for url in _url_variants(self.signed_url(request))
         ):
             raise SignatureRejected(
-                f"wrong {TWILIO_SIGNATURE} header (it also covers the exact public URL: check "
-                "the public base URL setting)",
+                f"wrong {TWILIO_SIGNATURE} header ({algorithm}; it also covers the exact public "
+                "URL: check the public base URL setting)",
                 channel=self.name,
             )
 
@@ -119,6 +136,27 @@ class TwilioChannel:
         if "MessageStatus" in fields or fields.get("SmsStatus", "received") != "received":
             return _ack_ignored("a status callback, not an inbound message")
         return self._normalize(fields, request)
+
+    def _signing_secrets(self, request: ChannelRequest) -> tuple[str, list[SecretStr]]:
+        """The algorithm the request says it was signed with, and the secrets that may have signed
+        it: the Auth Token for HMAC_SHA1, the configured shared key(s) for SharedKey's
+        HMAC_SHA256. Each scheme is checked only with its own secret."""
+        algorithm, _key_id = twilio_signature_settings(request.header(TWILIO_SIGNATURE_SETTINGS))
+        if algorithm == TWILIO_HMAC_SHA1:
+            return algorithm, [self._auth_token]
+        if algorithm != TWILIO_HMAC_SHA256:
+            raise SignatureRejected(
+                f"unsupported Twilio signature algorithm {algorithm!r:.40} (supported: "
+                f"{TWILIO_HMAC_SHA1} with the Auth Token, {TWILIO_HMAC_SHA256} with a SharedKey)",
+                channel=self.name,
+            )
+        if not self._shared_keys:
+            raise SignatureRejected(
+                "the request is signed with a Twilio SharedKey (HMAC_SHA256), but no shared key "
+                "is configured: set WAYPOINT_TWILIO_SHARED_KEY to the key's secret",
+                channel=self.name,
+            )
+        return algorithm, list(self._shared_keys)
 
     def signed_url(self, request: ChannelRequest) -> str:
         """The URL Twilio signed: the request's own, or `public_base_url` + path + query."""
