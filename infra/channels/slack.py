@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     Clock,
@@ -97,6 +98,9 @@ _TRANSIENT_ERRORS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 )
 _HANDLED_EVENTS = frozenset({"message", "app_mention"})
+# Subtypes that are still a person's new message: files shared with a comment, and a thread reply
+# also sent to the channel. Every other subtype (edits, deletions, joins, bots) is ignored.
+_PERSON_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 
 
 class _Payload(BaseModel):
@@ -106,6 +110,14 @@ class _Payload(BaseModel):
 class _Authorization(_Payload):
     user_id: str | None = None
     is_bot: bool = False
+
+
+class _File(_Payload):
+    id: str
+    name: str | None = None
+    mimetype: str | None = None
+    size: int | None = None
+    url_private: str | None = None
 
 
 class _Event(_Payload):
@@ -118,6 +130,7 @@ class _Event(_Payload):
     thread_ts: str | None = None
     channel: str | None = None
     channel_type: str | None = None
+    files: list[_File] = Field(default_factory=list)
 
 
 class _EventCallback(_Payload):
@@ -258,7 +271,9 @@ class SlackChannel:
         own_ids = {a.user_id for a in callback.authorizations if a.is_bot and a.user_id}
         if self.bot_user_id:
             own_ids.add(self.bot_user_id)
-        if event.subtype or event.bot_id or event.user in own_ids:
+        if (event.subtype and event.subtype not in _PERSON_SUBTYPES) or (
+            event.bot_id or event.user in own_ids
+        ):
             # Edits, deletions, joins, bot posts and our own replies: answering them would loop.
             return WebhookOutcome(kind="ignored", reason="not a new message from a person")
         if not (event.user and event.ts and event.channel):
@@ -279,7 +294,8 @@ class SlackChannel:
             customer_id=event.user,
             text=clean_text(_plain_text(event.text, own_ids)),
             reply_to=reply_to,
-            raw_type=event.type,
+            raw_type=f"{event.type}.{event.subtype}" if event.subtype else event.type,
+            attachments=[_attachment(file) for file in event.files],
             received_at=request.received_at,
             sent_at=unix_time(event.ts),
         )
@@ -422,6 +438,28 @@ class SlackChannel:
             transient=error in _TRANSIENT_ERRORS,
             delivered=delivered,
         )
+
+
+def _attachment(file: _File) -> Attachment:
+    """A shared file, by its id and `url_private` (downloaded with the bot token)."""
+    mime = file.mimetype or ""
+    kind: AttachmentKind = (
+        "image"
+        if mime.startswith("image/")
+        else "video"
+        if mime.startswith("video/")
+        else "audio"
+        if mime.startswith("audio/")
+        else "file"
+    )
+    return Attachment(
+        kind=kind,
+        platform_id=file.id,
+        url=file.url_private,
+        mime=file.mimetype,
+        size=file.size,
+        name=file.name,
+    )
 
 
 def _escape(text: str) -> str:

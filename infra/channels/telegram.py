@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,
@@ -45,6 +46,7 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
+from infra.channels.media import location_text
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     TELEGRAM_CALLBACK_DATA_BYTES,
@@ -89,12 +91,41 @@ class _Keyboard(_Payload):
     inline_keyboard: list[list[_Button]] = Field(default_factory=list)
 
 
+class _File(_Payload):
+    file_id: str
+    file_size: int | None = None
+    mime_type: str | None = None
+    file_name: str | None = None
+
+
+class _Location(_Payload):
+    latitude: float = Field(ge=-90, le=90)  # NaN and out-of-range values are refused here
+    longitude: float = Field(ge=-180, le=180)
+
+
+class _Venue(_Payload):
+    location: _Location
+    title: str | None = None
+    address: str | None = None
+
+
 class _Message(_Payload):
     message_id: int
     chat: _Chat
     sender: _User | None = Field(default=None, alias="from")
     date: int = 0  # 0 on an "inaccessible" message inside an old callback_query
     text: str | None = None
+    caption: str | None = None  # of a photo, video, document, audio or voice note
+    photo: list[_File] = Field(default_factory=list)  # the same photo in several sizes
+    video: _File | None = None
+    video_note: _File | None = None
+    animation: _File | None = None
+    voice: _File | None = None
+    audio: _File | None = None
+    document: _File | None = None
+    sticker: _File | None = None
+    location: _Location | None = None
+    venue: _Venue | None = None
     message_thread_id: int | None = None
     is_topic_message: bool = False
     reply_markup: _Keyboard | None = None
@@ -169,8 +200,13 @@ class TelegramChannel:
     ) -> WebhookOutcome:
         if message.sender is None or message.sender.is_bot:
             return WebhookOutcome(kind="ignored", reason="message not sent by a person")
-        if message.text is None:
-            return WebhookOutcome(kind="ignored", reason="unsupported message type (no text)")
+        attachments = _attachments(message)
+        text = message.text if message.text is not None else (message.caption or "")
+        text = text or location_text(attachments)
+        if not text and not attachments:
+            return WebhookOutcome(
+                kind="ignored", reason="unsupported message type (no text, file or location)"
+            )
         # Only messages are judged by their date: a button click's message is the bot's own, and
         # may rightly be old (the click itself carries no time; the inbox dedupes it by update_id).
         if replay_age(unix_time(message.date), request.received_at) is not None:
@@ -182,10 +218,11 @@ class TelegramChannel:
             update,
             message,
             sender=message.sender,
-            text=clean_text(message.text),
+            text=clean_text(text),
             choice=None,
             raw_type="message",
             request=request,
+            attachments=attachments,
         )
         return WebhookOutcome(kind="messages", messages=[normalized])
 
@@ -217,6 +254,7 @@ class TelegramChannel:
         raw_type: str,
         request: ChannelRequest,
         callback_query_id: str | None = None,
+        attachments: list[Attachment] | None = None,
     ) -> NormalizedMessage:
         key = f"tg:{self.bot_id}:{message.chat.id}"
         reply_to: dict[str, Any] = {"chat_id": message.chat.id, "message_id": message.message_id}
@@ -241,6 +279,7 @@ class TelegramChannel:
             raw_type=raw_type,
             received_at=request.received_at,
             sent_at=unix_time(message.date),
+            attachments=attachments or [],
         )
 
     # -- outbound -------------------------------------------------------------------------------
@@ -358,6 +397,52 @@ class TelegramChannel:
             rate_limited=data.get("error_code") == 429,
             delivered=delivered,
         )
+
+
+_FILE_KINDS: tuple[tuple[str, AttachmentKind], ...] = (
+    ("video", "video"),
+    ("video_note", "video"),
+    ("animation", "video"),
+    ("voice", "voice"),
+    ("audio", "audio"),
+    ("document", "document"),
+    ("sticker", "sticker"),
+)
+
+
+def _attachments(message: _Message) -> list[Attachment]:
+    """The files and location of a message: the largest size of a photo, each other file by its
+    `file_id` (fetched later with `getFile` and the bot token), a location or venue as values."""
+    found: list[Attachment] = []
+    if message.photo:
+        largest = message.photo[-1]  # Telegram lists the sizes smallest first
+        found.append(_file("image", largest, mime="image/jpeg"))
+    for field, kind in _FILE_KINDS:
+        file = getattr(message, field)
+        if file is not None:
+            found.append(_file(kind, file))
+    place = message.venue.location if message.venue else message.location
+    if place is not None:
+        found.append(
+            Attachment(
+                kind="location",
+                latitude=place.latitude,
+                longitude=place.longitude,
+                name=message.venue.title if message.venue else None,
+                address=message.venue.address if message.venue else None,
+            )
+        )
+    return found
+
+
+def _file(kind: AttachmentKind, file: _File, *, mime: str | None = None) -> Attachment:
+    return Attachment(
+        kind=kind,
+        platform_id=file.file_id,
+        mime=file.mime_type or mime,
+        size=file.file_size,
+        name=file.file_name,
+    )
 
 
 def _label_of(message: _Message, data: str) -> str:

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,
@@ -44,6 +45,7 @@ from infra.channels.ingress import (
     require_method,
     require_size,
 )
+from infra.channels.media import location_text
 from infra.channels.options import numbered_options
 from infra.channels.platform_limits import SMS_MAX_SEGMENTS, TWILIO_BODY_UTF16
 from infra.channels.signing import (
@@ -168,12 +170,11 @@ class TwilioChannel:
     def _normalize(self, fields: dict[str, str], request: ChannelRequest) -> WebhookOutcome:
         choice = fields.get("ButtonPayload") or None
         body = fields.get("Body", "")
+        attachments = _attachments(fields)
         text = clean_text((fields.get("ButtonText") or body) if choice else body)
-        if not text and not choice:
-            has_media = fields.get("NumMedia", "0") not in ("", "0")
-            return _ack_ignored(
-                "media messages are not supported" if has_media else "empty message"
-            )
+        text = text or location_text(attachments)
+        if not text and not choice and not attachments:
+            return _ack_ignored("empty message")
         account, ours, customer = fields["AccountSid"], fields["To"], fields["From"]
         reply_to: dict[str, Any] = {"to": customer, "from": ours}
         if service := fields.get("MessagingServiceSid"):
@@ -190,6 +191,7 @@ class TwilioChannel:
             reply_to=reply_to,
             raw_type="whatsapp" if customer.startswith("whatsapp:") else "sms",
             received_at=request.received_at,
+            attachments=attachments,
         )
         return WebhookOutcome(
             kind="messages", messages=[message], body=EMPTY_TWIML, headers=dict(_TWIML_HEADERS)
@@ -244,6 +246,47 @@ def sms_length(text: str) -> int:
     the text, as `split_text` needs."""
     per_segment = MAX_BODY_CHARS // SMS_MAX_SEGMENTS
     return max(utf16_len(text), sms_cost(text).segments * per_segment)
+
+
+MAX_MEDIA = 10  # Twilio sends at most 10 media per message (MediaUrl0 … MediaUrl9)
+
+
+def _attachments(fields: dict[str, str]) -> list[Attachment]:
+    """`MediaUrl{n}` / `MediaContentType{n}` for n < NumMedia (fetched later with the account's
+    credentials), and a WhatsApp location (`Latitude`, `Longitude`, `Address`, `Label`)."""
+    found: list[Attachment] = []
+    try:
+        count = min(int(fields.get("NumMedia") or 0), MAX_MEDIA)
+    except ValueError:
+        count = 0
+    for n in range(max(count, 0)):
+        url = fields.get(f"MediaUrl{n}")
+        if not url:
+            continue
+        mime = fields.get(f"MediaContentType{n}") or None
+        found.append(Attachment(kind=_kind_of(mime), url=url, mime=mime))
+    try:
+        latitude, longitude = float(fields["Latitude"]), float(fields["Longitude"])
+    except (KeyError, ValueError):
+        return found
+    if not (-90 <= latitude <= 90 and -180 <= longitude <= 180):  # also false for NaN
+        return found
+    found.append(
+        Attachment(
+            kind="location",
+            latitude=latitude,
+            longitude=longitude,
+            name=fields.get("Label") or None,
+            address=fields.get("Address") or None,
+        )
+    )
+    return found
+
+
+def _kind_of(mime: str | None) -> AttachmentKind:
+    major = (mime or "").split("/", 1)[0]
+    kinds: dict[str, AttachmentKind] = {"image": "image", "video": "video", "audio": "audio"}
+    return kinds.get(major, "document")
 
 
 def _ack_ignored(reason: str) -> WebhookOutcome:

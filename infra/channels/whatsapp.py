@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,
@@ -50,6 +51,7 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
+from infra.channels.media import location_text
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     WHATSAPP_BUTTON_ID,
@@ -133,6 +135,21 @@ class _TemplateButton(_Payload):
     text: str = ""
 
 
+class _Media(_Payload):
+    id: str
+    mime_type: str | None = None
+    caption: str | None = None
+    filename: str | None = None
+    voice: bool = False  # an audio message recorded in the app (a voice note)
+
+
+class _Location(_Payload):
+    latitude: float = Field(ge=-90, le=90)  # NaN and out-of-range values are refused here
+    longitude: float = Field(ge=-180, le=180)
+    name: str | None = None
+    address: str | None = None
+
+
 class _Message(_Payload):
     id: str
     type: str
@@ -142,6 +159,13 @@ class _Message(_Payload):
     text: _Text | None = None
     interactive: _Interactive | None = None
     button: _TemplateButton | None = None
+    image: _Media | None = None
+    video: _Media | None = None
+    audio: _Media | None = None
+    voice: _Media | None = None
+    document: _Media | None = None
+    sticker: _Media | None = None
+    location: _Location | None = None
 
 
 class _Metadata(_Payload):
@@ -259,7 +283,7 @@ class WhatsAppChannel:
             if content is None:
                 skipped.append(f"message type {message.type!r:.40}")
                 continue
-            text, choice, raw_type = content
+            text, choice, raw_type, attachments = content
             if replay_age(unix_time(message.timestamp), request.received_at) is not None:
                 skipped.append(f"replayed messages (sent over {MAX_MESSAGE_AGE.days} days ago)")
                 continue
@@ -295,6 +319,7 @@ class WhatsAppChannel:
                     raw_type=raw_type,
                     received_at=request.received_at,
                     sent_at=unix_time(message.timestamp),
+                    attachments=attachments,
                 )
             )
         return normalized
@@ -384,16 +409,44 @@ class WhatsAppChannel:
         )
 
 
-def _content(message: _Message) -> tuple[str, str | None, str] | None:
-    """(text, choice, raw type) of a message we answer, or None for other types."""
+_MEDIA_KINDS: dict[str, AttachmentKind] = {
+    "image": "image",
+    "video": "video",
+    "audio": "audio",
+    "voice": "voice",
+    "document": "document",
+    "sticker": "sticker",
+}
+
+
+def _content(message: _Message) -> tuple[str, str | None, str, list[Attachment]] | None:
+    """(text, choice, raw type, attachments) of a message we answer, or None for other types
+    (reactions, contacts, system notices …). A media message's caption is its text; the media
+    itself is referenced by its id (fetched later with the access token)."""
     if message.type == "text" and message.text is not None:
-        return message.text.body, None, "text"
+        return message.text.body, None, "text", []
     if message.type == "interactive" and message.interactive is not None:
         picked = message.interactive.button_reply or message.interactive.list_reply
         if picked is not None:
-            return picked.title, picked.id, f"interactive.{message.interactive.type}"
+            return picked.title, picked.id, f"interactive.{message.interactive.type}", []
     if message.type == "button" and message.button is not None and message.button.payload:
-        return message.button.text, message.button.payload, "button"
+        return message.button.text, message.button.payload, "button", []
+    if message.type in _MEDIA_KINDS and (media := getattr(message, message.type)) is not None:
+        kind = "voice" if message.type == "audio" and media.voice else _MEDIA_KINDS[message.type]
+        attachment = Attachment(
+            kind=kind, platform_id=media.id, mime=media.mime_type, name=media.filename
+        )
+        return media.caption or "", None, message.type, [attachment]
+    if message.type == "location" and message.location is not None:
+        place = message.location
+        attachment = Attachment(
+            kind="location",
+            latitude=place.latitude,
+            longitude=place.longitude,
+            name=place.name,
+            address=place.address,
+        )
+        return location_text([attachment]), None, "location", [attachment]
     return None
 
 

@@ -151,10 +151,10 @@ def test_another_accounts_request_is_rejected(channels: dict[str, Channel]) -> N
     "params",
     [
         twilio_sms(MessageStatus="delivered", SmsStatus="delivered"),
-        twilio_sms("", NumMedia="1", MediaUrl0="https://api.twilio.com/media/1"),
+        twilio_sms("", NumMedia="1"),  # says it has media, but names none
         twilio_sms(""),
     ],
-    ids=["status-callback", "media-only", "empty"],
+    ids=["status-callback", "media-count-without-urls", "empty"],
 )
 def test_status_callbacks_and_bodiless_messages_are_ignored_with_twiml(
     channels: dict[str, Channel], params: dict[str, str]
