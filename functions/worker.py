@@ -230,12 +230,16 @@ class TurnWorker:
     @tracer.capture_method
     async def answer(self, burst: Burst) -> None:
         """One turn for the burst's messages, then deliver what they were answered with."""
+        from infra.channels.typing import typing_while
+
         started = time.perf_counter()
+        last = burst.requests[-1].message
+        channel = self.runtime.channels.get(last.channel)
         messages = [await self._inbound(q) for q in burst.requests]
-        output = await self._turn(burst, messages)
+        # "Typing…" from pickup until the turn ends (best effort: never fails the turn).
+        async with typing_while(channel, last.reply_to, self.runtime.http):
+            output = await self._turn(burst, messages)
         self._record_turn(burst, output, (time.perf_counter() - started) * 1000)
-        channel_name = burst.requests[-1].message.channel
-        channel = self.runtime.channels.get(channel_name)
         if channel is None:
             return  # e.g. "api": the management API's clients read the session's events
         for pending in replies_for(output.state, burst.requests):

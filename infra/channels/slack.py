@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +58,7 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
+from infra.channels.media import MediaFile, download, require_host
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     SLACK_ACTIONS_ELEMENTS,
@@ -89,6 +91,7 @@ MAX_BUTTONS_PER_BLOCK = SLACK_ACTIONS_ELEMENTS
 MAX_BUTTON_LABEL = SLACK_BUTTON_TEXT
 MAX_BUTTON_VALUE = SLACK_BUTTON_VALUE
 SELECT_PLACEHOLDER = "Choose an option"
+TYPING_STATUS = "is typing…"
 # `ok:false` errors meaning "this payload is malformed": a renderer bug, retried as plain text.
 _MALFORMED_ERRORS = frozenset(
     {"invalid_blocks", "invalid_blocks_format", "invalid_arguments", "msg_too_long"}
@@ -202,6 +205,7 @@ class SlackChannel:
     that are bots are ignored as well, so it is optional."""
 
     name = "slack"
+    typing_refresh_seconds: float | None = None  # the status stays until the app replies
 
     def __init__(
         self,
@@ -410,6 +414,40 @@ class SlackChannel:
     ) -> str:
         payload = self._payload(reply, text, blocks)
         return await self._post_message(client, payload, delivered=tuple(sent))
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """`assistant.threads.setStatus` in the thread being answered. Only apps with Slack's
+        AI assistant feature, in an assistant thread, may set it: otherwise Slack says no
+        (`ok: false`) and the conversation goes without a status."""
+        channel, thread_ts = reply_to.get("channel"), reply_to.get("thread_ts")
+        if not channel or not thread_ts:
+            return False
+        token = self._bot_token.get_secret_value()
+        response = await post(
+            client,
+            f"{self.base_url}/assistant.threads.setStatus",
+            channel=self.name,
+            secrets=(token,),
+            json={"channel_id": channel, "thread_ts": thread_ts, "status": TYPING_STATUS},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return response.status_code == 200 and json_body(response).get("ok") is True
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """A shared file's `url_private`, downloaded with the bot token (scope `files:read`);
+        only from Slack's own hosts."""
+        if not attachment.url:
+            raise DeliveryRejected("the attachment has no Slack url_private", channel=self.name)
+        hosts = ("slack.com", "slack-edge.com", urlsplit(self.base_url).hostname or "")
+        url = require_host(attachment.url, hosts, channel=self.name)
+        token = self._bot_token.get_secret_value()
+        return await download(
+            client,
+            url,
+            channel=self.name,
+            secrets=(token,),
+            headers={"Authorization": f"Bearer {token}"},
+        )
 
     async def _post_message(
         self, client: httpx.AsyncClient, payload: dict[str, Any], *, delivered: tuple[str, ...]

@@ -46,7 +46,7 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.media import location_text
+from infra.channels.media import MediaFile, download, location_text
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     TELEGRAM_CALLBACK_DATA_BYTES,
@@ -149,6 +149,7 @@ class TelegramChannel:
     `sendMessage` and its numeric prefix is the bot id in conversation keys."""
 
     name = "telegram"
+    typing_refresh_seconds: float | None = 4.0  # a chat action shows for about 5 s
 
     def __init__(
         self,
@@ -358,6 +359,36 @@ class TelegramChannel:
         payload = self._payload(reply, text, keyboard)
         result = await self._call(client, "sendMessage", payload, delivered=tuple(sent))
         return str(result.get("message_id", "")) if isinstance(result, dict) else ""
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """`sendChatAction(typing)` in the chat (and forum topic) being answered."""
+        chat_id = reply_to.get("chat_id")
+        if chat_id is None:
+            return False
+        payload: dict[str, Any] = {"chat_id": chat_id, "action": "typing"}
+        if thread := reply_to.get("message_thread_id"):
+            payload["message_thread_id"] = thread
+        await self._call(client, "sendChatAction", payload)
+        return True
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """`getFile` for the file's path, then the file itself (bots may download up to 20 MB)."""
+        if not attachment.platform_id:
+            raise DeliveryRejected("the attachment has no Telegram file_id", channel=self.name)
+        result = await self._call(client, "getFile", {"file_id": attachment.platform_id})
+        path = result.get("file_path") if isinstance(result, dict) else None
+        if not isinstance(path, str) or not path:
+            raise DeliveryRejected(
+                "Telegram gave no file_path (bots cannot download files over 20 MB)",
+                channel=self.name,
+            )
+        token = self._bot_token.get_secret_value()
+        media = await download(
+            client, f"{self.base_url}/file/bot{token}/{path}", channel=self.name, secrets=(token,)
+        )
+        return (
+            media if attachment.mime is None else media.model_copy(update={"mime": attachment.mime})
+        )
 
     async def _answer_click(self, client: httpx.AsyncClient, callback_query_id: str) -> None:
         # Best effort: a query older than ~15 min (e.g. on a retried send) can no longer be

@@ -45,7 +45,7 @@ from infra.channels.ingress import (
     require_method,
     require_size,
 )
-from infra.channels.media import location_text
+from infra.channels.media import MediaFile, download, location_text, require_host
 from infra.channels.options import numbered_options
 from infra.channels.platform_limits import SMS_MAX_SEGMENTS, TWILIO_BODY_UTF16
 from infra.channels.signing import (
@@ -217,6 +217,18 @@ class TwilioChannel:
             form = {"To": str(to), **sender, "Body": part}
             sent.append(await self._create_message(client, form, tuple(sent)))
         return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """A `MediaUrl`, downloaded with the account's credentials (HTTP Basic, when the account
+        requires it), only from Twilio's hosts; Twilio redirects to storage, which gets no
+        credentials (httpx drops them on a cross-host redirect)."""
+        if not attachment.url:
+            raise DeliveryRejected("the attachment has no Twilio MediaUrl", channel=self.name)
+        hosts = ("twilio.com", urlsplit(self.base_url).hostname or "")
+        url = require_host(attachment.url, hosts, channel=self.name)
+        sid = self._account_sid.get_secret_value()
+        token = self._auth_token.get_secret_value()
+        return await download(client, url, channel=self.name, secrets=(token,), auth=(sid, token))
 
     async def _create_message(
         self, client: httpx.AsyncClient, form: dict[str, str], delivered: tuple[str, ...]

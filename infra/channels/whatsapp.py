@@ -19,7 +19,9 @@ limits, `infra.channels.platform_limits`), with short titles that stay distinct
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,7 +53,7 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.media import location_text
+from infra.channels.media import MediaFile, download, location_text, require_host
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     WHATSAPP_BUTTON_ID,
@@ -97,6 +99,8 @@ LIST_BUTTON_LABEL = "Choose"
 # "our side failed, try again".
 _RATE_LIMIT_CODES = frozenset({4, 80007, 130429, 131048, 131056})
 _TRANSIENT_CODES = frozenset({1, 2, 131000, 131016})
+# Where the Graph API's media URLs point (lookaside.fbsbx.com today).
+_MEDIA_HOSTS = ("fbsbx.com", "facebook.com", "whatsapp.net")
 # "Invalid parameter", "Required parameter is missing", "Parameter value is not valid".
 _MALFORMED_CODES = frozenset({"100", "131008", "131009"})
 
@@ -200,6 +204,7 @@ class WhatsAppChannel:
     `access_token` (a system-user token) authenticates Graph API sends."""
 
     name = "whatsapp"
+    typing_refresh_seconds: float | None = 20.0  # shown up to 25 s, or until the reply
 
     def __init__(
         self,
@@ -372,6 +377,47 @@ class WhatsAppChannel:
                 fallbacks=fallbacks,
             )
         return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """Mark the customer's message as read, with the typing indicator (Cloud API
+        `status: read` + `typing_indicator: {type: text}`)."""
+        phone_number_id = reply_to.get("phone_number_id")
+        message_id = reply_to.get("message_id")
+        if not phone_number_id or not message_id:
+            return False
+        payload = {
+            "messaging_product": "whatsapp",
+            "status": "read",
+            "message_id": str(message_id),
+            "typing_indicator": {"type": "text"},
+        }
+        await self._post(client, str(phone_number_id), payload, ())
+        return True
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """The media's URL from the Graph API (`GET /{media id}`), then the file, both with the
+        access token; the URL must be on Meta's hosts (the token goes nowhere else)."""
+        if not attachment.platform_id:
+            raise DeliveryRejected("the attachment has no WhatsApp media id", channel=self.name)
+        token = self._access_token.get_secret_value()
+        auth = {"Authorization": f"Bearer {token}"}
+        meta = await download(
+            client,
+            f"{self.base_url}/{self.api_version}/{attachment.platform_id}",
+            channel=self.name,
+            secrets=(token,),
+            headers=auth,
+            max_bytes=64 * 1024,
+        )
+        try:
+            url = json.loads(meta.data).get("url")
+        except (ValueError, AttributeError):
+            url = None
+        if not isinstance(url, str):
+            raise DeliveryRejected("the Graph API gave no media URL", channel=self.name)
+        hosts = (*_MEDIA_HOSTS, urlsplit(self.base_url).hostname or "")
+        url = require_host(url, hosts, channel=self.name)
+        return await download(client, url, channel=self.name, secrets=(token,), headers=auth)
 
     async def _post(
         self,

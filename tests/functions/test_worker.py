@@ -495,3 +495,23 @@ def test_a_reply_sent_as_plain_text_after_a_refusal_is_logged_and_counted(
     worker.metrics.clear_metrics()
     worker.note_plain_fallbacks(DeliveryReceipt(channel="whatsapp"), "t2")
     assert worker.PLAIN_FALLBACKS_METRIC not in worker.metrics.metric_set
+
+
+def test_the_customer_sees_typing_from_pickup_until_the_reply(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    say("hi", 1)
+    drain(stack)
+    telegram = [r.path.rsplit("/", 1)[-1] for r in platforms.requests if r.channel == "telegram"]
+    assert telegram[0] == "sendChatAction" and telegram[-1] == "sendMessage"
+    assert platforms.typing("telegram")[0].json() == {"chat_id": CHAT, "action": "typing"}
+
+
+def test_a_failing_typing_indicator_does_not_fail_the_turn(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    platforms.fail_typing(500)
+    say("hi", 1)
+    assert drain(stack) == [{"batchItemFailures": []}]
+    (reply,) = agent_messages(runtime)
+    assert [r.json()["text"] for r in platforms.replies()] == [reply.text]
