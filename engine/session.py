@@ -53,6 +53,7 @@ class Attachment(BaseModel):
 
     model_config = _FROZEN
     kind: AttachmentKind
+    channel: str | None = None  # the channel it came through (whose credentials fetch it)
     platform_id: str | None = None  # Telegram file_id, WhatsApp media id, Slack file id
     url: str | None = None  # Twilio MediaUrl, Slack url_private: needs the channel's credentials
     mime: str | None = None

@@ -178,7 +178,10 @@ class NormalizedMessage(BaseModel):
             choice=self.choice,
             received_at=self.received_at,
             metadata=metadata,
-            attachments=tuple(self.attachments),
+            attachments=tuple(
+                a if a.channel else a.model_copy(update={"channel": self.channel})
+                for a in self.attachments
+            ),
         )
 
 

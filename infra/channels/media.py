@@ -54,21 +54,24 @@ class FetchesMedia(Protocol):
 
 async def fetch_attachment(
     channels: Mapping[str, object],
-    channel: str,
     attachment: Attachment | Mapping[str, Any],
     client: httpx.AsyncClient,
+    *,
+    channel: str | None = None,
 ) -> MediaFile:
     """Download `attachment` (as a tool finds it in `ToolContext.attachments`) from the channel it
-    came through, with that channel's credentials:
+    came through (its `channel`, or `channel`), with that channel's credentials:
 
-        file = await fetch_attachment(runtime.channels, "whatsapp", context.attachments[0], http)
+        runtime = current_runtime()
+        media = await fetch_attachment(runtime.channels, context.attachments[0], runtime.http)
     """
-    found = channels.get(channel)
-    if not isinstance(found, FetchesMedia):
-        raise ChannelConfigError(f"channel {channel!r} cannot fetch media", channel=channel)
     item = attachment if isinstance(attachment, Attachment) else Attachment(**dict(attachment))
+    name = channel or item.channel or ""
+    found = channels.get(name)
+    if not isinstance(found, FetchesMedia):
+        raise ChannelConfigError(f"channel {name!r} cannot fetch media", channel=name)
     if item.kind == "location":
-        raise ChannelConfigError("a location has no file to fetch", channel=channel)
+        raise ChannelConfigError("a location has no file to fetch", channel=name)
     return await found.fetch_media(item, client)
 
 

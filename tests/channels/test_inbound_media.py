@@ -321,7 +321,7 @@ def test_attachments_reach_the_engines_message(channels: dict[str, Channel]) -> 
     image = {"caption": "My receipt", "mime_type": "image/jpeg", "id": "1234567890"}
     inbound = _one(channels["whatsapp"], meta_request(_wa("image", image))).to_inbound()
     assert inbound.text == "My receipt"
-    assert inbound.attachments == (
-        Attachment(kind="image", platform_id="1234567890", mime="image/jpeg"),
+    assert inbound.attachments == (  # each says which channel can fetch it
+        Attachment(kind="image", channel="whatsapp", platform_id="1234567890", mime="image/jpeg"),
     )
     assert not inbound.is_unreadable_media  # it has a caption: a turn answers it

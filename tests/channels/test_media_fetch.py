@@ -26,8 +26,8 @@ async def test_telegram_file_is_fetched_by_its_path(
         Scripted(200, {"ok": True, "result": {"file_id": "AgAD", "file_path": "photos/f_1.jpg"}}),
         Scripted(200, "JPEG-BYTES"),
     )
-    voice = {"kind": "image", "platform_id": "AgAD", "mime": "image/jpeg"}  # as tools get it
-    media = await fetch_attachment(channels, "telegram", voice, http)
+    photo = {"kind": "image", "channel": "telegram", "platform_id": "AgAD", "mime": "image/jpeg"}
+    media = await fetch_attachment(channels, photo, http)  # as a tool finds it in its context
     assert (media.data, media.mime) == (b"JPEG-BYTES", "image/jpeg")
     get_file, file = platform.requests
     assert get_file.path == f"/telegram/bot{TG_BOT_TOKEN}/getFile"
@@ -44,7 +44,7 @@ async def test_whatsapp_media_url_then_file_both_with_the_token(
         Scripted(200, "OGG", {"content-type": "audio/ogg"}),
     )
     media = await fetch_attachment(
-        channels, "whatsapp", Attachment(kind="voice", platform_id="555"), http
+        channels, Attachment(kind="voice", platform_id="555"), http, channel="whatsapp"
     )
     assert (media.data, media.mime) == (b"OGG", "audio/ogg")
     lookup, file = platform.requests
@@ -59,7 +59,9 @@ async def test_whatsapp_refuses_a_media_url_off_metas_hosts(
 ) -> None:
     platform.script(Scripted(200, {"url": "https://collector.evil.example/grab"}))
     with pytest.raises(DeliveryRejected, match="not on the platform's hosts"):
-        await fetch_attachment(channels, "whatsapp", {"kind": "image", "platform_id": "1"}, http)
+        await fetch_attachment(
+            channels, {"kind": "image", "platform_id": "1"}, http, channel="whatsapp"
+        )
     assert len(platform.requests) == 1  # the token never left for the other host
 
 
@@ -68,10 +70,10 @@ async def test_slack_and_twilio_fetch_with_their_credentials_only_from_their_hos
 ) -> None:
     platform.script(Scripted(200, "PNG"), Scripted(200, "PDF"))
     slack_file = Attachment(kind="image", url=platform.url("slack/files-pri/F1/shot.png"))
-    assert (await fetch_attachment(channels, "slack", slack_file, http)).data == b"PNG"
+    assert (await fetch_attachment(channels, slack_file, http, channel="slack")).data == b"PNG"
     assert platform.requests[0].headers["authorization"] == f"Bearer {SLACK_BOT_TOKEN}"
     mms = Attachment(kind="document", url=platform.url("twilio/2010-04-01/Media/ME1"))
-    assert (await fetch_attachment(channels, "twilio", mms, http)).data == b"PDF"
+    assert (await fetch_attachment(channels, mms, http, channel="twilio")).data == b"PDF"
     basic = base64.b64encode(f"{TWILIO_ACCOUNT_SID}:{TWILIO_TOKEN}".encode()).decode()
     assert platform.requests[1].headers["authorization"] == f"Basic {basic}"
 
@@ -81,7 +83,9 @@ async def test_slack_and_twilio_fetch_with_their_credentials_only_from_their_hos
         ("twilio", "ftp://api.twilio.com/x"),
     ):
         with pytest.raises(DeliveryRejected):
-            await fetch_attachment(channels, channel, Attachment(kind="file", url=url), http)
+            await fetch_attachment(
+                channels, Attachment(kind="file", url=url), http, channel=channel
+            )
     assert len(platform.requests) == 2
 
 
@@ -89,13 +93,15 @@ async def test_what_cannot_be_fetched_says_why(
     channels: dict[str, Channel], http: httpx.AsyncClient
 ) -> None:
     with pytest.raises(ChannelConfigError, match="cannot fetch media"):
-        await fetch_attachment(channels, "generic", Attachment(kind="file", url="https://x"), http)
+        await fetch_attachment(
+            channels, Attachment(kind="file", url="https://x"), http, channel="generic"
+        )
     with pytest.raises(ChannelConfigError, match="location"):
         await fetch_attachment(
-            channels, "telegram", Attachment(kind="location", latitude=1, longitude=2), http
+            channels, Attachment(kind="location", latitude=1, longitude=2), http, channel="telegram"
         )
     with pytest.raises(DeliveryRejected, match="file_id"):
-        await fetch_attachment(channels, "telegram", Attachment(kind="image"), http)
+        await fetch_attachment(channels, Attachment(kind="image"), http, channel="telegram")
 
 
 async def test_an_oversized_file_is_refused(

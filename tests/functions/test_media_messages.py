@@ -46,7 +46,7 @@ def test_a_voice_note_is_answered_with_the_unsupported_media_reply(
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
     ]
     assert customer[0].data["attachments"] == [
-        {"kind": "voice", "platform_id": "AwAD-voice", "mime": "audio/ogg"}
+        {"kind": "voice", "channel": "telegram", "platform_id": "AwAD-voice", "mime": "audio/ogg"}
     ]
 
 
