@@ -115,3 +115,23 @@ async def test_parts_sent_before_the_refused_one_are_not_sent_again(
     assert [b["type"] for b in bodies] == ["text", "interactive", "text"]
     assert receipt.message_ids[0] == "wamid.first" and len(receipt.message_ids) == 2
     assert bodies[2]["text"]["body"].endswith("1. Savings\n2. Checking")
+
+
+async def test_a_rendered_payload_that_breaks_a_documented_rule_is_never_sent(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    # Meta refuses button ids with leading or trailing spaces: the buttons are not even tried.
+    reply = OutboundReply(
+        text="Which account?",
+        options=[
+            ReplyOption(id=" save ", label="Savings"),
+            ReplyOption(id="chk", label="Checking"),
+        ],
+        reply_to=REPLY_TO["whatsapp"],
+    )
+    receipt = await channels["whatsapp"].send(reply, http)
+
+    [request] = platform.requests
+    assert request.json()["type"] == "text"
+    assert request.json()["text"]["body"] == "Which account?\n\n1. Savings\n2. Checking"
+    assert receipt.plain_fallbacks and "leading or trailing spaces" in receipt.plain_fallbacks[0]

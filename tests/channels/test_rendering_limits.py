@@ -367,3 +367,42 @@ def test_validators_catch_what_each_platform_refuses() -> None:
     assert twilio_violations({"Body": "ж" * 671}, sms=True) == [
         "Body is 11 UCS-2 segments, over 10"
     ]
+
+
+# -- the cases issue #18 reported ----------------------------------------------------------------
+
+
+def test_whatsapp_buttons_whose_labels_share_19_characters_get_distinct_titles() -> None:
+    options = [
+        ReplyOption(id="sav", label="Transfer money to my savings account"),
+        ReplyOption(id="mom", label="Transfer money to my mother"),
+    ]
+    [payload] = send("whatsapp", _replies("Which transfer?", options, "whatsapp"))
+    buttons = payload["interactive"]["action"]["buttons"]
+    assert [b["reply"]["title"] for b in buttons] == ["Transfer…savings…", "Transfer…mother"]
+
+
+def test_whatsapp_list_rows_get_distinct_titles_and_keep_the_full_label_below() -> None:
+    options = [ReplyOption(id=f"a{n}", label=f"Account ending in 4242-{n:04d}") for n in range(5)]
+    [payload] = send("whatsapp", _replies("Which account?", options, "whatsapp"))
+    [section] = payload["interactive"]["action"]["sections"]
+    titles = [row["title"] for row in section["rows"]]
+    assert len(set(titles)) == 5 and all(len(t) <= 24 for t in titles)
+    assert [row["description"] for row in section["rows"]] == [o.label for o in options]
+
+
+def test_telegram_120_options_become_numbered_text_not_120_buttons() -> None:
+    options = [ReplyOption(id=f"o{n}", label=f"Choice {n}") for n in range(120)]
+    [payload] = send("telegram", _replies("Pick one", options, "telegram"))
+    assert "reply_markup" not in payload
+    assert payload["text"].endswith("119. Choice 118\n120. Choice 119")
+
+
+def test_slack_past_25_options_is_a_select_menu_and_past_100_numbered_text() -> None:
+    menu = [ReplyOption(id=f"o{n}", label=f"Choice {n}") for n in range(40)]
+    [payload] = send("slack", _replies("Pick one", menu, "slack"))
+    [element] = payload["blocks"][1]["elements"]
+    assert element["type"] == "static_select" and len(element["options"]) == 40
+    many = [ReplyOption(id=f"o{n}", label=f"Choice {n}") for n in range(101)]
+    payloads = send("slack", _replies("Pick one", many, "slack"))
+    assert all("blocks" not in p for p in payloads)
