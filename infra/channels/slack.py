@@ -33,7 +33,6 @@ from infra.channels.base import (
     DeliveryReceipt,
     NormalizedMessage,
     OutboundReply,
-    ReplyOption,
     WebhookOutcome,
 )
 from infra.channels.delivery import (
@@ -59,18 +58,8 @@ from infra.channels.ingress import (
     validate,
 )
 from infra.channels.media import MediaFile, download, require_host
-from infra.channels.options import compact_choice_id, numbered_options
-from infra.channels.platform_limits import (
-    SLACK_ACTIONS_ELEMENTS,
-    SLACK_BUTTON_TEXT,
-    SLACK_BUTTON_VALUE,
-    SLACK_MAX_BLOCKS,
-    SLACK_OPTION_TEXT,
-    SLACK_OPTION_VALUE,
-    SLACK_SECTION_TEXT,
-    SLACK_SELECT_OPTIONS,
-    slack_violations,
-)
+from infra.channels.options import numbered_options
+from infra.channels.platform_limits import SLACK_SELECT_OPTIONS, slack_violations
 from infra.channels.signing import (
     SLACK_SIGNATURE,
     SLACK_TIMESTAMP,
@@ -79,18 +68,13 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_slack,
 )
-from infra.channels.text import clean_text, split_text, utf16_len
-from infra.channels.titles import short_titles
+from infra.channels.slack_blocks import MAX_SECTION_CHARS, blocks_for, parts
+from infra.channels.text import clean_text, utf16_len
 
 if TYPE_CHECKING:
     import httpx
 
 SLACK_API = "https://slack.com/api"
-MAX_SECTION_CHARS = SLACK_SECTION_TEXT  # plain `text` parts use it too
-MAX_BUTTONS_PER_BLOCK = SLACK_ACTIONS_ELEMENTS
-MAX_BUTTON_LABEL = SLACK_BUTTON_TEXT
-MAX_BUTTON_VALUE = SLACK_BUTTON_VALUE
-SELECT_PLACEHOLDER = "Choose an option"
 TYPING_STATUS = "is typing…"
 # `ok:false` errors meaning "this payload is malformed": a renderer bug, retried as plain text.
 _MALFORMED_ERRORS = frozenset(
@@ -359,13 +343,13 @@ class SlackChannel:
         text, options = reply.display_text, reply.options
         if len(options) > SLACK_SELECT_OPTIONS:
             text, options = f"{text}\n\n{numbered_options(options)}", []
-        parts = _parts(text)
+        text_parts = parts(text)
         sent: list[str] = []
         fallbacks: list[str] = []
-        for part in parts[:-1]:
+        for part in text_parts[:-1]:
             sent.append(await self._post_part(client, reply, part, None, sent))
-        last = parts[-1]
-        blocks = _blocks(last, options, reply.view)
+        last = text_parts[-1]
+        blocks = blocks_for(last, options, reply.view)
         if not blocks:
             sent.append(await self._post_part(client, reply, last, None, sent))
             return DeliveryReceipt(channel=self.name, message_ids=sent)
@@ -375,7 +359,7 @@ class SlackChannel:
 
         async def plain() -> list[str]:
             # `last` is already escaped; only the numbered labels still need it.
-            listed = _parts(numbered_options(options)) if options else []
+            listed = parts(numbered_options(options)) if options else []
             joined = f"{last}\n\n{listed[0]}" if len(listed) == 1 else ""
             fits = joined and utf16_len(joined) <= MAX_SECTION_CHARS
             pieces = [joined] if fits else [last, *listed]
@@ -500,12 +484,6 @@ def _attachment(file: _File) -> Attachment:
     )
 
 
-def _escape(text: str) -> str:
-    """Slack's three control characters escaped, so agent text is shown as written: an LLM that
-    writes `<!channel>` or `<@U123>` must not ping anyone."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _plain_text(text: str, own_ids: set[str]) -> str:
     """Slack's message text as the customer typed it: mentions of our bot removed and Slack's
     three HTML escapes undone."""
@@ -533,56 +511,3 @@ def _click_thread(click: _BlockActions, *, is_dm: bool) -> str | None:
     if thread or is_dm:
         return thread
     return (message.ts if message else None) or (container.message_ts if container else None)
-
-
-def _parts(text: str) -> list[str]:
-    """`text` escaped and split into section-sized parts; code blocks stay closed."""
-    return [
-        _escape(part)
-        for part in split_text(
-            text, MAX_SECTION_CHARS, length=lambda piece: utf16_len(_escape(piece)), fences=True
-        )
-    ]
-
-
-def _blocks(
-    part: str, options: list[ReplyOption], view: dict[str, Any] | None
-) -> list[dict[str, Any]]:
-    """Block Kit for the last part: the text in a section, then the options (up to 25 buttons in
-    one actions block, else a select menu), then any `view["blocks"]` that fit under Slack's 50
-    blocks. Empty when there is nothing but text."""
-    extra = view.get("blocks") if view else None
-    if not options and not isinstance(extra, list):
-        return []
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": part}}]
-    if 0 < len(options) <= MAX_BUTTONS_PER_BLOCK:
-        titles = short_titles([o.label for o in options], MAX_BUTTON_LABEL, length=utf16_len)
-        buttons = [
-            {
-                "type": "button",
-                "text": {"type": "plain_text", "text": title},
-                "action_id": f"waypoint_choice_{index}",
-                "value": compact_choice_id(option.id, MAX_BUTTON_VALUE),
-            }
-            for index, (option, title) in enumerate(zip(options, titles, strict=True))
-        ]
-        blocks.append({"type": "actions", "elements": buttons})
-    elif options:
-        titles = short_titles([o.label for o in options], SLACK_OPTION_TEXT, length=utf16_len)
-        menu = {
-            "type": "static_select",
-            "action_id": "waypoint_choice",
-            "placeholder": {"type": "plain_text", "text": SELECT_PLACEHOLDER},
-            "options": [
-                {
-                    "text": {"type": "plain_text", "text": title},
-                    "value": compact_choice_id(option.id, SLACK_OPTION_VALUE),
-                }
-                for option, title in zip(options, titles, strict=True)
-            ],
-        }
-        blocks.append({"type": "actions", "elements": [menu]})
-    if isinstance(extra, list):
-        room = SLACK_MAX_BLOCKS - len(blocks)
-        blocks.extend([block for block in extra if isinstance(block, dict)][:room])
-    return blocks

@@ -31,7 +31,6 @@ from infra.channels.base import (
     DeliveryReceipt,
     NormalizedMessage,
     OutboundReply,
-    ReplyOption,
     WebhookOutcome,
 )
 from infra.channels.delivery import error_for_status, json_body, post, rich_or_plain
@@ -54,19 +53,8 @@ from infra.channels.ingress import (
     validate,
 )
 from infra.channels.media import MediaFile, download, location_text, require_host
-from infra.channels.options import compact_choice_id, numbered_options
-from infra.channels.platform_limits import (
-    WHATSAPP_BUTTON_ID,
-    WHATSAPP_BUTTON_TITLE,
-    WHATSAPP_INTERACTIVE_BODY,
-    WHATSAPP_MAX_BUTTONS,
-    WHATSAPP_MAX_ROWS,
-    WHATSAPP_ROW_DESCRIPTION,
-    WHATSAPP_ROW_ID,
-    WHATSAPP_ROW_TITLE,
-    WHATSAPP_TEXT,
-    whatsapp_violations,
-)
+from infra.channels.options import numbered_options
+from infra.channels.platform_limits import whatsapp_violations
 from infra.channels.signing import (
     META_SIGNATURE,
     Secret,
@@ -74,8 +62,8 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_meta,
 )
-from infra.channels.text import clean_text, split_text, utf16_len
-from infra.channels.titles import short_titles, shorten
+from infra.channels.text import clean_text
+from infra.channels.whatsapp_messages import MAX_LIST_ROWS, bodies, plain_bodies
 
 if TYPE_CHECKING:
     import httpx
@@ -85,16 +73,6 @@ GRAPH_API_VERSION = "v26.0"
 # Meta batches and cannot be asked to split: a 413 would only earn 7 days of redeliveries of the
 # same batch, so this cap is well above the 256 KiB used for one-message-per-request platforms.
 MAX_META_BODY_BYTES = 3 * 1024 * 1024
-MAX_TEXT_CHARS = WHATSAPP_TEXT
-MAX_INTERACTIVE_BODY_CHARS = WHATSAPP_INTERACTIVE_BODY
-MAX_BUTTONS = WHATSAPP_MAX_BUTTONS
-MAX_LIST_ROWS = WHATSAPP_MAX_ROWS
-MAX_BUTTON_TITLE = WHATSAPP_BUTTON_TITLE
-MAX_BUTTON_ID = WHATSAPP_BUTTON_ID
-MAX_ROW_TITLE = WHATSAPP_ROW_TITLE
-MAX_ROW_DESCRIPTION = WHATSAPP_ROW_DESCRIPTION
-MAX_ROW_ID = WHATSAPP_ROW_ID
-LIST_BUTTON_LABEL = "Choose"
 # Graph error codes meaning "slow down" (app / account / throughput / pair / spam rate limits) and
 # "our side failed, try again".
 _RATE_LIMIT_CODES = frozenset({4, 80007, 130429, 131048, 131056})
@@ -344,7 +322,7 @@ class WhatsAppChannel:
         text = reply.display_text
         if len(options) > MAX_LIST_ROWS:
             text, options = f"{text}\n\n{numbered_options(options)}", []
-        bodies = _bodies(text, options)
+        messages = bodies(text, options)
         sent: list[str] = []
         fallbacks: list[str] = []
 
@@ -357,8 +335,8 @@ class WhatsAppChannel:
             payload.update(body)
             return await self._post(client, str(phone_number_id), payload, tuple(sent))
 
-        interactive = bodies.pop() if options else None
-        for body in bodies:
+        interactive = messages.pop() if options else None
+        for body in messages:
             sent.append(await post(body))
         if interactive is not None:
 
@@ -366,7 +344,7 @@ class WhatsAppChannel:
                 return [await post(interactive)]
 
             async def plain() -> list[str]:
-                return [await post(text_body) for text_body in _plain_bodies(interactive, options)]
+                return [await post(text_body) for text_body in plain_bodies(interactive, options)]
 
             sent += await rich_or_plain(
                 rich,
@@ -519,53 +497,3 @@ def _is_malformed(error: DeliveryRejected) -> bool:
     one it will not deliver (outside the 24 h window, blocked, bad token)."""
     code = (error.platform_error or "").split(":", 1)[0]
     return error.platform_status == 400 and code in _MALFORMED_CODES
-
-
-def _text_body(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": {"body": text, "preview_url": False}}
-
-
-def _bodies(text: str, options: list[ReplyOption]) -> list[dict[str, Any]]:
-    """Message bodies to send in order: text parts, the last one interactive when there are
-    options (its body limited to 1024 characters, so a long text goes ahead as plain parts).
-    Lengths in UTF-16 units (never fewer than Meta's characters); code blocks stay closed."""
-    parts = split_text(text, MAX_TEXT_CHARS, length=utf16_len, fences=True)
-    if not options:
-        return [_text_body(part) for part in parts]
-    tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS, length=utf16_len, fences=True)
-    parts.extend(tail[:-1])
-    bodies: list[dict[str, Any]] = [_text_body(part) for part in parts]
-    bodies.append({"type": "interactive", "interactive": _interactive(tail[-1], options)})
-    return bodies
-
-
-def _plain_bodies(interactive: dict[str, Any], options: list[ReplyOption]) -> list[dict[str, Any]]:
-    """The plain form of an interactive message: its body text with the options numbered."""
-    text = f"{interactive['interactive']['body']['text']}\n\n{numbered_options(options)}"
-    return [_text_body(part) for part in split_text(text, MAX_TEXT_CHARS, length=utf16_len)]
-
-
-def _interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
-    if len(options) <= MAX_BUTTONS:
-        titles = short_titles([o.label for o in options], MAX_BUTTON_TITLE, length=utf16_len)
-        buttons = [
-            {
-                "type": "reply",
-                "reply": {"id": compact_choice_id(option.id, MAX_BUTTON_ID), "title": title},
-            }
-            for option, title in zip(options, titles, strict=True)
-        ]
-        return {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
-    titles = short_titles([o.label for o in options], MAX_ROW_TITLE, length=utf16_len)
-    rows = []
-    for option, title in zip(options, titles, strict=True):
-        row = {"id": compact_choice_id(option.id, MAX_ROW_ID), "title": title}
-        label = " ".join(option.label.split())
-        if title != label:  # the full label still shows (as much of it as fits), below the title
-            row["description"] = shorten(label, MAX_ROW_DESCRIPTION, length=utf16_len)
-        rows.append(row)
-    return {
-        "type": "list",
-        "body": {"text": body},
-        "action": {"button": LIST_BUTTON_LABEL, "sections": [{"title": "Options", "rows": rows}]},
-    }
