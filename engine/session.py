@@ -41,8 +41,10 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+# "other": something the platform delivered that is neither text nor a file nor a location (a
+# contact card, a poll …), named by `name`; like an unreadable file, it is answered, not dropped.
 AttachmentKind = Literal[
-    "image", "video", "audio", "voice", "document", "sticker", "file", "location"
+    "image", "video", "audio", "voice", "document", "sticker", "file", "location", "other"
 ]
 
 

@@ -126,6 +126,8 @@ class _Message(_Payload):
     sticker: _File | None = None
     location: _Location | None = None
     venue: _Venue | None = None
+    contact: dict[str, Any] | None = None
+    poll: dict[str, Any] | None = None
     message_thread_id: int | None = None
     is_topic_message: bool = False
     reply_markup: _Keyboard | None = None
@@ -452,6 +454,9 @@ def _attachments(message: _Message) -> list[Attachment]:
         file = getattr(message, field)
         if file is not None:
             found.append(_file(kind, file))
+    for field in ("contact", "poll"):  # not readable by the agent, but answered, not dropped
+        if getattr(message, field) is not None:
+            found.append(Attachment(kind="other", name=field))
     place = message.venue.location if message.venue else message.location
     if place is not None:
         found.append(

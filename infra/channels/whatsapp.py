@@ -433,6 +433,9 @@ class WhatsAppChannel:
         )
 
 
+# Customer messages the agent cannot read but should not ignore: a shared contact card, and what
+# Meta itself could not render ("unsupported"). Reactions and system notices are not answered.
+_OTHER_TYPES = frozenset({"contacts", "unsupported"})
 _MEDIA_KINDS: dict[str, AttachmentKind] = {
     "image": "image",
     "video": "video",
@@ -461,6 +464,8 @@ def _content(message: _Message) -> tuple[str, str | None, str, list[Attachment]]
             kind=kind, platform_id=media.id, mime=media.mime_type, name=media.filename
         )
         return media.caption or "", None, message.type, [attachment]
+    if message.type in _OTHER_TYPES:  # not readable by the agent, but answered, not dropped
+        return "", None, message.type, [Attachment(kind="other", name=message.type)]
     if message.type == "location" and message.location is not None:
         place = message.location
         attachment = Attachment(

@@ -325,3 +325,28 @@ def test_attachments_reach_the_engines_message(channels: dict[str, Channel]) -> 
         Attachment(kind="image", channel="whatsapp", platform_id="1234567890", mime="image/jpeg"),
     )
     assert not inbound.is_unreadable_media  # it has a caption: a turn answers it
+
+
+def test_a_contact_card_or_poll_is_answered_not_dropped(channels: dict[str, Channel]) -> None:
+    contact = {"phone_number": "+15551234567", "first_name": "Ann"}
+    message = _one(channels["telegram"], telegram_request(_tg(contact=contact)))
+    assert message.attachments == [Attachment(kind="other", name="contact")]
+    assert message.to_inbound().is_unreadable_media
+    card = [{"name": {"formatted_name": "Ann"}, "phones": [{"phone": "+15551234567"}]}]
+    message = _one(channels["whatsapp"], meta_request(_wa("contacts", card)))
+    assert message.attachments == [Attachment(kind="other", name="contacts")]
+    unsupported = wa_notification(
+        wa_change(
+            [
+                {
+                    "from": "972544401243",
+                    "id": "wamid.U",
+                    "timestamp": str(int(time.time())),
+                    "type": "unsupported",
+                    "errors": [{"code": 131051, "title": "Message type unknown"}],
+                }
+            ]
+        )
+    )
+    message = _one(channels["whatsapp"], meta_request(unsupported))
+    assert message.to_inbound().is_unreadable_media
