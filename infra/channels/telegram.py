@@ -335,7 +335,7 @@ class TelegramChannel:
                 plain,
                 channel=self.name,
                 problems=telegram_violations(payload),
-                is_malformed=lambda error: error.platform_status == 400,
+                is_malformed=_is_malformed,
                 fallbacks=fallbacks,
             )
         return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
@@ -479,6 +479,16 @@ def _file(kind: AttachmentKind, file: _File, *, mime: str | None = None) -> Atta
         size=file.file_size,
         name=file.file_name,
     )
+
+
+# What Telegram's "Bad Request" descriptions say when the payload itself is wrong (a keyboard
+# or text it cannot take), as opposed to "chat not found", "bot was blocked" and the like.
+_MALFORMED_HINTS = ("button", "markup", "keyboard", "too long", "text is empty", "can't parse")
+
+
+def _is_malformed(error: DeliveryRejected) -> bool:
+    description = (error.platform_error or "").lower()
+    return error.platform_status == 400 and any(hint in description for hint in _MALFORMED_HINTS)
 
 
 def _label_of(message: _Message, data: str) -> str:

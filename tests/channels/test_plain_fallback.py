@@ -82,6 +82,12 @@ async def test_a_refused_plain_form_is_given_up_on_not_retried_again(
                 403, {"ok": False, "error_code": 403, "description": "Forbidden: bot was blocked"}
             ),
         ),
+        (
+            "telegram",
+            Scripted(
+                400, {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
+            ),
+        ),
         ("slack", Scripted(200, {"ok": False, "error": "channel_not_found"})),
         (
             "whatsapp",
