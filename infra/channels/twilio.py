@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     import httpx
 
 TWILIO_API = "https://api.twilio.com"
+TWILIO_MESSAGING_API = "https://messaging.twilio.com"  # the typing indicator's API (v2)
 MAX_BODY_CHARS = TWILIO_BODY_UTF16  # the Messages API's limit for one message's Body
 EMPTY_TWIML = b'<?xml version="1.0" encoding="UTF-8"?><Response/>'
 _TWIML_HEADERS = {"Content-Type": "text/xml; charset=utf-8"}
@@ -81,6 +82,7 @@ class TwilioChannel:
     host Twilio calls, when it differs from what the request shows."""
 
     name = "twilio"
+    typing_refresh_seconds: float | None = 20.0  # WhatsApp shows it up to 25 s (SMS has none)
 
     def __init__(
         self,
@@ -91,6 +93,7 @@ class TwilioChannel:
         base_url: str = TWILIO_API,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         shared_key: Secret | None = None,
+        messaging_base_url: str = TWILIO_MESSAGING_API,
     ) -> None:
         self._auth_token = as_secret(auth_token)
         # Several secrets, separated by spaces, while a shared key is being rotated.
@@ -99,6 +102,7 @@ class TwilioChannel:
         self._account_sid = as_secret(account_sid)
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.base_url = base_url.rstrip("/")
+        self.messaging_base_url = messaging_base_url.rstrip("/")
         self.max_body_bytes = max_body_bytes
 
     def __repr__(self) -> str:
@@ -176,7 +180,11 @@ class TwilioChannel:
         if not text and not choice and not attachments:
             return _ack_ignored("empty message")
         account, ours, customer = fields["AccountSid"], fields["To"], fields["From"]
-        reply_to: dict[str, Any] = {"to": customer, "from": ours}
+        reply_to: dict[str, Any] = {
+            "to": customer,
+            "from": ours,
+            "message_sid": fields["MessageSid"],
+        }
         if service := fields.get("MessagingServiceSid"):
             reply_to["messaging_service_sid"] = service
         message = NormalizedMessage(
@@ -217,6 +225,26 @@ class TwilioChannel:
             form = {"To": str(to), **sender, "Body": part}
             sent.append(await self._create_message(client, form, tuple(sent)))
         return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """WhatsApp through Twilio: the Typing Indicators resource (public beta), which also
+        marks the customer's message read. SMS has no typing indicator."""
+        message_sid = reply_to.get("message_sid")
+        if not message_sid or not str(reply_to.get("to", "")).startswith("whatsapp:"):
+            return False
+        sid = self._account_sid.get_secret_value()
+        token = self._auth_token.get_secret_value()
+        response = await post(
+            client,
+            f"{self.messaging_base_url}/v2/Indicators/Typing.json",
+            channel=self.name,
+            secrets=(token,),
+            data={"channel": "whatsapp", "messageId": str(message_sid)},
+            auth=(sid, token),
+        )
+        if not response.is_success:
+            raise error_for_status(self.name, response, platform_error=None)
+        return True
 
     async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
         """A `MediaUrl`, downloaded with the account's credentials (HTTP Basic, when the account

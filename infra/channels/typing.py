@@ -3,7 +3,7 @@ so the customer does not retype.
 
 A channel that can show one implements `ShowsTyping`: Telegram (`sendChatAction`, shown ~5 s, so
 refreshed every 4 s), WhatsApp (mark-as-read with `typing_indicator`, shown up to 25 s or until
-the reply, refreshed every 20 s), Slack (`assistant.threads.setStatus` in assistant threads; kept
+the reply, refreshed every 20 s; through Twilio too, with its Typing Indicators resource), Slack (`assistant.threads.setStatus` in assistant threads; kept
 until the reply, so sent once). The worker wraps the turn in `typing_while(...)`: the indicator is
 sent as soon as the turn is picked up and refreshed until it ends. It is best effort by design: a
 failure is logged and stops the indicator, never the turn.

@@ -69,6 +69,7 @@ def test_inbound_sms_is_normalized_and_acked_with_empty_twiml(
     assert message.reply_to == {
         "to": "+14155550199",
         "from": "+14155550100",
+        "message_sid": "SM11111111111111111111111111111111",  # for WhatsApp's typing indicator
         "messaging_service_sid": "MG11111111111111111111111111111111",
     }
     assert message.raw_type == "sms"

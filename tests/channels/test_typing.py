@@ -5,6 +5,7 @@ shown at once, refreshed while the turn runs, stopped when it ends, and never an
 from __future__ import annotations
 
 import asyncio
+import base64
 
 import httpx
 import pytest
@@ -12,7 +13,8 @@ import pytest
 from infra.channels.base import Channel
 from infra.channels.typing import ShowsTyping, typing_while
 from tests.channels.fake_platform import FakePlatform, Scripted
-from tests.channels.signed import TG_BOT_TOKEN
+from tests.channels.payloads import TWILIO_ACCOUNT_SID
+from tests.channels.signed import TG_BOT_TOKEN, TWILIO_TOKEN
 
 
 async def test_telegram_sends_a_typing_chat_action_in_the_topic(
@@ -59,8 +61,20 @@ async def test_slack_sets_the_assistant_thread_status_where_available(
     assert len(platform.requests) == 2
 
 
-async def test_twilio_and_generic_have_no_indicator(channels: dict[str, Channel]) -> None:
-    assert not isinstance(channels["twilio"], ShowsTyping)
+async def test_twilio_shows_it_on_whatsapp_only_and_generic_has_none(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    channel = channels["twilio"]
+    assert isinstance(channel, ShowsTyping)
+    whatsapp = {"to": "whatsapp:+1415", "from": "whatsapp:+1416", "message_sid": "SM1"}
+    assert await channel.show_typing(whatsapp, http)
+    [request] = platform.requests
+    assert request.path == "/twilio/v2/Indicators/Typing.json"
+    assert request.form() == {"channel": "whatsapp", "messageId": "SM1"}
+    basic = base64.b64encode(f"{TWILIO_ACCOUNT_SID}:{TWILIO_TOKEN}".encode()).decode()
+    assert request.headers["authorization"] == f"Basic {basic}"
+    assert not await channel.show_typing({"to": "+1415", "from": "+1416", "message_sid": "S"}, http)
+    assert len(platform.requests) == 1  # SMS has no typing indicator
     assert not isinstance(channels["generic"], ShowsTyping)
 
 

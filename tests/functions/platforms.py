@@ -57,7 +57,8 @@ class Sent:
     @property
     def is_reply(self) -> bool:
         """A message to the customer (not Telegram's answerCallbackQuery, nor a typing
-        indicator: Telegram's sendChatAction, Slack's assistant status, WhatsApp's read mark)."""
+        indicator: Telegram's sendChatAction, Slack's assistant status, WhatsApp's read mark,
+        Twilio's typing indicator)."""
         return _is_reply(self.path, self.body)
 
     @property
@@ -68,7 +69,9 @@ class Sent:
 
 def _is_typing(path: str, body: bytes) -> bool:
     return (
-        path.endswith(("/sendChatAction", "/assistant.threads.setStatus"))
+        path.endswith(
+            ("/sendChatAction", "/assistant.threads.setStatus", "/Indicators/Typing.json")
+        )
         or b'"typing_indicator"' in body
     )
 
