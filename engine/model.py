@@ -414,6 +414,11 @@ class AgentConfig(BaseModel):
     explain: bool = False  # verbose rationales in LLM outputs, for debugging only
     # what canned_strict sends when no approved template fits (it never sends free text)
     no_match_response: str = "Sorry, I can't help with that here. Could you rephrase?"
+    # what a message of only files the agent cannot read (a voice note, a photo without a
+    # caption, a document) is answered with, instead of silence
+    unsupported_media_response: str = (
+        "Sorry, I can't open attachments like that here. Could you type what you need?"
+    )
     max_canned_candidates: int = 30
     max_concurrent_llm_calls: int = 8
     llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together

@@ -180,6 +180,9 @@ class ToolContext:
     variables: dict[str, Any] = field(default_factory=dict)
     sender_id: str = ""
     principal: dict[str, Any] | None = None
+    # Files and locations the customer sent with the messages this turn answers (`Attachment`
+    # as JSON); a tool fetches a file with the channel's credentials (infra.channels.media).
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +41,31 @@ class Event(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+# "other": something the platform delivered that is neither text nor a file nor a location (a
+# contact card, a poll …), named by `name`; like an unreadable file, it is answered, not dropped.
+AttachmentKind = Literal[
+    "image", "video", "audio", "voice", "document", "sticker", "file", "location", "other"
+]
+
+
+class Attachment(BaseModel):
+    """Something the customer sent besides text: a file (by the platform's reference: fetch it
+    with the channel's credentials) or a shared location (as values). A caption or comment is the
+    message's text, not part of the attachment."""
+
+    model_config = _FROZEN
+    kind: AttachmentKind
+    channel: str | None = None  # the channel it came through (whose credentials fetch it)
+    platform_id: str | None = None  # Telegram file_id, WhatsApp media id, Slack file id
+    url: str | None = None  # Twilio MediaUrl, Slack url_private: needs the channel's credentials
+    mime: str | None = None
+    size: int | None = None  # bytes, when the platform says
+    name: str | None = None  # file name, or a shared place's name
+    latitude: float | None = Field(default=None, ge=-90, le=90)
+    longitude: float | None = Field(default=None, ge=-180, le=180)
+    address: str | None = None
+
+
 class InboundMessage(BaseModel):
     """A customer message as the engine receives it, already normalized from its channel."""
 
@@ -50,6 +75,18 @@ class InboundMessage(BaseModel):
     choice: str | None = None  # a button / list pick, when the channel carries one
     received_at: datetime | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    attachments: tuple[Attachment, ...] = ()
+
+    @property
+    def is_unreadable_media(self) -> bool:
+        """Only files the agent cannot read (no text, no pick, no location): answered with the
+        agent's `unsupported_media_response` instead of a turn on an empty message."""
+        return (
+            not self.text.strip()
+            and self.choice is None
+            and bool(self.attachments)
+            and all(a.kind != "location" for a in self.attachments)
+        )
 
     @property
     def sender_id(self) -> str | None:

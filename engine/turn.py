@@ -16,6 +16,7 @@ import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.errors import AgentNotFound, SessionConflict
 from engine.llm import TurnLLM
@@ -97,6 +98,18 @@ class TurnPipeline:
                 channel_event_id=m.event_id,
                 **({"choice": m.choice} if m.choice else {}),
                 **({"sender": m.sender_id} if m.sender_id else {}),
+                **({"attachments": attachments_data(m)} if m.attachments else {}),
+            )
+        if all(m.is_unreadable_media for m in messages):
+            # Nothing the agent can read: say so (configurable) rather than answer an empty text.
+            reply = state.add_event(
+                EventKind.MESSAGE,
+                EventSource.AGENT,
+                agent.config.unsupported_media_response,
+                unsupported_media=True,
+            )
+            return TurnOutput(
+                new_session_state(state, ()), state.events, reply, masked_trace(state)
             )
         read_answer(state)
         if state.interrupt is not None:
@@ -147,6 +160,11 @@ class TurnPipeline:
             masked_trace(state),
             masked_events=tuple(state.masked_earlier_events.values()),
         )
+
+
+def attachments_data(message: InboundMessage) -> list[dict[str, Any]]:
+    """A message's attachments as stored on its event and given to tools (JSON, no empty keys)."""
+    return [a.model_dump(mode="json", exclude_none=True) for a in message.attachments]
 
 
 class TurnEngine:

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
-from infra.channels.base import Channel, ReplyOption
+from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
 from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
@@ -66,6 +66,7 @@ metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "Waypoint", service=SERVICE
 )
 DELIVERIES_FAILED_METRIC = "DeliveriesFailed"  # alarmed (template.yaml: DeliveryFailedAlarm)
+PLAIN_FALLBACKS_METRIC = "RenderedRepliesRefused"  # a renderer bug: the reply went out as text
 tracer = Tracer(service=SERVICE)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 # Report every record as failed rather than raising when all fail: same retry, no Lambda error.
@@ -229,12 +230,16 @@ class TurnWorker:
     @tracer.capture_method
     async def answer(self, burst: Burst) -> None:
         """One turn for the burst's messages, then deliver what they were answered with."""
+        from infra.channels.typing import typing_while
+
         started = time.perf_counter()
+        last = burst.requests[-1].message
+        channel = self.runtime.channels.get(last.channel)
         messages = [await self._inbound(q) for q in burst.requests]
-        output = await self._turn(burst, messages)
+        # "Typing…" from pickup until the turn ends (best effort: never fails the turn).
+        async with typing_while(channel, last.reply_to, self.runtime.http):
+            output = await self._turn(burst, messages)
         self._record_turn(burst, output, (time.perf_counter() - started) * 1000)
-        channel_name = burst.requests[-1].message.channel
-        channel = self.runtime.channels.get(channel_name)
         if channel is None:
             return  # e.g. "api": the management API's clients read the session's events
         for pending in replies_for(output.state, burst.requests):
@@ -362,6 +367,7 @@ class TurnWorker:
                     continue
                 await outbox.release(session_id, turn_id, owner, str(error))
                 raise ReplyNotDelivered(str(error)) from None
+            note_plain_fallbacks(receipt, turn_id)
             await self._mark_sent(session_id, turn_id, receipt.message_ids)
             return
 
@@ -443,6 +449,20 @@ class TurnWorker:
         )
         await self.runtime.outbox.mark_failed(session_id, turn_id, error)
         metrics.add_metric(name=DELIVERIES_FAILED_METRIC, unit=MetricUnit.Count, value=1)
+
+
+def note_plain_fallbacks(receipt: DeliveryReceipt, turn_id: str) -> None:
+    """A rendered reply (buttons, list, blocks) went out as plain numbered text because the
+    platform refused it or it broke the platform's rules: a renderer bug, logged and counted."""
+    if not receipt.plain_fallbacks:
+        return
+    logger.error(
+        "rendered reply refused; delivered as plain numbered text",
+        extra={"turn_id": turn_id, "channel": receipt.channel, "why": receipt.plain_fallbacks},
+    )
+    metrics.add_metric(
+        name=PLAIN_FALLBACKS_METRIC, unit=MetricUnit.Count, value=len(receipt.plain_fallbacks)
+    )
 
 
 async def _release_quietly(

@@ -215,6 +215,11 @@ async def _dispatch(
         variables=dict(state.session.variables),
         sender_id=state.sender,
         principal=state.principal,
+        attachments=[
+            a.model_dump(mode="json", exclude_none=True)
+            for m in state.messages
+            for a in m.attachments
+        ],
     )
     try:
         outcomes = await dispatcher.dispatch(calls, context)

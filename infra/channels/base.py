@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.session import InboundMessage
+from engine.session import Attachment, InboundMessage
 
 if TYPE_CHECKING:  # httpx costs ~180 ms to import and the webhook path never sends
     import httpx
@@ -128,6 +128,8 @@ class NormalizedMessage(BaseModel):
       payload), or None for plain text.
     - `reply_to`: everything `Channel.send` needs to answer (chat id, thread, phone number id,
       callback query id, response_url …); opaque to the engine.
+    - `attachments`: files (by the platform's reference, see `engine.session.Attachment`) and
+      shared locations; a caption or a file's comment is the `text`.
     - `raw_type`: the platform's own kind of event (`message`, `callback_query`, `block_actions`,
       `interactive.button_reply`, `sms` …), for traces.
     """
@@ -146,6 +148,8 @@ class NormalizedMessage(BaseModel):
     received_at: datetime
     sent_at: datetime | None = None
     interrupt_result: InterruptResult | None = None  # set on a delivered form result only
+    # Files and shared locations (a photo's caption, a file's comment, is `text`).
+    attachments: list[Attachment] = Field(default_factory=list, repr=False)
 
     @property
     def dedup_key(self) -> str:
@@ -174,6 +178,10 @@ class NormalizedMessage(BaseModel):
             choice=self.choice,
             received_at=self.received_at,
             metadata=metadata,
+            attachments=tuple(
+                a if a.channel else a.model_copy(update={"channel": self.channel})
+                for a in self.attachments
+            ),
         )
 
 
@@ -243,6 +251,9 @@ class DeliveryReceipt(BaseModel):
     model_config = _FROZEN
     channel: str
     message_ids: list[str] = Field(default_factory=list)
+    # Why a rendered payload (buttons, list, blocks) went out as plain numbered text instead:
+    # a renderer bug signal (`infra.channels.delivery.rich_or_plain`); empty normally.
+    plain_fallbacks: list[str] = Field(default_factory=list)
 
     @property
     def parts(self) -> int:

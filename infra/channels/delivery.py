@@ -8,7 +8,8 @@ known secret scrubbed from their text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from infra.channels.errors import (
 
 if TYPE_CHECKING:
     import httpx
+
+logger = logging.getLogger("waypoint.channels")
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -124,3 +127,40 @@ def error_for_status(
         platform_error=platform_error,
         delivered=delivered,
     )
+
+
+async def rich_or_plain(
+    rich: Callable[[], Awaitable[list[str]]],
+    plain: Callable[[], Awaitable[list[str]]],
+    *,
+    channel: str,
+    problems: list[str],
+    is_malformed: Callable[[DeliveryRejected], bool],
+    fallbacks: list[str],
+) -> list[str]:
+    """Send a rendered payload (buttons, a list, blocks) or, in its place, its plain form
+    (the text with the options numbered), which every platform takes.
+
+    The plain form is sent when the rendered payload breaks a documented rule (`problems`, from
+    `infra.channels.platform_limits`: never sent, as the platform would refuse it), or when the
+    platform refused it as malformed (`is_malformed`). Either is a bug in a renderer: logged as an
+    error and noted in `fallbacks` (the receipt carries it; the worker counts it in a metric).
+    The plain form is tried once; if it is refused too, that error is raised."""
+    if problems:
+        logger.error(
+            "rendered payload breaks the platform's rules; sending it as plain text",
+            extra={"channel": channel, "problems": problems[:5]},
+        )
+        fallbacks.append("; ".join(problems[:5]))
+        return await plain()
+    try:
+        return await rich()
+    except DeliveryRejected as error:
+        if not is_malformed(error):
+            raise
+        logger.error(
+            "platform refused a rendered payload as malformed; retrying once as plain text",
+            extra={"channel": channel, "platform_error": error.platform_error},
+        )
+        fallbacks.append(error.platform_error or str(error))
+        return await plain()

@@ -35,7 +35,7 @@ from infra.channels.errors import (
 from infra.channels.generic import GenericChannel
 from infra.channels.slack import SLACK_API, SlackChannel
 from infra.channels.telegram import TELEGRAM_API, TelegramChannel
-from infra.channels.twilio import TWILIO_API, TwilioChannel
+from infra.channels.twilio import TWILIO_API, TWILIO_MESSAGING_API, TwilioChannel
 from infra.channels.whatsapp import GRAPH_API, WhatsAppChannel
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class ChannelSecrets(BaseModel):
     whatsapp_access_token: SecretStr | None = None
     twilio_auth_token: SecretStr | None = None
     twilio_account_sid: SecretStr | None = None
+    twilio_shared_key: SecretStr | None = None  # optional: SharedKey (HMAC-SHA256) signing
     generic_secret: SecretStr | None = None
 
     @staticmethod
@@ -159,6 +160,10 @@ def build_channels(
             account_sid=secrets.get("twilio_account_sid"),
             public_base_url=public_base_url,
             base_url=urls.get("twilio", TWILIO_API),
+            shared_key=secrets.twilio_shared_key,
+            messaging_base_url=urls.get(
+                "twilio_messaging", urls.get("twilio", TWILIO_MESSAGING_API)
+            ),
         ),
         "generic": lambda: GenericChannel(
             secret=secrets.get("generic_secret"),

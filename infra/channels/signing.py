@@ -27,6 +27,11 @@ SLACK_SIGNATURE = "x-slack-signature"
 SLACK_TIMESTAMP = "x-slack-request-timestamp"
 META_SIGNATURE = "x-hub-signature-256"
 TWILIO_SIGNATURE = "x-twilio-signature"
+# Sent with SharedKey signing: `key=<shared key id>,algorithm=HMAC_SHA256`.
+TWILIO_SIGNATURE_SETTINGS = "x-twilio-webhooks-signature-settings"
+TWILIO_HMAC_SHA1 = "HMAC_SHA1"  # the Auth Token scheme (no settings header)
+TWILIO_HMAC_SHA256 = "HMAC_SHA256"  # the SharedKey scheme
+_TWILIO_HASHES = {TWILIO_HMAC_SHA1: hashlib.sha1, TWILIO_HMAC_SHA256: hashlib.sha256}
 TELEGRAM_SECRET = "x-telegram-bot-api-secret-token"
 GENERIC_SIGNATURE = "x-waypoint-signature"
 GENERIC_TIMESTAMP = "x-waypoint-timestamp"
@@ -92,31 +97,69 @@ def meta_headers(app_secret: Secret, body: bytes | str) -> dict[str, str]:
 
 
 # -- Twilio: base64(HMAC-SHA1(auth token, url + Σ sorted(name + value))) --------------------------
+# SharedKey signing is the same construction with HMAC-SHA256 and the shared key's secret, announced
+# by `X-Twilio-Webhooks-Signature-Settings: key=<id>,algorithm=HMAC_SHA256` (twilio-python 9.13,
+# `RequestValidator.compute_signature(…, algorithm="HMAC_SHA256")`).
 
 
 def sign_twilio(
-    auth_token: Secret, url: str, params: Mapping[str, str] | Iterable[tuple[str, str]]
+    auth_token: Secret,
+    url: str,
+    params: Mapping[str, str] | Iterable[tuple[str, str]],
+    *,
+    algorithm: str = TWILIO_HMAC_SHA1,
 ) -> str:
     """Twilio's `X-Twilio-Signature` for a form POST to `url` (the full public URL, query string
     included). Names are sorted, and each name's distinct values are sorted, as Twilio's own
-    `RequestValidator` does, so repeated parameters sign identically."""
+    `RequestValidator` does, so repeated parameters sign identically. `algorithm`: HMAC_SHA1
+    (Auth Token) or HMAC_SHA256 (SharedKey; pass the shared key's secret as `auth_token`)."""
+    hash_function = _TWILIO_HASHES.get(algorithm.upper())
+    if hash_function is None:
+        raise ValueError(f"unsupported Twilio signature algorithm {algorithm!r:.40}")
     pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
     signed = url
     for name in sorted({name for name, _ in pairs}):
         for value in sorted({value for key, value in pairs if key == name}):
             signed += name + value
-    digest = hmac.new(_key(auth_token), signed.encode(), hashlib.sha1).digest()
+    digest = hmac.new(_key(auth_token), signed.encode(), hash_function).digest()
     return base64.b64encode(digest).decode()
 
 
+def twilio_signature_settings(header: str | None) -> tuple[str, str | None]:
+    """(algorithm, shared key id) named by an `X-Twilio-Webhooks-Signature-Settings` header;
+    no header (or no `algorithm=`) means the Auth Token scheme, HMAC_SHA1."""
+    algorithm, key = TWILIO_HMAC_SHA1, None
+    for part in (header or "").split(","):
+        name, separator, value = part.partition("=")
+        if not separator or not value.strip():
+            continue
+        if name.strip() == "algorithm":
+            algorithm = value.strip().upper()
+        elif name.strip() == "key":
+            key = value.strip()
+    return algorithm, key
+
+
 def twilio_headers(
-    auth_token: Secret, url: str, params: Mapping[str, str] | Iterable[tuple[str, str]]
+    auth_token: Secret,
+    url: str,
+    params: Mapping[str, str] | Iterable[tuple[str, str]],
+    *,
+    shared_key_id: str | None = None,
 ) -> dict[str, str]:
-    """Headers of a genuine Twilio form webhook."""
-    return {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Twilio-Signature": sign_twilio(auth_token, url, params),
-    }
+    """Headers of a genuine Twilio form webhook: signed with the Auth Token, or, given
+    `shared_key_id`, with that SharedKey (pass its secret as `auth_token`)."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if shared_key_id is None:
+        headers["X-Twilio-Signature"] = sign_twilio(auth_token, url, params)
+        return headers
+    headers["X-Twilio-Signature"] = sign_twilio(
+        auth_token, url, params, algorithm=TWILIO_HMAC_SHA256
+    )
+    headers["X-Twilio-Webhooks-Signature-Settings"] = (
+        f"key={shared_key_id},algorithm={TWILIO_HMAC_SHA256}"
+    )
+    return headers
 
 
 # -- Telegram: a static secret token, echoed verbatim ----------------------------------------------

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     Clock,
@@ -33,7 +35,13 @@ from infra.channels.base import (
     OutboundReply,
     WebhookOutcome,
 )
-from infra.channels.delivery import error_for_status, json_body, post, retry_after_header
+from infra.channels.delivery import (
+    error_for_status,
+    json_body,
+    post,
+    retry_after_header,
+    rich_or_plain,
+)
 from infra.channels.errors import DeliveryRejected, MalformedRequest, SignatureRejected
 from infra.channels.ingress import (
     DEFAULT_MAX_BODY_BYTES,
@@ -49,7 +57,9 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.options import compact_choice_id
+from infra.channels.media import MediaFile, download, require_host
+from infra.channels.options import numbered_options
+from infra.channels.platform_limits import SLACK_SELECT_OPTIONS, slack_violations
 from infra.channels.signing import (
     SLACK_SIGNATURE,
     SLACK_TIMESTAMP,
@@ -58,21 +68,26 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_slack,
 )
-from infra.channels.text import clean_text, split_text, truncate
+from infra.channels.slack_blocks import MAX_SECTION_CHARS, blocks_for, parts
+from infra.channels.text import clean_text, utf16_len
 
 if TYPE_CHECKING:
     import httpx
 
 SLACK_API = "https://slack.com/api"
-MAX_SECTION_CHARS = 3000  # a section block's text limit; plain `text` parts use it too
-MAX_BUTTONS_PER_BLOCK = 25
-MAX_BUTTON_LABEL = 75
-MAX_BUTTON_VALUE = 2000
+TYPING_STATUS = "is typing…"
+# `ok:false` errors meaning "this payload is malformed": a renderer bug, retried as plain text.
+_MALFORMED_ERRORS = frozenset(
+    {"invalid_blocks", "invalid_blocks_format", "invalid_arguments", "msg_too_long"}
+)
 # `ok:false` errors that mean "Slack had a problem, try again", as opposed to "your request is wrong".
 _TRANSIENT_ERRORS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 )
 _HANDLED_EVENTS = frozenset({"message", "app_mention"})
+# Subtypes that are still a person's new message: files shared with a comment, and a thread reply
+# also sent to the channel. Every other subtype (edits, deletions, joins, bots) is ignored.
+_PERSON_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 
 
 class _Payload(BaseModel):
@@ -82,6 +97,14 @@ class _Payload(BaseModel):
 class _Authorization(_Payload):
     user_id: str | None = None
     is_bot: bool = False
+
+
+class _File(_Payload):
+    id: str
+    name: str | None = None
+    mimetype: str | None = None
+    size: int | None = None
+    url_private: str | None = None
 
 
 class _Event(_Payload):
@@ -94,6 +117,7 @@ class _Event(_Payload):
     thread_ts: str | None = None
     channel: str | None = None
     channel_type: str | None = None
+    files: list[_File] = Field(default_factory=list)
 
 
 class _EventCallback(_Payload):
@@ -165,6 +189,7 @@ class SlackChannel:
     that are bots are ignored as well, so it is optional."""
 
     name = "slack"
+    typing_refresh_seconds: float | None = None  # the status stays until the app replies
 
     def __init__(
         self,
@@ -234,7 +259,9 @@ class SlackChannel:
         own_ids = {a.user_id for a in callback.authorizations if a.is_bot and a.user_id}
         if self.bot_user_id:
             own_ids.add(self.bot_user_id)
-        if event.subtype or event.bot_id or event.user in own_ids:
+        if (event.subtype and event.subtype not in _PERSON_SUBTYPES) or (
+            event.bot_id or event.user in own_ids
+        ):
             # Edits, deletions, joins, bot posts and our own replies: answering them would loop.
             return WebhookOutcome(kind="ignored", reason="not a new message from a person")
         if not (event.user and event.ts and event.channel):
@@ -255,7 +282,8 @@ class SlackChannel:
             customer_id=event.user,
             text=clean_text(_plain_text(event.text, own_ids)),
             reply_to=reply_to,
-            raw_type=event.type,
+            raw_type=f"{event.type}.{event.subtype}" if event.subtype else event.type,
+            attachments=[_attachment(file) for file in event.files],
             received_at=request.received_at,
             sent_at=unix_time(event.ts),
         )
@@ -306,27 +334,104 @@ class SlackChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """`chat.postMessage` each part (in the thread, if any); buttons go on the last part."""
+        """`chat.postMessage` each part (in the thread, if any); options go on the last part: up
+        to 25 as buttons, up to 100 as a select menu, more as numbered lines. Blocks Slack refuses
+        as malformed are sent once more as plain numbered text."""
         channel = reply.reply_to.get("channel")
         if not channel:
             raise DeliveryRejected("reply_to has no Slack channel", channel=self.name)
-        parts = [
-            _escape(part)
-            for part in split_text(
-                reply.display_text, MAX_SECTION_CHARS, length=lambda text: len(_escape(text))
-            )
-        ]
+        text, options = reply.display_text, reply.options
+        if len(options) > SLACK_SELECT_OPTIONS:
+            text, options = f"{text}\n\n{numbered_options(options)}", []
+        text_parts = parts(text)
         sent: list[str] = []
-        for number, part in enumerate(parts, start=1):
-            payload: dict[str, Any] = {"channel": channel, "text": part}
-            if thread_ts := reply.reply_to.get("thread_ts"):
-                payload["thread_ts"] = thread_ts
-            if number == len(parts):
-                blocks = _blocks(part, reply)
-                if blocks:
-                    payload["blocks"] = blocks
-            sent.append(await self._post_message(client, payload, delivered=tuple(sent)))
-        return DeliveryReceipt(channel=self.name, message_ids=sent)
+        fallbacks: list[str] = []
+        for part in text_parts[:-1]:
+            sent.append(await self._post_part(client, reply, part, None, sent))
+        last = text_parts[-1]
+        blocks = blocks_for(last, options, reply.view)
+        if not blocks:
+            sent.append(await self._post_part(client, reply, last, None, sent))
+            return DeliveryReceipt(channel=self.name, message_ids=sent)
+
+        async def rich() -> list[str]:
+            return [await self._post_part(client, reply, last, blocks, sent)]
+
+        async def plain() -> list[str]:
+            # `last` is already escaped; only the numbered labels still need it.
+            listed = parts(numbered_options(options)) if options else []
+            joined = f"{last}\n\n{listed[0]}" if len(listed) == 1 else ""
+            fits = joined and utf16_len(joined) <= MAX_SECTION_CHARS
+            pieces = [joined] if fits else [last, *listed]
+            ids: list[str] = []
+            for piece in pieces:
+                ids.append(await self._post_part(client, reply, piece, None, sent + ids))
+            return ids
+
+        sent += await rich_or_plain(
+            rich,
+            plain,
+            channel=self.name,
+            problems=slack_violations(self._payload(reply, last, blocks)),
+            is_malformed=lambda error: error.platform_error in _MALFORMED_ERRORS,
+            fallbacks=fallbacks,
+        )
+        return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    def _payload(
+        self, reply: OutboundReply, text: str, blocks: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"channel": reply.reply_to.get("channel"), "text": text}
+        if thread_ts := reply.reply_to.get("thread_ts"):
+            payload["thread_ts"] = thread_ts
+        if blocks:
+            payload["blocks"] = blocks
+        return payload
+
+    async def _post_part(
+        self,
+        client: httpx.AsyncClient,
+        reply: OutboundReply,
+        text: str,
+        blocks: list[dict[str, Any]] | None,
+        sent: list[str],
+    ) -> str:
+        payload = self._payload(reply, text, blocks)
+        return await self._post_message(client, payload, delivered=tuple(sent))
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """`assistant.threads.setStatus` in the thread being answered. Only apps with Slack's
+        AI assistant feature, in an assistant thread, may set it: otherwise Slack says no
+        (`ok: false`) and the conversation goes without a status."""
+        channel, thread_ts = reply_to.get("channel"), reply_to.get("thread_ts")
+        if not channel or not thread_ts:
+            return False
+        token = self._bot_token.get_secret_value()
+        response = await post(
+            client,
+            f"{self.base_url}/assistant.threads.setStatus",
+            channel=self.name,
+            secrets=(token,),
+            json={"channel_id": channel, "thread_ts": thread_ts, "status": TYPING_STATUS},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return response.status_code == 200 and json_body(response).get("ok") is True
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """A shared file's `url_private`, downloaded with the bot token (scope `files:read`);
+        only from Slack's own hosts."""
+        if not attachment.url:
+            raise DeliveryRejected("the attachment has no Slack url_private", channel=self.name)
+        hosts = ("slack.com", "slack-edge.com", urlsplit(self.base_url).hostname or "")
+        url = require_host(attachment.url, hosts, channel=self.name)
+        token = self._bot_token.get_secret_value()
+        return await download(
+            client,
+            url,
+            channel=self.name,
+            secrets=(token,),
+            headers={"Authorization": f"Bearer {token}"},
+        )
 
     async def _post_message(
         self, client: httpx.AsyncClient, payload: dict[str, Any], *, delivered: tuple[str, ...]
@@ -357,10 +462,26 @@ class SlackChannel:
         )
 
 
-def _escape(text: str) -> str:
-    """Slack's three control characters escaped, so agent text is shown as written: an LLM that
-    writes `<!channel>` or `<@U123>` must not ping anyone."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _attachment(file: _File) -> Attachment:
+    """A shared file, by its id and `url_private` (downloaded with the bot token)."""
+    mime = file.mimetype or ""
+    kind: AttachmentKind = (
+        "image"
+        if mime.startswith("image/")
+        else "video"
+        if mime.startswith("video/")
+        else "audio"
+        if mime.startswith("audio/")
+        else "file"
+    )
+    return Attachment(
+        kind=kind,
+        platform_id=file.id,
+        url=file.url_private,
+        mime=file.mimetype,
+        size=file.size,
+        name=file.name,
+    )
 
 
 def _plain_text(text: str, own_ids: set[str]) -> str:
@@ -390,28 +511,3 @@ def _click_thread(click: _BlockActions, *, is_dm: bool) -> str | None:
     if thread or is_dm:
         return thread
     return (message.ts if message else None) or (container.message_ts if container else None)
-
-
-def _blocks(part: str, reply: OutboundReply) -> list[dict[str, Any]]:
-    """Block Kit for the last part: the text in a section, then the options as buttons (25 per
-    actions block), then any `view["blocks"]`. Empty when there is nothing but text."""
-    extra = reply.view.get("blocks") if reply.view else None
-    if not reply.options and not isinstance(extra, list):
-        return []
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": part}}]
-    buttons = [
-        {
-            "type": "button",
-            "text": {"type": "plain_text", "text": truncate(option.label, MAX_BUTTON_LABEL)},
-            "action_id": f"waypoint_choice_{index}",
-            "value": compact_choice_id(option.id, MAX_BUTTON_VALUE),
-        }
-        for index, option in enumerate(reply.options)
-    ]
-    for start in range(0, len(buttons), MAX_BUTTONS_PER_BLOCK):
-        blocks.append(
-            {"type": "actions", "elements": buttons[start : start + MAX_BUTTONS_PER_BLOCK]}
-        )
-    if isinstance(extra, list):
-        blocks.extend(block for block in extra if isinstance(block, dict))
-    return blocks

@@ -43,12 +43,43 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def split_text(text: str, limit: int, *, length: Callable[[str], int] = len) -> list[str]:
+def split_text(
+    text: str, limit: int, *, length: Callable[[str], int] = len, fences: bool = False
+) -> list[str]:
     """Split `text` into parts of at most `limit` (as measured by `length`), preferring to cut at
     a paragraph break, then a line break, then a space; a hard cut only inside a word longer than
-    `limit`. Never returns an empty list: "" → [""]."""
+    `limit`, and then never inside a character sequence that draws as one (an emoji with its
+    modifiers or joiners, a flag, a letter with its accents). Never returns an empty list:
+    "" → [""].
+
+    `fences`: the text is markup where ``` opens and closes a code block (Slack, WhatsApp). A part
+    cut inside a block closes it and the next part reopens it, so no part shows raw markup."""
     if limit < 1:
         raise ValueError("limit must be positive")
+    if fences and FENCE in text and limit > 2 * len(_FENCE_OPEN) + 1:
+        pieces = _split(text, limit - 2 * len(_FENCE_OPEN), length)
+        return _balance_fences(pieces)
+    return _split(text, limit, length)
+
+
+FENCE = "```"
+_FENCE_OPEN = FENCE + "\n"
+_FENCE_CLOSE = "\n" + FENCE
+
+
+def _balance_fences(pieces: list[str]) -> list[str]:
+    """Each piece that ends inside a code block gets it closed; the next one reopens it."""
+    balanced: list[str] = []
+    inside = False
+    for piece in pieces:
+        if inside:
+            piece = _FENCE_OPEN + piece
+        inside = piece.count(FENCE) % 2 == 1
+        balanced.append(piece + _FENCE_CLOSE if inside else piece)
+    return balanced
+
+
+def _split(text: str, limit: int, length: Callable[[str], int]) -> list[str]:
     parts: list[str] = []
     rest = text
     while length(rest) > limit:
@@ -59,6 +90,8 @@ def split_text(text: str, limit: int, *, length: Callable[[str], int] = len) -> 
             if at > 0:
                 cut = at
                 break
+        else:
+            cut = _cluster_boundary(rest, cut)
         piece = rest[:cut].rstrip()
         if piece:  # a window of pure whitespace yields nothing worth sending
             parts.append(piece)
@@ -66,6 +99,41 @@ def split_text(text: str, limit: int, *, length: Callable[[str], int] = len) -> 
     if rest or not parts:
         parts.append(rest)
     return parts
+
+
+_ZWJ = "\u200d"
+
+
+def _joins_previous(char: str) -> bool:
+    """Whether `char` draws as part of the character before it: a combining mark, a variation
+    selector, an emoji skin-tone modifier or tag, or the joiner itself."""
+    code = ord(char)
+    return (
+        char == _ZWJ
+        or unicodedata.combining(char) != 0
+        or 0xFE00 <= code <= 0xFE0F
+        or 0x1F3FB <= code <= 0x1F3FF
+        or 0xE0020 <= code <= 0xE007F
+        or 0x20D0 <= code <= 0x20FF
+    )
+
+
+def _is_regional_indicator(char: str) -> bool:
+    return 0x1F1E6 <= ord(char) <= 0x1F1FF
+
+
+def _cluster_boundary(text: str, cut: int) -> int:
+    """`cut` moved left until it does not split a drawn character (see `_joins_previous`; flags
+    are pairs of regional indicators); `cut` itself if the whole window is one such sequence."""
+    at = cut
+    while 0 < at < len(text) and (_joins_previous(text[at]) or text[at - 1] == _ZWJ):
+        at -= 1
+    if 0 < at < len(text) and _is_regional_indicator(text[at]):
+        run = 0
+        while at - run - 1 >= 0 and _is_regional_indicator(text[at - run - 1]):
+            run += 1
+        at -= run % 2  # an odd run before the cut: its last indicator pairs with text[at]
+    return at if at > 0 else cut
 
 
 def _longest_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:

@@ -13,24 +13,27 @@ Customers are keyed on their BSUID (`from_user_id` / `contacts[].user_id`, busin
 stable across usernames) and only fall back to `wa_id` (the phone number) when no BSUID is present.
 
 Outbound: ≤3 options as reply buttons, 4–10 as a list, more as numbered text (the platform's
-limits). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
+limits, `infra.channels.platform_limits`), with short titles that stay distinct
+(`infra.channels.titles`). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,
     NormalizedMessage,
     OutboundReply,
-    ReplyOption,
     WebhookOutcome,
 )
-from infra.channels.delivery import error_for_status, json_body, post
+from infra.channels.delivery import error_for_status, json_body, post, rich_or_plain
 from infra.channels.errors import (
     DeliveryRejected,
     HandshakeRejected,
@@ -49,7 +52,9 @@ from infra.channels.ingress import (
     unix_time,
     validate,
 )
-from infra.channels.options import compact_choice_id, numbered_options
+from infra.channels.media import MediaFile, download, location_text, require_host
+from infra.channels.options import numbered_options
+from infra.channels.platform_limits import whatsapp_violations
 from infra.channels.signing import (
     META_SIGNATURE,
     Secret,
@@ -57,7 +62,8 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_meta,
 )
-from infra.channels.text import clean_text, split_text, truncate
+from infra.channels.text import clean_text
+from infra.channels.whatsapp_messages import MAX_LIST_ROWS, bodies, plain_bodies
 
 if TYPE_CHECKING:
     import httpx
@@ -67,20 +73,14 @@ GRAPH_API_VERSION = "v26.0"
 # Meta batches and cannot be asked to split: a 413 would only earn 7 days of redeliveries of the
 # same batch, so this cap is well above the 256 KiB used for one-message-per-request platforms.
 MAX_META_BODY_BYTES = 3 * 1024 * 1024
-MAX_TEXT_CHARS = 4096
-MAX_INTERACTIVE_BODY_CHARS = 1024
-MAX_BUTTONS = 3
-MAX_LIST_ROWS = 10
-MAX_BUTTON_TITLE = 20
-MAX_BUTTON_ID = 256
-MAX_ROW_TITLE = 24
-MAX_ROW_DESCRIPTION = 72
-MAX_ROW_ID = 200
-LIST_BUTTON_LABEL = "Choose"
 # Graph error codes meaning "slow down" (app / account / throughput / pair / spam rate limits) and
 # "our side failed, try again".
 _RATE_LIMIT_CODES = frozenset({4, 80007, 130429, 131048, 131056})
 _TRANSIENT_CODES = frozenset({1, 2, 131000, 131016})
+# Where the Graph API's media URLs point (lookaside.fbsbx.com today).
+_MEDIA_HOSTS = ("fbsbx.com", "facebook.com", "whatsapp.net")
+# "Invalid parameter", "Required parameter is missing", "Parameter value is not valid".
+_MALFORMED_CODES = frozenset({"100", "131008", "131009"})
 
 
 class _Payload(BaseModel):
@@ -117,6 +117,21 @@ class _TemplateButton(_Payload):
     text: str = ""
 
 
+class _Media(_Payload):
+    id: str
+    mime_type: str | None = None
+    caption: str | None = None
+    filename: str | None = None
+    voice: bool = False  # an audio message recorded in the app (a voice note)
+
+
+class _Location(_Payload):
+    latitude: float = Field(ge=-90, le=90)  # NaN and out-of-range values are refused here
+    longitude: float = Field(ge=-180, le=180)
+    name: str | None = None
+    address: str | None = None
+
+
 class _Message(_Payload):
     id: str
     type: str
@@ -126,6 +141,13 @@ class _Message(_Payload):
     text: _Text | None = None
     interactive: _Interactive | None = None
     button: _TemplateButton | None = None
+    image: _Media | None = None
+    video: _Media | None = None
+    audio: _Media | None = None
+    voice: _Media | None = None
+    document: _Media | None = None
+    sticker: _Media | None = None
+    location: _Location | None = None
 
 
 class _Metadata(_Payload):
@@ -160,6 +182,7 @@ class WhatsAppChannel:
     `access_token` (a system-user token) authenticates Graph API sends."""
 
     name = "whatsapp"
+    typing_refresh_seconds: float | None = 20.0  # shown up to 25 s, or until the reply
 
     def __init__(
         self,
@@ -243,7 +266,7 @@ class WhatsAppChannel:
             if content is None:
                 skipped.append(f"message type {message.type!r:.40}")
                 continue
-            text, choice, raw_type = content
+            text, choice, raw_type, attachments = content
             if replay_age(unix_time(message.timestamp), request.received_at) is not None:
                 skipped.append(f"replayed messages (sent over {MAX_MESSAGE_AGE.days} days ago)")
                 continue
@@ -279,6 +302,7 @@ class WhatsAppChannel:
                     raw_type=raw_type,
                     received_at=request.received_at,
                     sent_at=unix_time(message.timestamp),
+                    attachments=attachments,
                 )
             )
         return normalized
@@ -286,7 +310,8 @@ class WhatsAppChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """Send the text (split at 4096), with options as buttons, a list, or numbered text."""
+        """Send the text (split at 4096), with options as buttons, a list, or numbered text. An
+        interactive message Meta refuses as malformed is sent once more as plain numbered text."""
         phone_number_id = reply.reply_to.get("phone_number_id")
         recipient = _recipient(reply.reply_to)
         if not phone_number_id or recipient is None:
@@ -297,17 +322,80 @@ class WhatsAppChannel:
         text = reply.display_text
         if len(options) > MAX_LIST_ROWS:
             text, options = f"{text}\n\n{numbered_options(options)}", []
-        bodies = _bodies(text, options)
+        messages = bodies(text, options)
         sent: list[str] = []
-        for body in bodies:
+        fallbacks: list[str] = []
+
+        async def post(body: dict[str, Any]) -> str:
             payload: dict[str, Any] = {
                 "messaging_product": "whatsapp",
                 "recipient_type": "individual",
             }
             payload.update(recipient)
             payload.update(body)
-            sent.append(await self._post(client, str(phone_number_id), payload, tuple(sent)))
-        return DeliveryReceipt(channel=self.name, message_ids=sent)
+            return await self._post(client, str(phone_number_id), payload, tuple(sent))
+
+        interactive = messages.pop() if options else None
+        for body in messages:
+            sent.append(await post(body))
+        if interactive is not None:
+
+            async def rich() -> list[str]:
+                return [await post(interactive)]
+
+            async def plain() -> list[str]:
+                return [await post(text_body) for text_body in plain_bodies(interactive, options)]
+
+            sent += await rich_or_plain(
+                rich,
+                plain,
+                channel=self.name,
+                problems=whatsapp_violations(interactive),
+                is_malformed=_is_malformed,
+                fallbacks=fallbacks,
+            )
+        return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    async def show_typing(self, reply_to: dict[str, Any], client: httpx.AsyncClient) -> bool:
+        """Mark the customer's message as read, with the typing indicator (Cloud API
+        `status: read` + `typing_indicator: {type: text}`)."""
+        phone_number_id = reply_to.get("phone_number_id")
+        message_id = reply_to.get("message_id")
+        if not phone_number_id or not message_id:
+            return False
+        payload = {
+            "messaging_product": "whatsapp",
+            "status": "read",
+            "message_id": str(message_id),
+            "typing_indicator": {"type": "text"},
+        }
+        await self._post(client, str(phone_number_id), payload, ())
+        return True
+
+    async def fetch_media(self, attachment: Attachment, client: httpx.AsyncClient) -> MediaFile:
+        """The media's URL from the Graph API (`GET /{media id}`), then the file, both with the
+        access token; the URL must be on Meta's hosts (the token goes nowhere else)."""
+        if not attachment.platform_id:
+            raise DeliveryRejected("the attachment has no WhatsApp media id", channel=self.name)
+        token = self._access_token.get_secret_value()
+        auth = {"Authorization": f"Bearer {token}"}
+        meta = await download(
+            client,
+            f"{self.base_url}/{self.api_version}/{attachment.platform_id}",
+            channel=self.name,
+            secrets=(token,),
+            headers=auth,
+            max_bytes=64 * 1024,
+        )
+        try:
+            url = json.loads(meta.data).get("url")
+        except (ValueError, AttributeError):
+            url = None
+        if not isinstance(url, str):
+            raise DeliveryRejected("the Graph API gave no media URL", channel=self.name)
+        hosts = (*_MEDIA_HOSTS, urlsplit(self.base_url).hostname or "")
+        url = require_host(url, hosts, channel=self.name)
+        return await download(client, url, channel=self.name, secrets=(token,), headers=auth)
 
     async def _post(
         self,
@@ -345,16 +433,49 @@ class WhatsAppChannel:
         )
 
 
-def _content(message: _Message) -> tuple[str, str | None, str] | None:
-    """(text, choice, raw type) of a message we answer, or None for other types."""
+# Customer messages the agent cannot read but should not ignore: a shared contact card, and what
+# Meta itself could not render ("unsupported"). Reactions and system notices are not answered.
+_OTHER_TYPES = frozenset({"contacts", "unsupported"})
+_MEDIA_KINDS: dict[str, AttachmentKind] = {
+    "image": "image",
+    "video": "video",
+    "audio": "audio",
+    "voice": "voice",
+    "document": "document",
+    "sticker": "sticker",
+}
+
+
+def _content(message: _Message) -> tuple[str, str | None, str, list[Attachment]] | None:
+    """(text, choice, raw type, attachments) of a message we answer, or None for other types
+    (reactions, contacts, system notices …). A media message's caption is its text; the media
+    itself is referenced by its id (fetched later with the access token)."""
     if message.type == "text" and message.text is not None:
-        return message.text.body, None, "text"
+        return message.text.body, None, "text", []
     if message.type == "interactive" and message.interactive is not None:
         picked = message.interactive.button_reply or message.interactive.list_reply
         if picked is not None:
-            return picked.title, picked.id, f"interactive.{message.interactive.type}"
+            return picked.title, picked.id, f"interactive.{message.interactive.type}", []
     if message.type == "button" and message.button is not None and message.button.payload:
-        return message.button.text, message.button.payload, "button"
+        return message.button.text, message.button.payload, "button", []
+    if message.type in _MEDIA_KINDS and (media := getattr(message, message.type)) is not None:
+        kind = "voice" if message.type == "audio" and media.voice else _MEDIA_KINDS[message.type]
+        attachment = Attachment(
+            kind=kind, platform_id=media.id, mime=media.mime_type, name=media.filename
+        )
+        return media.caption or "", None, message.type, [attachment]
+    if message.type in _OTHER_TYPES:  # not readable by the agent, but answered, not dropped
+        return "", None, message.type, [Attachment(kind="other", name=message.type)]
+    if message.type == "location" and message.location is not None:
+        place = message.location
+        attachment = Attachment(
+            kind="location",
+            latitude=place.latitude,
+            longitude=place.longitude,
+            name=place.name,
+            address=place.address,
+        )
+        return location_text([attachment]), None, "location", [attachment]
     return None
 
 
@@ -376,45 +497,8 @@ def _recipient(reply_to: dict[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def _bodies(text: str, options: list[ReplyOption]) -> list[dict[str, Any]]:
-    """Message bodies to send in order: text parts, the last one interactive when there are
-    options (its body limited to 1024 characters, so a long text goes ahead as plain parts)."""
-    parts = split_text(text, MAX_TEXT_CHARS)
-    if not options:
-        return [{"type": "text", "text": {"body": part, "preview_url": False}} for part in parts]
-    tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS)
-    parts.extend(tail[:-1])
-    bodies: list[dict[str, Any]] = [
-        {"type": "text", "text": {"body": part, "preview_url": False}} for part in parts
-    ]
-    bodies.append({"type": "interactive", "interactive": _interactive(tail[-1], options)})
-    return bodies
-
-
-def _interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
-    if len(options) <= MAX_BUTTONS:
-        buttons = [
-            {
-                "type": "reply",
-                "reply": {
-                    "id": compact_choice_id(option.id, MAX_BUTTON_ID),
-                    "title": truncate(option.label, MAX_BUTTON_TITLE),
-                },
-            }
-            for option in options
-        ]
-        return {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
-    rows = []
-    for option in options:
-        row = {
-            "id": compact_choice_id(option.id, MAX_ROW_ID),
-            "title": truncate(option.label, MAX_ROW_TITLE),
-        }
-        if len(option.label) > MAX_ROW_TITLE:  # the full label still shows, as the description
-            row["description"] = truncate(option.label, MAX_ROW_DESCRIPTION)
-        rows.append(row)
-    return {
-        "type": "list",
-        "body": {"text": body},
-        "action": {"button": LIST_BUTTON_LABEL, "sections": [{"title": "Options", "rows": rows}]},
-    }
+def _is_malformed(error: DeliveryRejected) -> bool:
+    """Meta's answer to a payload it cannot accept (invalid or missing parameter), as opposed to
+    one it will not deliver (outside the 24 h window, blocked, bad token)."""
+    code = (error.platform_error or "").split(":", 1)[0]
+    return error.platform_status == 400 and code in _MALFORMED_CODES

@@ -152,6 +152,10 @@ def test_signed_arbitrary_json_only_raises_typed_errors(channel: str, data: Any)
                 "SmsStatus",
                 "ButtonPayload",
                 "NumMedia",
+                "MediaUrl0",
+                "MediaContentType0",
+                "Latitude",
+                "Longitude",
                 "x",
             ]
         ),
@@ -162,14 +166,44 @@ def test_signed_arbitrary_twilio_forms_only_raise_typed_errors(params: dict[str,
     handled("twilio", twilio_request(twilio_sms() | params))
 
 
+def _tg_media() -> dict[str, Any]:
+    update = tg_text_update()
+    del update["message"]["text"]
+    update["message"] |= {
+        "caption": "see",
+        "photo": [{"file_id": "p", "file_unique_id": "u", "width": 1, "height": 1}],
+        "voice": {"file_id": "v", "file_unique_id": "w", "duration": 1, "mime_type": "audio/ogg"},
+        "venue": {"location": {"latitude": 1.5, "longitude": 2.5}, "title": "T", "address": "A"},
+        "location": {"latitude": 1.5, "longitude": 2.5},
+    }
+    return update
+
+
+def _wa_media() -> list[dict[str, Any]]:
+    image = wa_text() | {"type": "image", "image": {"id": "m", "mime_type": "image/jpeg"}}
+    voice = wa_text(wamid="wamid.V") | {"type": "audio", "audio": {"id": "a", "voice": True}}
+    place = {"latitude": 1.0, "longitude": 2.0, "name": "N", "address": "A"}
+    location = wa_text(wamid="wamid.L") | {"type": "location", "location": place}
+    return [image, voice, location]
+
+
 GENUINE_PAYLOADS: dict[str, list[dict[str, Any]]] = {
-    "telegram": [tg_text_update(), tg_click_update(), tg_text_update("t", topic=3)],
-    "slack": [slack_event(), slack_event(event_type="message", channel_type="im")],
+    "telegram": [tg_text_update(), tg_click_update(), tg_text_update("t", topic=3), _tg_media()],
+    "slack": [
+        slack_event(),
+        slack_event(event_type="message", channel_type="im"),
+        slack_event(
+            "see file",
+            event_type="message",
+            subtype="file_share",
+            files=[{"id": "F1", "name": "a.png", "mimetype": "image/png", "size": 3}],
+        ),
+    ],
     "slack-form": [slack_block_actions()],
     "whatsapp": [
         wa_notification(
             wa_change(
-                [wa_text(), wa_button_reply(), wa_list_reply()],
+                [wa_text(), wa_button_reply(), wa_list_reply(), *_wa_media()],
                 contacts=[wa_contact(user_id="US.1")],
                 statuses=[wa_status()],
             )

@@ -28,6 +28,7 @@ ENV = {
     "WAYPOINT_WHATSAPP_ACCESS_TOKEN": "sekret-wa-access",
     "WAYPOINT_TWILIO_AUTH_TOKEN": "sekret-twilio",
     "WAYPOINT_TWILIO_ACCOUNT_SID": "AC1",
+    "WAYPOINT_TWILIO_SHARED_KEY": "sekret-shared-key",
     "WAYPOINT_GENERIC_SECRET": "sekret-generic",
 }
 

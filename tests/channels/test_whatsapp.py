@@ -140,15 +140,15 @@ def test_statuses_are_acknowledged_and_ignored(channels: dict[str, Channel]) -> 
 
 
 def test_unsupported_message_types_are_ignored(channels: dict[str, Channel]) -> None:
-    image = {
+    reaction = {
         "from": WA_ID,
-        "id": "wamid.I",
-        "timestamp": "1",
-        "type": "image",
-        "image": {"id": "m"},
+        "id": "wamid.R",
+        "timestamp": str(int(time.time())),
+        "type": "reaction",
+        "reaction": {"message_id": "wamid.X", "emoji": "👍"},
     }
-    outcome = channels["whatsapp"].handle(meta_request(wa_notification(wa_change([image]))))
-    assert outcome.kind == "ignored" and "'image'" in (outcome.reason or "")
+    outcome = channels["whatsapp"].handle(meta_request(wa_notification(wa_change([reaction]))))
+    assert outcome.kind == "ignored" and "'reaction'" in (outcome.reason or "")
 
 
 def test_other_objects_and_fields_are_ignored(channels: dict[str, Channel]) -> None:

@@ -36,3 +36,7 @@ TWILIO_DOC_PARAMS = {
     "Caller": "+14158675309",
 }
 TWILIO_DOC_SIGNATURE = "RSOYDt4T1cUTdK1PDd93/VVr8B8="
+
+# The same request signed the SharedKey way (HMAC-SHA256, the key's secret "12345"), computed with
+# twilio-python 9.13.0: RequestValidator("12345").compute_signature(url, params, "HMAC_SHA256").
+TWILIO_SHA256_SIGNATURE = "033hgUJA9M/hXIZsYjwkerEP/DBm35nEri5FhCYjA5s="

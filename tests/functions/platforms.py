@@ -56,17 +56,47 @@ class Sent:
 
     @property
     def is_reply(self) -> bool:
-        """A message to the customer (not Telegram's answerCallbackQuery)."""
-        return not self.path.endswith("/answerCallbackQuery")
+        """A message to the customer (not Telegram's answerCallbackQuery, nor a typing
+        indicator: Telegram's sendChatAction, Slack's assistant status, WhatsApp's read mark,
+        Twilio's typing indicator)."""
+        return _is_reply(self.path, self.body)
+
+    @property
+    def is_typing(self) -> bool:
+        """A typing indicator."""
+        return _is_typing(self.path, self.body)
+
+
+def _is_typing(path: str, body: bytes) -> bool:
+    return (
+        path.endswith(
+            ("/sendChatAction", "/assistant.threads.setStatus", "/Indicators/Typing.json")
+        )
+        or b'"typing_indicator"' in body
+    )
+
+
+def _is_reply(path: str, body: bytes) -> bool:
+    return not path.endswith("/answerCallbackQuery") and not _is_typing(path, body)
 
 
 class FakePlatforms:
     def __init__(self) -> None:
         self.requests: list[Sent] = []
         self._failures: deque[int] = deque()
+        self.typing_status = 0  # answer every typing indicator with this status (0: success)
+
+    def fail_typing(self, status: int = 500) -> None:
+        """Every typing indicator from now on fails with `status`."""
+        self.typing_status = status
+
+    def typing(self, channel: str | None = None) -> list[Sent]:
+        """The typing indicators sent."""
+        return [r for r in self.requests if r.is_typing and channel in (None, r.channel)]
 
     def fail_next(self, count: int = 1, status: int = 503) -> None:
-        """The next `count` sends answer `status` (503: retryable, 403: refused for good)."""
+        """The next `count` replies answer `status` (503: retryable, 403: refused for good);
+        typing indicators are answered normally (see `fail_typing`)."""
         self._failures.extend([status] * count)
 
     def replies(self, channel: str | None = None, *, delivered: bool = True) -> list[Sent]:
@@ -84,9 +114,14 @@ class FakePlatforms:
 
     def _answer(self, request: httpx.Request) -> httpx.Response:
         channel = _HOSTS.get(request.url.host, "unknown")
-        status = self._failures.popleft() if self._failures else 0
-        n = len(self.requests) + 1
         body = request.content
+        if _is_typing(request.url.path, body):
+            status = self.typing_status
+        elif _is_reply(request.url.path, body) and self._failures:
+            status = self._failures.popleft()
+        else:
+            status = 0
+        n = len(self.requests) + 1
         if status:
             self.requests.append(Sent(channel, request.url.path, body, status))
             return httpx.Response(status, json=_failure(channel, status))

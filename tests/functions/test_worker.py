@@ -17,7 +17,7 @@ from examples.banking import load as load_bank
 from functions import worker
 from functions.worker import TurnWorker, plan_bursts, replies_for
 from infra.aws.lambda_routing import LocalLambdaContext
-from infra.channels.base import NormalizedMessage
+from infra.channels.base import DeliveryReceipt, NormalizedMessage
 from infra.channels.options import compact_choice_id
 from infra.outbox import OutboxStatus, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, session_id_for
@@ -480,3 +480,38 @@ def test_replies_for_finds_each_turn_that_answered_the_burst() -> None:
         ("t2", "m3"),
     ]
     assert [p.turn_id for p in replies_for(state, [q2])] == ["t2"]
+
+
+def test_a_reply_sent_as_plain_text_after_a_refusal_is_logged_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    receipt = DeliveryReceipt(
+        channel="whatsapp", message_ids=["wamid.1"], plain_fallbacks=["131009: not valid"]
+    )
+    worker.metrics.clear_metrics()
+    worker.note_plain_fallbacks(receipt, "t1")
+    assert worker.metrics.metric_set[worker.PLAIN_FALLBACKS_METRIC]["Value"] == [1.0]
+    assert any("plain numbered text" in r.message for r in caplog.records)
+    worker.metrics.clear_metrics()
+    worker.note_plain_fallbacks(DeliveryReceipt(channel="whatsapp"), "t2")
+    assert worker.PLAIN_FALLBACKS_METRIC not in worker.metrics.metric_set
+
+
+def test_the_customer_sees_typing_from_pickup_until_the_reply(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    say("hi", 1)
+    drain(stack)
+    telegram = [r.path.rsplit("/", 1)[-1] for r in platforms.requests if r.channel == "telegram"]
+    assert telegram[0] == "sendChatAction" and telegram[-1] == "sendMessage"
+    assert platforms.typing("telegram")[0].json() == {"chat_id": CHAT, "action": "typing"}
+
+
+def test_a_failing_typing_indicator_does_not_fail_the_turn(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    platforms.fail_typing(500)
+    say("hi", 1)
+    assert drain(stack) == [{"batchItemFailures": []}]
+    (reply,) = agent_messages(runtime)
+    assert [r.json()["text"] for r in platforms.replies()] == [reply.text]

@@ -1,0 +1,87 @@
+"""The WhatsApp Cloud API messages a reply is sent as: text parts, then reply buttons (up to 3)
+or a list (up to 10 rows), with short titles that stay distinct (`infra.channels.titles`); and
+the plain form of an interactive message (its text with the options numbered), the fallback when
+Meta refuses it. Limits: `infra.channels.platform_limits`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.channels.base import ReplyOption
+from infra.channels.options import compact_choice_id, numbered_options
+from infra.channels.platform_limits import (
+    WHATSAPP_BUTTON_ID,
+    WHATSAPP_BUTTON_TITLE,
+    WHATSAPP_INTERACTIVE_BODY,
+    WHATSAPP_MAX_BUTTONS,
+    WHATSAPP_MAX_ROWS,
+    WHATSAPP_ROW_DESCRIPTION,
+    WHATSAPP_ROW_ID,
+    WHATSAPP_ROW_TITLE,
+    WHATSAPP_TEXT,
+)
+from infra.channels.text import split_text, utf16_len
+from infra.channels.titles import short_titles, shorten
+
+MAX_TEXT_CHARS = WHATSAPP_TEXT
+MAX_INTERACTIVE_BODY_CHARS = WHATSAPP_INTERACTIVE_BODY
+MAX_BUTTONS = WHATSAPP_MAX_BUTTONS
+MAX_LIST_ROWS = WHATSAPP_MAX_ROWS
+MAX_BUTTON_TITLE = WHATSAPP_BUTTON_TITLE
+MAX_BUTTON_ID = WHATSAPP_BUTTON_ID
+MAX_ROW_TITLE = WHATSAPP_ROW_TITLE
+MAX_ROW_DESCRIPTION = WHATSAPP_ROW_DESCRIPTION
+MAX_ROW_ID = WHATSAPP_ROW_ID
+LIST_BUTTON_LABEL = "Choose"
+
+
+def text_body(text: str) -> dict[str, Any]:
+    """A plain text message (link previews off: an agent's URL is not an invitation)."""
+    return {"type": "text", "text": {"body": text, "preview_url": False}}
+
+
+def bodies(text: str, options: list[ReplyOption]) -> list[dict[str, Any]]:
+    """Message bodies to send in order: text parts, the last one interactive when there are
+    options (its body limited to 1024 characters, so a long text goes ahead as plain parts).
+    Lengths in UTF-16 units (never fewer than Meta's characters); code blocks stay closed."""
+    parts = split_text(text, MAX_TEXT_CHARS, length=utf16_len, fences=True)
+    if not options:
+        return [text_body(part) for part in parts]
+    tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS, length=utf16_len, fences=True)
+    parts.extend(tail[:-1])
+    messages: list[dict[str, Any]] = [text_body(part) for part in parts]
+    messages.append({"type": "interactive", "interactive": interactive(tail[-1], options)})
+    return messages
+
+
+def plain_bodies(message: dict[str, Any], options: list[ReplyOption]) -> list[dict[str, Any]]:
+    """The plain form of an interactive message: its body text with the options numbered."""
+    text = f"{message['interactive']['body']['text']}\n\n{numbered_options(options)}"
+    return [text_body(part) for part in split_text(text, MAX_TEXT_CHARS, length=utf16_len)]
+
+
+def interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
+    """Reply buttons for up to 3 options, else a list (the caller keeps it to 10 rows)."""
+    if len(options) <= MAX_BUTTONS:
+        titles = short_titles([o.label for o in options], MAX_BUTTON_TITLE, length=utf16_len)
+        buttons = [
+            {
+                "type": "reply",
+                "reply": {"id": compact_choice_id(option.id, MAX_BUTTON_ID), "title": title},
+            }
+            for option, title in zip(options, titles, strict=True)
+        ]
+        return {"type": "button", "body": {"text": body}, "action": {"buttons": buttons}}
+    titles = short_titles([o.label for o in options], MAX_ROW_TITLE, length=utf16_len)
+    rows = []
+    for option, title in zip(options, titles, strict=True):
+        row = {"id": compact_choice_id(option.id, MAX_ROW_ID), "title": title}
+        label = " ".join(option.label.split())
+        if title != label:  # the full label still shows (as much of it as fits), below the title
+            row["description"] = shorten(label, MAX_ROW_DESCRIPTION, length=utf16_len)
+        rows.append(row)
+    return {
+        "type": "list",
+        "body": {"text": body},
+        "action": {"button": LIST_BUTTON_LABEL, "sections": [{"title": "Options", "rows": rows}]},
+    }
