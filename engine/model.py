@@ -505,6 +505,10 @@ class AgentSnapshot(BaseModel):
         for entity in (*payload["guidelines"], *payload["journeys"]):
             if entity.get("priority") == 0:
                 del entity["priority"]
+        config_defaults = AgentConfig.model_fields
+        for name in _CONFIG_FIELDS_ADDED_LATER:
+            if payload["config"].get(name) == config_defaults[name].default:
+                del payload["config"][name]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -514,6 +518,9 @@ class AgentSnapshot(BaseModel):
         data["version"] = self.content_hash()
         return AgentSnapshot.model_validate(data)
 
+
+# Config fields added after agents were published: hashed only when set to something else.
+_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response",)
 
 JourneyNodeRef.model_rebuild()
 Guideline.model_rebuild()
