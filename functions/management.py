@@ -25,7 +25,7 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           (their words in others' group sessions are redacted)
     GET  /                                this index: the operations, where the reference is
     GET  /openapi.json                    the OpenAPI schema
-    GET  /docs                            the API reference page (Swagger UI) — the one path
+    GET  /docs                            the API reference page (self-contained) — the one path
                                           answered without the key: a static page holding no
                                           data, which asks for the key to load the schema
 
@@ -685,31 +685,14 @@ async def api_index(request: Request) -> ApiIndex:
     )
 
 
-_REFERENCE_PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><title>Waypoint management API</title>
-<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
-</head><body><div id="swagger-ui"></div>
-<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>
-// The schema is behind the API key like every operation: ask for it once per browser tab.
-const stored = sessionStorage.getItem("waypoint-api-key");
-const key = stored || window.prompt("X-Api-Key of this management API") || "";
-sessionStorage.setItem("waypoint-api-key", key);
-SwaggerUIBundle({
-  url: "openapi.json",
-  dom_id: "#swagger-ui",
-  requestInterceptor: (request) => { request.headers["X-Api-Key"] = key; return request; },
-});
-</script></body></html>
-"""
-
-
 @app.get("/docs", include_in_schema=False)
 async def api_reference() -> Response:
     """The API reference page: static, without data; it loads the schema with the key."""
     from fastapi.responses import HTMLResponse
 
-    return HTMLResponse(_REFERENCE_PAGE)
+    from functions.api_reference import REFERENCE_PAGE
+
+    return HTMLResponse(REFERENCE_PAGE)
 
 
 # --------------------------------------------------------------------------------------------------
