@@ -1,4 +1,4 @@
-"""`waypoint` — the command line: demo, chat, serve, validate, test, publish.
+"""`waypoint` — the command line: demo, chat, serve, validate, test, publish, init.
 
 Everything here runs the same engine, adapters and Lambda handlers as a deployment; the local
 commands put moto in place of AWS and the offline model in place of OpenAI (unless
@@ -423,6 +423,38 @@ def publish(
     console.print(
         f"[green]✓ published[/green] agent {published.agent_id!r} version {published.version} "
         f"(embeddings — {vectors})"
+    )
+
+
+@app.command()
+def init(
+    name: Annotated[str, typer.Argument(help="the project's name, also its agent id")],
+    directory: Annotated[
+        Path | None, typer.Option("--directory", help="where to create it (default: ./NAME)")
+    ] = None,
+    wheel: Annotated[
+        Path | None,
+        typer.Option("--wheel", help="a Waypoint wheel to deploy with the project (copied in)"),
+    ] = None,
+) -> None:
+    """Create a new agent project: agent.yaml, tools.py, conversation tests, a SAM template."""
+    from waypoint.scaffold import ScaffoldError, init_project
+
+    try:
+        project = init_project(name, directory, wheel=wheel)
+    except ScaffoldError as exc:
+        console.print(f"✗ {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    console.print(f"[green]✓ created {escape(str(project.directory))}[/green]")
+    for relative in project.files:
+        console.print(f"  {escape(relative.as_posix())}", highlight=False)
+    console.print(
+        f"\nNext:\n  cd {escape(str(project.directory))}\n"
+        "  waypoint validate agent.yaml --tools tools\n"
+        "  waypoint test\n"
+        "  waypoint chat agent.yaml --tools tools\n"
+        "Deploying: see README.md there (sam build && sam deploy --guided).",
+        highlight=False,
     )
 
 
