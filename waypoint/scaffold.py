@@ -20,11 +20,14 @@ Nothing is overwritten: a target folder that exists and is not empty is refused.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 from engine.agent_id import agent_id_problem
@@ -179,12 +182,14 @@ def _waypoint_wheel(wheel: Path | None, scratch: Path) -> Path:
         if not wheel.is_file():
             raise ScaffoldError(f"--wheel {wheel}: no such file")
         return wheel
-    checkout = checkout_root()
+    checkout = checkout_root() or _installed_from()
     if checkout is None:
         raise ScaffoldError(
             "this Waypoint was installed from a wheel: pass that wheel with --wheel PATH, so the "
             "deployed functions run the same Waypoint"
         )
+    if checkout.is_file():  # installed from a wheel file that is still there: that one
+        return _waypoint_wheel(checkout, scratch)
     built = subprocess.run(
         [
             sys.executable,
@@ -208,6 +213,20 @@ def _waypoint_wheel(wheel: Path | None, scratch: Path) -> Path:
             f"{built.returncode}: {built.stderr.strip()[-300:]}); build it yourself and pass --wheel"
         )
     return wheels[-1]
+
+
+def _installed_from() -> Path | None:
+    """Where the installed Waypoint came from, when pip recorded a local folder or wheel file
+    (`pip install /path/to/waypoint`, PEP 610's direct_url.json) and it still exists."""
+    try:
+        raw = metadata.distribution("waypoint").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    url = str(json.loads(raw).get("url", "")) if raw else ""
+    if not url.startswith("file://"):
+        return None
+    source = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path))
+    return source if source.exists() else None
 
 
 def _requirement(wheel_name: str) -> str:

@@ -69,42 +69,59 @@ def test_the_wheel_holds_what_the_functions_need_and_no_tests(wheel: Path) -> No
     assert packaged == (REPO / "template.yaml").read_text(encoding="utf-8")
 
 
-def test_an_installed_wheel_finds_its_own_template_and_state_machine(
+def test_an_installed_wheel_finds_its_own_template_and_deploys_itself(
     wheel: Path, tmp_path: Path
 ) -> None:
-    # Unpacked outside the checkout, first on the path: the copies inside the package are used,
-    # and `waypoint init` from it needs a wheel given (it cannot rebuild one without a checkout).
-    site = tmp_path / "site"
-    zipfile.ZipFile(wheel).extractall(site)
-    (tmp_path / "template.yaml").write_text("not Waypoint's")  # a project's own, beside it
+    # Installed (pip --target, outside the checkout) and first on the path: the template and ASL
+    # copies inside the package are used, even beside a project's own template.yaml; `waypoint
+    # init` deploys the very wheel pip installed (PEP 610 direct_url.json), and refuses to guess
+    # once that file is gone.
+    site, copied = tmp_path / "site", tmp_path / "dl" / wheel.name
+    copied.parent.mkdir()
+    shutil.copyfile(wheel, copied)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(copied),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (tmp_path / "template.yaml").write_text("not Waypoint's")
     probe = (
         "from infra.aws.stack_files import stack_file, checkout_root\n"
         "from infra.aws.asl import TOOLS_ASL\n"
         "print(stack_file('template.yaml'), TOOLS_ASL, checkout_root())\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,  # not the checkout: `-c` puts the working directory first on the path
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert out == [
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "300"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        # cwd is not the checkout: `-c` and `-m` put the working directory first on the path.
+        return subprocess.run(
+            [sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+
+    assert run("-c", probe).stdout.split() == [
         str(site / "infra/aws/stack/template.yaml"),
         str(site / "infra/aws/stack/statemachine/tools.asl.json"),
         "None",
     ]
-    refused = subprocess.run(
-        [sys.executable, "-m", "waypoint.cli", "init", "shop", "--directory", str(tmp_path / "p")],
-        cwd=tmp_path,
-        env={**env, "COLUMNS": "300"},
-        capture_output=True,
-        text=True,
-    )
+    made = run("-m", "waypoint.cli", "init", "shop")
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert (tmp_path / "shop/runtime/wheels" / wheel.name).read_bytes() == wheel.read_bytes()
+    copied.unlink()
+    refused = run("-m", "waypoint.cli", "init", "shop2")
     assert refused.returncode == 2
     assert "installed from a wheel: pass that wheel with --wheel" in refused.stdout
+    assert not (tmp_path / "shop2").exists()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -290,13 +307,14 @@ def _megabytes(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
-@pytest.mark.skipif(
-    _sam() is None or shutil.which("python3.11") is None,
-    reason="`sam` (aws-sam-cli, own venv: make scaffold-check) and python3.11 are not on PATH",
-)
 def test_sam_build_of_a_new_project_stays_under_the_size_targets(project: Path) -> None:
     sam = _sam()
-    assert sam is not None
+    if sam is None or shutil.which("python3.11") is None:
+        # `make scaffold-check` (CI) sets WAYPOINT_REQUIRE_SAM: there a missing sam is a failure.
+        missing = "`sam` (aws-sam-cli: make scaffold-check installs it) or python3.11 not on PATH"
+        if os.environ.get("WAYPOINT_REQUIRE_SAM"):
+            pytest.fail(missing)
+        pytest.skip(missing)
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
     lint = subprocess.run(
         [sam, "validate", "--lint", "--region", "us-east-1"],
