@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test lint typecheck format demo bench soak clean schema
+.PHONY: install test lint typecheck format demo bench soak clean schema scaffold-check
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,5 +46,15 @@ soak: $(STAMP)
 	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"
 	$(BIN)/python -m pytest tests/reliability -m soak
 
+# The "make your own agent" path: a wheel, `waypoint init`, validate, test, chat, serve + publish,
+# then `sam validate --lint` and `sam build` of the new project with its function sizes checked.
+# The SAM CLI gets its own venv (it pins its own boto3); `sam build` needs python3.11 on PATH.
+SAM_VENV := .sam-venv
+scaffold-check: $(STAMP)
+	@test -x $(SAM_VENV)/bin/sam || { $(PYTHON) -m venv $(SAM_VENV) && \
+		$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli; }
+	WAYPOINT_SAM=$(abspath $(SAM_VENV))/bin/sam WAYPOINT_REQUIRE_SAM=1 SAM_CLI_TELEMETRY=0 \
+		$(BIN)/python -m pytest tests/cli/test_scaffold.py tests/cli/test_new_user_path.py -rs -s
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(SAM_VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -1,4 +1,4 @@
-"""`waypoint` — the command line: demo, chat, serve, validate, test, publish, diff, rollback.
+"""`waypoint` — the command line: demo, chat, serve, init, validate, test, publish, diff, rollback.
 
 Everything here runs the same engine, adapters and Lambda handlers as a deployment; the local
 commands put moto in place of AWS and the offline model in place of OpenAI (unless
@@ -511,6 +511,38 @@ def rollback(
 
     if not rollback_agent(console, current_runtime(), agent, version):
         raise typer.Exit(1)
+
+
+@app.command()
+def init(
+    name: Annotated[str, typer.Argument(help="the project's name, also its agent id")],
+    directory: Annotated[
+        Path | None, typer.Option("--directory", help="where to create it (default: ./NAME)")
+    ] = None,
+    wheel: Annotated[
+        Path | None,
+        typer.Option("--wheel", help="a Waypoint wheel to deploy with the project (copied in)"),
+    ] = None,
+) -> None:
+    """Create a new agent project: agent.yaml, tools.py, conversation tests, a SAM template."""
+    from waypoint.scaffold import ScaffoldError, init_project
+
+    try:
+        project = init_project(name, directory, wheel=wheel)
+    except ScaffoldError as exc:
+        console.print(f"✗ {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    console.print(f"[green]✓ created {escape(str(project.directory))}[/green]")
+    for relative in project.files:
+        console.print(f"  {escape(relative.as_posix())}", highlight=False)
+    console.print(
+        f"\nNext:\n  cd {escape(str(project.directory))}\n"
+        "  waypoint validate agent.yaml --tools tools\n"
+        "  waypoint test\n"
+        "  waypoint chat agent.yaml --tools tools\n"
+        "Deploying: see README.md there (sam build && sam deploy --guided).",
+        highlight=False,
+    )
 
 
 def main() -> Any:

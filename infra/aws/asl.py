@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import WaypointError
+from infra.aws.stack_files import stack_file
 
-STATEMACHINE_DIR = Path(__file__).resolve().parents[2] / "statemachine"
-TOOLS_ASL = STATEMACHINE_DIR / "tools.asl.json"
+TOOLS_ASL = stack_file("statemachine/tools.asl.json")  # the checkout's, or the wheel's copy
+STATEMACHINE_DIR = TOOLS_ASL.parent
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:-]+)\}")
 # States that must say where to go next (or end the execution).

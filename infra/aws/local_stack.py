@@ -36,9 +36,10 @@ import yaml
 
 from engine.errors import WaypointError
 from infra.aws import clients
+from infra.aws.stack_files import stack_file
 
 TEMPLATE_ENV = "WAYPOINT_TEMPLATE"
-DEFAULT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+DEFAULT_TEMPLATE = stack_file("template.yaml")  # the checkout's, or the wheel's copy
 ACCOUNT_ID = "123456789012"  # moto's default account
 
 # Logical ids of the resources the adapters use (template.yaml).
@@ -88,7 +89,7 @@ CloudFormationLoader.add_multi_constructor("!", _construct_tag)
 
 
 def template_path() -> Path:
-    """`WAYPOINT_TEMPLATE`, else the repository's template.yaml."""
+    """`WAYPOINT_TEMPLATE`, else Waypoint's own template.yaml (checkout or wheel)."""
     return Path(os.environ.get(TEMPLATE_ENV) or DEFAULT_TEMPLATE)
 
 
