@@ -1,8 +1,11 @@
-"""`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md."""
+"""`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md.
+
+`python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,10 +17,16 @@ from bench.run import console_progress, run
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["eval"]:
+        from bench.eval.cli import main as eval_main
+
+        return eval_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "
-        "embeddings, cold start; writes docs/BENCHMARKS.md.",
+        "embeddings, cold start; writes docs/BENCHMARKS.md. `python -m bench eval --help`: "
+        "the decision evaluation set.",
     )
     parser.add_argument("--quick", action="store_true", help="about a minute: fewer repeats")
     parser.add_argument(

@@ -251,15 +251,19 @@ def markdown(result: BenchResult) -> str:
 
 LOAD_BLOCK = "load"  # written by `make soak` (tests/reliability/test_load.py)
 LOAD_HEADING = "## Load with faults (`make soak`)"
+EVAL_BLOCK = "eval"  # written by `python -m bench eval --write-doc` (bench/eval)
+EVAL_HEADING = "## Decision accuracy (`python -m bench eval`)"
 
 
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
-    """Rewrite the document; the load results `make soak` wrote into it are kept."""
+    """Rewrite the document; the load results `make soak` and the accuracy table `bench eval`
+    wrote into it are kept."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(result)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    load = read_block(old, LOAD_BLOCK)
-    if load is not None:
-        text = f"{text.rstrip()}\n\n{LOAD_HEADING}\n\n{load}\n"
+    for name, heading in ((LOAD_BLOCK, LOAD_HEADING), (EVAL_BLOCK, EVAL_HEADING)):
+        block = read_block(old, name)
+        if block is not None:
+            text = f"{text.rstrip()}\n\n{heading}\n\n{block}\n"
     path.write_text(text, encoding="utf-8")
     return path
