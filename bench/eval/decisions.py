@@ -162,6 +162,8 @@ def _move(case: EvalCase, where: str) -> str:
 
 
 def _same(got: Any, want: Any) -> bool:
+    if isinstance(got, bool) or isinstance(want, bool):
+        return got is want
     if isinstance(got, Decimal) or isinstance(want, Decimal):
         try:
             return Decimal(str(got)) == Decimal(str(want))

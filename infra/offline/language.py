@@ -220,7 +220,9 @@ _ABANDON = (
 _NEGATED_WISH = re.compile(r"\b(don'?t|do not|doesn'?t|no longer)\s+(want|need|wish)\b")
 _YES = re.compile(
     r"^(yes|yeah|yep|yup|sure|ok|okay|correct|right|confirm(ed)?|affirmative|absolutely|"
-    r"of course|please do|go ahead|do it|sounds good|that'?s right|that'?s correct|y)\b"
+    r"of course|please do|go ahead|do it|sounds good|that'?s right|that'?s correct|y|perfect|"
+    r"great|fine|alright|all right|deal|definitely|certainly|exactly|let'?s do it|go for it|"
+    r"(place|book|send|do) (it|that))\b"
 )
 _NO = re.compile(
     r"^(no|nope|nah|not really|negative|incorrect|wrong|n)\b|\b(don'?t|do not)\b|\bcancel\b"
