@@ -45,7 +45,17 @@ from infra.offline.prompt import (
     parse_shared_context,
     section,
 )
-from infra.offline.values import BOOL, DATE, ENUM, INT, NUMBER, TEXT, Slot, extract_values
+from infra.offline.values import (
+    BOOL,
+    DATE,
+    ENUM,
+    INT,
+    NUMBER,
+    TEXT,
+    Slot,
+    extract_values,
+    with_vocabulary,
+)
 
 PARSER = "journey node selection parser (infra/offline/journeys.py)"
 _MAX_WALK = 24
@@ -365,7 +375,11 @@ def _values_for(
         return {}
     order = _asked_order(walk.context.previous_agent_message or "", wanted) if answering else ()
     found = extract_values(
-        [f.slot for f in wanted], walk.message, answering=order, named_only=walk.named_only
+        [with_vocabulary(f.slot, walk.context.glossary) for f in wanted],
+        walk.message,
+        answering=order,
+        named_only=walk.named_only,
+        offered=walk.context.previous_agent_message or "",
     )
     if anew:
         found = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}

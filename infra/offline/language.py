@@ -248,6 +248,18 @@ def is_thanks(text: str) -> bool:
     return bool(_THANKS.search(text.lower()))
 
 
+_CLOSING = word_set(
+    """thanks thank you thx cheers bye goodbye good day night see ya later ok okay great that's
+    that all for now ta appreciate it much very so lot"""
+)
+
+
+def is_closing(text: str) -> bool:
+    """Only thanks, goodbyes and greetings: "thanks, bye", "ok thank you", "hello"."""
+    found = words(text)
+    return bool(found) and (is_greeting(text) or all(w in _CLOSING for w in found))
+
+
 def is_question(text: str) -> bool:
     stripped = text.strip().lower()
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))

@@ -119,3 +119,107 @@ async def test_a_reasked_step_does_not_pass_on_the_value_that_failed() -> None:
         known={**KNOWN_TRANSFER, "amount": 1500},
     )
     assert (step, values) == ("too_low", {})
+
+
+# --------------------------------------------------------------------------------------------------
+# Values: references to offered options, the agent's own vocabulary, answers that are not values
+
+ASK_SOURCE = "A: Which account should the money come from, checking or savings?"
+
+
+async def values_after(*conv: str, **case: Any) -> dict[str, Any]:
+    got = await decide("values", conv=list(conv), **case)
+    return dict(got["values"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "account"),
+    [
+        ("the checking one", "checking"),
+        ("the second", "savings"),
+        ("the first one please", "checking"),
+        ("from my current account", "checking"),  # a glossary synonym of "checking"
+        ("the rainy-day account", "savings"),
+    ],
+)
+async def test_an_offered_option_is_understood_by_reference(answer: str, account: str) -> None:
+    values = await values_after(
+        "C: transfer please",
+        ASK_SOURCE,
+        f"C: {answer}",
+        agent="bank",
+        journey="transfer",
+        path=["ask_source"],
+    )
+    assert values == {"account": account}
+
+
+async def test_the_order_the_agent_offered_options_in_decides_the_second() -> None:
+    values = await values_after(
+        "C: transfer please",
+        "A: From savings or checking?",
+        "C: the second one",
+        agent="bank",
+        journey="transfer",
+        path=["ask_source"],
+    )
+    assert values == {"account": "checking"}
+
+
+async def test_a_destination_number_is_not_taken_as_the_source_account() -> None:
+    values = await values_after(
+        "C: transfer please",
+        ASK_SOURCE,
+        "C: it goes to 55-1234",
+        agent="bank",
+        journey="transfer",
+        path=["ask_source"],
+    )
+    assert values == {}
+
+
+@pytest.mark.parametrize("answer", ["thanks, bye", "ok thank you", "hello"])
+async def test_thanks_and_greetings_are_never_taken_as_a_text_value(answer: str) -> None:
+    values = await values_after(
+        "C: order",
+        "A: Which tea or coffee would you like?",
+        f"C: {answer}",
+        agent="shop",
+        journey="order",
+        path=["ask_product"],
+    )
+    assert values == {}
+
+
+async def test_a_text_answer_drops_the_request_around_it() -> None:
+    values = await values_after(
+        "C: order",
+        "A: Which tea or coffee would you like?",
+        "C: I'll have the Colombian decaf please",
+        agent="shop",
+        journey="order",
+        path=["ask_product"],
+    )
+    assert values == {"product": "Colombian decaf"}
+
+
+async def test_the_first_of_the_offered_times_is_taken_by_reference() -> None:
+    values = await values_after(
+        "A: We have 10:00 or 14:30. Which would you like?",
+        "C: the first one",
+        agent="clinic",
+        journey="booking",
+        path=["ask_service", "ask_date", "slots", "any_free", "ask_time"],
+        known={"service": "massage", "date": "2026-02-12"},
+    )
+    assert values == {"time": "10:00"}
+
+
+async def test_a_company_name_becomes_the_ticker_the_tool_description_pairs_it_with() -> None:
+    got = await decide(
+        "tool_arguments",
+        agent="bank",
+        offered={"stock_price": "The customer asks for the price of a company's stock"},
+        conv=["C: What is Apple's stock price?"],
+    )
+    assert got == {"stock_price": {"symbol": "AAPL"}}
