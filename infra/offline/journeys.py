@@ -33,6 +33,7 @@ from infra.offline.language import (
     answer_polarity,
     condition_polarity,
     data_polarity,
+    in_agent_words,
     is_abandonment,
     is_question,
     negated_wish,
@@ -276,7 +277,7 @@ def select_node(prompt: str) -> JourneyNodeSelection:
     walk = _Walk(
         journey, context, message, entering=here is None, consumed=bool(context.tool_results)
     )
-    if here is None and similarity(_topic(journey), message) < _ABOUT_IT:
+    if here is None and _about(walk, _topic(journey)) < _ABOUT_IT:
         # A journey resumed after its prerequisite reads the prerequisite's last answer ("1234"
         # was a PIN): only values it names explicitly ("account ID 1234324") count here.
         walk.named_only = True
@@ -318,9 +319,13 @@ def _dropped(walk: _Walk, here: MapStep) -> bool:
         return False
     if is_abandonment(walk.message):
         return True
-    return (
-        negated_wish(walk.message) and similarity(_topic(walk.journey), walk.message) >= _ABOUT_IT
-    )
+    return negated_wish(walk.message) and _about(walk, _topic(walk.journey)) >= _ABOUT_IT
+
+
+def _about(walk: _Walk, topic: str) -> float:
+    """How much the latest message is about `topic`, both read in the agent's words."""
+    glossary = walk.context.glossary
+    return similarity(in_agent_words(topic, glossary), in_agent_words(walk.message, glossary))
 
 
 def _topic(journey: JourneyMap) -> str:
@@ -512,7 +517,9 @@ def _choose_transition(walk: _Walk, step: MapStep) -> MapTransition | None:
     for t in exits:
         if t.condition is None:
             continue
-        score = similarity(t.condition, evidence)
+        score = similarity(
+            *(in_agent_words(x, walk.context.glossary) for x in (t.condition, evidence))
+        )
         if polarity:
             sign = branch_polarity(t.condition) if answered else condition_polarity(t.condition)
             score += 0.5 if sign == polarity else -0.5

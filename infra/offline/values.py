@@ -110,19 +110,6 @@ _FILLER_START = re.compile(
     re.I,
 )
 _FILLER_END = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|thx))+[.!]*$|[.!?]+$", re.I)
-# A few company names customers use instead of the ticker, for the demo's stock lookups.
-_COMPANY_TICKERS = {
-    "apple": "AAPL",
-    "microsoft": "MSFT",
-    "google": "GOOGL",
-    "alphabet": "GOOGL",
-    "amazon": "AMZN",
-    "tesla": "TSLA",
-    "nvidia": "NVDA",
-    "meta": "META",
-    "facebook": "META",
-    "netflix": "NFLX",
-}
 
 
 @dataclass(frozen=True)
@@ -619,14 +606,9 @@ class _Extraction:
             if polarity and (self._is_answering(slot) or cued):
                 self._claim(slot, "yes" if polarity > 0 else "no")
         for slot in self._open("symbol"):
-            found = [t for t in tickers(self.text)]
+            found = tickers(self.text)
             if found:
                 self._claim(slot, found[0], *self._indexes_of(found[0]))
-                continue
-            for token in self.tokens:
-                if token.lower in _COMPANY_TICKERS and token.index not in self.claimed:
-                    self._claim(slot, _COMPANY_TICKERS[token.lower], token.index)
-                    break
 
     # -- bare answers to what the agent just asked -----------------------------------------------
 
@@ -674,4 +656,6 @@ def _shaped(slot: Slot, value: str) -> str:
 
 
 def _ticker_for(value: str) -> str:
-    return _COMPANY_TICKERS.get(value.lower(), value.upper())
+    """A symbol as written, upper-cased: which company a name means is the agent's knowledge
+    (an enum with aliases in its description, or a lookup tool), never a table of ours."""
+    return value.upper()

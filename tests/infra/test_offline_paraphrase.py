@@ -223,3 +223,49 @@ async def test_a_company_name_becomes_the_ticker_the_tool_description_pairs_it_w
         conv=["C: What is Apple's stock price?"],
     )
     assert got == {"stock_price": {"symbol": "AAPL"}}
+
+
+# --------------------------------------------------------------------------------------------------
+# Conditions by meaning, in the agent's words — no domain lists in the offline model
+
+
+async def verdict(agent: str, condition_id: str, message: str) -> bool:
+    got = await decide(
+        "actionable", agent=agent, conv=[f"C: {message}"], expect={condition_id: True}
+    )
+    return bool(got[condition_id])
+
+
+@pytest.mark.parametrize(
+    "message", ["I'd like to make a transfer please", "I want to transfer money to my sister"]
+)
+async def test_a_request_naming_the_conditions_subject_matches(message: str) -> None:
+    assert await verdict("bank", "journey:transfer:condition:0", message)
+
+
+async def test_a_question_about_a_past_transfer_is_not_a_request_for_one() -> None:
+    message = "did the transfer I made yesterday arrive?"
+    assert not await verdict("bank", "journey:transfer:condition:0", message)
+
+
+async def test_the_agents_glossary_decides_what_a_domain_word_means() -> None:
+    # "current account" means checking only because the bank's glossary says so
+    values = await values_after(
+        "C: transfer please",
+        "A: Which account should the money come from?",
+        "C: my everyday account",
+        agent="bank",
+        journey="transfer",
+        path=["ask_source"],
+    )
+    assert values == {"account": "checking"}
+
+
+def test_the_offline_model_has_no_company_to_ticker_table() -> None:
+    from infra.offline.values import Slot, extract_values
+
+    symbol = Slot("symbol")
+    assert extract_values([symbol], "what is Apple's stock price?", answering=["symbol"]) != {
+        "symbol": "AAPL"
+    }
+    assert extract_values([symbol], "what about MSFT?") == {"symbol": "MSFT"}
