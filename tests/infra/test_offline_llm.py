@@ -783,7 +783,7 @@ async def test_without_instructions_the_tool_results_are_summarised() -> None:
         ("customer", "MSFT"),
         results=(outcome("stock_price", {"price": 410, "symbol": "MSFT"}),),
     )
-    assert reply.message == "Here is what I found: price: 410, symbol: MSFT."
+    assert reply.message == "Here is what I found: the price is 410, the symbol is MSFT."
     assert reply.applied == []
 
 

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from bench.eval.cases import EvalCase
+from bench.eval.cases import context as case_context
 from bench.eval.decisions import EVALUATORS
 from bench.eval.runner import eval_config
+from engine.compose import ComposedReply, CompositionInput, Instruction, build_compose_prompt
 from engine.llm import TurnLLM
 from engine.trace import TurnTrace
 from infra.offline import OfflineLLM
@@ -269,3 +271,60 @@ def test_the_offline_model_has_no_company_to_ticker_table() -> None:
         "symbol": "AAPL"
     }
     assert extract_values([symbol], "what about MSFT?") == {"symbol": "MSFT"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Composition never shows raw structures
+
+
+async def reply_to(case: EvalCase, data: CompositionInput) -> str:
+    prompt = build_compose_prompt(case_context(case), data)
+    generation = await OfflineLLM().generate(prompt, ComposedReply, model="offline")
+    return generation.value.message
+
+
+SIZES = [
+    {"id": "small", "label": "Small (250 g)"},
+    {"id": "medium", "label": "Medium (500 g)"},
+    {"id": "large", "label": "Large (1 kg)"},
+]
+
+
+def _raw(text: str) -> bool:
+    return any(mark in text for mark in ("{", "}", "[", "]", "'id'", "0 id", "0 label"))
+
+
+async def test_a_list_from_a_tool_is_read_out_as_its_labels() -> None:
+    case = EvalCase(
+        id="sizes",
+        agent="shop",
+        conv=["C: which sizes do you have?"],
+        expect={},
+        ran={"choose_size": SIZES},
+    )
+    text = await reply_to(case, CompositionInput())
+    assert "Small (250 g), Medium (500 g) and Large (1 kg)" in text
+    assert not _raw(text), text
+
+
+async def test_a_record_from_a_tool_is_read_out_as_sentences() -> None:
+    case = EvalCase(
+        id="status",
+        agent="shop",
+        conv=["C: where is LB-1042?"],
+        expect={},
+        ran={"track_order": {"order_id": "LB-1042", "status": "out for delivery", "eta": None}},
+    )
+    text = await reply_to(case, CompositionInput())
+    assert "the order id is LB-1042" in text and "the status is out for delivery" in text
+    assert "None" not in text and not _raw(text), text
+
+
+async def test_a_picked_option_is_shown_by_its_label_not_as_a_structure() -> None:
+    case = EvalCase(id="pick", agent="shop", conv=["C: large please"], expect={})
+    data = CompositionInput(
+        instructions=[Instruction("i1", "Tell the customer the size they picked", "g")],
+        collected={"size": SIZES[2]},
+    )
+    text = await reply_to(case, data)
+    assert "Large (1 kg)" in text and not _raw(text), text
