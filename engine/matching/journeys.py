@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.context import TurnContext
 from engine.llm import TurnLLM
-from engine.matching.collected_values import coerce_collected
+from engine.matching.collected_values import coerce_items
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import build_node_views, current_run
@@ -38,6 +38,8 @@ class JourneyStepResult:
     rationale: str
     used_llm: bool
     notes: tuple[str, ...]  # values dropped and why (path repairs are in `step.repairs`)
+    # values the customer gave that failed validation: (field, why) — the reply says why
+    refused: tuple[tuple[str, str], ...] = ()
 
 
 def _reached_nodes(path: Sequence[str | None]) -> tuple[str, ...]:
@@ -75,9 +77,20 @@ async def select_journey_step(
     )
     selection = generation.value
     step = verify_advancement(journey, views, previous_path, selection, executed_tools)
+    refused: dict[str, str] = {}
     if step.outcome == "exit":
         values: dict[str, Any] = {}
         notes = ["dropped the values given for an exited journey"] if selection.collected else []
     else:
-        values, notes = coerce_collected(journey, selection.collected, _reached_nodes(step.path))
-    return JourneyStepResult(journey.id, step, values, selection.rationale, True, tuple(notes))
+        values, refused, notes = coerce_items(
+            journey, selection.collected, _reached_nodes(step.path)
+        )
+    return JourneyStepResult(
+        journey.id,
+        step,
+        values,
+        selection.rationale,
+        True,
+        tuple(notes),
+        tuple(refused.items()),
+    )

@@ -675,6 +675,9 @@ def _note_sentence(note: str) -> str | None:
         )
         offer = failed["retry"] and "offer to try again" in failed["retry"]
         return sentence + (". Would you like me to try again?" if offer else "")
+    refused = re.match(r"^The value given for (?P<name>.+?) was refused: it (?P<why>.+?)\. ", note)
+    if refused:
+        return f"Sorry, the {_human(refused['name'])} {refused['why']}"
     waiting = re.match(
         r"^Before '(?P<goal>[^']+)' the customer must complete '(?P<first>[^']+)'", note
     )

@@ -71,7 +71,7 @@ _MONEY_VERBS = word_set(
     "transfer transferring send sending pay paying move moving wire withdraw deposit"
 )
 _NUMBER = re.compile(
-    r"^(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"^(?P<sign>-)?(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?P<k>k)?(?P<post>[$€£¥]|usd|eur|gbp)?$",
     re.I,
 )
@@ -212,6 +212,8 @@ def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
         value = m["num"].replace(",", "")
         if m["k"]:
             value = str(int(float(value) * 1000))
+        if m["sign"]:
+            value = f"-{value}"  # kept, so that validation can say why it is refused
         following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
         currency = bool(m["pre"] or m["post"]) or following in _CURRENCY_WORDS
         found.append(_Number(token, value, currency, "." in value))

@@ -328,3 +328,19 @@ async def test_a_picked_option_is_shown_by_its_label_not_as_a_structure() -> Non
     )
     text = await reply_to(case, data)
     assert "Large (1 kg)" in text and not _raw(text), text
+
+
+# --------------------------------------------------------------------------------------------------
+# A refused value: the reply says why
+
+
+async def test_a_refused_amount_is_asked_again_with_the_reason() -> None:
+    from tests.infra.test_offline_llm import Chat, check_funds, transfer_agent, transfer_money
+
+    chat = Chat(transfer_agent(), check_funds, transfer_money)
+    await chat.start()
+    await chat.say("I want to transfer money to account 1234324")
+    out = await chat.say("-50")
+    assert "amount must be greater than 0" in out.reply.text, out.reply.text
+    assert out.state.journey_paths["transfer"][-1] == "ask"
+    assert not [c for c in out.state.collected if c.name == "amount"]
