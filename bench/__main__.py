@@ -1,4 +1,6 @@
-"""`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md."""
+"""`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md.
+
+`python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`)."""
 
 from __future__ import annotations
 
@@ -15,17 +17,20 @@ from bench.run import console_progress, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    args_in = sys.argv[1:] if argv is None else argv
-    if args_in[:1] == [
-        "long-session"
-    ]:  # one session to 1,000 turns on moto (bench/long_session.py)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["long-session"]:  # one session to 1,000 turns on moto (bench/long_session.py)
         from bench.long_session import main as long_session
 
-        return long_session(args_in[1:])
+        return long_session(argv[1:])
+    if argv[:1] == ["eval"]:
+        from bench.eval.cli import main as eval_main
+
+        return eval_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "
-        "embeddings, cold start; writes docs/BENCHMARKS.md.",
+        "embeddings, cold start; writes docs/BENCHMARKS.md. `python -m bench eval --help`: "
+        "the decision evaluation set.",
     )
     parser.add_argument("--quick", action="store_true", help="about a minute: fewer repeats")
     parser.add_argument(
@@ -50,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=DOC, help="Markdown report path")
     parser.add_argument("--no-write", action="store_true", help="do not write the document")
-    args = parser.parse_args(args_in)
+    args = parser.parse_args(argv)
 
     config = QUICK if args.quick else DEFAULT
     if args.latency_ms is not None:

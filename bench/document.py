@@ -251,18 +251,26 @@ def markdown(result: BenchResult) -> str:
 
 LOAD_BLOCK = "load"  # written by `make soak` (tests/reliability/test_load.py)
 LOAD_HEADING = "## Load with faults (`make soak`)"
+EVAL_BLOCK = "eval"  # written by `python -m bench eval --write-doc` (bench/eval)
+EVAL_HEADING = "## Decision accuracy (`python -m bench eval`)"
 
 
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
     """Rewrite the document; the blocks other commands wrote into it are kept (the load results
-    of `make soak`, the long session of `python -m bench long-session`)."""
+    of `make soak`, the long session of `python -m bench long-session`, the accuracy table of
+    `python -m bench eval`)."""
     from bench.long_session import BLOCK as LONG_BLOCK
     from bench.long_session import HEADING as LONG_HEADING
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(result)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    for name, heading in ((LOAD_BLOCK, LOAD_HEADING), (LONG_BLOCK, LONG_HEADING)):
+    kept_blocks = (
+        (LOAD_BLOCK, LOAD_HEADING),
+        (LONG_BLOCK, LONG_HEADING),
+        (EVAL_BLOCK, EVAL_HEADING),
+    )
+    for name, heading in kept_blocks:
         kept = read_block(old, name)
         if kept is not None:
             text = f"{text.rstrip()}\n\n{heading}\n\n{kept}\n"

@@ -43,6 +43,8 @@ class JourneyStepResult:
     # field → the step ahead it was given for (`engine.matching.values_ahead`)
     ahead: dict[str, str] = field(default_factory=dict)
     grounded: frozenset[str] = frozenset()  # fields found in the customer's words this turn
+    # values the customer gave that failed validation: (field, why) — the reply says why
+    refused: tuple[tuple[str, str], ...] = ()
 
 
 def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
@@ -122,4 +124,5 @@ async def select_journey_step(
         got.notes,
         got.ahead,
         got.grounded,
+        tuple(got.refused.items()),
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.grounding import CustomerMessage, ground_collected
@@ -71,6 +71,8 @@ class CollectedThisTurn:
     ahead: dict[str, str]  # field → the step ahead it was given for
     grounded: frozenset[str]  # fields whose value is in the customer's words this turn
     notes: tuple[str, ...]  # what was dropped and why
+    # values the customer gave that failed validation: field → why (the reply says why)
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def collect_values(
@@ -84,7 +86,7 @@ def collect_values(
     steps ahead that the customer's messages of this turn contain."""
     reached = reached_nodes(step.path)
     ahead_nodes = nodes_ahead(views, step.node_id, reached)
-    values, _, notes = coerce_items(journey, items, (*reached, *ahead_nodes))
+    values, refused, notes = coerce_items(journey, items, (*reached, *ahead_nodes))
     fields = _fields_by_name(journey)
     order = {n.id: i for i, n in enumerate(journey.nodes)}
     ahead: dict[str, str] = {}
@@ -103,7 +105,7 @@ def collect_values(
             )
             continue
         ahead[name] = min(owners & ahead_nodes, key=order.__getitem__)
-    return CollectedThisTurn(values, ahead, frozenset(grounded), tuple(notes))
+    return CollectedThisTurn(values, ahead, frozenset(grounded), tuple(notes), refused)
 
 
 def pass_satisfied_steps(

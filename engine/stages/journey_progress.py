@@ -68,6 +68,8 @@ def apply_step(
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
     record_collected(state, journey_id, result.collected, result.ahead)
     state.trace.notes.extend(result.notes)
+    for name, why in result.refused:  # never the value itself: it may be a secret
+        state.notes_for_reply.append(refused_value_note(name, why))
     apply_verified(
         state,
         journey_id,
@@ -75,6 +77,12 @@ def apply_step(
         "llm" if result.used_llm else "auto_return",
         result.rationale,
     )
+
+
+def refused_value_note(name: str, why: str) -> str:
+    """The note that makes the reply say why a value was not accepted, e.g. "The value given for
+    amount was refused: it must be greater than 0. Say why and ask for it again." """
+    return f"The value given for {name} was refused: it {why}. Say why and ask for it again."
 
 
 def apply_verified(

@@ -6,8 +6,9 @@ engine builds — their formats are fixed by the engine's pure prompt builders �
 schema with simple, inspectable rules:
 
 - guideline matching (`matching`): lexical similarity of each condition to the customer's latest
-  message(s) — `infra.embeddings.HashingEmbedder` cosine plus concept overlap through a small
-  synonym lexicon — with conservative thresholds, and wording rules for greetings, thanks,
+  message(s) — `infra.embeddings.HashingEmbedder` cosine plus concept overlap, a request naming
+  the condition's head concept ("I'd like to make a transfer"), and the agent's glossary read as
+  its synonyms' meaning — with conservative thresholds, and wording rules for greetings, thanks,
   off-topic questions, cancellations and yes/no answers;
 - journey node selection (`journeys`): the step map parsed back, values extracted by type, a walk
   that follows the map's rules (abandonment, completeness, transitions by similarity and
@@ -16,11 +17,16 @@ schema with simple, inspectable rules:
 - composition (`compose`): instructions rephrased into sentences by patterns, tool data quoted,
   approved templates chosen by similarity.
 
-Known limits: English only; no world knowledge (a handful of company tickers aside); no reasoning
-across several messages beyond the latest customer message(s) and the agent's last question;
-paraphrases outside the lexicon are missed (conditions then do not match, by design); replies are
-plain and sometimes stiff. Usage is estimated (characters / 4); the model name is
-`offline-heuristic`. Set `OPENAI_API_KEY` for a real model.
+Domain neutral: no domain word lists in code. What words mean in a domain comes from the agent —
+glossary synonyms, enum choices and the aliases a parameter's description states ("AAPL is
+Apple"), the offered options of the agent's last message.
+
+Known limits: English only; no world knowledge; no synonyms beyond the agent's glossary and a few
+everyday phrases (paraphrases outside them are missed: conditions then do not match, by design);
+no reasoning across several messages beyond the latest customer message(s) and the agent's last
+question; replies are plain and sometimes stiff. Usage is estimated (characters / 4); the model
+name is `offline-heuristic`. Set `OPENAI_API_KEY` for a real model. `python -m bench eval` measures
+it per decision kind (docs/BENCHMARKS.md).
 """
 
 from infra.offline.llm import MODEL_NAME, OfflineLLM

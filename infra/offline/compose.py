@@ -571,20 +571,36 @@ def _results_of(tools: str, reply: _Reply) -> str | None:
 
 
 def data_summary(results: tuple[ToolData, ...] | list[ToolData]) -> str | None:
-    """Tool data as one sentence: "Here is what I found: symbol: AAPL, price: 187.2" (errors
-    are left to the notes)."""
+    """Tool data in words, never as a raw structure: a record as "the symbol is MSFT, the price is
+    410", a list as its items' labels ("small, medium or large"). Errors are left to the notes."""
     parts = []
     for r in results:
-        if isinstance(r.data, dict) and r.data.get("error"):
+        if r.data is None or (isinstance(r.data, dict) and r.data.get("error")):
             continue
-        if r.data is None:
-            continue
-        flat = flatten(r.data)
-        shown = list(flat.items())[:6]
-        parts.append(", ".join(f"{_human(k)}: {_value_text(v)}" for k, v in shown))
+        if isinstance(r.data, list):
+            items = [_value_text(v) for v in r.data[:_MAX_ITEMS]]
+            more = len(r.data) - _MAX_ITEMS
+            parts.append(_join(items + ([f"{more} more"] if more > 0 else [])))
+        elif isinstance(r.data, dict):
+            shown = [(k, v) for k, v in r.data.items() if v not in (None, "", [], {})][:6]
+            parts.append(", ".join(_fact(k, v) for k, v in shown))
+        else:
+            parts.append(_value_text(r.data))
+    parts = [p for p in parts if p]
     if not parts:
         return None
     return "Here is what I found: " + "; ".join(parts)
+
+
+def _fact(key: str, value: Any) -> str:
+    """One field of a record: "the price is 410"; a flag as "authenticated: yes"."""
+    if isinstance(value, bool):
+        return f"{_human(key)}: {_value_text(value)}"
+    return f"the {_human(key)} is {_value_text(value)}"
+
+
+_MAX_ITEMS = 8
+_LABEL_KEYS = ("label", "name", "title", "description", "id")
 
 
 def _human(key: str) -> str:
@@ -595,10 +611,20 @@ def _human(key: str) -> str:
 
 
 def _value_text(value: Any) -> str:
+    """A value as a customer reads it: yes/no, 300 (not 300.0), a record by its label, a list as
+    its items — never a Python or JSON structure."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
+    if isinstance(value, dict):
+        label = next((value[k] for k in _LABEL_KEYS if value.get(k) not in (None, "")), None)
+        if label is not None and not isinstance(label, dict | list):
+            return _value_text(label)
+        scalars = [(k, v) for k, v in value.items() if not isinstance(v, dict | list)][:4]
+        return ", ".join(f"{_human(k)} {_value_text(v)}" for k, v in scalars)
+    if isinstance(value, list | tuple):
+        return _join([_value_text(v) for v in value[:_MAX_ITEMS]])
     return str(value)
 
 
@@ -649,6 +675,9 @@ def _note_sentence(note: str) -> str | None:
         )
         offer = failed["retry"] and "offer to try again" in failed["retry"]
         return sentence + (". Would you like me to try again?" if offer else "")
+    refused = re.match(r"^The value given for (?P<name>.+?) was refused: it (?P<why>.+?)\. ", note)
+    if refused:
+        return f"Sorry, the {_human(refused['name'])} {refused['why']}"
     waiting = re.match(
         r"^Before '(?P<goal>[^']+)' the customer must complete '(?P<first>[^']+)'", note
     )

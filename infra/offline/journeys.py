@@ -33,6 +33,7 @@ from infra.offline.language import (
     answer_polarity,
     condition_polarity,
     data_polarity,
+    in_agent_words,
     is_abandonment,
     is_question,
     negated_wish,
@@ -45,7 +46,17 @@ from infra.offline.prompt import (
     parse_shared_context,
     section,
 )
-from infra.offline.values import BOOL, DATE, ENUM, INT, NUMBER, TEXT, Slot, extract_values
+from infra.offline.values import (
+    BOOL,
+    DATE,
+    ENUM,
+    INT,
+    NUMBER,
+    TEXT,
+    Slot,
+    extract_values,
+    with_vocabulary,
+)
 
 PARSER = "journey node selection parser (infra/offline/journeys.py)"
 _MAX_WALK = 24
@@ -266,7 +277,7 @@ def select_node(prompt: str) -> JourneyNodeSelection:
     walk = _Walk(
         journey, context, message, entering=here is None, consumed=bool(context.tool_results)
     )
-    if here is None and similarity(_topic(journey), message) < _ABOUT_IT:
+    if here is None and _about(walk, _topic(journey)) < _ABOUT_IT:
         # A journey resumed after its prerequisite reads the prerequisite's last answer ("1234"
         # was a PIN): only values it names explicitly ("account ID 1234324") count here.
         walk.named_only = True
@@ -308,9 +319,13 @@ def _dropped(walk: _Walk, here: MapStep) -> bool:
         return False
     if is_abandonment(walk.message):
         return True
-    return (
-        negated_wish(walk.message) and similarity(_topic(walk.journey), walk.message) >= _ABOUT_IT
-    )
+    return negated_wish(walk.message) and _about(walk, _topic(walk.journey)) >= _ABOUT_IT
+
+
+def _about(walk: _Walk, topic: str) -> float:
+    """How much the latest message is about `topic`, both read in the agent's words."""
+    glossary = walk.context.glossary
+    return similarity(in_agent_words(topic, glossary), in_agent_words(walk.message, glossary))
 
 
 def _topic(journey: JourneyMap) -> str:
@@ -357,7 +372,7 @@ def _values_for(
     (or at a reopened step) also known fields, kept only when the value changed."""
     if not step.fields or not walk.message or walk.consumed:
         return {}
-    anew = corrections or walk.reopened(step)
+    anew = corrections or walk.reopened(step) or _reasked(walk, step)
     wanted = [f for f in step.fields if anew or not walk.known(f)]
     if corrections:
         wanted = [f for f in wanted if walk.known(f)]
@@ -365,11 +380,39 @@ def _values_for(
         return {}
     order = _asked_order(walk.context.previous_agent_message or "", wanted) if answering else ()
     found = extract_values(
-        [f.slot for f in wanted], walk.message, answering=order, named_only=walk.named_only
+        [with_vocabulary(f.slot, walk.context.glossary) for f in wanted],
+        walk.message,
+        answering=order,
+        named_only=walk.named_only,
+        offered=walk.context.previous_agent_message or "",
     )
     if anew:
         found = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}
     return found
+
+
+def _wants_change(walk: _Walk, step: MapStep) -> bool:
+    """At a read-back ("shall I send 300?"), asking to change something answers it: the step's
+    missing fields are yes/no ones, the customer did not agree, and a branch is for changes."""
+    missing = [f for f in step.fields if f.required and not walk.known(f)]
+    return (
+        bool(missing)
+        and all(f.slot.kind == BOOL for f in missing)
+        and answer_polarity(walk.message) <= 0
+        and bool(_CHANGING.search(walk.message))
+        and any(t.condition and branch_polarity(t.condition) < 0 for t in step.transitions)
+    )
+
+
+def _reasked(walk: _Walk, step: MapStep) -> bool:
+    """The current step asks again for values that are all known already ("the balance is too
+    low: how much instead?"): only a new value completes it, never the one that failed."""
+    return (
+        step.current
+        and not walk.entering
+        and bool(step.fields)
+        and all(f.known is not None for f in step.fields)
+    )
 
 
 def _known_of(step: MapStep, name: str) -> str:
@@ -403,9 +446,11 @@ def _complete(walk: _Walk, step: MapStep, *, answering: bool) -> bool:
     if step.fields:
         found = _values_for(walk, step, answering=answering)
         walk.collected.update(found)
-        if walk.reopened(step) and not found:
-            return False
-        return all(walk.known(f) for f in step.fields if f.required)
+        if (walk.reopened(step) or _reasked(walk, step)) and not found:
+            return False  # asked again because the value did not work: a new one is needed
+        if all(walk.known(f) for f in step.fields if f.required):
+            return True
+        return answering and _wants_change(walk, step)
     if step.customer_dependent:
         return answering and _answered(walk, step)
     # a plain chat step is done once the agent performed it (it was last turn's reply)
@@ -465,13 +510,19 @@ def _choose_transition(walk: _Walk, step: MapStep) -> MapTransition | None:
     if len({t.target for t in exits}) == 1 or len(distinct) == 1:
         return exits[0]
     evidence, polarity = _evidence(walk, step)
+    answered = polarity != 0 and evidence == walk.message  # a yes / no from the customer
+    if evidence == walk.message and not polarity and _wants_change(walk, step):
+        polarity, answered = -1, True
     scored = []
     for t in exits:
         if t.condition is None:
             continue
-        score = similarity(t.condition, evidence)
+        score = similarity(
+            *(in_agent_words(x, walk.context.glossary) for x in (t.condition, evidence))
+        )
         if polarity:
-            score += 0.5 if condition_polarity(t.condition) == polarity else -0.5
+            sign = branch_polarity(t.condition) if answered else condition_polarity(t.condition)
+            score += 0.5 if sign == polarity else -0.5
         scored.append((score, t))
     scored.sort(key=lambda pair: pair[0], reverse=True)
     unconditional = [t for t in exits if t.condition is None]
@@ -501,6 +552,29 @@ def _evidence(walk: _Walk, step: MapStep) -> tuple[str, int]:
             texts.append(" ".join(f"{k} {v}" for k, v in flat.items()))
         return " ".join(texts), polarity or 1
     return walk.message, answer_polarity(walk.message)
+
+
+_AGREEING = re.compile(
+    r"\b(confirm\w*|agree\w*|accept\w*|approv\w*|says? (yes|ok)|is happy with|is fine with|"
+    r"goes? ahead|wants? to proceed|proceed\w*)\b",
+    re.I,
+)
+_CHANGING = re.compile(
+    r"\b(chang\w*|different|another|instead|modif\w*|correct\w*|edit\w*|updat\w*|other|"
+    r"new|adjust\w*|fix\w*)\b",
+    re.I,
+)
+
+
+def branch_polarity(condition: str) -> int:
+    """Which way a customer's yes / no points for a branch condition: +1 for agreeing
+    ("The customer confirmed the transfer"), -1 for declining, cancelling or changing something
+    ("The customer wants to change the amount" — a "no" to the read-back is a wish to change)."""
+    if condition_polarity(condition) < 0:
+        return -1
+    if _AGREEING.search(condition):
+        return 1
+    return -1 if _CHANGING.search(condition) else 1
 
 
 def _came_from_tool(walk: _Walk) -> bool:

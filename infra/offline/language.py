@@ -1,14 +1,16 @@
 """What a piece of text is about and what it signals, without a model.
 
 Similarity = the cosine of `HashingEmbedder` vectors (lexical: words, stems, word pairs) combined
-with concept overlap, where a small customer-service lexicon maps synonyms and phrases to one
-concept ("send" / "wire" → transfer, "sign in" → login). Signals are keyword patterns: greeting,
-thanks, question, abandonment, yes / no. All of it is English-only and deliberately conservative.
+with concept overlap, where a few everyday English phrases become one concept ("sign in" → login,
+"never mind" → cancel). A domain's words come from the agent, never from lists here: its
+glossary's synonyms are read as their terms (`in_agent_words`). Signals are keyword patterns:
+greeting, thanks, question, abandonment, yes / no. English only and deliberately conservative.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -26,62 +28,20 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Phrases first (they become one concept word), then single-word synonyms.
+# Phrases of everyday English, not of any domain, that become one concept word. Words of a
+# domain (what "send" means at a bank) come from the agent's glossary: see `in_agent_words`.
 _PHRASES: tuple[tuple[str, str], ...] = (
     (r"\b(log|logging|logged|sign|signing|signed)\s+(in|on|into)\b", "login"),
-    (r"\bauthenticat\w*", "login"),
-    (r"\bcredentials?\b", "login"),
-    (r"\bmoney back\b", "refund"),
-    (r"\bhow much (money )?(do i have|is (in|on) my|is left)\b", "balance"),
     (r"\bnever ?mind\b", "cancel"),
     (r"\bforget (it|about it)\b", "cancel"),
     (r"\bcall off\b", "cancel"),
-    (r"\bcurrent account\b", "checking account"),
-    (r"\bwhere is my\b", "status my"),
 )
 _SYNONYMS: dict[str, str] = {
-    # money movement
-    "send": "transfer",
-    "wire": "transfer",
-    "move": "transfer",
-    "pay": "transfer",
-    "transfer": "transfer",
-    "payment": "transfer",
-    # accounts and balances
-    "fund": "balance",
-    "funds": "balance",
-    "balance": "balance",
-    "acct": "account",
-    # stocks
-    "share": "stock",
-    "shares": "stock",
-    "ticker": "stock",
-    "equity": "stock",
-    "quote": "price",
-    "cost": "price",
-    "worth": "price",
-    "trading": "price",
-    # identity
-    "login": "login",
-    "username": "login",
-    "password": "login",
     # stopping
     "cancel": "cancel",
     "stop": "cancel",
     "abort": "cancel",
     "quit": "cancel",
-    # problems
-    "lost": "lost",
-    "stolen": "lost",
-    "missing": "lost",
-    "steal": "lost",
-    # orders
-    "purchase": "order",
-    "package": "order",
-    "parcel": "order",
-    "delivery": "order",
-    "track": "status",
-    "tracking": "status",
     # people talk
     "hello": "greeting",
     "hi": "greeting",
@@ -127,6 +87,19 @@ def stem(word: str) -> str:
     return word
 
 
+def in_agent_words(text: str, glossary: Mapping[str, Sequence[str]]) -> str:
+    """`text` with the agent's glossary synonyms replaced by their term ("wire some funds" →
+    "transfer some funds" when the glossary says `transfer (also: wire)`), longest first."""
+    pairs = sorted(
+        ((synonym, term) for term, synonyms in glossary.items() for synonym in synonyms),
+        key=lambda pair: -len(pair[0]),
+    )
+    for synonym, term in pairs:
+        if synonym.strip():
+            text = re.sub(rf"\b{re.escape(synonym)}\b", term, text, flags=re.I)
+    return text
+
+
 def canonical(text: str) -> str:
     """Lower-cased text with lexicon phrases replaced by their concept word."""
     lowered = text.lower()
@@ -140,15 +113,13 @@ def words(text: str) -> list[str]:
 
 
 def concepts(text: str, *, topic_only: bool = False) -> set[str]:
-    """Content concepts of `text`: stemmed words through the synonym lexicon. Ticker-like
-    symbols ("AAPL") count as the concept `stock`."""
+    """Content concepts of `text`: stemmed words through the phrase lexicon; an amount with a
+    currency ("$500") is also the concept `money`."""
     found: set[str] = set()
     for word in words(canonical(text)):
         if word in _STOP or (topic_only and word in _BOILERPLATE):
             continue
         found.add(_SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word))))
-    if any(t not in NOT_TICKERS for t in _TICKER.findall(text)):
-        found.add("stock")
     if _MONEY_AMOUNT.search(text):
         found.add("money")  # "$500" is money even when the word is not there
     return found
@@ -193,9 +164,35 @@ def coverage(topic: str, evidence: str) -> float:
     return min(1.0, len(shared) / min(len(wanted), 3))
 
 
-def similarity(topic: str, evidence: str) -> float:
-    """0..1: how much `evidence` talks about `topic` (the larger of coverage and cosine)."""
-    return max(0.9 * coverage(topic, evidence), cosine(topic, evidence))
+HEAD_MATCH = 0.65  # a wish that names what the topic is about ("make a transfer" → transfer)
+# A request, as opposed to a question about something ("the status of order 7"): only a request
+# naming a topic's head concept is taken as that topic.
+_WISH = re.compile(
+    r"\b(want|wanna|would like|'d like|need|can i|could i|may i|please|help me|wish|let me|"
+    r"i'?ll have|i'?d love)\b",
+    re.I,
+)
+
+
+def head_concept(topic: str) -> str | None:
+    """The first content concept of a topic: what it is about ("The customer wants to transfer
+    money" → transfer; "… the price of a stock" → price)."""
+    for word in words(canonical(topic)):
+        if word in _STOP or word in _BOILERPLATE:
+            continue
+        return _SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word)))
+    return None
+
+
+def similarity(topic: str, evidence: str, *, by_head: bool = True) -> float:
+    """0..1: how much `evidence` talks about `topic`: the larger of coverage and cosine, and at
+    least `HEAD_MATCH` when the evidence names the topic's head concept (`by_head=False` when
+    options that share a head are compared with each other)."""
+    score = max(0.9 * coverage(topic, evidence), cosine(topic, evidence))
+    head = head_concept(topic) if by_head and _WISH.search(evidence) else None
+    if head is not None and head in concepts(evidence, topic_only=True):
+        score = max(score, HEAD_MATCH)
+    return score
 
 
 # --------------------------------------------------------------------------------------------------
@@ -220,7 +217,9 @@ _ABANDON = (
 _NEGATED_WISH = re.compile(r"\b(don'?t|do not|doesn'?t|no longer)\s+(want|need|wish)\b")
 _YES = re.compile(
     r"^(yes|yeah|yep|yup|sure|ok|okay|correct|right|confirm(ed)?|affirmative|absolutely|"
-    r"of course|please do|go ahead|do it|sounds good|that'?s right|that'?s correct|y)\b"
+    r"of course|please do|go ahead|do it|sounds good|that'?s right|that'?s correct|y|perfect|"
+    r"great|fine|alright|all right|deal|definitely|certainly|exactly|let'?s do it|go for it|"
+    r"(place|book|send|do) (it|that))\b"
 )
 _NO = re.compile(
     r"^(no|nope|nah|not really|negative|incorrect|wrong|n)\b|\b(don'?t|do not)\b|\bcancel\b"
@@ -244,6 +243,18 @@ def is_greeting(text: str) -> bool:
 
 def is_thanks(text: str) -> bool:
     return bool(_THANKS.search(text.lower()))
+
+
+_CLOSING = word_set(
+    """thanks thank you thx cheers bye goodbye good day night see ya later ok okay great that's
+    that all for now ta appreciate it much very so lot"""
+)
+
+
+def is_closing(text: str) -> bool:
+    """Only thanks, goodbyes and greetings: "thanks, bye", "ok thank you", "hello"."""
+    found = words(text)
+    return bool(found) and (is_greeting(text) or all(w in _CLOSING for w in found))
 
 
 def is_question(text: str) -> bool:

@@ -25,6 +25,7 @@ from infra.offline.language import (
     concepts,
     condition_polarity,
     data_polarity,
+    in_agent_words,
     is_abandonment,
     is_frustrated,
     is_greeting,
@@ -116,8 +117,10 @@ def _tool_text(context: SharedContext) -> str:
 
 
 def condition_score(condition: str, context: SharedContext, domain: str = "") -> tuple[int, str]:
-    """0–10 and a few words of rationale for `condition` given the latest message(s)."""
-    message = evidence_text(context)
+    """0–10 and a few words of rationale for `condition` given the latest message(s), both read
+    in the agent's words (its glossary's synonyms as their terms)."""
+    message = in_agent_words(evidence_text(context), context.glossary)
+    condition = in_agent_words(condition, context.glossary)
     special = _special_condition(condition, message, domain)
     if special is not None:
         return special
@@ -185,29 +188,13 @@ def _special_condition(condition: str, message: str, domain: str) -> tuple[int, 
     return None
 
 
-# What a few common domains cover beyond their name ("banking" covers cards and loans).
-_DOMAIN_WORDS = {
-    "bank": "account card loan mortgage money deposit withdraw atm credit debit payment statement "
-    "fee interest branch balance transfer stock share invest saving checking pin login",
-    "shop": "order delivery shipping return refund product item cart payment price stock size",
-    "travel": "flight hotel booking trip ticket seat luggage baggage visa reservation car",
-    "telecom": "phone plan data sim roaming bill contract internet network coverage",
-}
-
-
-def _expand_domain(text: str) -> str:
-    lowered = text.lower()
-    extra = [words_ for key, words_ in _DOMAIN_WORDS.items() if key in lowered]
-    return " ".join([text, *extra])
-
-
 def _off_topic(condition: str, message: str, domain: str) -> tuple[int, str]:
     """For "asks about something other than banking": a real question or request sharing no concept
     with the agent's domain (its description, glossary and the other guidelines)."""
     if not message or is_greeting(message) or is_thanks(message) or is_abandonment(message):
         return 1, "not an off-topic request"
     subject = re.split(r"other than|unrelated to|not related to|outside(?: of)?", condition)[-1]
-    scope = _expand_domain(f"{subject} {domain}")
+    scope = f"{subject} {domain}"  # the agent's own scope: description, glossary, rules
     request = is_question(message) or len(words(message)) >= 4
     shared = concepts(message, topic_only=True) & concepts(scope, topic_only=True)
     if request and not shared and similarity(scope, message) < 0.2:
@@ -307,9 +294,19 @@ def disambiguate(prompt: str) -> DisambiguationVerdict:
         return DisambiguationVerdict(
             head_applies=False, is_ambiguous=False, rationale="the head does not hold"
         )
-    message = evidence_text(context)
+    message = in_agent_words(evidence_text(context), context.glossary)
     scored = sorted(
-        ((similarity(f"{o.condition} {o.action}", message), o) for o in options),
+        (
+            (
+                similarity(
+                    in_agent_words(f"{o.condition} {o.action}", context.glossary),
+                    message,
+                    by_head=False,
+                ),
+                o,
+            )
+            for o in options
+        ),
         key=lambda pair: pair[0],
         reverse=True,
     )

@@ -24,6 +24,7 @@ class UnrecognizedPrompt(LLMError):
 CONVERSATION_HEADER = "Conversation (most recent last):\n"
 TOOL_RESULTS_HEADER = "Tool results from this turn:\n"
 FACTS_HEADER = "Known facts about the customer:\n"
+GLOSSARY_HEADER = "Glossary:\n"
 NO_MESSAGES = "(no messages yet)"
 
 # Headers that may follow the conversation block, in any prompt kind.
@@ -70,6 +71,7 @@ class SharedContext:
     tool_results: tuple[ToolData, ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
     agent_description: str = ""
+    glossary: dict[str, tuple[str, ...]] = field(default_factory=dict)  # term → its synonyms
 
     @property
     def latest_customer_messages(self) -> tuple[str, ...]:
@@ -157,7 +159,22 @@ def parse_shared_context(prompt: str, *, parser: str) -> SharedContext:
         tool_results=parse_tool_results(tools_block or ""),
         facts=_parse_facts(facts_block or ""),
         agent_description=description,
+        glossary=parse_glossary(optional_section(prompt, GLOSSARY_HEADER) or ""),
     )
+
+
+_TERM = re.compile(r"^- (?P<name>.+?)(?: \(also: (?P<synonyms>.*?)\))?: ")
+
+
+def parse_glossary(block: str) -> dict[str, tuple[str, ...]]:
+    """`- name (also: a, b): description` lines → {name: (a, b)}: the agent's own vocabulary."""
+    terms: dict[str, tuple[str, ...]] = {}
+    for line in block.splitlines():
+        m = _TERM.match(line)
+        if m:
+            synonyms = m["synonyms"] or ""
+            terms[m["name"].strip()] = tuple(x.strip() for x in synonyms.split(",") if x.strip())
+    return terms
 
 
 def parse_conversation(block: str) -> tuple[Message, ...]:

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 
 from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
 from infra.offline.prompt import UnrecognizedPrompt, parse_shared_context, section
-from infra.offline.values import BOOL, ENUM, INT, NUMBER, TEXT, Slot, extract_values
+from infra.offline.values import (
+    BOOL,
+    ENUM,
+    INT,
+    NUMBER,
+    TEXT,
+    Slot,
+    extract_values,
+    with_vocabulary,
+)
 
 PARSER = "tool call parser (infra/offline/tools.py)"
 _TOOL = re.compile(r"^- (?P<name>[^:\s]+): ?(?P<description>.*)$")
@@ -110,7 +119,8 @@ def plan_tool_calls(prompt: str) -> ToolCallPlan:
             if not missing or not text:
                 continue
             answering = [p.name for p in missing if i == 0 and _asked_for(asked, p.name)]
-            found = extract_values([p.slot for p in missing if p.slot], text, answering=answering)
+            slots = [with_vocabulary(p.slot, context.glossary) for p in missing if p.slot]
+            found = extract_values(slots, text, answering=answering, offered=asked)
             arguments.update(found)
             missing = [p for p in missing if p.name not in found]
         for p in missing:

@@ -16,13 +16,14 @@ Nothing is ever made up: a slot with no evidence is left out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import date
 
 from infra.offline.language import (
     answer_polarity,
     is_abandonment,
+    is_closing,
     is_question,
     tickers,
     word_set,
@@ -70,7 +71,7 @@ _MONEY_VERBS = word_set(
     "transfer transferring send sending pay paying move moving wire withdraw deposit"
 )
 _NUMBER = re.compile(
-    r"^(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"^(?P<sign>-)?(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?P<k>k)?(?P<post>[$€£¥]|usd|eur|gbp)?$",
     re.I,
 )
@@ -102,24 +103,13 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 _FILLER_START = re.compile(
     r"^(?:(?:sure|ok|okay|yes|yeah|yep|well|so|um|uh|hi|hello|hey|right|alright|fine)[,!.]?\s+"
+    r"|(?:i'?ll (?:have|take)|i'?d like|i want|give me|can i (?:have|get)|let me have|"
+    r"(?:i'?ll |let'?s )?go with)(?: the| a| an| some)?\s+"
     r"|(?:it'?s|it is|that'?s|that is|this is|the answer is|i'?m|i am|use|call me|try|"
     r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
     re.I,
 )
 _FILLER_END = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|thx))+[.!]*$|[.!?]+$", re.I)
-# A few company names customers use instead of the ticker, for the demo's stock lookups.
-_COMPANY_TICKERS = {
-    "apple": "AAPL",
-    "microsoft": "MSFT",
-    "google": "GOOGL",
-    "alphabet": "GOOGL",
-    "amazon": "AMZN",
-    "tesla": "TSLA",
-    "nvidia": "NVDA",
-    "meta": "META",
-    "facebook": "META",
-    "netflix": "NFLX",
-}
 
 
 @dataclass(frozen=True)
@@ -130,6 +120,7 @@ class Slot:
     kind: str = TEXT  # text | int | number | bool | enum | date
     choices: tuple[str, ...] = ()
     description: str = ""
+    aliases: tuple[tuple[str, str], ...] = ()  # (phrase, choice): the agent's other words
 
     @property
     def name_words(self) -> tuple[str, ...]:
@@ -221,6 +212,8 @@ def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
         value = m["num"].replace(",", "")
         if m["k"]:
             value = str(int(float(value) * 1000))
+        if m["sign"]:
+            value = f"-{value}"  # kept, so that validation can say why it is refused
         following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
         currency = bool(m["pre"] or m["post"]) or following in _CURRENCY_WORDS
         found.append(_Number(token, value, currency, "." in value))
@@ -245,6 +238,80 @@ def _iso(year: int, month: int, day: int) -> str:
         return ""
 
 
+def with_vocabulary(slot: Slot, glossary: Mapping[str, Sequence[str]]) -> Slot:
+    """An enum slot with the agent's other words for its choices: the synonyms of a glossary term
+    named like a choice ("current account" → checking), and aliases its description gives
+    ("AAPL is Apple, MSFT Microsoft"). Nothing here is a word list of ours."""
+    if slot.kind != ENUM:
+        return slot
+    by_name = {c.lower(): c for c in slot.choices}
+    aliases = list(slot.aliases)
+    for term, synonyms in glossary.items():
+        choice = by_name.get(term.lower())
+        if choice is not None:
+            aliases.extend((synonym, choice) for synonym in synonyms)
+    aliases.extend(description_aliases(slot.description, slot.choices))
+    return replace(slot, aliases=tuple(dict.fromkeys(aliases)))
+
+
+def description_aliases(description: str, choices: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs a description states for enum choices: "AAPL is Apple", "MSFT = Microsoft",
+    "TSLA Tesla", "Apple (AAPL)" — one pair per comma- or semicolon-separated part."""
+    found: list[tuple[str, str]] = []
+    for part in re.split(r"[,;]", description):
+        part = part.rsplit(":", 1)[-1].strip().rstrip(".")
+        for choice in choices:
+            c = re.escape(choice)
+            after = re.fullmatch(rf"{c}\s+(?:is|=|means|for|-)?\s*(?P<alias>[^()]+)", part, re.I)
+            before = re.fullmatch(rf"(?P<alias>[^()]+?)\s*\(\s*{c}\s*\)", part, re.I)
+            for m in (after, before):
+                if m and m["alias"].strip().lower() != choice.lower():
+                    found.append((m["alias"].strip(), choice))
+    return found
+
+
+_ORDINALS = {
+    "first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2,
+    "fourth": 3, "4th": 3, "fifth": 4, "5th": 4, "last": -1, "latter": -1, "final": -1,
+}  # fmt: skip
+_ORDINAL_ANSWER = re.compile(
+    r"^(?:(?:let'?s go with|go with|i'?ll take|i'?ll have|i want|i'?d like)\s+)?"
+    r"(?:the |that |option |number |no\.? ?)?(?P<which>\w+)(?: one| option)?$",
+    re.I,
+)
+
+
+def ordinal_pick(answer: str, options: Sequence[str]) -> str | None:
+    """The option an answer like "the second", "the last one", "option 2" refers to."""
+    m = _ORDINAL_ANSWER.match(direct_answer(answer).lower())
+    if m is None or not options:
+        return None
+    which = m["which"]
+    index = _ORDINALS.get(which)
+    if index is None and which.isdigit() and 1 <= int(which) <= len(options):
+        index = int(which) - 1
+    if index is None or index >= len(options):
+        return None
+    return options[index]
+
+
+def offered_order(choices: Sequence[str], offered: str) -> list[str]:
+    """The choices in the order the agent's last message named them (all of them, or none: the
+    declared order)."""
+    spots = {c: offered.lower().find(c.lower()) for c in choices}
+    if offered and all(spot >= 0 for spot in spots.values()):
+        return sorted(choices, key=spots.__getitem__)
+    return list(choices)
+
+
+_TIME = re.compile(r"\b\d{1,2}[:.]\d{2}\b(?:\s?[ap]m)?|\b\d{1,2}\s?[ap]m\b", re.I)
+
+
+def offered_options(offered: str) -> list[str]:
+    """Options an agent's message lists that a customer may pick by position: times."""
+    return _TIME.findall(offered)
+
+
 def direct_answer(text: str) -> str:
     """The salient part of a short answer: "it's seldo, thanks" → "seldo"."""
     stripped = text.strip()
@@ -253,7 +320,9 @@ def direct_answer(text: str) -> str:
         if shorter == stripped:
             break
         stripped = shorter
-    return _FILLER_END.sub("", stripped).strip(" ,;:\"'")
+    stripped = _FILLER_END.sub("", stripped).strip(" ,;:\"'")
+    one = re.fullmatch(r"(?:the|that) (.+?) one", stripped, re.I)  # "the checking one"
+    return one.group(1) if one else stripped
 
 
 def mentions_choice(text: str, choice: str) -> bool:
@@ -266,21 +335,33 @@ def mentions_choice(text: str, choice: str) -> bool:
 
 
 def extract_values(
-    slots: Sequence[Slot], text: str, *, answering: Iterable[str] = (), named_only: bool = False
+    slots: Sequence[Slot],
+    text: str,
+    *,
+    answering: Iterable[str] = (),
+    named_only: bool = False,
+    offered: str = "",
 ) -> dict[str, str]:
     """Values for `slots` found in `text`, as text the engine coerces (digits for numbers, the
     canonical option for enums, "yes"/"no", ISO dates). `answering` names the slots the agent has
     just asked for, in the order it asked: only those may take a bare answer ("seldo").
     `named_only` keeps just the values a cue names ("account ID 1234324", "amount of $500"), for
-    text that was not written with these slots in mind."""
-    return _Extraction(slots, text, tuple(answering), named_only).run()
+    text that was not written with these slots in mind. `offered` is the agent's last message:
+    "the second" / "the first one" pick from the options it listed."""
+    return _Extraction(slots, text, tuple(answering), named_only, offered).run()
 
 
 class _Extraction:
     def __init__(
-        self, slots: Sequence[Slot], text: str, answering: tuple[str, ...], named_only: bool
+        self,
+        slots: Sequence[Slot],
+        text: str,
+        answering: tuple[str, ...],
+        named_only: bool,
+        offered: str = "",
     ) -> None:
         self.named_only = named_only
+        self.offered = offered
         self.slots = list(slots)
         self.text = text
         self.tokens = _tokens(text)
@@ -510,24 +591,26 @@ class _Extraction:
     def _shapes(self) -> None:
         for slot in self._open(ENUM):
             mentioned = [c for c in slot.choices if mentions_choice(self.text, c)]
+            if not mentioned:  # the agent's own words for a choice (glossary, description)
+                named = [c for phrase, c in slot.aliases if mentions_choice(self.text, phrase)]
+                mentioned = list(dict.fromkeys(named))
             if len(mentioned) == 1:
                 # The choice's words are spoken for: a bare text answer in the same message
                 # ("large with mushrooms") is what remains, not the whole message.
                 self._claim(slot, mentioned[0], *self._choice_indexes(mentioned[0]))
+            elif not mentioned and self._is_answering(slot):
+                picked = ordinal_pick(self.text, offered_order(slot.choices, self.offered))
+                if picked is not None:
+                    self._claim(slot, picked, *range(len(self.tokens)))
         for slot in self._open(BOOL):
             cued = any(re.search(rf"\b{re.escape(c)}\b", self.text.lower()) for c in slot.cues)
             polarity = answer_polarity(self.text)
             if polarity and (self._is_answering(slot) or cued):
                 self._claim(slot, "yes" if polarity > 0 else "no")
         for slot in self._open("symbol"):
-            found = [t for t in tickers(self.text)]
+            found = tickers(self.text)
             if found:
                 self._claim(slot, found[0], *self._indexes_of(found[0]))
-                continue
-            for token in self.tokens:
-                if token.lower in _COMPANY_TICKERS and token.index not in self.claimed:
-                    self._claim(slot, _COMPANY_TICKERS[token.lower], token.index)
-                    break
 
     # -- bare answers to what the agent just asked -----------------------------------------------
 
@@ -540,7 +623,12 @@ class _Extraction:
         if not open_slots:
             return
         answer = direct_answer(" ".join(t.raw for t in self.tokens if t.index not in self.claimed))
-        if not answer:
+        if not answer or is_closing(answer):
+            return  # "thanks, bye" answers nothing
+        options = offered_options(self.offered)
+        picked = ordinal_pick(answer, options) if options else None
+        if picked is not None:
+            self.values[open_slots[0].name] = picked
             return
         parts = [p for p in re.split(r"\s*(?:,|/|\band\b|\s)\s*", answer) if p]
         if len(open_slots) > 1 and len(parts) == len(open_slots):
@@ -570,4 +658,6 @@ def _shaped(slot: Slot, value: str) -> str:
 
 
 def _ticker_for(value: str) -> str:
-    return _COMPANY_TICKERS.get(value.lower(), value.upper())
+    """A symbol as written, upper-cased: which company a name means is the agent's knowledge
+    (an enum with aliases in its description, or a lookup tool), never a table of ours."""
+    return value.upper()

@@ -280,7 +280,8 @@ def test_an_agent_without_migrations_keeps_its_content_version() -> None:
     """Fields added later (migrations, numeric priority) are hashed only when used: the banking
     agent as it was before them (max_tool_iterations 3) keeps the version it was published as."""
     data: dict[str, Any] = load().model_dump(exclude={"migrations"})
-    data["config"]["max_tool_iterations"] = 3  # the example's only change since
+    data["config"]["max_tool_iterations"] = 3  # the example's changes since: this,
+    data["terms"] = []  # and its glossary
     assert AgentSnapshot.model_validate(data).content_hash() == "d4c12308273785bc"
 
 

@@ -39,7 +39,7 @@ from engine.matching.journey_answer import JourneyNodeSelection, verify_advancem
 from engine.matching.journey_graph import build_node_views
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
-from engine.model import AgentSnapshot, Guideline, Journey
+from engine.model import AgentSnapshot, Guideline, Journey, Term
 from engine.ports import ToolOutcome
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from engine.tool_calls import ToolCallPlan, build_tool_call_prompt
@@ -100,6 +100,8 @@ def open_account(kind: Literal["checking", "savings"], overdraft: bool = False) 
 def login_and_stocks() -> AgentSnapshot:
     """Two journeys: authenticate (username → password → login → END) and a stock lookup."""
     agent = Agent(id="broker", name="Broker", description="Helps customers log in and see stocks")
+    # the symbols it quotes are the agent's vocabulary: "the price of AAPL" is a stock price
+    agent.create_term("stock", "shares of a listed company", synonyms=["shares", "AAPL", "MSFT"])
     auth = agent.create_journey("Authentication", ["The customer wants to log in"], id="auth")
     username = auth.initial_state.transition_to(
         chat_state="Ask for the username", collects={"username": "str"}, id="ask_username"
@@ -124,6 +126,8 @@ def login_and_stocks() -> AgentSnapshot:
 def transfer_agent() -> AgentSnapshot:
     """The seed's money transfer as one journey: ask → check funds → confirm → transfer."""
     agent = Agent(id="bank", name="Bank", description="Helps bank customers move money")
+    # the agent's vocabulary, not the offline model's: "send $2000" is a transfer at this bank
+    agent.create_term("transfer", "moving money to another account", synonyms=["send", "wire"])
     journey = agent.create_journey(
         "Money transfer", ["The customer wants to transfer money"], id="transfer"
     )
@@ -230,7 +234,9 @@ def context(
 ) -> TurnContext:
     events = tuple(conversation(agent, *lines))
     session = SessionState(id="s", agent_id=agent.id, customer_id="c", events=events)
-    return TurnContext(agent=agent, session=session, history=events, tool_results=results)
+    return TurnContext(
+        agent=agent, session=session, history=events, terms=agent.terms, tool_results=results
+    )
 
 
 def outcome(tool_name: str, data: Any) -> ToolOutcome:
@@ -242,9 +248,20 @@ async def answer(prompt: str, schema: type[Any]) -> Any:
     return generation.value
 
 
+# What words mean in this domain is the agent's to say (its glossary), not the offline model's.
+BANK_TERMS = (
+    Term(name="transfer", description="moving money to someone", synonyms=("send", "wire")),
+    Term(name="card", description="a debit or credit card of the bank"),
+)
+
+
 def plain_agent(*guidelines: Guideline) -> AgentSnapshot:
     return AgentSnapshot(
-        id="a", name="Bank", description="Helps bank customers", guidelines=guidelines
+        id="a",
+        name="Bank",
+        description="Helps bank customers",
+        guidelines=guidelines,
+        terms=BANK_TERMS,
     )
 
 
@@ -766,7 +783,7 @@ async def test_without_instructions_the_tool_results_are_summarised() -> None:
         ("customer", "MSFT"),
         results=(outcome("stock_price", {"price": 410, "symbol": "MSFT"}),),
     )
-    assert reply.message == "Here is what I found: price: 410, symbol: MSFT."
+    assert reply.message == "Here is what I found: the price is 410, the symbol is MSFT."
     assert reply.applied == []
 
 
