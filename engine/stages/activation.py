@@ -36,11 +36,14 @@ async def activate(
     state.trace.activated_journeys = list(newly)
     suspended_before = set(state.suspended)
     to_enter = apply_prerequisites(state, newly)
-    # What the activating message gave is kept for the suspended journey and for the
-    # prerequisites that will run after the one entered now ("from savings" for the balance).
-    for jid in waiting_for_prerequisites(state, newly, to_enter):
-        first = jid not in suspended_before
-        keep_values_while_suspended(state, jid, step_results.get(jid), first=first)
+    waiting = list(waiting_for_prerequisites(state, newly, to_enter))
+    # A waiting journey that recall did not predict has no selection from round 1; it gets one
+    # in the supplemental round, so what its activating message gave is not lost.
+    unselected = [
+        j
+        for j in waiting
+        if j not in step_results and any(n.collects for n in state.agent.journey(j).nodes)
+    ]
 
     supplemental = [j for j in to_enter if j not in step_results]
     # A prerequisite the customer did not ask for starts at its first question: no LLM round
@@ -51,18 +54,23 @@ async def activate(
             apply_verified(state, jid, entry, "entry")
             supplemental.remove(jid)
             to_enter.remove(jid)
-    if supplemental:
+    if supplemental or unselected:
         state.llm.round = 2
-        state.trace.supplemental_journeys = list(supplemental)
+        if supplemental:
+            state.trace.supplemental_journeys = list(supplemental)
         extra_guidelines = [g for j in supplemental for g in recalled.dropped.get(j, [])]
+        selecting = [*supplemental, *unselected]
         extra, entries = await asyncio.gather(
             match_guidelines(state, ctx, extra_guidelines),
-            asyncio.gather(
-                *[select_step(state, ctx, state.agent.journey(j)) for j in supplemental]
-            ),
+            asyncio.gather(*[select_step(state, ctx, state.agent.journey(j)) for j in selecting]),
         )
         absorb_matches(state, extra)
-        step_results.update(zip(supplemental, entries, strict=True))
+        step_results.update(zip(selecting, entries, strict=True))
+    # What the activating message gave is kept for the suspended journey and for the
+    # prerequisites that will run after the one entered now ("from savings" for the balance).
+    for jid in waiting:
+        first = jid not in suspended_before
+        keep_values_while_suspended(state, jid, step_results.get(jid), first=first)
     for jid in [*recalled.active_before, *to_enter]:
         apply_step(state, jid, step_results.get(jid))
     await resume_suspended(state)

@@ -402,7 +402,7 @@ GATED = chain_journey(
 )  # fmt: skip
 
 
-def gated_harness(first_answer: dict[str, str]) -> Harness:
+def gated_harness(first_answer: dict[str, str], *, index: bool = True) -> Harness:
     SENT.clear()
     first = step_number(GATED[0], "ask_destination")
     user = step_number(LOGIN[0], "ask_username")
@@ -422,7 +422,7 @@ def gated_harness(first_answer: dict[str, str]) -> Harness:
         ),
     )
     llm.on(ComposedReply, compose_echo)
-    return tool_harness(llm, send_money, journeys=[LOGIN, GATED])
+    return tool_harness(llm, send_money, journeys=[LOGIN, GATED], index=index)
 
 
 async def test_values_given_before_a_prerequisite_are_kept_until_the_journey_resumes() -> None:
@@ -444,6 +444,26 @@ async def test_values_given_before_a_prerequisite_are_kept_until_the_journey_res
     assert "login" in done.state.completed_journeys
     assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
     assert "Ask how much" not in done.reply.text and "Ask for the account" not in done.reply.text
+
+
+async def test_values_before_a_prerequisite_are_kept_when_recall_did_not_predict_the_journey() -> (
+    None
+):
+    """Without a vector index nothing is predicted, so round 1 has no selection for the transfer:
+    the supplemental round selects it, and the values of its activating message are kept."""
+    h = gated_harness({"to_account_id": "7770001", "amount": "250"}, index=False)
+    await h.start()
+
+    asked = await h.say("I want to transfer money: $250 to 7770001")
+
+    assert asked.state.journey_paths.get("login") == ("ask_username",)
+    assert asked.state.collected_values("transfer") == {
+        "to_account_id": "7770001",
+        "amount": Decimal("250"),
+    }
+    done = await h.say("seldo")
+    assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
+    assert "Ask how much" not in done.reply.text
 
 
 async def test_an_invented_value_before_a_prerequisite_is_not_kept() -> None:
