@@ -96,11 +96,12 @@ def clear_call(
         trace_tool(state, spec.name, raw_arguments, "invalid_arguments", detail)
         return None
     grounding = ground_call(spec, arguments, evidence)
-    if not grounding.ungrounded:
-        for name in secret:
-            if name in arguments:
-                # Grounded: the customer typed it. Masked from here on wherever it appears.
-                state.secrets.remember(arguments[name])
+    for name in secret:
+        if name in arguments and name not in grounding.ungrounded:
+            # Grounded: the customer typed it. Masked from here on wherever it appears — also
+            # when another argument is refused, since the trace still quotes where this one
+            # came from.
+            state.secrets.remember(arguments[name])
     if grounding.ungrounded:
         state.questions.append(missing_argument_question(spec, grounding.ungrounded))
         trace_tool(

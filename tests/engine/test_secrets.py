@@ -397,3 +397,31 @@ async def test_a_model_misreading_the_answer_to_a_secret_question_cannot_leave_i
     assert LOGINS == []  # "hunter2" is not what the customer said: never used
     assert out.new_events[0].text == MASK
     assert PASSWORD not in await everything_stored(h, [first.trace.turn_id, out.trace.turn_id])
+
+
+@tool(description="sign the customer in", secret=("password",))
+def sign_in(username: str, password: str) -> ToolResult:
+    LOGINS.append((username, password))
+    return ToolResult(data={"authenticated": True})
+
+
+async def test_a_typed_secret_is_masked_where_a_refused_call_quotes_its_source() -> None:
+    """Adversarial: the model invents the username but takes the password the customer typed.
+    The call is refused as ungrounded, and its trace says where each argument came from — the
+    password's source (the customer's message) must be masked like the password itself."""
+    LOGINS.clear()
+    rule = Guideline(id="in", condition="wants to log in", action="Log in", tools=("sign_in",))
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"log in": True}))
+    plan = [{"name": "username", "value": "admin"}, {"name": "password", "value": PASSWORD}]
+    llm.on(ToolCallPlan, {"calls": [{"tool": "sign_in", "arguments": plan}]})
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, sign_in, guidelines=[rule], index=False)
+    await h.start()
+
+    out = await h.say(f"please log me in, my password is {PASSWORD}")
+
+    assert LOGINS == []
+    (call,) = out.trace.tool_calls
+    assert call.status == "ungrounded" and any(s.startswith("password") for s in call.sources)
+    assert PASSWORD not in await everything_stored(h, [out.trace.turn_id])
