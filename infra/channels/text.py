@@ -83,7 +83,7 @@ def _split(text: str, limit: int, length: Callable[[str], int]) -> list[str]:
     parts: list[str] = []
     rest = text
     while length(rest) > limit:
-        cut = _longest_prefix(rest, limit, length)
+        cut = max(1, longest_prefix(rest, limit, length))  # at least one: the split advances
         window = rest[:cut]
         for separator in ("\n\n", "\n", " "):
             at = window.rfind(separator)
@@ -136,9 +136,10 @@ def _cluster_boundary(text: str, cut: int) -> int:
     return at if at > 0 else cut
 
 
-def _longest_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:
-    """The largest n with length(text[:n]) <= limit (binary search; `length` is monotonic)."""
-    low, high = 1, min(len(text), limit)
+def longest_prefix(text: str, limit: int, length: Callable[[str], int]) -> int:
+    """The largest n with length(text[:n]) <= limit, 0 when not even one character fits
+    (binary search; `length` is monotonic and counts each character as at least 1)."""
+    low, high = 0, max(0, min(len(text), limit))
     if length(text[:high]) <= limit:
         return high
     while low < high:

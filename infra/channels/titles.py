@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from infra.channels.text import longest_prefix
+
 ELLIPSIS = "…"
 _DISTINGUISH_ROUNDS = 4
 Length = Callable[[str], int]
@@ -61,8 +63,8 @@ def shorten(text: str, limit: int, *, length: Length = len) -> str:
         return text
     room = limit - length(ELLIPSIS)
     if room < 1:
-        return _longest_prefix(text, limit, length)
-    head = _longest_prefix(text, room, length)
+        return text[: longest_prefix(text, limit, length)]
+    head = text[: longest_prefix(text, room, length)]
     space = head.rfind(" ")
     if space > len(head) // 2:
         head = head[:space]
@@ -103,14 +105,3 @@ def _collisions(titles: list[str]) -> list[list[int]]:
     for index, title in enumerate(titles):
         by_key.setdefault(title_key(title), []).append(index)
     return [group for group in by_key.values() if len(group) > 1]
-
-
-def _longest_prefix(text: str, limit: int, length: Length) -> str:
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if length(text[:mid]) <= limit:
-            low = mid
-        else:
-            high = mid - 1
-    return text[:low]
