@@ -146,6 +146,10 @@ class TraceTitles:
                 return f'"{_shorten(g.condition)}"'
         return guideline_id
 
+    def relation(self, r: RelationRecord) -> str:
+        """`priority: "…" → "…" (suppressed)`, by the guidelines' readable names."""
+        return f"{r.kind}: {self.guideline(r.source)} → {self.guideline(r.target)} ({r.effect})"
+
     def collected(self, key: str) -> str:
         """`order.size` (journey id, field) as `Pizza order.size`."""
         journey_id, dot, name = key.partition(".")
@@ -207,10 +211,7 @@ def summarize(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]
     if trace.collected:
         values = ", ".join(f"{names.collected(k)}={v}" for k, v in trace.collected.items())
         lines.append(f"collected: {values}")
-    for r in trace.relations:
-        lines.append(
-            f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"
-        )
+    lines.extend(names.relation(r) for r in trace.relations)
     for c in trace.tool_calls:
         args = ", ".join(f"{k}={v}" for k, v in c.arguments.items())
         detail = f" — {c.detail}" if c.detail else ""
@@ -261,10 +262,7 @@ def explain(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
             lines.append(f"    reason: {t.rationale}")
     for name, value in trace.collected.items():
         lines.append(f"collected {names.collected(name)} = {value}")
-    for r in trace.relations:
-        lines.append(
-            f"{r.kind}: {names.guideline(r.source)} → {names.guideline(r.target)} ({r.effect})"
-        )
+    lines.extend(names.relation(r) for r in trace.relations)
     for c in trace.tool_calls:
         args = ", ".join(f"{k}={v}" for k, v in c.arguments.items())
         lines.append(f"tool {c.tool}({args}) → {c.status} in {c.duration_ms:.0f} ms")
