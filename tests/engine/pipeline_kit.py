@@ -4,9 +4,13 @@ and ScriptedLLM handlers that read the prompt the way a model would (by handles 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -280,3 +284,19 @@ def advance(*numbers: str, collected: dict[str, str] | None = None) -> dict[str,
 
 
 FLIGHT_LIKE = chain_journey("trip", "Trip", "The customer plans a trip", [("a", "Ask")])[0]
+
+
+def outputs_under_hash_seeds(script: str, seeds: Sequence[str]) -> set[str]:
+    """What `script` prints, run in a fresh interpreter at the repository root under each
+    `PYTHONHASHSEED` — two Lambda containers differ by exactly that. One output means the code
+    decides alike whatever the hash order."""
+    root = Path(__file__).resolve().parents[2]
+    outputs = set()
+    for seed in seeds:
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=root, env=env,
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        outputs.add(done.stdout)
+    return outputs

@@ -4,9 +4,6 @@ relational priority, keeping what the winners need and entail (docs/semantics.md
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.model import EntityKind, Relationship
 from engine.relations import Key, resolve
+from tests.engine.pipeline_kit import outputs_under_hash_seeds
 from tests.engine.test_relations import DEPENDS, ENTAILS, PRIORITY, _acyclic_priorities, rel
 
 G, J = EntityKind.GUIDELINE, EntityKind.JOURNEY
@@ -213,15 +211,7 @@ numeric = ranks(**{n: i % 4 for i, n in enumerate(names) if n != "g9"}, g9=3, j0
 r = resolve(rels, set(names) - {"g7"}, ["j0", "j1"], set(names), numeric_priority=numeric)
 print(json.dumps([sorted(r.guideline_ids), sorted(r.journey_ids), [x.model_dump() for x in r.records]]))
 """
-    root = Path(__file__).resolve().parents[2]
-    outputs = set()
-    for seed in ("0", "7", "4242"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
-        done = subprocess.run(
-            [sys.executable, "-c", script], cwd=root, env=env,
-            capture_output=True, text=True, timeout=120, check=True,
-        )  # fmt: skip
-        outputs.add(done.stdout)
+    outputs = outputs_under_hash_seeds(script, ("0", "7", "4242"))
     assert len(outputs) == 1, outputs
     # g8 (priority 0) is out by relational priority; the ceiling is 3 (g3, g7, j1); g9's needs
     # (g3 → g4) and what it entails (g7) stay.

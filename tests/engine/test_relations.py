@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -15,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.model import EntityKind, EntityRef, Relationship, RelationshipKind
 from engine.relations import resolve
+from tests.engine.pipeline_kit import outputs_under_hash_seeds
 
 G, J = EntityKind.GUIDELINE, EntityKind.JOURNEY
 
@@ -144,20 +142,7 @@ rels += [rel(DEPENDS, f"g{i}", f"g{i + 1}") for i in range(6, 10)]
 r = resolve(rels, {"g0", "g4"}, ["j0"], set(names))
 print(json.dumps([sorted(r.guideline_ids), sorted(r.journey_ids), [x.model_dump() for x in r.records]]))
 """
-    root = Path(__file__).resolve().parents[2]
-    outputs = set()
-    for seed in ("0", "1", "42", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        outputs.add(done.stdout)
+    outputs = outputs_under_hash_seeds(script, ("0", "1", "42", "12345"))
     assert len(outputs) == 1, outputs
     # g5's dependency is unmet, so the chain after it is no longer entailed (g7 with it, so g2
     # is not suppressed); g3 depends on g11, which went with the chain.

@@ -29,6 +29,7 @@ from tests.engine.pipeline_kit import (
     chain_journey,
     compose_echo,
     match_when,
+    outputs_under_hash_seeds,
     per_journey,
     step_number,
     tool_harness,
@@ -587,10 +588,6 @@ async def test_a_secret_given_ahead_in_an_earlier_turn_does_not_answer_its_step(
 def test_values_ahead_are_decided_alike_under_different_hash_seeds() -> None:
     """Two Lambda containers must keep the same values and pass the same steps."""
     import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
 
     script = """
 import json
@@ -610,15 +607,7 @@ passed = pass_satisfied_steps(views, step, got.grounded, {})
 print(json.dumps([sorted(got.values), got.ahead, sorted(got.grounded), list(got.notes),
                   list(passed.path), list(passed.repairs)]))
 """
-    root = Path(__file__).resolve().parents[2]
-    outputs = set()
-    for seed in ("0", "3", "999"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
-        done = subprocess.run(
-            [sys.executable, "-c", script], cwd=root, env=env,
-            capture_output=True, text=True, timeout=120, check=True,
-        )  # fmt: skip
-        outputs.add(done.stdout)
+    outputs = outputs_under_hash_seeds(script, ("0", "3", "999"))
     assert len(outputs) == 1, outputs
     values, ahead, _, _, path, _ = json.loads(outputs.pop())
     assert values == ["account", "amount"] and ahead == {"amount": "amount"}
