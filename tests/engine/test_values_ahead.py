@@ -18,7 +18,7 @@ from engine.matching.journey_graph import NodeView, build_node_views
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
 from engine.matching.values_ahead import pass_satisfied_steps
-from engine.model import AgentSnapshot, CollectedField, Journey, NodeKind
+from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
@@ -268,18 +268,22 @@ def send_money(to_account_id: str, amount: Decimal) -> ToolResult:
     return ToolResult(data={"sent": f"{amount}"})
 
 
-TRANSFER = chain_journey(
-    "transfer",
-    "Money transfer",
-    "The customer wants to transfer money",
-    [
+def money_transfer(*requires: str) -> tuple[Journey, Guideline]:
+    """Destination, amount, then `send_money` — after the journeys it `requires`."""
+    steps = [
         ("ask_destination", "Ask for the account ID to transfer to",
          {"collects": (CollectedField(name="to_account_id"),)}),
         ("ask_amount", "Ask how much to transfer",
          {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
         ("send", "tool:send_money", {"action": "Say the transfer is done"}),
-    ],
-)  # fmt: skip
+    ]  # fmt: skip
+    return chain_journey(
+        "transfer", "Money transfer", "The customer wants to transfer money", steps,
+        requires=list(requires),
+    )  # fmt: skip
+
+
+TRANSFER = money_transfer()
 
 
 def transfer_harness(collected: dict[str, str]) -> tuple[Harness, ScriptedLLM]:
@@ -388,19 +392,7 @@ LOGIN = chain_journey(
     "The customer wants to log in",
     [("ask_username", "Ask for the username", {"collects": (CollectedField(name="username"),)})],
 )
-GATED = chain_journey(
-    "transfer",
-    "Money transfer",
-    "The customer wants to transfer money",
-    [
-        ("ask_destination", "Ask for the account ID to transfer to",
-         {"collects": (CollectedField(name="to_account_id"),)}),
-        ("ask_amount", "Ask how much to transfer",
-         {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
-        ("send", "tool:send_money", {"action": "Say the transfer is done"}),
-    ],
-    requires=["login"],
-)  # fmt: skip
+GATED = money_transfer("login")
 
 
 def gated_harness(first_answer: dict[str, str], *, index: bool = True) -> Harness:
@@ -493,19 +485,7 @@ ACCOUNT = chain_journey(
     ],
     requires=["login"],
 )  # fmt: skip
-GATED_TWICE = chain_journey(
-    "transfer",
-    "Money transfer",
-    "The customer wants to transfer money",
-    [
-        ("ask_destination", "Ask for the account ID to transfer to",
-         {"collects": (CollectedField(name="to_account_id"),)}),
-        ("ask_amount", "Ask how much to transfer",
-         {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
-        ("send", "tool:send_money", {"action": "Say the transfer is done"}),
-    ],
-    requires=["login", "account"],
-)  # fmt: skip
+GATED_TWICE = money_transfer("login", "account")
 
 
 async def test_a_later_prerequisite_keeps_what_the_first_message_gave_for_it() -> None:
