@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -42,6 +43,34 @@ def run_cli(
         timeout=timeout,
         env=environ,
     )
+
+
+def serve_banner(*args: str, cwd: Path, timeout: float = 120) -> str:
+    """Start `python -m waypoint.cli serve ARGS` in `cwd` (this checkout on the path) and return
+    what it printed up to its "Ctrl-C to stop" line; the server is stopped before returning."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "COLUMNS": "200",
+        "WAYPOINT_CACHE_DIR": str(cwd / ".cache"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "waypoint.cli", "serve", *args],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        seen = ""
+        deadline = time.monotonic() + timeout
+        assert process.stdout is not None
+        while "Ctrl-C to stop" not in seen and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen += line
+        return seen
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 class Lines:

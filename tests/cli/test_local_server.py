@@ -104,31 +104,10 @@ def test_everything_but_the_docs_page_still_needs_the_key(
 
 
 def test_serve_prints_where_the_reference_is(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    import time
+    from tests.cli.chat_kit import serve_banner
 
-    from tests.cli.chat_kit import ROOT
-
-    process = subprocess.Popen(
-        [sys.executable, "-m", "waypoint.cli", "serve", "--port", "0", "--ephemeral"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200",
-             "WAYPOINT_CACHE_DIR": str(tmp_path / "cache")},
-    )  # fmt: skip
-    try:
-        seen = ""
-        deadline = time.monotonic() + 120
-        assert process.stdout is not None
-        while "Ctrl-C to stop" not in seen and time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen += line
-        assert "API reference   http://127.0.0.1:" in seen and "/api/docs" in seen, seen
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    seen = serve_banner("--port", "0", "--ephemeral", cwd=tmp_path)
+    assert "API reference   http://127.0.0.1:" in seen and "/api/docs" in seen, seen
 
 
 def test_run_cli_helper_is_offline(tmp_path: Path) -> None:

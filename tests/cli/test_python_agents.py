@@ -96,32 +96,12 @@ def test_a_python_agent_publishes_to_the_stack(folder: Path) -> None:
 
 
 def test_serve_runs_a_python_agent(folder: Path) -> None:
-    import subprocess
-    import sys
-    import time
+    from tests.cli.chat_kit import serve_banner
 
-    from tests.cli.chat_kit import ROOT
-
-    env = {"PYTHONPATH": str(ROOT), "WAYPOINT_CACHE_DIR": str(folder / ".cache"), "COLUMNS": "200"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "waypoint.cli", "serve", "hours_agent.py", "--port", "0",
-         "--ephemeral", "--llm", "offline"],
-        cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**__import__("os").environ, **env},
-    )  # fmt: skip
-    try:
-        seen = ""
-        deadline = time.monotonic() + 120
-        assert process.stdout is not None
-        while "Ctrl-C to stop" not in seen and time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen += line
-        assert "Waypoint serving agent 'hours'" in seen, seen
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    seen = serve_banner(
+        "hours_agent.py", "--port", "0", "--ephemeral", "--llm", "offline", cwd=folder
+    )
+    assert "Waypoint serving agent 'hours'" in seen, seen
 
 
 @pytest.mark.parametrize(
