@@ -1,4 +1,5 @@
-"""`waypoint` — the command line: demo, chat, serve, init, validate, test, publish, diff, rollback.
+"""`waypoint` — the command line: demo, chat, serve, init, validate, graph, test, publish, diff,
+rollback.
 
 Everything here runs the same engine, adapters and Lambda handlers as a deployment; the local
 commands put moto in place of AWS and the offline model in place of OpenAI (unless
@@ -25,6 +26,7 @@ from typer.core import TyperGroup
 
 from engine.model import AgentSnapshot, ToolSpec
 from waypoint.agent_source import AgentProblems, AgentSource, CliProblem, failure_summary
+from waypoint.graph_command import GraphFormat
 
 console = Console()
 DEBUG_ENV = "WAYPOINT_DEBUG"
@@ -373,6 +375,30 @@ def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
         f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
         f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
     )
+
+
+@app.command()
+def graph(
+    path: AgentRequired,
+    journey: Annotated[
+        str | None, typer.Option("--journey", help="draw only this journey (default: all)")
+    ] = None,
+    fmt: Annotated[
+        GraphFormat | None,
+        typer.Option("--format", help="default: svg for an .svg --output, else mermaid"),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+    ] = None,
+    tools: ToolsOption = None,
+) -> None:
+    """Draw the agent's journeys: chat / tool / fork steps, conditions on the transitions,
+    `requires` between journeys — as Mermaid (for Markdown) or a standalone SVG."""
+    from waypoint.graph_command import run_graph
+
+    written = run_graph(AgentSource(path, tools), journey, fmt, output)
+    if written is not None:
+        console.print(f"[green]✓ wrote {escape(str(written))}[/green]")
 
 
 @app.command("test")
