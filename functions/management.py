@@ -9,6 +9,7 @@ which may come from the SSM secrets path); without it: 401, before anything else
     POST /agents/check                    the same check, nothing written → 200 {refused, check}
     POST /agents/{agent_id}/rollback      flip the published pointer back (body: {"version"?})
     GET  /agents/{agent_id}[?version=]    the published (or given) version
+    GET  /agents/{agent_id}/graph         its journeys drawn, SVG or Mermaid (`functions.graph_api`)
     POST /sessions                        create a session (web chat, tests)
     GET  /sessions/{session_id}           its state, without events
     GET  /sessions/{session_id}/events    its events, in order (`?after=` offset)
@@ -60,6 +61,7 @@ from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
+from functions.graph_api import router as graph_router
 from functions.http_entry import http_lambda_handler
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
@@ -429,6 +431,9 @@ async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
         tools=[t.name for t in snapshot.tools],
         definition=dump_agent(snapshot),
     )
+
+
+app.include_router(graph_router)  # GET /agents/{agent_id}/graph
 
 
 # --------------------------------------------------------------------------------------------------

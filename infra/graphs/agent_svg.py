@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from infra.graphs.elements import JourneyDrawing
 from infra.graphs.layout import Box, LayoutEdge, layered_layout
-from infra.graphs.svg import journey_fragment, route_svg, svg_document
-from infra.graphs.svg_text import LINE_HEIGHT, attr, number, text, text_width
+from infra.graphs.svg import TITLE_SIZE, journey_fragment, route_svg, svg_document
+from infra.graphs.svg_text import FONT_SIZE, LINE_HEIGHT, attr, number, text, text_width
 
 REQUIRES = "requires"
 CLUSTER_GAP = 28.0
@@ -34,7 +34,9 @@ def agent_svg_document(agent_id: str, agent_name: str, drawings: list[JourneyDra
         body.extend(fragment)
         width = max(width, w)
         y += h + CLUSTER_GAP
-    width = max(width, text_width(f"{agent_name} — journeys", bold=True) * 1.4 + 32)
+    width = max(
+        width, text_width(f"{agent_name} — journeys", bold=True) * TITLE_SIZE / FONT_SIZE + 32
+    )
     return svg_document(body, width, y, f"Journeys of {agent_name}")
 
 

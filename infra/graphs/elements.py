@@ -162,8 +162,8 @@ def _edges(journey: Journey, views: dict[str, NodeView]) -> list[DrawnEdge]:
     """Declared transitions in declaration order, then failure transitions in step order."""
     edges = [
         DrawnEdge(e.source, e.target if e.target is not None else END_STEP, e.condition)
-        for view in views.values()
-        for e in view.outgoing
+        for e in journey.edges
+        if e.source in views and (e.target is None or e.target in views)
     ]
     for view in views.values():
         target = journey.node(view.id).on_failure

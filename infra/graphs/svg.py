@@ -33,12 +33,13 @@ PAD_Y = 8.0
 START_RADIUS = 8.0
 END_RADIUS = 17.0
 HEADER_LINE = 18.0
+TITLE_SIZE = 16.0
 ARROW_LENGTH = 8.0
 ARROW_HALF_WIDTH = 4.0
 
 STYLE = f"""
 .wp-graph {{ font-family: {FONT}; font-size: {number(FONT_SIZE)}px; }}
-.wp-graph .wp-title {{ font-size: 16px; font-weight: 600; fill: #1f2933; }}
+.wp-graph .wp-title {{ font-size: {number(TITLE_SIZE)}px; font-weight: 600; fill: #1f2933; }}
 .wp-graph .wp-subtitle {{ fill: #52606d; }}
 .wp-graph .wp-shape {{ stroke-width: 1.5; }}
 .wp-graph .wp-chat .wp-shape {{ fill: #eef4ff; stroke: #4a6fa5; }}
@@ -116,7 +117,7 @@ def journey_fragment(drawing: JourneyDrawing, *, y: float = 0.0) -> tuple[list[s
             for i, edge in enumerate(drawing.edges)
         ],
     )
-    width = max(layout.width, max(text_width(t, bold=c == "wp-title") for t, c in header) + 32)
+    width = max(layout.width, max(_header_width(line, css) for line, css in header) + 32)
     requires = " ".join(drawing.requires)
     out = [
         f'<g class="wp-journey" data-journey="{attr(drawing.journey_id)}" '
@@ -134,6 +135,12 @@ def journey_fragment(drawing: JourneyDrawing, *, y: float = 0.0) -> tuple[list[s
     out.append("</g>")
     out.append("</g>")
     return out, width, header_height + layout.height
+
+
+def _header_width(line: str, css: str) -> float:
+    if css == "wp-title":  # 16px bold against the 12px the estimate is for
+        return text_width(line, bold=True) * TITLE_SIZE / FONT_SIZE
+    return text_width(line)
 
 
 # --------------------------------------------------------------------------------------------------
