@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -294,3 +295,20 @@ def test_a_self_loop_and_an_unreachable_step_are_still_drawn() -> None:
     svg = journey_svg(agent, "spin")
     loops = [g for g in groups(svg, "wp-edge") if g.get("data-source") == g.get("data-target")]
     assert len(loops) == 1 and loops[0].find(f"{SVG}path") is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# The documentation shows what the renderer draws
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_the_documented_drawings_are_what_the_renderer_draws_now(bank: AgentSnapshot) -> None:
+    """docs/authoring.md's Mermaid block and docs/img/bank-transfer.svg are the command's output;
+    regenerate them with the commands the section shows when the renderer changes."""
+    authoring = (DOCS / "authoring.md").read_text(encoding="utf-8")
+    marker = "<!-- graph: waypoint graph examples/banking/agent.yaml --journey transfer -->\n"
+    block = authoring.split(marker, 1)[1].split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert block == journey_mermaid(bank, "transfer")
+    image = (DOCS / "img" / "bank-transfer.svg").read_text(encoding="utf-8")
+    assert image == journey_svg(bank, "transfer")
