@@ -8,19 +8,21 @@ page and for docs; included in the management API, behind its `X-Api-Key` like e
     &proposed=a,b,c&kept=a,b     the walk a turn's model proposed / what verification kept
 
 An unknown agent, version, journey or step is a 404 naming it.
+
+`add_graph_route(app)` adds it as the app's own route rather than through an included
+`APIRouter`: FastAPI keeps an included router's routes out of `app.routes`, which the API's index
+and the SAM template's route check read.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import FastAPI, Query, Response
 from starlette.exceptions import HTTPException
 
 from engine.agent_id import check_agent_id
 from infra.runtime import current_runtime
-
-router = APIRouter()
 
 SVG_MEDIA_TYPE = "image/svg+xml"
 MERMAID_MEDIA_TYPE = "text/plain; charset=utf-8"
@@ -40,16 +42,6 @@ def _walk(raw: str | None, name: str) -> tuple[str, ...]:
     return steps
 
 
-@router.get(
-    "/agents/{agent_id}/graph",
-    response_class=Response,
-    responses={
-        200: {
-            "content": {SVG_MEDIA_TYPE: {}, "text/plain": {}},
-            "description": "the drawing",
-        }
-    },
-)
 async def agent_graph(
     agent_id: str,
     drawing: Annotated[Literal["svg", "mermaid"], Query(alias="format")] = "svg",
@@ -85,3 +77,19 @@ async def agent_graph(
     if drawing == "svg":
         return Response(body, media_type=SVG_MEDIA_TYPE, headers=SVG_HEADERS)
     return Response(body, media_type=MERMAID_MEDIA_TYPE)
+
+
+def add_graph_route(app: FastAPI) -> None:
+    """Serve `GET /agents/{agent_id}/graph` from `app` (the management API)."""
+    app.add_api_route(
+        "/agents/{agent_id}/graph",
+        agent_graph,
+        methods=["GET"],
+        response_class=Response,
+        responses={
+            200: {
+                "content": {SVG_MEDIA_TYPE: {}, "text/plain": {}},
+                "description": "the drawing",
+            }
+        },
+    )

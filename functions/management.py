@@ -61,7 +61,7 @@ from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
-from functions.graph_api import router as graph_router
+from functions.graph_api import add_graph_route
 from functions.http_entry import http_lambda_handler
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
@@ -433,7 +433,7 @@ async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
     )
 
 
-app.include_router(graph_router)  # GET /agents/{agent_id}/graph
+add_graph_route(app)  # GET /agents/{agent_id}/graph
 
 
 # --------------------------------------------------------------------------------------------------

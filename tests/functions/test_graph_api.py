@@ -128,3 +128,8 @@ def test_the_graph_needs_the_api_key(runtime: Runtime, key: str | None) -> None:
 def test_an_invalid_agent_id_is_refused_naming_the_rule(runtime: Runtime) -> None:
     status, _, body = get_graph("-" + "x" * 120)
     assert status == 400 and "invalid agent id" in body, body
+
+
+def test_the_api_index_lists_the_graph_route(runtime: Runtime) -> None:
+    response = invoke_management(http_event("GET", "/", headers={"x-api-key": API_KEY}))
+    assert "GET /agents/{agent_id}/graph" in response["body"]
