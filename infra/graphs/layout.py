@@ -210,7 +210,7 @@ def _initial_layers(
     item_rank: dict[str, int], order: dict[str, int], chains: list[_Chain]
 ) -> list[list[str]]:
     """Nodes in their given order, each dummy right after where its chain starts."""
-    position = dict(order)
+    position: dict[str, float] = {item: float(i) for item, i in order.items()}
     for chain in chains:
         for k, item in enumerate(chain.items[1:-1], start=1):
             position[item] = order[chain.items[0]] + k / 1000 + chain.index / 1_000_000
