@@ -126,6 +126,11 @@ def layered_layout(
             labels_into.setdefault(chain.items[1], []).append(chain)
             widths[chain.items[1]] = max(widths[chain.items[1]], chain.label.width)
 
+    # A loop sticks out to the right of its node: room on both sides keeps the node centred.
+    for e in real:
+        if e.source == e.target:
+            widths[e.source] += 2 * _loop_reach(e)
+
     layers = _initial_layers(item_rank, order, chains)
     layers = _order_layers(layers, chains)
     xs = _x_coordinates(layers, chains, widths, node_gap)
@@ -148,16 +153,17 @@ def layered_layout(
             ys[item] = top + height / 2
         top += height
 
-    loops = [e for e in real if e.source == e.target]
-    loop_room = max(
-        (SELF_LOOP + 4 + (e.label.width if e.label else 0.0) for e in loops), default=0.0
-    )
     left = min((xs[n] - widths[n] / 2 for n in xs), default=0.0)
     shift = margin - left
     placed = {n: Placed(xs[n] + shift, ys[n], sizes[n].width, sizes[n].height) for n in order}
     routes = _routes(real, chains, placed, xs, ys, shift, labels_into, tops, item_rank)
     right = max((xs[n] + shift + widths[n] / 2 for n in xs), default=0.0)
-    return Layout(placed, routes, right + margin + loop_room, top + margin)
+    return Layout(placed, routes, right + margin, top + margin)
+
+
+def _loop_reach(edge: LayoutEdge) -> float:
+    """How far a loop and its label reach beyond the right side of their node."""
+    return SELF_LOOP + 4 + (edge.label.width if edge.label else 0.0)
 
 
 def _back_edges(nodes: list[str], edges: Sequence[LayoutEdge]) -> set[int]:
