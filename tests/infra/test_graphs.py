@@ -1,6 +1,12 @@
 """Journey graphs (infra/graphs): every step and transition drawn with its kind, conditions
 and `requires`; a turn's position and walks marked; whatever an agent document says escaped;
-the same agent always drawn alike (golden files in tests/snapshots/graph_*.txt)."""
+the same agent always drawn alike (golden files in tests/snapshots/graph_*.txt).
+
+After an intended change to the drawings, regenerate and review:
+    WAYPOINT_UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/infra/test_graphs.py
+    waypoint graph examples/banking/agent.yaml --journey transfer -o docs/img/bank-transfer.svg
+and paste `waypoint graph examples/banking/agent.yaml --journey transfer` into the Mermaid block
+of docs/authoring.md ("Seeing your journeys")."""
 
 from __future__ import annotations
 
