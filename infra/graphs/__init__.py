@@ -4,6 +4,7 @@
     journey_svg(snapshot, "transfer", current="ask_amount",      one journey as an SVG document,
                 proposed=("check", "enough"), kept=("check",))   a turn's walk marked on it
     agent_mermaid(snapshot) / agent_svg(snapshot)                every journey, with `requires`
+    walk_taken(record.previous_path, record.new_path, root_id)   a traced turn's walk, as `kept`
 
 Pure and deterministic (the same agent gives the same bytes): `elements` says what is drawn,
 `layout` places it, `svg` / `agent_svg` / `mermaid` write it. A journey or step that does not
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 from engine.model import AgentSnapshot
 from infra.graphs.agent_svg import agent_svg_document
-from infra.graphs.elements import END_STEP, Highlight, JourneyDrawing, journey_drawing
+from infra.graphs.elements import END_STEP, Highlight, JourneyDrawing, journey_drawing, walk_taken
 from infra.graphs.errors import GraphSubjectNotFound, UnknownJourney, UnknownStep
 from infra.graphs.mermaid import agent_flowchart, journey_flowchart
 from infra.graphs.svg import journey_svg_document
@@ -36,6 +37,7 @@ __all__ = [
     "agent_svg",
     "journey_mermaid",
     "journey_svg",
+    "walk_taken",
 ]
 
 

@@ -185,3 +185,26 @@ def _with_marks(edge: DrawnEdge, highlight: Highlight) -> DrawnEdge:
 
 def _walk_takes(walk: Sequence[str], edge: DrawnEdge) -> bool:
     return any(a == edge.source and b == edge.target for a, b in pairwise(walk))
+
+
+def walk_taken(
+    previous_path: Sequence[str | None], new_path: Sequence[str | None], root_id: str
+) -> tuple[str, ...]:
+    """The walk a turn took on a journey, from its trace's `previous_path` and `new_path`: the
+    step it stood at (the root when the journey was entered) and every step entered since, with
+    `END` when the journey completed — ready to pass as `kept`. A path that was rewritten rather
+    than extended (a migration, a restart) gives its current run."""
+    old, new = list(previous_path), list(new_path)
+    if new[: len(old)] == old:
+        entered = new[len(old) :]
+        standing = old[-1] if old and old[-1] is not None else root_id
+    else:
+        run: list[str | None] = []
+        for step in new:
+            run = [] if step is None else [*run, step]
+        entered = run + ([None] if new and new[-1] is None else [])
+        standing = root_id
+    walk = [standing]
+    for step in entered:
+        walk.append(END_STEP if step is None else step)
+    return tuple(walk) if len(walk) > 1 else ()

@@ -5,13 +5,14 @@ naming it (functions/graph_api.py)."""
 from __future__ import annotations
 
 import base64
+import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
 
 from examples.banking import load as load_bank
-from infra.graphs import agent_mermaid, agent_svg, journey_svg
+from infra.graphs import agent_mermaid, agent_svg, journey_svg, walk_taken
 from infra.runtime import Runtime
 from tests.functions.conftest import API_KEY, invoke_management
 from tests.functions.lambda_events import http_event
@@ -133,3 +134,38 @@ def test_an_invalid_agent_id_is_refused_naming_the_rule(runtime: Runtime) -> Non
 def test_the_api_index_lists_the_graph_route(runtime: Runtime) -> None:
     response = invoke_management(http_event("GET", "/", headers={"x-api-key": API_KEY}))
     assert "GET /agents/{agent_id}/graph" in response["body"]
+
+
+def test_a_traced_turn_is_drawn_on_its_journey(runtime: Runtime) -> None:
+    """What the studio's turn inspector does: a real turn's journey record, through `walk_taken`,
+    marks the step the session now stands at and the walk that got it there."""
+    call = invoke_management
+    key = {"x-api-key": API_KEY, "content-type": "application/json"}
+    body = json.dumps({"customer_id": "graph-user", "session_id": "graph-1"}).encode()
+    assert call(http_event("POST", "/sessions", body=body, headers=key))["statusCode"] == 201
+    message = json.dumps({"text": "I want to log in", "event_id": "g1"}).encode()
+    turn = json.loads(
+        call(http_event("POST", "/sessions/graph-1/messages", body=message, headers=key))["body"]
+    )
+    trace = json.loads(
+        call(http_event("GET", f"/sessions/graph-1/traces/{turn['turn_id']}", headers=key))["body"]
+    )
+    (record,) = [r for r in trace["journeys"] if r["journey_id"] == "authenticate"]
+    root = load_bank().journey("authenticate").root_id
+    kept = walk_taken(record["previous_path"], record["new_path"], root)
+    assert kept == (root, "ask_username") and record["node_id"] == "ask_username"
+
+    status, _, svg = get_graph(
+        "bank", journey="authenticate", current=record["node_id"], kept=",".join(kept)
+    )
+    assert status == 200
+    marked = {
+        (g.get("data-step") or f"{g.get('data-source')}->{g.get('data-target')}"): g.get("class")
+        for g in ET.fromstring(svg).iter(f"{SVG}g")
+        if "wp-kept" in g.get("class", "").split() or "wp-current" in g.get("class", "").split()
+    }
+    assert marked == {
+        root: "wp-node wp-start wp-kept",
+        "ask_username": "wp-node wp-chat wp-current wp-kept",
+        f"{root}->ask_username": "wp-edge wp-kept",
+    }

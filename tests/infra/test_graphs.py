@@ -28,6 +28,7 @@ from infra.graphs import (
     agent_svg,
     journey_mermaid,
     journey_svg,
+    walk_taken,
 )
 from infra.graphs.elements import journey_drawing
 from tests.engine.pipeline_kit import outputs_under_hash_seeds
@@ -318,3 +319,20 @@ def test_the_documented_drawings_are_what_the_renderer_draws_now(bank: AgentSnap
     assert block == journey_mermaid(bank, "transfer")
     image = (DOCS / "img" / "bank-transfer.svg").read_text(encoding="utf-8")
     assert image == journey_svg(bank, "transfer")
+
+
+@pytest.mark.parametrize(
+    ("previous", "new", "walk"),
+    [
+        ([], ["ask"], ("root", "ask")),  # entered: from the entry point
+        (["ask"], ["ask", "check", "fork"], ("ask", "check", "fork")),
+        (["a", "b"], ["a", "b", "c", None], ("b", "c", "END")),  # completed
+        (["a", "b"], ["a", "b"], ()),  # stayed: nothing walked
+        (["a", None], ["a", None, "a"], ("root", "a")),  # a new run after an earlier one
+        (["x", "y"], ["p", "q"], ("root", "p", "q")),  # rewritten (a migration): its run
+    ],
+)
+def test_the_walk_a_traced_turn_took_is_read_from_its_paths(
+    previous: list[str | None], new: list[str | None], walk: tuple[str, ...]
+) -> None:
+    assert walk_taken(previous, new, "root") == walk
