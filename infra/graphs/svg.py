@@ -250,21 +250,22 @@ def _label_box(lines: tuple[str, ...]) -> Box | None:
 def _edges_svg(
     edges: tuple[DrawnEdge, ...], layout: Layout, labels: dict[int, tuple[str, ...]]
 ) -> list[str]:
-    out: list[str] = []
+    """Every edge's line, then every condition label above all lines (a line drawn later must
+    not cross out an earlier edge's condition); a label's group names its edge too."""
+    lines: list[str] = []
+    tags: list[str] = []
     for i, edge in enumerate(edges):
         route = layout.edges[i]
-        out.append(
-            f'<g class="{" ".join(edge.classes)}" data-source="{attr(edge.source)}" '
-            f'data-target="{attr(edge.target)}">'
-        )
+        ends = f'data-source="{attr(edge.source)}" data-target="{attr(edge.target)}"'
+        lines.append(f'<g class="{" ".join(edge.classes)}" {ends}>')
         if edge.label:
-            out.append(f"<title>{text(edge.label)}</title>")
-        out.extend(route_svg(route))
+            lines.append(f"<title>{text(edge.label)}</title>")
+        lines.extend(route_svg(route))
+        lines.append("</g>")
         box = _label_box(labels[i])
         if box is not None and route.label_at is not None:
-            out.extend(_label_svg(labels[i], box, route.label_at))
-        out.append("</g>")
-    return out
+            tags.extend(_label_svg(labels[i], box, route.label_at, ends, edge.label or ""))
+    return [*lines, *tags]
 
 
 def route_svg(route: RoutedEdge) -> list[str]:
@@ -280,10 +281,13 @@ def route_svg(route: RoutedEdge) -> list[str]:
     return [f'<path class="wp-line" d="{d}"/>', f'<path class="wp-arrowhead" d="M {head} Z"/>']
 
 
-def _label_svg(lines: tuple[str, ...], box: Box, at: tuple[float, float]) -> list[str]:
+def _label_svg(
+    lines: tuple[str, ...], box: Box, at: tuple[float, float], ends: str, condition: str
+) -> list[str]:
     x, y = at
     out = [
-        '<g class="wp-edge-label">',
+        f'<g class="wp-edge-label" {ends}>',
+        f"<title>{text(condition)}</title>",
         f'<rect x="{number(x - box.width / 2)}" y="{number(y - box.height / 2)}" '
         f'width="{number(box.width)}" height="{number(box.height)}" rx="3"/>',
     ]
