@@ -13,7 +13,8 @@ exist raises `UnknownJourney` / `UnknownStep` (both `GraphSubjectNotFound`), nam
 SVG classes a page can rely on: `wp-node` with one of `wp-start`, `wp-chat`, `wp-tool`,
 `wp-fork`, `wp-end` and `data-step="<step id>"` (the end node's step is `END`, the start's the
 journey's root id); `wp-edge` (`wp-failure` for a tool's failure transition) with
-`data-source` / `data-target`; `wp-current`, `wp-proposed`, `wp-kept` on the marked nodes and
+`data-source` / `data-target` (its condition in a `wp-edge-label` group naming the same
+ends, drawn above all lines); `wp-current`, `wp-proposed`, `wp-kept` on the marked nodes and
 edges; `wp-journey` with `data-journey` and `data-requires` around each journey.
 """
 
