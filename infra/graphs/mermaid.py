@@ -7,6 +7,8 @@ every label is quoted, with the characters Mermaid reads as syntax or markup wri
 
 from __future__ import annotations
 
+import re
+
 from infra.graphs.elements import DrawnEdge, DrawnNode, JourneyDrawing, NodeRole
 from infra.graphs.svg_text import printable
 
@@ -41,6 +43,7 @@ _ENTITIES = {
     ">": "#gt;",
     "|": "#124;",
     "`": "#96;",
+    "%": "#37;",  # `%%` starts a comment or an `%%{init}%%` directive, even inside a label
 }
 
 
@@ -72,7 +75,8 @@ def _title(drawing: JourneyDrawing) -> str:
 
 def _quoted(title: str) -> str:
     """A double-quoted YAML scalar (the chart's front matter) on one line."""
-    return '"' + " ".join(printable(title).split()).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    title = re.sub(r"%(?=%)", "% ", " ".join(printable(title).split()))  # no `%%` directive
+    return '"' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def journey_lines(

@@ -225,7 +225,7 @@ HOSTILE = '<script>alert("x")</script> & </text><g onload="steal()">'
 def hostile_agent() -> AgentSnapshot:
     return load_agent(
         {
-            "agent": {"id": "hostile", "name": f"Evil {HOSTILE}"},
+            "agent": {"id": "hostile", "name": f"Evil %%{{init: {{}}}}%% {HOSTILE}"},
             "journeys": [
                 {
                     "id": "trap",
@@ -240,6 +240,11 @@ def hostile_agent() -> AgentSnapshot:
                         {"from": "root", "to": "ask"},
                         {"from": "ask", "to": "choose", "when": f'The customer said "|{HOSTILE}|"'},
                         {"from": "choose", "to": "done", "when": "Yes #quot; `x` <b>"},
+                        {
+                            "from": "done",
+                            "to": "ask",
+                            "when": "%%{init: {'securityLevel': 'loose'}}%% again",
+                        },
                         {"from": "choose", "to": "ask", "when": "No\u0001 control"},
                         {"from": "done", "to": "END"},
                     ],
@@ -273,6 +278,7 @@ def test_conditions_cannot_break_out_of_a_mermaid_label() -> None:
     assert "#lt;script#gt;" in text and "#quot;" in text and "#124;" in text
     assert "#35;quot;" in text  # an author's own "#quot;" stays text, not a quote
     assert "\u0001" not in text
+    assert "%%" not in text and "%%" not in agent_mermaid(hostile_agent())  # no directive
     assert text.count('"') % 2 == 0
 
 
