@@ -22,12 +22,18 @@ PULLS = 8  # coordinate passes towards the neighbours' mean
 DUMMY_WIDTH = 16.0
 LABEL_PAD = 6.0  # between a label and the item it sits above
 SELF_LOOP = 22.0  # how far a loop sticks out to the right of its node
+PORT_GAP = 14.0  # between the ends of edges that meet one flat side of a node
+POINTED_PORT_GAP = 5.0  # the same at the tip of a circle or a diamond
+PORT_MARGIN = 12.0  # kept free at each corner of a side
 
 
 @dataclass(frozen=True)
 class Box:
     width: float
     height: float
+    # A node whose top and bottom are a point (a circle, a diamond): edges meet there, close
+    # together, instead of spread along a flat side.
+    pointed: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,8 @@ def layered_layout(
     left = min((xs[n] - widths[n] / 2 for n in xs), default=0.0)
     shift = margin - left
     placed = {n: Placed(xs[n] + shift, ys[n], sizes[n].width, sizes[n].height) for n in order}
-    routes = _routes(real, chains, placed, xs, ys, shift, labels_into, tops, item_rank)
+    ports = _ports(chains, placed, sizes, xs, shift)
+    routes = _routes(real, chains, placed, ports, xs, ys, shift, labels_into, tops, item_rank)
     right = max((xs[n] + shift + widths[n] / 2 for n in xs), default=0.0)
     return Layout(placed, routes, right + margin, top + margin)
 
@@ -328,10 +335,38 @@ def _place_without_overlap(
         xs[item] = x - drift
 
 
+def _ports(
+    chains: list[_Chain],
+    placed: dict[str, Placed],
+    sizes: dict[str, Box],
+    xs: dict[str, float],
+    shift: float,
+) -> dict[tuple[int, str], float]:
+    """Where each edge meets its nodes, as an offset from the node's centre: the edges sharing a
+    side are spread along it in the order of where they go, so none run on top of another."""
+    sides: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for chain in chains:
+        upper, lower = chain.items[0], chain.items[-1]
+        going = xs[chain.items[1]] + shift
+        coming = xs[chain.items[-2]] + shift
+        sides.setdefault((upper, "bottom"), []).append((going, chain.index))
+        sides.setdefault((lower, "top"), []).append((coming, chain.index))
+    offsets: dict[tuple[int, str], float] = {}
+    for (node, side), ends in sides.items():
+        ends.sort()
+        count = len(ends)
+        room = max(0.0, placed[node].width - 2 * PORT_MARGIN) / max(1, count - 1)
+        gap = min(POINTED_PORT_GAP if sizes[node].pointed else PORT_GAP, room)
+        for k, (_, index) in enumerate(ends):
+            offsets[(index, side)] = (k - (count - 1) / 2) * gap
+    return offsets
+
+
 def _routes(
     edges: list[LayoutEdge],
     chains: list[_Chain],
     placed: dict[str, Placed],
+    ports: dict[tuple[int, str], float],
     xs: dict[str, float],
     ys: dict[str, float],
     shift: float,
@@ -340,7 +375,6 @@ def _routes(
     item_rank: dict[str, int],
 ) -> tuple[RoutedEdge, ...]:
     by_index = {c.index: c for c in chains}
-    parallel: dict[tuple[str, str], int] = {}
     routes: list[RoutedEdge] = []
     for i, edge in enumerate(edges):
         chain = by_index.get(i)
@@ -356,12 +390,13 @@ def _routes(
             label = (x1 + 4 + edge.label.width / 2, node.y) if edge.label else None
             routes.append(RoutedEdge(points, label))
             continue
-        pair = (chain.items[0], chain.items[-1])
-        nudge = 16.0 * parallel.get(pair, 0)
-        parallel[pair] = parallel.get(pair, 0) + 1
         upper, lower = placed[chain.items[0]], placed[chain.items[-1]]
         inner = [(xs[item] + shift, ys[item]) for item in chain.items[1:-1]]
-        path = [(upper.x + nudge, upper.bottom), *inner, (lower.x + nudge, lower.top)]
+        path = [
+            (upper.x + ports[(chain.index, "bottom")], upper.bottom),
+            *inner,
+            (lower.x + ports[(chain.index, "top")], lower.top),
+        ]
         label_at = None
         if chain.label is not None:
             # The label sits on a straight stretch right above the first point the edge

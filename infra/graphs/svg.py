@@ -157,14 +157,14 @@ def _node_lines(node: DrawnNode) -> tuple[str, ...]:
 
 def _node_box(node: DrawnNode) -> Box:
     if node.role is NodeRole.START:
-        return Box(2 * START_RADIUS, 2 * START_RADIUS)
+        return Box(2 * START_RADIUS, 2 * START_RADIUS, pointed=True)
     if node.role is NodeRole.END:
-        return Box(2 * END_RADIUS, 2 * END_RADIUS)
+        return Box(2 * END_RADIUS, 2 * END_RADIUS, pointed=True)
     lines = _node_lines(node)
     inner_w = max([text_width(node.heading, bold=True), *(text_width(ln) for ln in lines)])
     inner_h = LINE_HEIGHT * (1 + len(lines))
     if node.role is NodeRole.FORK:  # a diamond around the text box
-        return Box(1.6 * inner_w + 2 * PAD_X, 2.0 * inner_h + 2 * PAD_Y)
+        return Box(1.6 * inner_w + 2 * PAD_X, 2.0 * inner_h + 2 * PAD_Y, pointed=True)
     bars = 2 * 8.0 if node.role is NodeRole.TOOL else 0.0
     return Box(max(110.0, inner_w + 2 * PAD_X + bars), inner_h + 2 * PAD_Y)
 
