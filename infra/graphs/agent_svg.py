@@ -60,22 +60,22 @@ def _overview(drawings: list[JourneyDrawing], *, top: float) -> tuple[list[str],
     ]
     layout = layered_layout([(d.journey_id, boxes[d.journey_id]) for d in drawings], edges)
     out = [f'<g class="wp-overview" transform="translate(0,{number(top)})">']
+    tags: list[str] = []  # drawn after every line, as in a journey's graph
     for edge, route in zip(edges, layout.edges, strict=True):
-        out.append(
-            f'<g class="wp-requires-edge" data-source="{attr(edge.source)}" '
-            f'data-target="{attr(edge.target)}">'
-        )
+        ends = f'data-source="{attr(edge.source)}" data-target="{attr(edge.target)}"'
+        out.append(f'<g class="wp-requires-edge" {ends}>')
         out.append(f"<title>{text(f'{edge.source} requires {edge.target}')}</title>")
         out.extend(route_svg(route))
+        out.append("</g>")
         if route.label_at is not None:
             x, y = route.label_at
-            out.append(
-                f'<g class="wp-edge-label"><rect x="{number(x - label.width / 2)}" '
+            tags.append(
+                f'<g class="wp-edge-label" {ends}><rect x="{number(x - label.width / 2)}" '
                 f'y="{number(y - label.height / 2)}" width="{number(label.width)}" '
                 f'height="{number(label.height)}" rx="3"/><text x="{number(x)}" '
                 f'y="{number(y + 4)}" text-anchor="middle">{REQUIRES}</text></g>'
             )
-        out.append("</g>")
+    out.extend(tags)
     for drawing in drawings:
         at = layout.nodes[drawing.journey_id]
         left, box_top = at.x - at.width / 2, at.y - at.height / 2
