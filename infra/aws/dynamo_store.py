@@ -46,10 +46,12 @@ from engine.memory import (
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
 from engine.session import Event, EventSource, SessionState
+from engine.session_index import SessionPage
 from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 from infra.aws.retention import Retention
+from infra.aws.session_index import index_put, list_index
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 
@@ -538,6 +540,7 @@ class DynamoSessionStore:
                     meta,
                     *self._event_puts(state.id, state.events),
                     *self._index_puts(state, {state.customer_id}),
+                    self._summary_put(state),
                 ]
             )
         except ClientError as error:
@@ -562,7 +565,7 @@ class DynamoSessionStore:
             if _is(error, "ConditionalCheckFailedException"):
                 return False  # it exists already
             raise
-        for put in self._index_puts(state, {state.customer_id}):
+        for put in [*self._index_puts(state, {state.customer_id}), self._summary_put(state)]:
             self._table.ddb.put_item(**put["Put"])
         return True
 
@@ -626,6 +629,7 @@ class DynamoSessionStore:
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
             *self._index_puts(state, _people(commit)),
+            self._summary_put(state, commit.new_events),
         ]
         if len(items) > MAX_TRANSACTION_ITEMS:
             raise TurnTooLarge(
@@ -772,6 +776,20 @@ class DynamoSessionStore:
             for person in sorted(people)
             if person
         ]
+
+    def _summary_put(self, state: SessionState, new_events: Sequence[Event] = ()) -> Item:
+        """The session's line in its agent's session list (`infra.aws.session_index`)."""
+        expiry = self._expiry(self._retention.session_idle)
+        return index_put(self._table.name, state, expiry, new_events)
+
+    async def list_sessions(
+        self, agent_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """A page of the agent's session summaries: one Query (`engine.session_index`)."""
+        return list_index(
+            self._table.ddb, self._table.name, agent_id,
+            limit=limit, cursor=cursor, now_epoch=self._epoch(),
+        )  # fmt: skip
 
     def _expiry(self, ttl: int | None) -> Item:
         return {"expires_at": _n(self._epoch() + ttl)} if ttl is not None else {}

@@ -13,6 +13,7 @@ from engine.errors import SessionConflict
 from engine.history import EVENT_WINDOW
 from engine.ports import SessionStore
 from engine.session import CollectedValue, PendingInterrupt
+from engine.session_index import SessionIndex
 
 from .factories import message, new_session, turn_commit
 
@@ -287,6 +288,21 @@ class SessionStoreContract:
         assert [len(p) for p in pages][:2] == [25, 25]
         assert [e.offset for p in pages for e in p] == list(range(2 * EVENT_WINDOW))
         assert await session_store.events("nope") is None
+
+    async def test_the_session_list_follows_every_commit(self, session_store: SessionStore) -> None:
+        # `engine.session_index`: the summary is written with the turn, from the events written
+        assert isinstance(session_store, SessionIndex)
+        state = await session_store.create(new_session())
+        page = await session_store.list_sessions("bank")
+        assert [(s.session_id, s.events, s.last_activity) for s in page.sessions] == [
+            ("s1", 0, None)
+        ]
+        commit = turn_commit(state, "t1", "first", "second")
+        await session_store.commit(commit)
+        (summary,) = (await session_store.list_sessions("bank")).sessions
+        assert summary.events == 2
+        assert summary.last_activity == commit.new_events[-1].created_at
+        assert (await session_store.list_sessions("another-agent")).sessions == []
 
 
 __all__ = ["SessionStoreContract", "run_turn"]
