@@ -27,7 +27,7 @@ import gzip
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -609,15 +609,7 @@ class DynamoSessionStore:
                 "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
-        trace_item: Item = {
-            **_key(pk, f"TRACE#{commit.turn_id}"),
-            **self._bodies.encode(
-                json.dumps(commit.trace, default=str),
-                f"sessions/{state.id}/traces/{commit.turn_id}.json.gz",
-            ),
-        }
-        if self._trace_ttl is not None:
-            trace_item["expires_at"] = _n(self._epoch() + self._trace_ttl)
+        trace_item = self._trace_item(state.id, commit.turn_id, commit.trace)
         items = [
             meta,
             turn_marker,
@@ -626,6 +618,16 @@ class DynamoSessionStore:
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
+            # and the traces of their turns, whose recorded prompts quote them
+            *(
+                {
+                    "Put": {
+                        "TableName": self._table.name,
+                        "Item": self._trace_item(state.id, t, trace),
+                    }
+                }
+                for t, trace in commit.masked_traces.items()
+            ),
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
             *self._index_puts(state, _people(commit)),
@@ -776,6 +778,17 @@ class DynamoSessionStore:
             for person in sorted(people)
             if person
         ]
+
+    def _trace_item(self, session_id: str, turn_id: str, trace: Mapping[str, Any]) -> Item:
+        item: Item = {
+            **_key(session_pk(session_id), f"TRACE#{turn_id}"),
+            **self._bodies.encode(
+                json.dumps(trace, default=str), f"sessions/{session_id}/traces/{turn_id}.json.gz"
+            ),
+        }
+        if self._trace_ttl is not None:
+            item["expires_at"] = _n(self._epoch() + self._trace_ttl)
+        return item
 
     def _summary_put(self, state: SessionState, new_events: Sequence[Event] = ()) -> Item:
         """The session's line in its agent's session list (`infra.aws.session_index`)."""
