@@ -1,0 +1,528 @@
+// Waypoint studio: chat, sessions, turn inspector and journey graphs, read from the management
+// API only (so it works against `waypoint serve` and a deployed stack alike).
+//
+// Everything the API returns is data written by customers, authors or a model: it is only ever
+// put on the page as text (`textContent`), never as markup. The one exception, the graph's SVG,
+// comes from our own renderer and is still parsed as SVG and stripped of anything active.
+"use strict";
+
+const studio = {
+  base: "",
+  key: "",
+  agent: "",
+  chatSession: null,
+  sessionsCursor: null,
+  agents: new Map(), // "agent@version" → AgentView
+  graphRoute: true, // false once the server answered 404: it has no graph route
+};
+
+// ---- small DOM helpers -------------------------------------------------------------------------
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "text") node.textContent = String(value);
+    else if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (selector) => document.querySelector(selector);
+
+function setStatus(text, isError) {
+  const status = $("#status");
+  status.textContent = text || "";
+  status.classList.toggle("error", Boolean(isError));
+}
+
+function when(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString();
+}
+
+function ms(value) {
+  return `${Math.round(Number(value) || 0)} ms`;
+}
+
+// ---- the API -----------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    const problems = body && Array.isArray(body.problems) ? body.problems : [];
+    const message = (body && body.error) || `HTTP ${status}`;
+    super(problems.length ? `${message}: ${problems.join("; ")}` : message);
+    this.status = status;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { "X-Api-Key": studio.key };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(studio.base + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch (_) {
+    data = { error: text.slice(0, 200) };
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+// ---- connection: base URL, key and agent from the fragment, the form, or this tab's storage ----
+
+function readConnection() {
+  const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const stored = JSON.parse(sessionStorage.getItem("waypoint-studio") || "{}");
+  studio.base = fragment.get("api") || stored.base || `${location.origin}/api`;
+  studio.key = fragment.get("key") || stored.key || "";
+  studio.agent = fragment.get("agent") || stored.agent || "";
+  if (fragment.has("key")) {
+    // Keep the key out of the address bar and the history once it is read.
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  saveConnection();
+  $("#api-base").value = studio.base;
+  $("#api-key").value = studio.key;
+  $("#agent-id").value = studio.agent;
+}
+
+function saveConnection() {
+  studio.base = studio.base.replace(/\/+$/, "");
+  sessionStorage.setItem(
+    "waypoint-studio",
+    JSON.stringify({ base: studio.base, key: studio.key, agent: studio.agent }),
+  );
+}
+
+// ---- views -------------------------------------------------------------------------------------
+
+function show(view) {
+  for (const section of document.querySelectorAll(".view")) {
+    section.hidden = section.id !== `view-${view}`;
+  }
+  for (const tab of document.querySelectorAll("#tabs .tab")) {
+    tab.classList.toggle("active", tab.dataset.view === view);
+  }
+  if (view === "sessions") loadSessions(true).catch(fail);
+  if (view === "graphs") showGraphs().catch(fail);
+}
+
+function fail(error) {
+  setStatus(error.message || String(error), true);
+}
+
+// ---- chat --------------------------------------------------------------------------------------
+
+async function newChatSession() {
+  const body = { customer_id: `studio-${crypto.randomUUID().slice(0, 8)}` };
+  if (studio.agent) body.agent_id = studio.agent;
+  const session = await api("POST", "/sessions", body);
+  studio.chatSession = session.id;
+  studio.agent = studio.agent || session.agent_id;
+  $("#chat-session").textContent = `session ${session.id} · agent ${session.agent_id}`;
+  $("#transcript").replaceChildren();
+  setStatus("");
+  return session;
+}
+
+function addLine(kind, text, extra) {
+  const line = el("li", { class: kind }, text, extra || []);
+  $("#transcript").append(line);
+  line.scrollIntoView({ block: "nearest" });
+  return line;
+}
+
+async function sendMessage(text, choice) {
+  if (!studio.chatSession) await newChatSession();
+  const sessionId = studio.chatSession;
+  addLine("customer", text);
+  const input = $("#chat-input");
+  input.disabled = true;
+  $("#chat-send").disabled = true;
+  setStatus("the agent is answering…");
+  try {
+    const body = { text, event_id: crypto.randomUUID() };
+    if (choice) body.choice = choice;
+    const turn = await api("POST", `/sessions/${enc(sessionId)}/messages`, body);
+    showReply(sessionId, turn);
+    setStatus("");
+  } catch (error) {
+    addLine("error", `the turn failed: ${error.message}`);
+    fail(error);
+  } finally {
+    input.disabled = false;
+    $("#chat-send").disabled = false;
+    input.focus();
+  }
+}
+
+function showReply(sessionId, turn) {
+  const reply = turn.reply;
+  const parts = [];
+  const options = (reply && reply.options) || [];
+  if (options.length) {
+    const buttons = options.map((option) =>
+      el("button", {
+        type: "button",
+        class: "option",
+        "data-choice": option.id,
+        text: option.label,
+        onclick: (event) => {
+          for (const b of event.target.parentElement.children) b.disabled = true;
+          sendMessage(option.label, option.id);
+        },
+      }),
+    );
+    parts.push(el("div", { class: "options" }, buttons));
+  }
+  for (const action of viewActions(reply && reply.view)) {
+    parts.push(el("div", { class: "actions" },
+      el("a", { href: action.url, target: "_blank", rel: "noopener noreferrer", text: action.label })));
+  }
+  parts.push(el("span", { class: "meta" },
+    el("a", {
+      href: "#",
+      class: "inspect",
+      "data-turn": turn.turn_id,
+      text: `inspect turn ${turn.turn_id}`,
+      onclick: (event) => {
+        event.preventDefault();
+        openTurn(sessionId, turn.turn_id).catch(fail);
+      },
+    })));
+  addLine("agent", reply ? reply.text || "" : "(no reply this turn)", parts);
+}
+
+// An interrupter's view (a form to open) as links: only http(s) addresses are ever linked.
+function viewActions(view) {
+  if (!view || typeof view !== "object") return [];
+  const found = [];
+  const add = (label, url) => {
+    if (typeof url !== "string") return;
+    let parsed;
+    try {
+      parsed = new URL(url, location.href);
+    } catch (_) {
+      return;
+    }
+    if (parsed.protocol === "http:" || parsed.protocol === "https:") {
+      found.push({ label: String(label || "Open"), url: parsed.href });
+    }
+  };
+  add(view.label || view.title || "Open the form", view.url);
+  for (const action of Array.isArray(view.actions) ? view.actions : []) {
+    if (action && typeof action === "object") add(action.label || action.title, action.url);
+  }
+  return found;
+}
+
+// ---- sessions ----------------------------------------------------------------------------------
+
+async function loadSessions(reset) {
+  if (reset) {
+    studio.sessionsCursor = null;
+    $("#sessions-table tbody").replaceChildren();
+  }
+  const query = new URLSearchParams({ limit: "25" });
+  if (studio.agent) query.set("agent", studio.agent);
+  if (studio.sessionsCursor) query.set("cursor", studio.sessionsCursor);
+  const page = await api("GET", `/sessions?${query}`);
+  for (const s of page.sessions) {
+    $("#sessions-table tbody").append(el("tr", {
+      class: "clickable",
+      "data-session": s.session_id,
+      onclick: () => openSession(s.session_id).catch(fail),
+    },
+    el("td", { text: s.session_id }), el("td", { text: s.agent_id }), el("td", { text: s.channel }),
+    el("td", { text: when(s.last_activity) }), el("td", { text: s.mode }),
+    el("td", { text: s.active_journeys.join(", ") || "—" }), el("td", { text: s.events })));
+  }
+  studio.sessionsCursor = page.cursor;
+  $("#sessions-more").hidden = !page.cursor;
+}
+
+async function openSession(sessionId) {
+  const detail = $("#session-detail");
+  detail.replaceChildren(el("p", { class: "muted", text: "loading…" }));
+  const state = await api("GET", `/sessions/${enc(sessionId)}`);
+  const events = [];
+  let after = -1;
+  for (let page = 0; page < 20; page++) { // up to 2,000 events; the API pages further
+    const batch = (await api("GET", `/sessions/${enc(sessionId)}/events?after=${after}`)).events;
+    events.push(...batch);
+    if (batch.length < 100) break;
+    after = batch[batch.length - 1].offset;
+  }
+  const turns = (await api("GET", `/sessions/${enc(sessionId)}/turns`)).turns;
+  detail.replaceChildren(
+    el("h2", { text: `Session ${state.id}` }),
+    el("p", {}, `agent ${state.agent_id} (version ${state.agent_version || "—"}${state.pinned ? ", pinned" : ""}) · `,
+      `channel ${state.channel} · ${state.events} events · journeys in flight: `,
+      state.active_journeys.join(", ") || "none"),
+    el("h3", { text: "Turns" }),
+    el("table", { id: "turns-table" },
+      el("thead", {}, el("tr", {}, el("th", { text: "Turn" }), el("th", { text: "Time" }),
+        el("th", { text: "Customer said" }))),
+      el("tbody", {}, turns.map((t) => el("tr", {
+        class: "clickable", "data-turn": t.turn_id,
+        onclick: () => openTurn(sessionId, t.turn_id).catch(fail),
+      }, el("td", { text: t.turn_id }), el("td", { text: when(t.at) }),
+      el("td", { text: t.customer_text || "" }))))),
+    el("h3", { text: "Events" }),
+    el("div", { id: "events" }, events.map((e) => el("div", { class: "event" },
+      el("span", { class: "muted", text: `#${e.offset} ${when(e.created_at)} ${e.source} ${e.kind} ` }),
+      e.text || (Object.keys(e.data || {}).length ? JSON.stringify(e.data) : ""),
+      e.turn_id ? el("span", { class: "muted", text: ` · ${e.turn_id}` }) : null))),
+  );
+}
+
+// ---- turn inspector ----------------------------------------------------------------------------
+
+async function agentView(agentId, version) {
+  const cacheKey = `${agentId}@${version || ""}`;
+  if (!studio.agents.has(cacheKey)) {
+    const query = version ? `?version=${enc(version)}` : "";
+    studio.agents.set(cacheKey, await api("GET", `/agents/${enc(agentId)}${query}`));
+  }
+  return studio.agents.get(cacheKey);
+}
+
+function table(headers, rows, rowProps) {
+  return el("table", {},
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { text: h })))),
+    el("tbody", {}, rows.map((cells, i) => el("tr", rowProps ? rowProps(i) : {},
+      cells.map((c) => el("td", {}, c))))));
+}
+
+async function openTurn(sessionId, turnId) {
+  show("inspector");
+  const root = $("#inspector");
+  root.replaceChildren(el("p", { class: "muted", text: "loading…" }));
+  const trace = await api("GET", `/sessions/${enc(sessionId)}/traces/${enc(turnId)}`);
+  let agent = null;
+  try {
+    agent = await agentView(trace.agent_id, trace.agent_version);
+  } catch (_) {
+    agent = null; // the version may be gone; ids are shown instead of conditions
+  }
+  const guidelines = new Map(((agent && agent.definition.guidelines) || []).map((g) => [g.id, g]));
+  const sections = [
+    el("h2", { text: `Turn ${trace.turn_id}` }),
+    el("p", {}, `session ${trace.session_id} · agent ${trace.agent_id} version ${trace.agent_version}`,
+      trace.version_choice ? ` (${trace.version_choice})` : "",
+      ` · ${trace.llm_calls.length} LLM calls in ${trace.llm_rounds} rounds`,
+      trace.composition_mode ? ` · composed ${trace.composition_mode}` : ""),
+  ];
+  sections.push(el("h3", { text: "Stages" }), stagesTable(trace.stages));
+  sections.push(el("h3", { text: "Recall" }), el("p", { id: "recall" },
+    `likely journeys: ${trace.high_probability_journeys.join(", ") || "none"}; `,
+    `held back (not matched, top-k): ${trace.held_back_guideline_ids.join(", ") || "nothing"}`));
+  sections.push(el("h3", { text: "Guidelines evaluated" }), el("div", { id: "guidelines" },
+    table(["Guideline", "When", "Then", "Batch", "Verdict", "Rationale"],
+      trace.matches.map((m) => {
+        const g = guidelines.get(m.guideline_id) || {};
+        return [m.guideline_id, g.condition || "", g.action || "", m.batch,
+          el("span", { class: m.matched ? "verdict-yes" : "verdict-no",
+            text: m.matched ? `matched (${m.score})` : `not matched (${m.score})` }),
+          m.rationale];
+      }),
+      (i) => ({ class: trace.matches[i].matched ? "matched" : "", "data-guideline": trace.matches[i].guideline_id }))));
+  sections.push(el("p", {}, `applied: ${trace.applied_guideline_ids.join(", ") || "none"}`));
+  sections.push(el("h3", { text: "Relationships applied" }), trace.relations.length
+    ? table(["Kind", "Source", "Target", "Effect"], trace.relations.map((r) => [r.kind, r.source, r.target, r.effect]))
+    : el("p", { class: "muted", text: "none" }));
+  sections.push(el("h3", { text: "Journeys" }), el("div", { id: "journeys" }));
+  sections.push(el("h3", { text: "Tool calls" }), el("div", { id: "tool-calls" }, trace.tool_calls.length
+    ? trace.tool_calls.map(toolCallBlock)
+    : el("p", { class: "muted", text: "none" })));
+  if (Object.keys(trace.collected).length) {
+    sections.push(el("h3", { text: "Collected" }),
+      table(["Field", "Value"], Object.entries(trace.collected).map(([k, v]) => [k, v])));
+  }
+  sections.push(el("h3", { text: "LLM calls" }), el("div", { id: "llm-calls" }, trace.llm_calls.map(llmCallBlock)));
+  if (trace.notes.length) {
+    sections.push(el("h3", { text: "Notes" }), el("ul", {}, trace.notes.map((n) => el("li", { text: n }))));
+  }
+  root.replaceChildren(...sections);
+  const journeys = $("#journeys");
+  if (!trace.journeys.length) journeys.append(el("p", { class: "muted", text: "no journey moved" }));
+  for (const t of trace.journeys) journeys.append(await journeyBlock(trace, t));
+}
+
+function stagesTable(stages) {
+  const longest = Math.max(1, ...stages.map((s) => s.ms));
+  return table(["Stage", "Time", ""], stages.map((s) => [s.stage, ms(s.ms),
+    el("span", { class: "bar", style: `width:${Math.round((200 * s.ms) / longest)}px` })]));
+}
+
+function toolCallBlock(call) {
+  return el("div", { class: "tool-call", "data-tool": call.tool },
+    el("h4", {}, `${call.tool} → `, el("span", { class: `status-${call.status}`, text: call.status }),
+      ` in ${ms(call.duration_ms)}`),
+    table(["Argument", "Value"], Object.entries(call.arguments).map(([k, v]) =>
+      [k, typeof v === "string" ? v : JSON.stringify(v)])),
+    call.sources.length ? el("ul", { class: "sources" },
+      call.sources.map((s) => el("li", { text: `grounded: ${s}` }))) : null,
+    call.detail ? el("pre", { class: "detail", text: call.detail }) : null);
+}
+
+function llmCallBlock(call) {
+  return el("details", { class: "llm-call" },
+    el("summary", {}, `round ${call.round} · ${call.purpose}${call.label ? ` (${call.label})` : ""}`,
+      ` → ${call.schema_name} on ${call.model} · ${call.prompt_tokens}+${call.completion_tokens} tokens`,
+      ` · ${ms(call.latency_ms)}${call.attempts > 1 ? ` · ${call.attempts} attempts` : ""}`,
+      call.error ? ` · error: ${call.error}` : ""),
+    el("h4", { text: "Prompt" }),
+    el("pre", { class: "prompt", text: call.prompt || "(not recorded)" }),
+    el("h4", { text: "Answer" }),
+    el("pre", { class: "answer", text: call.answer || "(not recorded)" }));
+}
+
+async function journeyBlock(trace, t) {
+  const previous = t.previous_path.filter((n) => n !== null);
+  const kept = t.new_path.slice(t.previous_path.length).filter((n) => n !== null);
+  const block = el("div", { class: "journey", "data-journey": t.journey_id },
+    el("h4", { text: `${t.journey_id}: ${t.how} → ${t.node_id || "—"}` }),
+    el("p", {}, `path: ${t.new_path.map((n) => n || "(end)").join(" → ") || "—"}`),
+    t.proposed && t.proposed.length ? el("p", { text: `the model proposed: ${t.proposed.join(" → ")}` }) : null,
+    kept.length ? el("p", { text: `verification kept: ${kept.join(" → ")}` }) : null,
+    t.repairs.map((r) => el("p", { class: "muted", text: `repaired: ${r}` })),
+    t.rationale ? el("p", { class: "muted", text: `reason: ${t.rationale}` }) : null,
+    el("div", { class: "legend" }, el("span", { text: "current step: bold outline" }),
+      el("span", { text: "proposed: dashed" }), el("span", { text: "kept: green" })));
+  const holder = el("div", { class: "graph", "data-graph": t.journey_id });
+  block.append(holder);
+  const params = { version: trace.agent_version, journey: t.journey_id };
+  if (t.node_id) params.current = t.node_id;
+  if (t.proposed && t.proposed.length) params.proposed = t.proposed.join(",");
+  if (kept.length) params.kept = kept.join(",");
+  else if (previous.length && !t.node_id) params.kept = previous.join(",");
+  await fillGraph(holder, trace.agent_id, params);
+  return block;
+}
+
+// ---- graphs ------------------------------------------------------------------------------------
+
+async function fillGraph(holder, agentId, params) {
+  if (!studio.graphRoute) {
+    holder.append(el("p", { class: "muted", text: "this server has no graph route" }));
+    return;
+  }
+  const query = new URLSearchParams({ format: "svg", ...params });
+  const response = await fetch(`${studio.base}/agents/${enc(agentId)}/graph?${query}`, {
+    headers: { "X-Api-Key": studio.key },
+  });
+  if (response.status === 404 && !response.headers.get("content-type")?.includes("json")) {
+    studio.graphRoute = false;
+  }
+  if (!response.ok) {
+    const text = await response.text();
+    let message = `HTTP ${response.status}`;
+    try { message = JSON.parse(text).error || message; } catch (_) { /* not JSON */ }
+    if (response.status === 404 && /not found/i.test(message)) studio.graphRoute = false;
+    holder.append(el("p", { class: "muted", text: `no graph: ${message}` }));
+    return;
+  }
+  const svg = safeSvg(await response.text());
+  holder.append(svg || el("p", { class: "muted", text: "the graph could not be read" }));
+}
+
+// Our renderer's SVG, parsed as SVG (never as HTML) and stripped of anything that could run.
+function safeSvg(text) {
+  const parsed = new DOMParser().parseFromString(text, "image/svg+xml");
+  const root = parsed.documentElement;
+  if (!root || root.nodeName !== "svg" || parsed.getElementsByTagName("parsererror").length) return null;
+  for (const bad of root.querySelectorAll("script, foreignObject, iframe, object, embed, use")) bad.remove();
+  for (const node of [root, ...root.querySelectorAll("*")]) {
+    for (const attr of [...node.attributes]) {
+      const name = attr.name.toLowerCase();
+      const value = attr.value.trim().toLowerCase();
+      if (name.startsWith("on") || ((name === "href" || name.endsWith(":href")) && !value.startsWith("#"))) {
+        node.removeAttribute(attr.name);
+      }
+    }
+  }
+  return document.importNode(root, true);
+}
+
+async function showGraphs() {
+  const root = $("#graphs");
+  if (!studio.agent) {
+    await newChatSession(); // learns the served agent's id
+  }
+  const agent = await agentView(studio.agent, null);
+  root.replaceChildren(el("h2", { text: `${agent.name} (${agent.id}) version ${agent.version}` }));
+  const byId = new Map(agent.definition.journeys.map((j) => [j.id, j]));
+  for (const journeyId of agent.journeys) {
+    const journey = byId.get(journeyId) || {};
+    const holder = el("div", { class: "graph", "data-graph": journeyId });
+    const requires = Array.isArray(journey.requires) ? journey.requires : [];
+    root.append(el("h3", { text: `${journey.title || journeyId} (${journeyId})` }),
+      requires.length ? el("p", { class: "muted", text: `requires: ${requires.join(", ")}` }) : null,
+      holder);
+    await fillGraph(holder, agent.id, { version: agent.version, journey: journeyId });
+  }
+}
+
+// ---- wiring ------------------------------------------------------------------------------------
+
+function start() {
+  readConnection();
+  for (const tab of document.querySelectorAll("#tabs .tab")) {
+    tab.addEventListener("click", () => show(tab.dataset.view));
+  }
+  $("#connection").addEventListener("submit", (event) => {
+    event.preventDefault();
+    studio.base = $("#api-base").value.trim() || `${location.origin}/api`;
+    studio.key = $("#api-key").value;
+    studio.agent = $("#agent-id").value.trim();
+    studio.agents.clear();
+    studio.graphRoute = true;
+    saveConnection();
+    newChatSession().then(() => setStatus("connected")).catch(fail);
+  });
+  $("#chat-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("#chat-input").value.trim();
+    if (!text) return;
+    $("#chat-input").value = "";
+    sendMessage(text).catch(fail);
+  });
+  $("#chat-reset").addEventListener("click", () => newChatSession().catch(fail));
+  $("#sessions-refresh").addEventListener("click", () => loadSessions(true).catch(fail));
+  $("#sessions-more").addEventListener("click", () => loadSessions(false).catch(fail));
+  // A link with a new fragment (another stack, another key) reconnects without a reload.
+  window.addEventListener("hashchange", () => {
+    if (!location.hash) return;
+    readConnection();
+    connect();
+  });
+  show("chat");
+  connect();
+}
+
+function connect() {
+  studio.agents.clear();
+  studio.graphRoute = true;
+  studio.chatSession = null;
+  if (studio.key) newChatSession().catch(fail);
+  else setStatus("Enter the management API key (waypoint serve prints it) and connect.");
+}
+
+start();
