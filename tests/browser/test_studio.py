@@ -245,3 +245,31 @@ def test_a_wrong_key_is_said_plainly(browser: Any, server: LocalServer) -> None:
     browser.get(f"{server.base_url}/#key=not-the-key")
     status = wait_for(browser, "#status.error")[0]
     assert "X-Api-Key" in status.text
+
+
+def test_a_forms_link_is_only_ever_an_http_address(browser: Any, server: LocalServer) -> None:
+    browser.get(f"{server.base_url}/#key={KEY}")
+    wait_for(browser, "#chat-session", text="session ")
+    actions = browser.execute_script(
+        "return viewActions({url: 'javascript:window.__pwned=1', actions: ["
+        "{label: 'Fill in the address', url: 'https://forms.example/a?call=1'},"
+        "{label: 'data', url: 'data:text/html,<script>1</script>'}, {label: 'no url'}]})"
+    )
+    assert actions == [{"label": "Fill in the address", "url": "https://forms.example/a?call=1"}]
+
+
+def test_a_graph_is_stripped_of_anything_that_could_run(browser: Any, server: LocalServer) -> None:
+    browser.get(f"{server.base_url}/#key={KEY}")
+    wait_for(browser, "#chat-session", text="session ")
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
+        ' onload="window.__pwned=1"><script>window.__pwned=1</script>'
+        '<g class="wp-node wp-chat wp-current" data-step="ask" onclick="window.__pwned=1">'
+        '<a xlink:href="javascript:window.__pwned=1"><text>ask</text></a></g>'
+        "<foreignObject><div>html</div></foreignObject></svg>"
+    )
+    cleaned = browser.execute_script("return safeSvg(arguments[0]).outerHTML", svg)
+    assert "wp-current" in cleaned and 'data-step="ask"' in cleaned  # the marks survive
+    for active in ("script", "onload", "onclick", "javascript:", "foreignObject"):
+        assert active not in cleaned
+    assert browser.execute_script("return window.__pwned") is None

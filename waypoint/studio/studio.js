@@ -225,7 +225,7 @@ function viewActions(view) {
       found.push({ label: String(label || "Open"), url: parsed.href });
     }
   };
-  add(view.label || view.title || "Open the form", view.url);
+  add(view.label || view.title || "Open the form", view.url || view.link || view.href);
   for (const action of Array.isArray(view.actions) ? view.actions : []) {
     if (action && typeof action === "object") add(action.label || action.title, action.url);
   }
