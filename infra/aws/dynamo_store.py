@@ -565,7 +565,9 @@ class DynamoSessionStore:
             if _is(error, "ConditionalCheckFailedException"):
                 return False  # it exists already
             raise
-        for put in [*self._index_puts(state, {state.customer_id}), self._summary_put(state)]:
+        # Its line in the session list is written by its first turn's commit: the webhook may
+        # write no other items than these (template.yaml).
+        for put in self._index_puts(state, {state.customer_id}):
             self._table.ddb.put_item(**put["Put"])
         return True
 
