@@ -59,9 +59,10 @@ META = "META"
 PUBLISHED = "PUBLISHED"
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's TransactWriteItems limit
 # meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
-# customer index entry of a turn that creates its session; a turn with several new senders adds
-# one index entry each and is refused by the transaction-size check in `commit`
-MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 5
+# customer index entry of a turn that creates its session + the session list's summary
+# (`infra.aws.session_index`); a turn with several new senders adds one index entry each (and
+# one masking earlier turns one trace each) and is refused by the transaction-size check
+MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 6
 
 
 class ItemTooLarge(WaypointError):
