@@ -23,6 +23,7 @@ pytestmark = pytest.mark.browser
 KEY = "studio-browser-test-key-0123456789"
 WAIT = 90  # seconds: a turn on a loaded two-core machine, with generous headroom
 # Markup an attacker would hope the page renders: it must arrive on screen as these characters.
+SERVER_URL: list[str] = []  # the module's server, for helpers called from tests
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
 
 
@@ -49,6 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     bank.reset_bank()
     try:
         with LocalServer(hostile_bank(), tools_module=TOOLS_MODULE, management_api_key=KEY) as s:
+            SERVER_URL[:] = [s.base_url]
             yield s
     finally:
         reset_runtime()
@@ -67,6 +69,14 @@ def wait_for(driver: Any, css: str, *, count: int = 1, text: str | None = None) 
         return found
 
     return WebDriverWait(driver, WAIT).until(ready, f"waiting for {css!r} ({text!r})")
+
+
+def listed_sessions() -> list[str]:
+    """The session ids the API lists for the agent (from outside the page)."""
+    page = httpx.get(
+        f"{SERVER_URL[0]}/api/sessions", params={"limit": "200"}, headers={"X-Api-Key": KEY}
+    )
+    return sorted(s["session_id"] for s in page.json()["sessions"])
 
 
 def say(driver: Any, text: str, replies_before: int) -> Any:
@@ -89,9 +99,11 @@ def conversation(browser: Any, server: LocalServer) -> dict[str, str]:
     returns the turn ids of the interesting turns."""
     from selenium.webdriver.common.by import By
 
+    sessions_before = listed_sessions()
     browser.get(f"{server.base_url}/#key={KEY}")
-    wait_for(browser, "#chat-session", text="session ")
+    wait_for(browser, "#status", text="connected to")
     assert KEY not in browser.current_url  # read from the fragment, then taken out of it
+    assert listed_sessions() == sessions_before  # opening the page made no session
     turns: dict[str, str] = {}
     script = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "1k"]
     for i, text in enumerate(script):
@@ -249,7 +261,7 @@ def test_a_wrong_key_is_said_plainly(browser: Any, server: LocalServer) -> None:
 
 def test_a_forms_link_is_only_ever_an_http_address(browser: Any, server: LocalServer) -> None:
     browser.get(f"{server.base_url}/#key={KEY}")
-    wait_for(browser, "#chat-session", text="session ")
+    wait_for(browser, "#status", text="connected to")
     actions = browser.execute_script(
         "return viewActions({url: 'javascript:window.__pwned=1', actions: ["
         "{label: 'Fill in the address', url: 'https://forms.example/a?call=1'},"
@@ -260,7 +272,7 @@ def test_a_forms_link_is_only_ever_an_http_address(browser: Any, server: LocalSe
 
 def test_a_graph_is_stripped_of_anything_that_could_run(browser: Any, server: LocalServer) -> None:
     browser.get(f"{server.base_url}/#key={KEY}")
-    wait_for(browser, "#chat-session", text="session ")
+    wait_for(browser, "#status", text="connected to")
     svg = (
         '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
         ' onload="window.__pwned=1"><script>window.__pwned=1</script>'
@@ -273,3 +285,18 @@ def test_a_graph_is_stripped_of_anything_that_could_run(browser: Any, server: Lo
     for active in ("script", "onload", "onclick", "javascript:", "foreignObject"):
         assert active not in cleaned
     assert browser.execute_script("return window.__pwned") is None
+
+
+def test_new_session_starts_the_conversation_over(
+    browser: Any, conversation: dict[str, str]
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, '#tabs [data-view="chat"]').click()
+    browser.find_element(By.ID, "chat-reset").click()
+    assert browser.find_elements(By.CSS_SELECTOR, "#transcript li") == []
+    reply = say(browser, "Hi", 0)
+    assert "stock price" in reply.text  # greeted again: nothing carried over
+    fresh = browser.execute_script("return studio.chatSession")
+    assert fresh and fresh != conversation["session"]
+    assert fresh in listed_sessions()

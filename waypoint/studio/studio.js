@@ -492,10 +492,8 @@ function start() {
     studio.base = $("#api-base").value.trim() || `${location.origin}/api`;
     studio.key = $("#api-key").value;
     studio.agent = $("#agent-id").value.trim();
-    studio.agents.clear();
-    studio.graphRoute = true;
     saveConnection();
-    newChatSession().then(() => setStatus("connected")).catch(fail);
+    connect().catch(fail);
   });
   $("#chat-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -504,25 +502,40 @@ function start() {
     $("#chat-input").value = "";
     sendMessage(text).catch(fail);
   });
-  $("#chat-reset").addEventListener("click", () => newChatSession().catch(fail));
+  $("#chat-reset").addEventListener("click", resetChat);
   $("#sessions-refresh").addEventListener("click", () => loadSessions(true).catch(fail));
   $("#sessions-more").addEventListener("click", () => loadSessions(false).catch(fail));
   // A link with a new fragment (another stack, another key) reconnects without a reload.
   window.addEventListener("hashchange", () => {
     if (!location.hash) return;
     readConnection();
-    connect();
+    connect().catch(fail);
   });
   show("chat");
-  connect();
+  connect().catch(fail);
 }
 
-function connect() {
+// Check the key with one cheap read (and learn the served agent from it); the chat's session is
+// made with the first message, so opening the page leaves no empty session behind.
+async function connect() {
   studio.agents.clear();
   studio.graphRoute = true;
+  resetChat();
+  if (!studio.key) {
+    setStatus("Enter the management API key (waypoint serve prints it) and connect.");
+    return;
+  }
+  const query = new URLSearchParams({ limit: "1" });
+  if (studio.agent) query.set("agent", studio.agent);
+  const page = await api("GET", `/sessions?${query}`);
+  if (!studio.agent && page.sessions.length) studio.agent = page.sessions[0].agent_id;
+  setStatus(`connected to ${studio.base}`);
+}
+
+function resetChat() {
   studio.chatSession = null;
-  if (studio.key) newChatSession().catch(fail);
-  else setStatus("Enter the management API key (waypoint serve prints it) and connect.");
+  $("#transcript").replaceChildren();
+  $("#chat-session").textContent = "a new session starts with your first message";
 }
 
 start();
