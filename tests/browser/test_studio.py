@@ -153,6 +153,9 @@ def test_the_inspector_shows_the_matched_guideline_the_tool_call_and_the_prompt(
     assert "ok" in tool.text
     balance = wait_for(browser, '#tool-calls .tool-call[data-tool="get_account_balance"]')[0]
     assert "1234567890" in balance.text
+    walk = wait_for(browser, '#journeys .journey[data-journey="balance"]')[0].text
+    assert "the model proposed: ask_account → find_account" in walk
+    assert "verification kept: find_account" in walk
     screenshot(browser, "inspector-tools")
 
 
