@@ -45,7 +45,11 @@ def test_the_page_and_its_assets_are_served_beside_webhooks_and_the_api(
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert '<script src="studio/studio.js">' in page.text
     assert "Content-Security-Policy" in page.text  # nothing loads from elsewhere
-    for name, kind in (("studio.js", "javascript"), ("studio.css", "css")):
+    for name, kind in (
+        ("studio.js", "javascript"),
+        ("inspector.js", "javascript"),
+        ("studio.css", "css"),
+    ):
         asset = httpx.get(f"{server.base_url}/studio/{name}")
         assert asset.status_code == 200 and kind in asset.headers["content-type"]
     # the webhook app still answers its routes, the API still wants its key

@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 STUDIO_DIR = Path(__file__).resolve().parent
-ASSETS = ("studio.js", "studio.css")  # what `/studio/{name}` serves; nothing else is reachable
+ASSETS = (
+    "studio.js",
+    "inspector.js",
+    "studio.css",
+)  # what `/studio/{name}` serves; nothing else is reachable
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
