@@ -207,8 +207,7 @@ class InMemorySessionStore:
             # A deep copy: the caller may keep mutating its trace dict after the commit.
             self._traces[(session_id, commit.turn_id)] = copy.deepcopy(dict(commit.trace))
             for earlier, trace in commit.masked_traces.items():  # rewritten with a secret masked
-                if (session_id, earlier) in self._traces:
-                    self._traces[(session_id, earlier)] = copy.deepcopy(dict(trace))
+                self._traces[(session_id, earlier)] = copy.deepcopy(dict(trace))
             self._summaries[session_id] = summarize_session(commit.state, commit.new_events)
         return True
 
