@@ -138,6 +138,8 @@ def test_the_inspector_shows_the_matched_guideline_the_tool_call_and_the_prompt(
     browser.find_element(By.CSS_SELECTOR, f'a.inspect[data-turn="{conversation["Hi"]}"]').click()
     greet = wait_for(browser, '#guidelines tr.matched[data-guideline="greet"]')[0]
     assert "matched" in greet.text and "greets" in greet.text  # verdict and condition
+    start = wait_for(browser, '#guidelines tr[data-guideline="journey:stock:condition:0"]')[0]
+    assert "price of a stock" in start.text  # a journey's start, by its condition
     calls = wait_for(browser, "#llm-calls details.llm-call")
     calls[0].find_element(By.TAG_NAME, "summary").click()
     prompt = calls[0].find_element(By.CSS_SELECTOR, "pre.prompt")

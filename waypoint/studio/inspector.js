@@ -46,7 +46,7 @@ async function openTurn(sessionId, turnId) {
   sections.push(el("h3", { text: "Guidelines evaluated" }), el("div", { id: "guidelines" },
     table(["Guideline", "When", "Then", "Batch", "Verdict", "Rationale"],
       trace.matches.map((m) => {
-        const g = guidelines.get(m.guideline_id) || {};
+        const g = guidelines.get(m.guideline_id) || projected(agent, m.guideline_id);
         return [m.guideline_id, g.condition || "", g.action || "", m.batch,
           el("span", { class: m.matched ? "verdict-yes" : "verdict-no",
             text: m.matched ? `matched (${m.score})` : `not matched (${m.score})` }),
@@ -73,6 +73,21 @@ async function openTurn(sessionId, turnId) {
   const journeys = $("#journeys");
   if (!trace.journeys.length) journeys.append(el("p", { class: "muted", text: "no journey moved" }));
   for (const t of trace.journeys) journeys.append(await journeyBlock(trace, t));
+}
+
+// What a journey's start or step, judged like a guideline (`journey:{id}:condition:{i}`,
+// `journey:{id}:node:{step}`), holds on and asks for, from the agent's definition.
+function projected(agent, guidelineId) {
+  const found = /^journey:(.+):(condition|node):([^:]+)$/.exec(guidelineId);
+  const journeys = (agent && agent.definition.journeys) || [];
+  const journey = found && journeys.find((j) => j.id === found[1]);
+  if (!journey) return {};
+  if (found[2] === "condition") {
+    return { condition: (journey.conditions || [])[Number(found[3])] || "", action: `start ${journey.title || journey.id}` };
+  }
+  const step = (journey.states || []).find((n) => n.id === found[3]) || {};
+  const does = step.chat || step.action || (step.tool ? `run ${step.tool}` : "");
+  return { condition: `${journey.title || journey.id} is at step ${found[3]}`, action: does };
 }
 
 function stagesTable(stages) {
