@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test lint typecheck format demo bench soak clean schema scaffold-check
+.PHONY: install test lint typecheck format demo bench soak clean schema scaffold-check browser-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ bench: $(STAMP)
 soak: $(STAMP)
 	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"
 	$(BIN)/python -m pytest tests/reliability -m soak
+
+# The studio page (waypoint/studio) driven in headless Chromium: Debian's chromium and
+# chromium-driver (apt), Selenium from the `browser` extra. Screenshots: build/studio-screenshots/.
+browser-test: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,browser]"
+	WAYPOINT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -rs
 
 # The "make your own agent" path: a wheel, `waypoint init`, validate, test, chat, serve + publish,
 # then `sam validate --lint` and `sam build` of the new project with its function sizes checked.

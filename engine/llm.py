@@ -24,7 +24,13 @@ from pydantic import BaseModel
 from engine.errors import LLMBudgetExceeded, LLMError, LLMOutputInvalid, LLMTransientError
 from engine.model import AgentConfig, LLMPurpose
 from engine.ports import Generation, SchematicLLM, Usage
-from engine.trace import LLMCallRecord, TurnTrace
+from engine.trace import (
+    MAX_RECORDED_ANSWER_CHARS,
+    MAX_RECORDED_PROMPT_CHARS,
+    LLMCallRecord,
+    TurnTrace,
+    bounded_text,
+)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -135,6 +141,7 @@ class TurnLLM:
             label=label,
             prompt_chars=len(prompt),
             round=self.round,
+            prompt=bounded_text(prompt, MAX_RECORDED_PROMPT_CHARS),
         )
         started = time.perf_counter()
         try:
@@ -146,10 +153,10 @@ class TurnLLM:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
             self._trace.llm_calls.append(record)
         record.model = generation.model or model
+        answer = generation.value.model_dump_json()
+        record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
         record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
-        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(
-            generation.value.model_dump_json()
-        )
+        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
         self._trace.llm_rounds = max(self._trace.llm_rounds, self.round)
         return generation
 

@@ -24,6 +24,7 @@ from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
 from engine.session import Event, SessionState
+from engine.session_index import SessionPage, SessionSummary, page_after, summarize_session
 
 # --------------------------------------------------------------------------------------------------
 # Rules shared by every store implementation
@@ -140,6 +141,7 @@ class InMemorySessionStore:
         self._events: dict[str, list[Event]] = {}
         self._turns: dict[str, set[str]] = {}
         self._traces: dict[tuple[str, str], dict[str, Any]] = {}
+        self._summaries: dict[str, SessionSummary] = {}  # `engine.session_index`
         self._lock = threading.Lock()
 
     async def load(self, session_id: str) -> SessionState | None:
@@ -168,6 +170,7 @@ class InMemorySessionStore:
                 self._meta[state.id] = state.model_copy(update={"events": ()})
                 self._events[state.id] = list(state.events)
                 self._turns[state.id] = set()
+                self._summaries[state.id] = summarize_session(state)
         stored = await self.load(state.id)
         assert stored is not None
         return stored
@@ -203,7 +206,17 @@ class InMemorySessionStore:
             self._turns.setdefault(session_id, set()).add(commit.turn_id)
             # A deep copy: the caller may keep mutating its trace dict after the commit.
             self._traces[(session_id, commit.turn_id)] = copy.deepcopy(dict(commit.trace))
+            for earlier, trace in commit.masked_traces.items():  # rewritten with a secret masked
+                self._traces[(session_id, earlier)] = copy.deepcopy(dict(trace))
+            self._summaries[session_id] = summarize_session(commit.state, commit.new_events)
         return True
+
+    async def list_sessions(
+        self, agent_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """A page of the agent's session summaries (`engine.session_index`)."""
+        with self._lock:
+            return page_after(self._summaries, agent_id, limit, cursor)
 
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         """The trace a committed turn wrote, or None."""

@@ -3,7 +3,7 @@ depends on these Protocols (and tests use in-memory or scripted implementations)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -94,6 +94,9 @@ class TurnCommit:
     # Earlier events rewritten with a secret masked, at their own offsets: the customer typed a
     # password before the turn that recognised it as one (`engine.secrets`).
     masked_events: Sequence[Event] = ()
+    # The stored traces of those earlier events' turns, rewritten with the secret masked too
+    # (turn id → trace): their recorded prompts quote the customer's words.
+    masked_traces: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     # Whether the session had a journey in flight before this turn: a store that indexes
     # sessions in flight (for publish-time checks) then knows to clear its entry.
     in_flight_before: bool = True

@@ -26,6 +26,26 @@ class LLMCallRecord(BaseModel):
     attempts: int = 1
     round: int = 0  # sequential LLM round on the critical path this call belongs to
     error: str | None = None
+    # What was asked and answered, for the studio's inspector: bounded (`bounded_text`), and
+    # masked with the rest of the trace when the turn handled a secret (`masked_trace`).
+    prompt: str = ""
+    answer: str = ""
+
+
+# Enough to read a prompt whole in all but the largest agents, small enough that a turn's trace
+# (a handful of calls) stays well inside an item body (`infra.aws.dynamo_store.ItemBodies`).
+MAX_RECORDED_PROMPT_CHARS = 24_000
+MAX_RECORDED_ANSWER_CHARS = 8_000
+
+
+def bounded_text(text: str, limit: int) -> str:
+    """`text`, or its head and tail around a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    left_out = len(text) - head - tail
+    return f"{text[:head]}\n… [{left_out} characters left out] …\n{text[-tail:]}"
 
 
 class MatchRecord(BaseModel):
@@ -44,6 +64,9 @@ class JourneyTransitionRecord(BaseModel):
     how: str  # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended"
     repairs: list[str] = Field(default_factory=list)  # what path verification fixed
     rationale: str = ""
+    # The walk the model proposed this turn (node ids), before path verification kept what
+    # `new_path` says; empty when no model chose the step (entry, auto-return, forced moves).
+    proposed: list[str] = Field(default_factory=list)
 
 
 class RelationRecord(BaseModel):

@@ -49,6 +49,9 @@ class TurnOutput:
     replayed: bool = False  # the messages were already answered; nothing new was computed
     # earlier events rewritten with a secret this turn recognised masked (same offsets)
     masked_events: Sequence[Event] = ()
+    # This turn's secret masking, for the stored traces of the turns whose events it masked
+    # (their prompts quote what the customer typed). Memory only, like the secrets it holds.
+    scrub_earlier: Callable[[Any], Any] | None = None
 
 
 def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
@@ -159,6 +162,7 @@ class TurnPipeline:
             reply,
             masked_trace(state),
             masked_events=tuple(state.masked_earlier_events.values()),
+            scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
         )
 
 
@@ -186,6 +190,20 @@ class TurnEngine:
         self.pipeline = TurnPipeline(deps)
         self.index_for = index_for
         self.max_conflict_retries = max_conflict_retries
+
+    async def _masked_traces(
+        self, session_id: str, turn_id: str, output: TurnOutput
+    ) -> dict[str, dict[str, Any]]:
+        """The traces of earlier turns whose events this turn masked, masked the same way: a
+        secret typed before the turn that asked for it is in that turn's recorded prompts."""
+        if output.scrub_earlier is None:
+            return {}
+        masked: dict[str, dict[str, Any]] = {}
+        for earlier in sorted({e.turn_id for e in output.masked_events if e.turn_id} - {turn_id}):
+            trace = await self.sessions.trace(session_id, earlier)
+            if trace is not None:
+                masked[earlier] = output.scrub_earlier(trace)
+        return masked
 
     async def handle(
         self, session_id: str, messages: Sequence[InboundMessage], *, turn_id: str | None = None
@@ -226,6 +244,7 @@ class TurnEngine:
                 new_events=output.new_events,
                 trace=output.trace.model_dump(mode="json"),
                 masked_events=output.masked_events,
+                masked_traces=await self._masked_traces(session_id, turn_id, output),
                 in_flight_before=in_flight_before,
             )
             try:

@@ -11,7 +11,9 @@ which may come from the SSM secrets path); without it: 401, before anything else
     GET  /agents/{agent_id}[?version=]    the published (or given) version
     GET  /agents/{agent_id}/graph         its journeys drawn, SVG or Mermaid (`functions.graph_api`)
     POST /sessions                        create a session (web chat, tests)
+    GET  /sessions?agent=&limit=&cursor=  the agent's sessions, a page at a time (`studio_api`)
     GET  /sessions/{session_id}           its state, without events
+    GET  /sessions/{session_id}/turns     its turns (ids and times), to open their traces
     GET  /sessions/{session_id}/events    its events, in order (`?after=` offset)
     GET  /sessions/{session_id}/traces/{turn_id}
     POST /sessions/{session_id}/messages  a customer message: runs the turn and returns the reply,
@@ -63,6 +65,7 @@ from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
 from functions.graph_api import add_graph_route
 from functions.http_entry import http_lambda_handler
+from functions.studio_api import router as studio_routes
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
@@ -638,6 +641,9 @@ async def deliver_interrupt_result(
         return QueuedView(session_id=session_id, event_id=message.event_id)
     output = await runtime.engine.handle(session_id, [message.to_inbound()])
     return TurnView.of(session_id, output)
+
+
+app.include_router(studio_routes)  # GET /sessions, /sessions/{id}/turns (the studio page)
 
 
 # --------------------------------------------------------------------------------------------------

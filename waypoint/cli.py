@@ -310,7 +310,49 @@ def serve(
         bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
     ] = False,
 ) -> None:
-    """Serve webhooks, the management API and the turn worker locally (for a real front end)."""
+    """Serve webhooks, the management API, the studio page (at `/`) and the turn worker
+    locally (for a real front end)."""
+    _serve(path, tools, llm, host, port, data, ephemeral, open_browser=False)
+
+
+@app.command()
+def studio(
+    path: AgentPath = None,
+    tools: ToolsOption = None,
+    llm: LLMOption = LLMChoice.AUTO,
+    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port (0: any free port)")] = 8750,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help=f"directory keeping sessions, agents and queued messages across restarts "
+            f"(default: ./{DEFAULT_DATA_DIR})",
+        ),
+    ] = None,
+    ephemeral: Annotated[
+        bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
+    ] = False,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="print the page's address instead of opening it")
+    ] = False,
+) -> None:
+    """`serve`, and open the studio page in the browser: chat with the agent, list sessions,
+    inspect any turn (guidelines, journeys on their graphs, tool calls, LLM calls)."""
+    _serve(path, tools, llm, host, port, data, ephemeral, open_browser=not no_browser)
+
+
+def _serve(
+    path: str | None,
+    tools: str | None,
+    llm: LLMChoice,
+    host: str,
+    port: int,
+    data: Path | None,
+    ephemeral: bool,
+    *,
+    open_browser: bool,
+) -> None:
     from infra.aws.moto_persistence import LocalStateError
     from waypoint.local_server import LocalServer
 
@@ -342,6 +384,13 @@ def serve(
         console.print(f"webhooks        {server.base_url}/webhooks/{{channel}}")
         console.print(f"management API  {server.base_url}/api   (header X-Api-Key: {key})")
         console.print(f"API reference   {server.base_url}/api/docs")
+        # The key travels in the fragment: browsers never send it to any server.
+        studio_url = f"{server.base_url}/#key={key}"
+        console.print(f"studio          {studio_url}")
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(studio_url)
         console.print(f"generic channel secret: {generic}")
         if data_dir is None:
             console.print("state           in memory (--ephemeral): lost when this stops")

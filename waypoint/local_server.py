@@ -3,7 +3,8 @@
 - moto's threaded server stands in for DynamoDB, S3 and SQS, with the table, bucket and queues
   created from `template.yaml`;
 - the webhook and management Lambda apps are served on one local HTTP port (webhooks under
-  `/webhooks/{channel}`, the management API under `/api`);
+  `/webhooks/{channel}`, the management API under `/api`), with the studio page at `/`
+  (`waypoint.studio`);
 - a poller does what Lambda's SQS event source mapping does: it receives batches from the FIFO
   turn queue, invokes `functions.worker.handler` with the same event shape, deletes what
   succeeded and lets failed records come back;
@@ -234,6 +235,7 @@ class LocalServer:
 
         from functions import management, webhook
         from infra.channels.signing import constant_time_equals, sign_generic
+        from waypoint.studio import studio_routes
 
         async def local_replies(request: Request) -> JSONResponse:
             body = await request.body()
@@ -250,6 +252,7 @@ class LocalServer:
             routes=[
                 Route("/local/replies", local_replies, methods=["POST"]),
                 Mount("/api", app=management.app),
+                *studio_routes(),  # the page at `/` (waypoint/studio), reading `/api`
                 Mount("/", app=webhook.app),
             ]
         )

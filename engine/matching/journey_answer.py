@@ -126,7 +126,9 @@ def verify_advancement(
         executed_tools=executed_tools,
         hold_at=hold_at,
     )
-    return VerifiedStep(step.path, step.node_id, step.outcome, (*notes, *step.repairs))
+    return VerifiedStep(
+        step.path, step.node_id, step.outcome, (*notes, *step.repairs), proposed=tuple(steps)
+    )
 
 
 def _backtrack_target(

@@ -33,6 +33,8 @@ class VerifiedStep:
     node_id: str | None  # the step for this turn; None when exited or completed
     outcome: Outcome
     repairs: tuple[str, ...] = ()  # what verification fixed, for the trace
+    # The walk the model proposed (empty: no model was asked); for the trace, not the outcome.
+    proposed: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,7 @@ def apply_verified(
             how=how,
             repairs=list(step.repairs),
             rationale=rationale,
+            proposed=list(step.proposed),
         )
     )
 

@@ -11,6 +11,9 @@ where they are built.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from engine.secrets import MASK, TurnSecrets
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
 from engine.stages.state import TurnState
@@ -101,9 +104,55 @@ def stored_confirmation(state: TurnState) -> PendingConfirmation | None:
     )
 
 
+PROMPT_WITHHELD = "(not kept: this turn handled a secret value)"
+
+
 def masked_trace(state: TurnState) -> TurnTrace:
     """The trace as persisted and returned by the API: the turn's secret values masked in every
-    record (sources such as "password ← customer message #3: '…'", notes, details)."""
+    record (sources such as "password ← customer message #3: '…'", notes, details).
+
+    The prompts and answers of a turn that handled a secret are not kept at all: a prompt quotes
+    the customer's words, and an answer masked whole (`_masked_answer`) has no value to scrub
+    by — only the absence of the text is sure to hold no secret."""
+    trace = state.trace
+    if state.secrets.seen or state.masked_earlier_events or _answers_a_request_for_a_secret(state):
+        calls = [
+            c.model_copy(update={"prompt": PROMPT_WITHHELD, "answer": PROMPT_WITHHELD})
+            for c in trace.llm_calls
+        ]
+    else:
+        # A model may name a secret field's value in any turn (a hostile one echoes what it
+        # once saw): an answer keeps no value of a field declared secret.
+        calls = [
+            c.model_copy(update={"answer": _answer_without_secrets(state.secrets, c.answer)})
+            for c in trace.llm_calls
+        ]
+    trace = trace.model_copy(update={"llm_calls": calls})
     if not state.secrets.seen:
-        return state.trace
-    return TurnTrace.model_validate(state.secrets.scrub(state.trace.model_dump()))
+        return trace
+    return TurnTrace.model_validate(state.secrets.scrub(trace.model_dump()))
+
+
+def _answer_without_secrets(secrets: TurnSecrets, answer: str) -> str:
+    """A model's JSON answer with the value of every secret name masked, whether the name is a
+    key (`{"password": …}`) or a named item (`{"name": "password", "value": …}`); an answer
+    that is not whole JSON (cut to its bound) is not kept when the agent has secrets."""
+    if not secrets.names or not answer:
+        return answer
+    try:
+        parsed = json.loads(answer)
+    except ValueError:
+        return PROMPT_WITHHELD
+    return json.dumps(_mask_named_items(secrets, secrets.scrub(parsed)), ensure_ascii=False)
+
+
+def _mask_named_items(secrets: TurnSecrets, value: Any) -> Any:
+    if isinstance(value, dict):
+        named = isinstance(value.get("name"), str) and secrets.is_secret(value["name"])
+        return {
+            k: MASK if named and k == "value" else _mask_named_items(secrets, v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_mask_named_items(secrets, v) for v in value]
+    return value

@@ -27,7 +27,7 @@ import gzip
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -46,10 +46,12 @@ from engine.memory import (
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
 from engine.session import Event, EventSource, SessionState
+from engine.session_index import SessionPage
 from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 from infra.aws.retention import Retention
+from infra.aws.session_index import index_put, list_index
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
 
@@ -57,9 +59,10 @@ META = "META"
 PUBLISHED = "PUBLISHED"
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's TransactWriteItems limit
 # meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
-# customer index entry of a turn that creates its session; a turn with several new senders adds
-# one index entry each and is refused by the transaction-size check in `commit`
-MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 5
+# customer index entry of a turn that creates its session + the session list's summary
+# (`infra.aws.session_index`); a turn with several new senders adds one index entry each (and
+# one masking earlier turns one trace each) and is refused by the transaction-size check
+MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 6
 
 
 class ItemTooLarge(WaypointError):
@@ -538,6 +541,7 @@ class DynamoSessionStore:
                     meta,
                     *self._event_puts(state.id, state.events),
                     *self._index_puts(state, {state.customer_id}),
+                    self._summary_put(state),
                 ]
             )
         except ClientError as error:
@@ -562,6 +566,8 @@ class DynamoSessionStore:
             if _is(error, "ConditionalCheckFailedException"):
                 return False  # it exists already
             raise
+        # Its line in the session list is written by its first turn's commit: the webhook may
+        # write no other items than these (template.yaml).
         for put in self._index_puts(state, {state.customer_id}):
             self._table.ddb.put_item(**put["Put"])
         return True
@@ -606,15 +612,7 @@ class DynamoSessionStore:
                 "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
-        trace_item: Item = {
-            **_key(pk, f"TRACE#{commit.turn_id}"),
-            **self._bodies.encode(
-                json.dumps(commit.trace, default=str),
-                f"sessions/{state.id}/traces/{commit.turn_id}.json.gz",
-            ),
-        }
-        if self._trace_ttl is not None:
-            trace_item["expires_at"] = _n(self._epoch() + self._trace_ttl)
+        trace_item = self._trace_item(state.id, commit.turn_id, commit.trace)
         items = [
             meta,
             turn_marker,
@@ -623,9 +621,20 @@ class DynamoSessionStore:
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
+            # and the traces of their turns, whose recorded prompts quote them
+            *(
+                {
+                    "Put": {
+                        "TableName": self._table.name,
+                        "Item": self._trace_item(state.id, t, trace),
+                    }
+                }
+                for t, trace in commit.masked_traces.items()
+            ),
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
             *self._index_puts(state, _people(commit)),
+            self._summary_put(state, commit.new_events),
         ]
         if len(items) > MAX_TRANSACTION_ITEMS:
             raise TurnTooLarge(
@@ -772,6 +781,31 @@ class DynamoSessionStore:
             for person in sorted(people)
             if person
         ]
+
+    def _trace_item(self, session_id: str, turn_id: str, trace: Mapping[str, Any]) -> Item:
+        item: Item = {
+            **_key(session_pk(session_id), f"TRACE#{turn_id}"),
+            **self._bodies.encode(
+                json.dumps(trace, default=str), f"sessions/{session_id}/traces/{turn_id}.json.gz"
+            ),
+        }
+        if self._trace_ttl is not None:
+            item["expires_at"] = _n(self._epoch() + self._trace_ttl)
+        return item
+
+    def _summary_put(self, state: SessionState, new_events: Sequence[Event] = ()) -> Item:
+        """The session's line in its agent's session list (`infra.aws.session_index`)."""
+        expiry = self._expiry(self._retention.session_idle)
+        return index_put(self._table.name, state, expiry, new_events)
+
+    async def list_sessions(
+        self, agent_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """A page of the agent's session summaries: one Query (`engine.session_index`)."""
+        return list_index(
+            self._table.ddb, self._table.name, agent_id,
+            limit=limit, cursor=cursor, now_epoch=self._epoch(),
+        )  # fmt: skip
 
     def _expiry(self, ttl: int | None) -> Item:
         return {"expires_at": _n(self._epoch() + ttl)} if ttl is not None else {}

@@ -35,6 +35,7 @@ from infra.aws.dynamo_store import (
     session_pk,
 )
 from infra.aws.in_flight import shard_of, shard_pk
+from infra.aws.session_index import index_key
 
 _S3_BATCH = 1000  # DeleteObjects' limit
 _CONFLICT_RETRIES = 5
@@ -114,6 +115,8 @@ class CustomerErasure:
         if agent:  # its entry in the index of sessions in flight, so a publish no longer counts it
             in_flight = {"pk": {"S": shard_pk(agent, shard_of(session_id))}}
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
+            # and its line in the agent's session list
+            self._delete_keys([index_key(agent, session_id)], report)
         self._delete_objects(f"sessions/{session_id}/", report)
         # META last: while anything remains, the session is still found through its index.
         keys = [{"pk": i["pk"], "sk": i["sk"]} for i in items]

@@ -45,17 +45,25 @@ def run_cli(
     )
 
 
-def serve_banner(*args: str, cwd: Path, timeout: float = 120) -> str:
-    """Start `python -m waypoint.cli serve ARGS` in `cwd` (this checkout on the path) and return
-    what it printed up to its "Ctrl-C to stop" line; the server is stopped before returning."""
+def serve_banner(
+    *args: str,
+    cwd: Path,
+    timeout: float = 120,
+    command: str = "serve",
+    env_extra: dict[str, str] | None = None,
+) -> str:
+    """Start `python -m waypoint.cli serve ARGS` (or `command`) in `cwd` (this checkout on the
+    path) and return what it printed up to its "Ctrl-C to stop" line; the server is stopped
+    before returning."""
     env = {
         **os.environ,
+        **(env_extra or {}),
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "200",
         "WAYPOINT_CACHE_DIR": str(cwd / ".cache"),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "waypoint.cli", "serve", *args],
+        [sys.executable, "-m", "waypoint.cli", command, *args],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:

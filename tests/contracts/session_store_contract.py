@@ -13,6 +13,7 @@ from engine.errors import SessionConflict
 from engine.history import EVENT_WINDOW
 from engine.ports import SessionStore
 from engine.session import CollectedValue, PendingInterrupt
+from engine.session_index import SessionIndex
 
 from .factories import message, new_session, turn_commit
 
@@ -287,6 +288,47 @@ class SessionStoreContract:
         assert [len(p) for p in pages][:2] == [25, 25]
         assert [e.offset for p in pages for e in p] == list(range(2 * EVENT_WINDOW))
         assert await session_store.events("nope") is None
+
+    async def test_the_session_list_follows_every_commit(self, session_store: SessionStore) -> None:
+        # `engine.session_index`: the summary is written with the turn, from the events written
+        assert isinstance(session_store, SessionIndex)
+        state = await session_store.create(new_session())
+        page = await session_store.list_sessions("bank")
+        assert [(s.session_id, s.events, s.last_activity) for s in page.sessions] == [
+            ("s1", 0, None)
+        ]
+        commit = turn_commit(state, "t1", "first", "second")
+        await session_store.commit(commit)
+        (summary,) = (await session_store.list_sessions("bank")).sessions
+        assert summary.events == 2
+        assert summary.last_activity == commit.new_events[-1].created_at
+        assert (await session_store.list_sessions("another-agent")).sessions == []
+
+    async def test_a_commit_rewrites_the_traces_of_turns_whose_events_it_masked(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        await session_store.commit(turn_commit(state, "t1", "pw hunter22", trace={"p": "hunter22"}))
+        loaded = await session_store.load("s1")
+        assert loaded is not None
+        second = dataclasses.replace(
+            turn_commit(loaded, "t2", "logged in", trace={"p": "ok"}),
+            masked_traces={"t1": {"p": "•••"}},
+        )
+        await session_store.commit(second)
+        assert await session_store.trace("s1", "t1") == {"p": "•••"}
+        assert await session_store.trace("s1", "t2") == {"p": "ok"}
+
+    async def test_a_conflicting_commit_leaves_the_session_list_as_it_was(
+        self, session_store: SessionStore
+    ) -> None:
+        assert isinstance(session_store, SessionIndex)
+        state = await session_store.create(new_session())
+        await session_store.commit(turn_commit(state, "t1", "hi"))
+        with pytest.raises(SessionConflict):  # computed on version 0: another turn was first
+            await session_store.commit(turn_commit(state, "t2", "a", "b", "c"))
+        (summary,) = (await session_store.list_sessions("bank")).sessions
+        assert summary.events == 1
 
 
 __all__ = ["SessionStoreContract", "run_turn"]
