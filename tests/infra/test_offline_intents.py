@@ -1,0 +1,55 @@
+"""The offline model's meaning-based condition matching on requests worded without the
+condition's own words (issue #21): general English only — light verbs, requests to "you", price
+questions — and never a domain word list. Scores are those of `infra.offline.language.similarity`
+and `infra.offline.matching.condition_score`; the engine matches a guideline from 5 of 10."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.offline.language import HEAD_MATCH, similarity, words
+from infra.offline.matching import APPLIES_AT, _agent_as_you
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("The customer wants to order a pizza", "can I get a pizza?"),
+        ("The customer wants to book an appointment", "Can I make an appointment with a physio?"),
+        ("The customer wants to know the balance of an account", "can you check my balance"),
+        ("The customer asks how much a treatment costs", "how much is a treatment?"),
+        ("The customer asks about fees on their account", "why did I pay a fee?"),
+    ],
+)
+def test_a_request_in_other_words_reaches_the_match_threshold(condition: str, message: str) -> None:
+    assert similarity(condition, message) >= HEAD_MATCH >= APPLIES_AT / 10
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        # the object alone, without a light verb, is not a request for the topic
+        (
+            "The customer wants to change an existing appointment",
+            "I'd like to book a new appointment",
+        ),
+        ("The customer wants to order a pizza", "is the pizza vegetarian"),
+        # a statement naming the head is not a question about it
+        ("The customer asks about fees on their account", "I like low fees"),
+    ],
+)
+def test_sharing_one_word_is_still_not_a_match(condition: str, message: str) -> None:
+    assert similarity(condition, message) < APPLIES_AT / 10
+
+
+def test_a_contraction_is_not_a_word_of_its_own() -> None:
+    assert words("What's the price? I'd like it") == ["what", "the", "price", "i", "like", "it"]
+
+
+def test_you_stands_for_the_business_only_for_the_one_word_the_customer_did_not_say() -> None:
+    description = "Books appointments at a physiotherapy clinic and answers questions"
+    asked = _agent_as_you("When are you open on Saturday?", "when the clinic is open", description)
+    assert asked.endswith(" clinic")
+    # two missing words: the customer did not ask for a booking by saying "you"
+    untouched = _agent_as_you("can you tell me a joke", "wants to book an appointment", description)
+    assert untouched == "can you tell me a joke"
