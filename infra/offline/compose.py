@@ -473,7 +473,8 @@ def _yes_no_from_results(clause: str, reply: _Reply) -> str | None:
         return None
     if all(flags):
         return clause
-    return re.sub(r"\b(am|are|is|was|were|can|will|have|has)\b", r"\1 not", clause, count=1)
+    negated = re.sub(r"\b(am|are|is|was|were|can|will|have|has)\b", r"\1 not", clause, count=1)
+    return re.sub(r"\bnot (now|already|currently)\b", "not", negated)  # "you are not logged in"
 
 
 def _confirm(rest: str, reply: _Reply) -> str | None:

@@ -387,7 +387,11 @@ def _values_for(
         offered=walk.context.previous_agent_message or "",
     )
     if anew:
-        found = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}
+        changed = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}
+        # The same value said again as the answer to the question asked anew is the customer's
+        # answer (the username was right, the password was not); otherwise a repeated value in
+        # passing is not a new one.
+        found = changed or (found if answering and not corrections else {})
     return found
 
 
@@ -489,9 +493,20 @@ def _continue_from(walk: _Walk, step: MapStep) -> str | None:
 def _passable_on_arrival(walk: _Walk, step: MapStep) -> bool:
     """A step reached in this walk may be passed only when the agent has nothing to do there:
     it collects fields, and the customer has given all of them already."""
-    if step.tool or not step.fields:
+    if step.tool or not step.fields or _asks_again(walk, step):
         return False
     return _complete(walk, step, answering=False)
+
+
+def _asks_again(walk: _Walk, step: MapStep) -> bool:
+    """A step collecting what an earlier step of this run already collected ("the password was
+    wrong, your username again?", "that day is full, another day?") is there to ask anew: the
+    old value, which led here, never passes it."""
+    names = {f.name for f in step.fields}
+    return any(
+        other is not step and other.visited and names & {f.name for f in other.fields}
+        for other in walk.journey.steps.values()
+    )
 
 
 def _follow(walk: _Walk, transition: MapTransition) -> str | None:

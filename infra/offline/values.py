@@ -198,13 +198,63 @@ _SMALL_NUMBER_WORDS = (
 )  # fmt: skip
 
 
+_UNITS = {w: i for i, w in enumerate(_SMALL_NUMBER_WORDS)} | {
+    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+
+def _number_phrase(tokens: Sequence[_Token], start: int, masked: set[int]) -> tuple[int, int]:
+    """A number written in words from `start` ("three hundred", "two thousand five hundred",
+    "twenty-five"): its value and how many tokens it spans; (0, 0) when there is none. A lone
+    small word ("one", "two") is left to the count rule: "the checking one" is no number."""
+    total = current = 0
+    used = 0
+    big = False
+    for token in tokens[start:]:
+        if token.index in masked:
+            break
+        parts = token.lower.split("-")
+        if token.lower == "and" and used:
+            used += 1
+            continue
+        if not all(p in _UNITS or p in _TENS or p in _SCALES for p in parts):
+            break
+        for part in parts:
+            if part in _SCALES:
+                current = max(current, 1) * _SCALES[part]
+                if _SCALES[part] >= 1000:
+                    total, current = total + current, 0
+                big = True
+            else:
+                current += _UNITS.get(part, 0) + _TENS.get(part, 0)
+                big = big or part in _TENS or _UNITS.get(part, 0) > 12
+        used += 1
+    if used and tokens[start + used - 1].lower == "and":
+        used -= 1
+    return (total + current, used) if big and used else (0, 0)
+
+
 def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
     found = []
+    skip_to = 0
     for i, token in enumerate(tokens):
-        if i in masked:
+        if i in masked or i < skip_to:
             continue
         m = _NUMBER.match(token.clean)
         if not m:
+            value_in_words, span = _number_phrase(tokens, i, masked)
+            if span:  # "three hundred": unambiguous, a number like any written in digits
+                skip_to = i + span
+                following = tokens[i + span].lower if i + span < len(tokens) else ""
+                currency = following in _CURRENCY_WORDS
+                found.append(_Number(token, str(value_in_words), currency, False))
+                continue
             if token.lower in _SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
                 value = str(_SMALL_NUMBER_WORDS.index(token.lower))
                 found.append(_Number(token, value, False, False, word=True))

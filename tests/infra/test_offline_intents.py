@@ -53,3 +53,25 @@ def test_you_stands_for_the_business_only_for_the_one_word_the_customer_did_not_
     # two missing words: the customer did not ask for a booking by saying "you"
     untouched = _agent_as_you("can you tell me a joke", "wants to book an appointment", description)
     assert untouched == "can you tell me a joke"
+
+
+@pytest.mark.parametrize(
+    ("said", "value"),
+    [
+        ("three hundred", 300),
+        ("two thousand five hundred dollars", 2500),
+        ("one hundred and fifty", 150),
+        ("twenty-five", 25),
+    ],
+)
+def test_an_amount_in_words_is_a_number(said: str, value: int) -> None:
+    from infra.offline.values import _number_phrase, _tokens
+
+    assert _number_phrase(_tokens(said), 0, set())[0] == value
+
+
+@pytest.mark.parametrize("said", ["the checking one", "two", "a hundred of them? no"])
+def test_a_lone_small_word_is_left_to_the_count_rule(said: str) -> None:
+    from infra.offline.values import _number_phrase, _tokens
+
+    assert _number_phrase(_tokens(said), 0, set()) == (0, 0)
