@@ -99,6 +99,8 @@ _MONTHS = {
 }
 _MONTH_FIRST = re.compile(r"\b([a-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b", re.I)
 _DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3,9})\.?,? (\d{4})\b", re.I)
+_CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.]([0-5]\d)\b")  # a time of day as written: 9:00, 15.30
+_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?:s)?\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 _FILLER_START = re.compile(
@@ -137,6 +139,8 @@ class Slot:
         if self.kind != TEXT:
             return self.kind
         for role, marks in (
+            ("time", {"time"}),
+            ("weekday", {"day", "weekday"}),
             ("email", {"email", "mail"}),
             ("phone", {"phone", "mobile", "tel", "telephone"}),
             ("symbol", {"symbol", "ticker"}),
@@ -377,7 +381,8 @@ def direct_answer(text: str) -> str:
 
 def mentions_choice(text: str, choice: str) -> bool:
     """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural)."""
-    phrase = re.escape(choice.lower().replace("_", " ")).replace(r"\ ", r"[\s_-]+")
+    spaced = re.sub(r"[_-]+", " ", choice.lower())  # "follow-up" is also "follow up"
+    phrase = re.escape(spaced).replace(r"\ ", r"[\s_-]*")
     return bool(re.search(rf"\b{phrase}(?:s|es)?\b", text.lower())) or (
         choice.lower().endswith("s")
         and bool(re.search(rf"\b{re.escape(choice.lower()[:-1])}\b", text.lower()))
@@ -661,6 +666,16 @@ class _Extraction:
             found = tickers(self.text)
             if found:
                 self._claim(slot, found[0], *self._indexes_of(found[0]))
+        for slot in self._open("time"):
+            times = list(_CLOCK.finditer(self.text))
+            if len(times) == 1:  # "11:30 works for me" → 11:30; two times: which one is unclear
+                hour, minute = times[0].groups()
+                said = times[0].group(0)
+                self._claim(slot, f"{int(hour):02d}:{minute}", *self._indexes_of(said))
+        for slot in self._open("weekday"):
+            days = list(dict.fromkeys(d.lower() for d in _WEEKDAY.findall(self.text)))
+            if len(days) == 1:
+                self._claim(slot, days[0].capitalize(), *self._indexes_of(days[0]))
 
     # -- bare answers to what the agent just asked -----------------------------------------------
 

@@ -75,3 +75,23 @@ def test_a_lone_small_word_is_left_to_the_count_rule(said: str) -> None:
     from infra.offline.values import _number_phrase, _tokens
 
     assert _number_phrase(_tokens(said), 0, set()) == (0, 0)
+
+
+def test_a_time_and_a_weekday_are_read_from_words_around_them() -> None:
+    from infra.offline.values import Slot, extract_values
+
+    slots = [Slot("time"), Slot("day")]
+    assert extract_values(slots, "11:30 works for me, on Saturday") == {
+        "time": "11:30",
+        "day": "Saturday",
+    }
+    # two times: which one is meant is unclear, so none is taken by its shape
+    assert "time" not in extract_values([Slot("time")], "9:00 or 15:00?")
+
+
+def test_a_choice_with_a_hyphen_is_named_with_a_space_or_without() -> None:
+    from infra.offline.values import mentions_choice
+
+    assert mentions_choice("a follow up please", "follow-up")
+    assert mentions_choice("followup", "follow-up")
+    assert not mentions_choice("a massage", "follow-up")
