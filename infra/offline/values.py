@@ -107,6 +107,7 @@ _FILLER_START = re.compile(
     r"^(?:(?:sure|ok|okay|yes|yeah|yep|well|so|um|uh|hi|hello|hey|right|alright|fine)[,!.]?\s+"
     r"|(?:i'?ll (?:have|take)|i'?d like|i want|give me|can i (?:have|get)|let me have|"
     r"(?:i'?ll |let'?s )?go with)(?: the| a| an| some)?\s+"
+    r"|(?:deliver|send|ship|bring|post|mail) (?:it|them|that|those) (?:to|at)\s+"
     r"|(?:it'?s|it is|that'?s|that is|this is|the answer is|i'?m|i am|use|call me|try|"
     r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
     re.I,
@@ -688,8 +689,8 @@ class _Extraction:
         if not open_slots:
             return
         answer = direct_answer(" ".join(t.raw for t in self.tokens if t.index not in self.claimed))
-        if not answer or is_closing(answer):
-            return  # "thanks, bye" answers nothing
+        if not answer or is_closing(answer) or _only_courtesy(answer):
+            return  # "thanks, bye" or a bare "yes" answers no question for a text
         options = offered_options(self.offered)
         picked = ordinal_pick(answer, options) if options else None
         if picked is not None:
@@ -712,6 +713,12 @@ class _Extraction:
             return
         if len(parts) <= 5:
             self.values[slot.name] = answer
+
+
+def _only_courtesy(answer: str) -> bool:
+    """Only yes / no / okay / please and the like: no value for a text field."""
+    said = re.findall(r"[a-z']+|\d+", answer.lower())
+    return bool(said) and all(w in _NOT_VALUES for w in said)
 
 
 def _shaped(slot: Slot, value: str) -> str:
