@@ -12,7 +12,14 @@ from collections import Counter
 
 import pytest
 
-from bench.paraphrase import RAW_MARKERS, SEED, Conversation, known_failures, load_suite
+from bench.paraphrase import (
+    RAW_MARKERS,
+    SEED,
+    Conversation,
+    known_failures,
+    load_suite,
+    markdown_section,
+)
 from infra.conversation_tests import Models, load_file, run_once
 
 SUITE = load_suite()
@@ -60,3 +67,18 @@ def test_every_turn_guards_against_raw_structures() -> None:
 def test_conversation_names_are_unique_per_agent() -> None:
     ids = Counter(c.id for c in SUITE)
     assert [i for i, n in ids.items() if n > 1] == []
+
+
+def test_the_report_names_each_agent_its_rate_and_the_seed() -> None:
+    from bench.paraphrase import pass_rates
+
+    shop = next(c for c in SUITE if c.agent == "shop")
+    seed = next(c for c in SUITE if c.agent == "banking" and c.test.source == SEED)
+    rates = pass_rates([(seed, True), (shop, False)])
+    text = markdown_section(rates, 1.0, "offline-heuristic")
+    assert "| banking | 1 | 1 | 100% | met |" in text
+    assert "| shop | 1 | 0 | 0% | **MISS** |" in text
+    assert "Seed conversation: **passed**" in text
+    assert f"shop: {shop.test.name}" in text
+    failed_seed = markdown_section(pass_rates([(seed, False)]), 1.0, "offline-heuristic")
+    assert "Seed conversation: **FAILED**" in failed_seed
