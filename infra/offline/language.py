@@ -36,6 +36,10 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bforget (it|about it)\b", "cancel"),
     (r"\bcall off\b", "cancel"),
     # Asking a price: "how much is a massage?", "how much does it cost", "what does X cost"
+    # Asking where a thing of one's own is asks how it is doing: "where is my order?"
+    (r"\bwhere(?:'s| is| are)(?= (?:my|our|the) )", "status of"),
+    # Asking how much one has asks for a balance: "how much do I have in savings?"
+    (r"\bhow much (?:money )?(?:do|does|did) (?:i|we) (?:still )?have\b", "balance of what"),
     (r"\bhow much (a|an|the|one) (\w+) costs?\b", r"cost of \1 \2"),
     (r"\bhow much\b(?=[^.?!]*\bcost)", ""),
     (r"\bhow much (is|are|for) (a|an|the|one|my|your)\b", "cost of a"),

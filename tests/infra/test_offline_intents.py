@@ -19,6 +19,8 @@ from infra.offline.matching import APPLIES_AT, _agent_as_you
         ("The customer wants to know the balance of an account", "can you check my balance"),
         ("The customer asks how much a treatment costs", "how much is a treatment?"),
         ("The customer asks about fees on their account", "why did I pay a fee?"),
+        ("The customer asks about the status of an order", "where is my order 17?"),
+        ("The customer wants to know the balance of an account", "how much do I have in savings?"),
     ],
 )
 def test_a_request_in_other_words_reaches_the_match_threshold(condition: str, message: str) -> None:
