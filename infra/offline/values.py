@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from infra.offline.language import (
+    NOT_TICKERS,
     answer_polarity,
     is_abandonment,
     is_closing,
@@ -442,7 +443,34 @@ class _Extraction:
             self._shapes()
         if self.replying:
             self._bare_answers()
+        elif not self.named_only and not self.answering:
+            self._proper_name()
         return self.values
+
+    def _proper_name(self) -> None:
+        """A name said on the customer's own, with the request ("What is Apple's stock price?",
+        "how are Amazon shares doing"): the one capitalised word that does not start a sentence
+        fills the one open name field. Two candidates, or two name fields: which is which is
+        unclear, so neither is taken."""
+        names = self._open("name")
+        if len(names) != 1:
+            return
+        found = []
+        for token in self.tokens[1:]:
+            before = self.tokens[token.index - 1].raw
+            word = re.sub(r"'s$", "", token.clean)
+            if (
+                token.index in self.claimed
+                or before.endswith((".", "!", "?"))
+                or not word[:1].isupper()
+                or not word.isalpha()
+                or word.upper() in NOT_TICKERS
+                or word.lower() in _NOT_VALUES
+            ):
+                continue
+            found.append((word, token.index))
+        if len(found) == 1:
+            self._claim(names[0], found[0][0], found[0][1])
 
     def _open(self, role: str | None = None) -> list[Slot]:
         return [
