@@ -42,7 +42,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bhow much (?:money )?(?:do|does|did) (?:i|we) (?:still )?have\b", "balance of what"),
     (r"\bhow much (a|an|the|one) (\w+) costs?\b", r"cost of \1 \2"),
     (r"\bhow much\b(?=[^.?!]*\bcost)", ""),
-    (r"\bhow much (is|are|for) (a|an|the|one|my|your)\b", "cost of a"),
+    (r"\bhow much (?:is|are|for) (?:a|an|the|one)\b", "cost of a"),
+    (r"\bhow much (?:is|are) (?!(?:there|left|in|on|my|your|our)\b)", "cost of "),
 )
 _SYNONYMS: dict[str, str] = {
     # stopping
