@@ -493,20 +493,9 @@ def _continue_from(walk: _Walk, step: MapStep) -> str | None:
 def _passable_on_arrival(walk: _Walk, step: MapStep) -> bool:
     """A step reached in this walk may be passed only when the agent has nothing to do there:
     it collects fields, and the customer has given all of them already."""
-    if step.tool or not step.fields or _asks_again(walk, step):
+    if step.tool or not step.fields:
         return False
     return _complete(walk, step, answering=False)
-
-
-def _asks_again(walk: _Walk, step: MapStep) -> bool:
-    """A step collecting what an earlier step of this run already collected ("the password was
-    wrong, your username again?", "that day is full, another day?") is there to ask anew: the
-    old value, which led here, never passes it."""
-    names = {f.name for f in step.fields}
-    return any(
-        other is not step and other.visited and names & {f.name for f in other.fields}
-        for other in walk.journey.steps.values()
-    )
 
 
 def _follow(walk: _Walk, transition: MapTransition) -> str | None:

@@ -15,6 +15,7 @@ Nothing is ever made up: a slot with no evidence is left out.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +30,7 @@ from infra.offline.language import (
     tickers,
     word_set,
 )
+from infra.offline.shapes import SMALL_NUMBER_WORDS, clock_times, number_phrase, weekdays
 
 TEXT, INT, NUMBER, BOOL, ENUM, DATE = "text", "int", "number", "bool", "enum", "date"
 
@@ -100,8 +102,6 @@ _MONTHS = {
 }
 _MONTH_FIRST = re.compile(r"\b([a-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b", re.I)
 _DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3,9})\.?,? (\d{4})\b", re.I)
-_CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.]([0-5]\d)\b")  # a time of day as written: 9:00, 15.30
-_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?:s)?\b", re.I)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 _FILLER_START = re.compile(
@@ -198,54 +198,6 @@ def _tokens(text: str) -> list[_Token]:
     return [_Token(i, r, r.strip(".,;:!?()[]{}\"'")) for i, r in enumerate(raw)]
 
 
-_SMALL_NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve",
-)  # fmt: skip
-
-
-_UNITS = {w: i for i, w in enumerate(_SMALL_NUMBER_WORDS)} | {
-    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19,
-}  # fmt: skip
-_TENS = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-    "eighty": 80, "ninety": 90,
-}  # fmt: skip
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-
-
-def _number_phrase(tokens: Sequence[_Token], start: int, masked: set[int]) -> tuple[int, int]:
-    """A number written in words from `start` ("three hundred", "two thousand five hundred",
-    "twenty-five"): its value and how many tokens it spans; (0, 0) when there is none. A lone
-    small word ("one", "two") is left to the count rule: "the checking one" is no number."""
-    total = current = 0
-    used = 0
-    big = False
-    for token in tokens[start:]:
-        if token.index in masked:
-            break
-        parts = token.lower.split("-")
-        if token.lower == "and" and used:
-            used += 1
-            continue
-        if not all(p in _UNITS or p in _TENS or p in _SCALES for p in parts):
-            break
-        for part in parts:
-            if part in _SCALES:
-                current = max(current, 1) * _SCALES[part]
-                if _SCALES[part] >= 1000:
-                    total, current = total + current, 0
-                big = True
-            else:
-                current += _UNITS.get(part, 0) + _TENS.get(part, 0)
-                big = big or part in _TENS or _UNITS.get(part, 0) > 12
-        used += 1
-    if used and tokens[start + used - 1].lower == "and":
-        used -= 1
-    return (total + current, used) if big and used else (0, 0)
-
-
 def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
     found = []
     skip_to = 0
@@ -254,15 +206,18 @@ def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
             continue
         m = _NUMBER.match(token.clean)
         if not m:
-            value_in_words, span = _number_phrase(tokens, i, masked)
+            free = [
+                t.lower for t in itertools.takewhile(lambda t: t.index not in masked, tokens[i:])
+            ]
+            value_in_words, span = number_phrase(free)
             if span:  # "three hundred": unambiguous, a number like any written in digits
                 skip_to = i + span
                 following = tokens[i + span].lower if i + span < len(tokens) else ""
                 currency = following in _CURRENCY_WORDS
                 found.append(_Number(token, str(value_in_words), currency, False))
                 continue
-            if token.lower in _SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
-                value = str(_SMALL_NUMBER_WORDS.index(token.lower))
+            if token.lower in SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
+                value = str(SMALL_NUMBER_WORDS.index(token.lower))
                 found.append(_Number(token, value, False, False, word=True))
             continue
         value = m["num"].replace(",", "")
@@ -696,15 +651,14 @@ class _Extraction:
             if found:
                 self._claim(slot, found[0], *self._indexes_of(found[0]))
         for slot in self._open("time"):
-            times = list(_CLOCK.finditer(self.text))
+            times = clock_times(self.text)
             if len(times) == 1:  # "11:30 works for me" → 11:30; two times: which one is unclear
-                hour, minute = times[0].groups()
-                said = times[0].group(0)
-                self._claim(slot, f"{int(hour):02d}:{minute}", *self._indexes_of(said))
+                value, said = times[0]
+                self._claim(slot, value, *self._indexes_of(said))
         for slot in self._open("weekday"):
-            days = list(dict.fromkeys(d.lower() for d in _WEEKDAY.findall(self.text)))
+            days = weekdays(self.text)
             if len(days) == 1:
-                self._claim(slot, days[0].capitalize(), *self._indexes_of(days[0]))
+                self._claim(slot, days[0], *self._indexes_of(days[0]))
 
     # -- bare answers to what the agent just asked -----------------------------------------------
 

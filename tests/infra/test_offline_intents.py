@@ -67,16 +67,16 @@ def test_you_stands_for_the_business_only_for_the_one_word_the_customer_did_not_
     ],
 )
 def test_an_amount_in_words_is_a_number(said: str, value: int) -> None:
-    from infra.offline.values import _number_phrase, _tokens
+    from infra.offline.shapes import number_phrase
 
-    assert _number_phrase(_tokens(said), 0, set())[0] == value
+    assert number_phrase(said.split())[0] == value
 
 
 @pytest.mark.parametrize("said", ["the checking one", "two", "a hundred of them? no"])
 def test_a_lone_small_word_is_left_to_the_count_rule(said: str) -> None:
-    from infra.offline.values import _number_phrase, _tokens
+    from infra.offline.shapes import number_phrase
 
-    assert _number_phrase(_tokens(said), 0, set()) == (0, 0)
+    assert number_phrase(said.split()) == (0, 0)
 
 
 def test_a_time_and_a_weekday_are_read_from_words_around_them() -> None:
