@@ -157,12 +157,13 @@ def markdown_section(rates: list[AgentRate], seconds: float, model: str) -> str:
     seed_failed = seed & {name for agent, name in failing if agent == "banking"}
     lines += ["", f"Seed conversation: **{'FAILED' if seed_failed else 'passed'}** (must pass)."]
     if failing:
-        lines += [
-            "",
-            "Failing today (each with its cause in `tests/paraphrase/known_failures.yaml`): "
-            + "; ".join(f"{a}: {n}" for a, n in failing)
-            + ".",
-        ]
+        causes = known_failures()
+        lines += ["", "Failing today, with the cause (`tests/paraphrase/known_failures.yaml`):", ""]
+        for agent, name in failing:
+            cause = causes.get(f"{agent}::{name}", "not a known failure: a regression").split(
+                ". Seen:"
+            )[0]
+            lines.append(f"- {agent}: {name} — {cause}")
     return "\n".join(lines)
 
 

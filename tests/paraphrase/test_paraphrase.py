@@ -79,6 +79,6 @@ def test_the_report_names_each_agent_its_rate_and_the_seed() -> None:
     assert "| banking | 1 | 1 | 100% | met |" in text
     assert "| shop | 1 | 0 | 0% | **MISS** |" in text
     assert "Seed conversation: **passed**" in text
-    assert f"shop: {shop.test.name}" in text
+    assert f"- shop: {shop.test.name} — " in text
     failed_seed = markdown_section(pass_rates([(seed, False)]), 1.0, "offline-heuristic")
     assert "Seed conversation: **FAILED**" in failed_seed
