@@ -1,6 +1,7 @@
 """`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md.
 
-`python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`)."""
+`python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`);
+`python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.eval.cli import main as eval_main
 
         return eval_main(argv[1:])
+    if argv[:1] == ["paraphrase"]:  # the paraphrase suite's pass rate per agent
+        from bench.paraphrase import main as paraphrase_main
+
+        return paraphrase_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "

@@ -8,7 +8,16 @@ from typing import Any
 
 from bench.synthetic import SCALE_SHAPES, Shape
 
-SECTIONS = ("turns", "overhead", "reference", "embeddings", "imports", "throughput", "profile")
+SECTIONS = (
+    "turns",
+    "overhead",
+    "reference",
+    "embeddings",
+    "imports",
+    "throughput",
+    "profile",
+    "offline",
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,7 @@ class BenchConfig:
     throughput_turns: int = 3  # per session: the banking conversation's stock-price turns
     throughput_warmup: bool = True  # one unmeasured turn first (builds the worker's runtime)
     profile_guidelines: int = 5_000  # the agent size profiled for the overhead analysis
+    offline_cpu_repeats: int = 5  # banking conversations timed on the offline model
     sections: tuple[str, ...] = SECTIONS
     quick: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -99,5 +109,6 @@ TINY = replace(
     throughput_turns=1,
     throughput_warmup=False,
     profile_guidelines=10,
+    offline_cpu_repeats=1,
     quick=True,
 )

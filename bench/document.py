@@ -258,9 +258,11 @@ EVAL_HEADING = "## Decision accuracy (`python -m bench eval`)"
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
     """Rewrite the document; the blocks other commands wrote into it are kept (the load results
     of `make soak`, the long session of `python -m bench long-session`, the accuracy table of
-    `python -m bench eval`)."""
+    `python -m bench eval`, the pass rates of `python -m bench paraphrase`)."""
     from bench.long_session import BLOCK as LONG_BLOCK
     from bench.long_session import HEADING as LONG_HEADING
+    from bench.paraphrase import BLOCK as PARAPHRASE_BLOCK
+    from bench.paraphrase import HEADING as PARAPHRASE_HEADING
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(result)
@@ -269,6 +271,7 @@ def write_document(result: BenchResult, path: Path = DOC) -> Path:
         (LOAD_BLOCK, LOAD_HEADING),
         (LONG_BLOCK, LONG_HEADING),
         (EVAL_BLOCK, EVAL_HEADING),
+        (PARAPHRASE_BLOCK, PARAPHRASE_HEADING),
     )
     for name, heading in kept_blocks:
         kept = read_block(old, name)

@@ -245,6 +245,41 @@ def tables(result: BenchResult) -> list[Table]:
                 ],
             )
         )
+    if result.offline_cpu is not None:
+        c = result.offline_cpu
+        out.append(
+            Table(
+                "Offline model: CPU per call and per turn (banking seed conversation, in-memory ports)",
+                [
+                    "status",
+                    "turns",
+                    "model calls / turn",
+                    "CPU per call p50 ms",
+                    "CPU per call max ms",
+                    "model CPU per turn ms",
+                    "whole turn CPU p50 ms",
+                ],
+                [
+                    [
+                        c.status,
+                        f"{c.turns} ({c.runs} runs)",
+                        f"{c.calls_per_turn:.1f}",
+                        _ms(c.call_p50_ms, 2),
+                        _ms(c.call_max_ms, 2),
+                        _ms(c.model_per_turn_ms, 2),
+                        _ms(c.turn_p50_ms, 1),
+                    ]
+                ],
+                [
+                    "`bench/offline_cpu.py`: the offline model (`infra.offline`) answers every "
+                    "schema of the turn; a call's CPU is `time.thread_time` around the model "
+                    "only, a turn's is `time.process_time` around `TurnEngine.handle` (engine, "
+                    "prompt building, verification, tools and the model). The first run warms "
+                    "caches and is not counted. What `make demo`, `waypoint chat` and every "
+                    "offline test pay per turn."
+                ],
+            )
+        )
     if result.throughput is not None:
         t = result.throughput
         done = t.status.startswith("ok")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.harness import TurnSample
+from bench.offline_cpu import OfflineCpuRow
 
 
 @dataclass
@@ -159,6 +160,7 @@ class BenchResult:
     embeddings: list[EmbeddingRow] = field(default_factory=list)
     imports: list[ImportRow] = field(default_factory=list)
     first_turn: FirstTurnRow | None = None
+    offline_cpu: OfflineCpuRow | None = None
     throughput: ThroughputRow | None = None
     targets: list[TargetResult] = field(default_factory=list)
     profile: list[ProfileRow] = field(default_factory=list)

@@ -13,6 +13,7 @@ from bench.config import BenchConfig
 from bench.embeddings import run_embedding_suite
 from bench.fake_llm import LatencyModel
 from bench.machine import describe_machine
+from bench.offline_cpu import measure_offline_cpu
 from bench.profile import profile_overhead
 from bench.results import BenchResult
 from bench.targets import evaluate
@@ -65,6 +66,9 @@ def run(config: BenchConfig, progress: Progress | None = None) -> BenchResult:
         result.first_turn = measure_first_turn(
             config.first_turn_runs, say, warmup=config.import_warmup
         )
+    if "offline" in config.sections:
+        say("offline model: CPU per call and per turn on the banking conversation")
+        result.offline_cpu = measure_offline_cpu(config.offline_cpu_repeats)
     if "throughput" in config.sections:
         latency = LatencyModel(config.latency_ms, config.latency_per_token_ms)
         result.throughput = measure_throughput(

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -191,8 +192,10 @@ def selector_options(outcome: ToolOutcome) -> list[dict[str, Any]]:
 def resolve_pick(
     options: Sequence[Mapping[str, Any]], choice: str | None, text: str | None
 ) -> Any | None:
-    """Which option the customer picked: a button/list id, its number ("2"), or its label typed
-    out. Returns the option's value, or None when the answer picks nothing (or is ambiguous)."""
+    """Which option the customer picked: a button/list id, its number ("2"), its position in
+    words ("the second", "the last one"), or its label typed out, alone or with courtesy words
+    around it ("large please", "I'll take the medium one"). Returns the option's value, or None
+    when the answer picks nothing (or is ambiguous: "extra large" is not "large")."""
     for option in options:
         if choice is not None and str(choice) == str(option["id"]):
             return option["value"]
@@ -206,5 +209,39 @@ def resolve_pick(
     ]
     if len(exact) == 1:
         return exact[0]["value"]
-    partial = [o for o in options if answer in str(o["label"]).lower()]
+    core = _pick_core(answer)
+    position = _pick_position(core, len(options))
+    if position is not None:
+        return options[position]["value"]
+    if core != answer:
+        exact = [o for o in options if str(o["label"]).lower() == core]
+        if len(exact) == 1:
+            return exact[0]["value"]
+    partial = [o for o in options if core and core in str(o["label"]).lower()]
     return partial[0]["value"] if len(partial) == 1 else None
+
+
+# Words around a pick that say nothing about which option it is: courtesy, articles, "one",
+# and the verbs of choosing ("I'll take the large one, please" → "large").
+_PICK_FILLER = re.compile(
+    r"\b(please|thanks|thank you|ok|okay|sure|yes|the|a|an|one|option|i'?ll|i'?d|i|will|would|"
+    r"like|take|have|go|with|want|get|choose|pick|let'?s|me|give|number|no\.?)\b"
+)
+_ORDINALS = {
+    "first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6,
+    "eighth": 7, "ninth": 8, "tenth": 9, "1st": 0, "2nd": 1, "3rd": 2, "4th": 3, "5th": 4,
+}  # fmt: skip
+
+
+def _pick_core(answer: str) -> str:
+    return " ".join(_PICK_FILLER.sub(" ", re.sub(r"[,;!?]", " ", answer)).split())
+
+
+def _pick_position(core: str, count: int) -> int | None:
+    """The 0-based position a pick names ("second", "last", "2"), or None."""
+    if core in {"last", "final"}:
+        return count - 1 if count else None
+    index = _ORDINALS.get(core)
+    if index is None and core.isdigit():
+        index = int(core) - 1
+    return index if index is not None and 0 <= index < count else None

@@ -307,7 +307,9 @@ def _phrase_part(part: str, reply: _Reply) -> str | None:
     if verb == "offer":
         if rest.startswith("to "):
             return f"I can {rest[3:]}. What would you like to do?"
-        return f"I can offer {rest}"
+        # "Offer the free times" after a lookup: offer what the lookup found, not the words.
+        found = _data_sentence(rest, reply) if reply.request.context.recent_tool_results() else None
+        return found or f"I can offer {rest}"
     if verb in {"greet", "welcome"}:
         return "Hello! How can I help you today?"
     if verb == "thank":
@@ -471,7 +473,8 @@ def _yes_no_from_results(clause: str, reply: _Reply) -> str | None:
         return None
     if all(flags):
         return clause
-    return re.sub(r"\b(am|are|is|was|were|can|will|have|has)\b", r"\1 not", clause, count=1)
+    negated = re.sub(r"\b(am|are|is|was|were|can|will|have|has)\b", r"\1 not", clause, count=1)
+    return re.sub(r"\bnot (now|already|currently)\b", "not", negated)  # "you are not logged in"
 
 
 def _confirm(rest: str, reply: _Reply) -> str | None:
@@ -541,7 +544,9 @@ def _data_sentence(noun_phrase: str, reply: _Reply) -> str | None:
         suffix = f" for {_value_text(ident)}" if ident is not None else ""
         currency = values.get("currency")
         amount = _value_text(values[match]) + (f" {currency}" if currency else "")
-        return f"{subject}{suffix} is {amount}"
+        plural = head.endswith("s") and not head.endswith("ss") and "," in amount
+        verb = "are" if plural else "is"  # "the free times are 09:00, 11:30"
+        return f"{subject}{suffix} {verb} {amount}"
     if results:
         return data_summary(results)
     collected = reply.request.collected

@@ -387,7 +387,11 @@ def _values_for(
         offered=walk.context.previous_agent_message or "",
     )
     if anew:
-        found = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}
+        changed = {k: v for k, v in found.items() if _differs(v, _known_of(step, k))}
+        # The same value said again as the answer to the question asked anew is the customer's
+        # answer (the username was right, the password was not); otherwise a repeated value in
+        # passing is not a new one.
+        found = changed or (found if answering and not corrections else {})
     return found
 
 

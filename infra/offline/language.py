@@ -35,6 +35,15 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bnever ?mind\b", "cancel"),
     (r"\bforget (it|about it)\b", "cancel"),
     (r"\bcall off\b", "cancel"),
+    # Asking a price: "how much is a massage?", "how much does it cost", "what does X cost"
+    # Asking where a thing of one's own is asks how it is doing: "where is my order?"
+    (r"\bwhere(?:'s| is| are)(?= (?:my|our|the) )", "status of"),
+    # Asking how much one has asks for a balance: "how much do I have in savings?"
+    (r"\bhow much (?:money )?(?:do|does|did) (?:i|we) (?:still )?have\b", "balance of what"),
+    (r"\bhow much (a|an|the|one) (\w+) costs?\b", r"cost of \1 \2"),
+    (r"\bhow much\b(?=[^.?!]*\bcost)", ""),
+    (r"\bhow much (?:is|are|for) (?:a|an|the|one)\b", "cost of a"),
+    (r"\bhow much (?:is|are) (?!(?:there|left|in|on|my|your|our)\b)", "cost of "),
 )
 _SYNONYMS: dict[str, str] = {
     # stopping
@@ -46,7 +55,14 @@ _SYNONYMS: dict[str, str] = {
     "hello": "greeting",
     "hi": "greeting",
     "hey": "greeting",
+    # what something costs
+    "price": "cost",
+    "prices": "cost",
+    "priced": "cost",
 }
+# Verbs that say little by themselves and take their meaning from their object: "get a pizza",
+# "make an appointment", "set up a call" ask for the pizza, the appointment, the call.
+_LIGHT_VERBS = word_set("get getting make making have take set arrange organise organize")
 # Words that say nothing about the topic of a condition ("The customer wants to …").
 _BOILERPLATE = word_set(
     """customer customers user users client clients agent wants want wanted would like likes asks
@@ -108,8 +124,13 @@ def canonical(text: str) -> str:
     return lowered
 
 
+_CONTRACTION = re.compile(r"'(s|d|ll|m|re|ve)$")
+
+
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The words of `text`, lower-cased; a contraction's ending is dropped ("what's" → what,
+    "i'd" → i) so that it never reads as a word of its own."""
+    return [_CONTRACTION.sub("", w) for w in _WORD.findall(text.lower())]
 
 
 def concepts(text: str, *, topic_only: bool = False) -> set[str]:
@@ -168,8 +189,8 @@ HEAD_MATCH = 0.65  # a wish that names what the topic is about ("make a transfer
 # A request, as opposed to a question about something ("the status of order 7"): only a request
 # naming a topic's head concept is taken as that topic.
 _WISH = re.compile(
-    r"\b(want|wanna|would like|'d like|need|can i|could i|may i|please|help me|wish|let me|"
-    r"i'?ll have|i'?d love)\b",
+    r"\b(want|wanna|would like|'d like|need|can i|could i|may i|can you|could you|would you|"
+    r"please|help me|wish|let me|i'?ll have|i'?d love)\b",
     re.I,
 )
 
@@ -184,13 +205,37 @@ def head_concept(topic: str) -> str | None:
     return None
 
 
+_ASKS = re.compile(r"\b(asks?|asking|inquires?|enquires?|wants? to know|wonders?)\b", re.I)
+
+
+def object_concept(topic: str) -> str | None:
+    """The last content concept of a topic: what its head acts on ("wants to book an
+    appointment" → appointment). None when the topic has a single concept."""
+    found = [
+        _SYNONYMS.get(w, _SYNONYMS.get(stem(w), stem(w)))
+        for w in words(canonical(topic))
+        if w not in _STOP and w not in _BOILERPLATE
+    ]
+    return found[-1] if len(found) > 1 else None
+
+
 def similarity(topic: str, evidence: str, *, by_head: bool = True) -> float:
     """0..1: how much `evidence` talks about `topic`: the larger of coverage and cosine, and at
-    least `HEAD_MATCH` when the evidence names the topic's head concept (`by_head=False` when
-    options that share a head are compared with each other)."""
+    least `HEAD_MATCH` when the evidence names the topic's head concept in a request (or, for a
+    topic about asking something, in a question), or asks for the topic's object with a light
+    verb ("can I get a pizza" for "wants to order a pizza"). `by_head=False` when options that
+    share a head are compared with each other."""
     score = max(0.9 * coverage(topic, evidence), cosine(topic, evidence))
-    head = head_concept(topic) if by_head and _WISH.search(evidence) else None
-    if head is not None and head in concepts(evidence, topic_only=True):
+    if not by_head:
+        return score
+    wish = bool(_WISH.search(evidence))
+    asking = bool(_ASKS.search(topic)) and is_question(evidence)
+    said = concepts(evidence, topic_only=True)
+    head = head_concept(topic)
+    if (wish or asking) and head is not None and head in said:
+        score = max(score, HEAD_MATCH)
+    thing = object_concept(topic)
+    if wish and thing is not None and thing in said and _LIGHT_VERBS & set(words(evidence)):
         score = max(score, HEAD_MATCH)
     return score
 

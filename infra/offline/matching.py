@@ -121,6 +121,7 @@ def condition_score(condition: str, context: SharedContext, domain: str = "") ->
     in the agent's words (its glossary's synonyms as their terms)."""
     message = in_agent_words(evidence_text(context), context.glossary)
     condition = in_agent_words(condition, context.glossary)
+    message = _agent_as_you(message, condition, context.agent_description)
     special = _special_condition(condition, message, domain)
     if special is not None:
         return special
@@ -144,6 +145,23 @@ def condition_score(condition: str, context: SharedContext, domain: str = "") ->
         why = "the customer cancelled"
     points = max(0, min(10, round(score * 10)))
     return points, why if points >= APPLIES_AT else "not in the latest message"
+
+
+_YOU = re.compile(r"\b(you|your|yours|y'all)\b", re.I)
+
+
+def _agent_as_you(message: str, condition: str, description: str) -> str:
+    """A customer speaking to the agent says "you" for the business the agent is: "when are you
+    open?" asks "when the clinic is open" when the agent's description names a clinic. The
+    condition's one missing word, when the agent's description has it, is added to the message's
+    (never more: the customer must still say everything else the condition is about)."""
+    if not description or not _YOU.search(message):
+        return message
+    wanted = concepts(condition, topic_only=True)
+    missing = wanted - concepts(message, topic_only=True)
+    if len(wanted) < 2 or len(missing) != 1 or not missing <= concepts(description):
+        return message
+    return f"{message} {missing.pop()}"
 
 
 def _tool_polarity(context: SharedContext) -> int:

@@ -15,12 +15,14 @@ Nothing is ever made up: a slot with no evidence is left out.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 
 from infra.offline.language import (
+    NOT_TICKERS,
     answer_polarity,
     is_abandonment,
     is_closing,
@@ -28,6 +30,7 @@ from infra.offline.language import (
     tickers,
     word_set,
 )
+from infra.offline.shapes import SMALL_NUMBER_WORDS, clock_times, number_phrase, weekdays
 
 TEXT, INT, NUMBER, BOOL, ENUM, DATE = "text", "int", "number", "bool", "enum", "date"
 
@@ -105,6 +108,7 @@ _FILLER_START = re.compile(
     r"^(?:(?:sure|ok|okay|yes|yeah|yep|well|so|um|uh|hi|hello|hey|right|alright|fine)[,!.]?\s+"
     r"|(?:i'?ll (?:have|take)|i'?d like|i want|give me|can i (?:have|get)|let me have|"
     r"(?:i'?ll |let'?s )?go with)(?: the| a| an| some)?\s+"
+    r"|(?:deliver|send|ship|bring|post|mail) (?:it|them|that|those) (?:to|at)\s+"
     r"|(?:it'?s|it is|that'?s|that is|this is|the answer is|i'?m|i am|use|call me|try|"
     r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
     re.I,
@@ -137,6 +141,8 @@ class Slot:
         if self.kind != TEXT:
             return self.kind
         for role, marks in (
+            ("time", {"time"}),
+            ("weekday", {"day", "weekday"}),
             ("email", {"email", "mail"}),
             ("phone", {"phone", "mobile", "tel", "telephone"}),
             ("symbol", {"symbol", "ticker"}),
@@ -192,21 +198,26 @@ def _tokens(text: str) -> list[_Token]:
     return [_Token(i, r, r.strip(".,;:!?()[]{}\"'")) for i, r in enumerate(raw)]
 
 
-_SMALL_NUMBER_WORDS = (
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve",
-)  # fmt: skip
-
-
 def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
     found = []
+    skip_to = 0
     for i, token in enumerate(tokens):
-        if i in masked:
+        if i in masked or i < skip_to:
             continue
         m = _NUMBER.match(token.clean)
         if not m:
-            if token.lower in _SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
-                value = str(_SMALL_NUMBER_WORDS.index(token.lower))
+            free = [
+                t.lower for t in itertools.takewhile(lambda t: t.index not in masked, tokens[i:])
+            ]
+            value_in_words, span = number_phrase(free)
+            if span:  # "three hundred": unambiguous, a number like any written in digits
+                skip_to = i + span
+                following = tokens[i + span].lower if i + span < len(tokens) else ""
+                currency = following in _CURRENCY_WORDS
+                found.append(_Number(token, str(value_in_words), currency, False))
+                continue
+            if token.lower in SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
+                value = str(SMALL_NUMBER_WORDS.index(token.lower))
                 found.append(_Number(token, value, False, False, word=True))
             continue
         value = m["num"].replace(",", "")
@@ -327,7 +338,8 @@ def direct_answer(text: str) -> str:
 
 def mentions_choice(text: str, choice: str) -> bool:
     """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural)."""
-    phrase = re.escape(choice.lower().replace("_", " ")).replace(r"\ ", r"[\s_-]+")
+    spaced = re.sub(r"[_-]+", " ", choice.lower())  # "follow-up" is also "follow up"
+    phrase = re.escape(spaced).replace(r"\ ", r"[\s_-]*")
     return bool(re.search(rf"\b{phrase}(?:s|es)?\b", text.lower())) or (
         choice.lower().endswith("s")
         and bool(re.search(rf"\b{re.escape(choice.lower()[:-1])}\b", text.lower()))
@@ -386,7 +398,34 @@ class _Extraction:
             self._shapes()
         if self.replying:
             self._bare_answers()
+        elif not self.named_only and not self.answering:
+            self._proper_name()
         return self.values
+
+    def _proper_name(self) -> None:
+        """A name said on the customer's own, with the request ("What is Apple's stock price?",
+        "how are Amazon shares doing"): the one capitalised word that does not start a sentence
+        fills the one open name field. Two candidates, or two name fields: which is which is
+        unclear, so neither is taken."""
+        names = self._open("name")
+        if len(names) != 1:
+            return
+        found = []
+        for token in self.tokens[1:]:
+            before = self.tokens[token.index - 1].raw
+            word = re.sub(r"'s$", "", token.clean)
+            if (
+                token.index in self.claimed
+                or before.endswith((".", "!", "?"))
+                or not word[:1].isupper()
+                or not word.isalpha()
+                or word.upper() in NOT_TICKERS
+                or word.lower() in _NOT_VALUES
+            ):
+                continue
+            found.append((word, token.index))
+        if len(found) == 1:
+            self._claim(names[0], found[0][0], found[0][1])
 
     def _open(self, role: str | None = None) -> list[Slot]:
         return [
@@ -611,6 +650,15 @@ class _Extraction:
             found = tickers(self.text)
             if found:
                 self._claim(slot, found[0], *self._indexes_of(found[0]))
+        for slot in self._open("time"):
+            times = clock_times(self.text)
+            if len(times) == 1:  # "11:30 works for me" → 11:30; two times: which one is unclear
+                value, said = times[0]
+                self._claim(slot, value, *self._indexes_of(said))
+        for slot in self._open("weekday"):
+            days = weekdays(self.text)
+            if len(days) == 1:
+                self._claim(slot, days[0], *self._indexes_of(days[0]))
 
     # -- bare answers to what the agent just asked -----------------------------------------------
 
@@ -623,8 +671,8 @@ class _Extraction:
         if not open_slots:
             return
         answer = direct_answer(" ".join(t.raw for t in self.tokens if t.index not in self.claimed))
-        if not answer or is_closing(answer):
-            return  # "thanks, bye" answers nothing
+        if not answer or is_closing(answer) or _only_courtesy(answer):
+            return  # "thanks, bye" or a bare "yes" answers no question for a text
         options = offered_options(self.offered)
         picked = ordinal_pick(answer, options) if options else None
         if picked is not None:
@@ -647,6 +695,12 @@ class _Extraction:
             return
         if len(parts) <= 5:
             self.values[slot.name] = answer
+
+
+def _only_courtesy(answer: str) -> bool:
+    """Only yes / no / okay / please and the like: no value for a text field."""
+    said = re.findall(r"[a-z']+|\d+", answer.lower())
+    return bool(said) and all(w in _NOT_VALUES for w in said)
 
 
 def _shaped(slot: Slot, value: str) -> str:

@@ -223,3 +223,14 @@ def write_document_keeping(doc: Path, result: BenchResult) -> None:
         write_document(result, doc)
     finally:
         document.markdown = original
+
+
+def test_the_offline_model_cpu_is_reported_per_call_and_per_turn(result: BenchResult) -> None:
+    cpu = result.offline_cpu
+    assert cpu is not None and cpu.status == "ok"
+    assert cpu.turns == 7  # the seed conversation, once
+    assert cpu.calls_per_turn >= 1  # every turn asks the model at least once
+    assert 0 < cpu.call_p50_ms <= cpu.call_max_ms
+    assert cpu.model_per_turn_ms > 0
+    report = console_report(result)
+    assert "Offline model: CPU per call and per turn" in report

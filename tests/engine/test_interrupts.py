@@ -359,3 +359,27 @@ async def test_a_form_result_completes_the_step_and_its_values_ground_the_next_t
     assert done.state.journey_paths["move"][-1] == "thanks"
     assert CALLS == ["address_form"]
     assert llm.calls_for(ToolCallPlan) == []
+
+
+@pytest.mark.parametrize(
+    ("said", "picked"),
+    [
+        ("large please", "large"),
+        ("I'll take the medium one", "medium"),
+        ("the second", "medium"),
+        ("the last one", "large"),
+        ("first one, thanks", "small"),
+        ("LARGE", "large"),
+        ("extra large", None),  # not an option: asked again, never rounded to "large"
+        ("yes", None),
+        ("the fourth", None),
+    ],
+)
+def test_a_pick_may_be_said_with_courtesy_words_or_by_position(
+    said: str, picked: str | None
+) -> None:
+    options = [
+        {"id": str(i), "label": label, "value": label}
+        for i, label in enumerate(("small", "medium", "large"), start=1)
+    ]
+    assert resolve_pick(options, None, said) == picked
