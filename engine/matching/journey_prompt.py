@@ -18,6 +18,7 @@ from engine.matching.journey_graph import (
     NodeView,
     current_run,
     current_step,
+    exited_run,
     prune_nodes,
 )
 from engine.model import CollectedField, Journey, NodeKind
@@ -43,6 +44,10 @@ def transition_map_text(
     shown = prune_nodes(journey, views, path, max_depth)
     here = current_step(path, views)
     visited = {n for n in current_run(path) if n in views} if here else set()
+    left = exited_run(path, views)
+    left_at = left[-1] if here is None and left else None
+    if left_at is not None and left_at not in shown:
+        shown = {nid: v for nid, v in views.items() if nid in shown or nid == left_at}
     root = views.get(journey.root_id)
     # an action-less root with one way out is just a door: show the step behind it instead
     door = root if root and root.transit and len(root.exits) == 1 else None
@@ -72,6 +77,7 @@ def transition_map_text(
                 begin=view.id == begin,
                 current=view.id == here,
                 visited=view.id in visited,
+                left_here=view.id == left_at,
                 collected=collected or {},
                 executed_tools=executed_tools,
             )
@@ -88,6 +94,7 @@ def _step_lines(
     begin: bool,
     current: bool,
     visited: bool,
+    left_here: bool,
     collected: Mapping[str, Any],
     executed_tools: Collection[str],
 ) -> list[str]:
@@ -102,6 +109,11 @@ def _step_lines(
         flags.append("CURRENT STEP (last executed) — first decide whether it is complete")
     elif visited and not view.transit:
         flags.append("VISITED — done earlier in this run; a valid backtracking target")
+    if left_here:
+        flags.append(
+            "LEFT HERE — an earlier run was exited at this step; resume here if the customer "
+            "wants to carry on"
+        )
     if view.customer_dependent:
         wanted = view.customer_action or "answered what this step asks"
         flags.append(f"CUSTOMER DEPENDENT — complete only once the customer has: {wanted}")
@@ -113,10 +125,25 @@ def _step_lines(
             flags.append(f"TOOL STEP ({tools}) — do not advance past it until its tools ran")
     if view.transit:
         flags.append("FORK — never the final step; continue along one of its transitions")
+    elif _says_something(view) and not current:
+        flags.append(
+            "SAYS SOMETHING NEW — the agent must tell the customer this: a walk stops here"
+        )
     lines.extend(f"  - {flag}" for flag in flags)
     lines.extend(f"  - {_field_text(fld, collected)}" for fld in view.collects)
     lines.extend(_transition_lines(view, views, shown, door))
     return lines
+
+
+def _says_something(view: NodeView) -> bool:
+    """A chat step that tells the customer something and waits for nothing: the reply that
+    performs it is the turn's reply, so a multi-step walk cannot pass it unsaid."""
+    return (
+        view.kind is NodeKind.CHAT
+        and bool(view.action)
+        and not view.customer_dependent
+        and not view.collects
+    )
 
 
 def _step_title(view: NodeView) -> str:
@@ -242,6 +269,15 @@ def _position_text(
     views: dict[str, NodeView], path: Sequence[str | None], executed_tools: Collection[str]
 ) -> str:
     here = current_step(path, views)
+    left = exited_run(path, views)
+    if here is None and left:
+        return (
+            f"The journey is not running: an earlier run was exited at {views[left[-1]].label} "
+            "(LEFT HERE). If the customer now wants to carry on with it, resume: set "
+            f"requires_backtracking=true and backtracking_target_step={views[left[-1]].index}, "
+            "then walk on from there. If they start it afresh (a new purpose, another item), "
+            "begin at BEGIN HERE."
+        )
     if here is None:
         return (
             "The journey has not started in this run: choose its first step, starting at "

@@ -145,7 +145,7 @@ def test_openai_run_sends_the_engine_prompt_to_the_chosen_model_and_counts_failu
     requests = server.chat_requests
     assert len(requests) == 3
     assert {r.model for r in requests} == {"eval-model"}
-    assert all("You evaluate business-rule guidelines" in r.prompt for r in requests)
+    assert all("### Observations (g1" in r.prompt for r in requests)
     assert "This is ridiculous" in requests[0].prompt
     data = json.loads(out.read_text())
     assert data["provider"] == "openai" and data["model"] == "eval-model"
