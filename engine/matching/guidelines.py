@@ -262,8 +262,8 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
         [
             "You decide which of a customer-service agent's guidelines shape its next reply.",
             render_context(ctx),
-            f"Task: judge each of the {guide.count_text(count)} listed below. For each, first "
-            "write the rationale (the evidence in the conversation), then the verdict.",
+            f"Task: {guide.count_text(count)} below; give every one a verdict, writing the "
+            "rationale (the evidence in the conversation) before the verdict.",
             guide.SHARED_RULES,
             *_group_texts(batch),
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '

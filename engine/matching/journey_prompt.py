@@ -231,20 +231,26 @@ _INTRO = (
 
 _RULES = """\
 Answer these questions in order.
-1. Does the journey still apply? If the customer clearly dropped it (refused to go on, asked to \
-stop, or switched to something that replaces it), answer journey_applies=false; nothing else \
-matters then. A side question alone does not drop it.
-2. Is the current step complete? A CUSTOMER DEPENDENT step is complete only when the customer \
-actually gave what it asks for; the agent asking is not enough. A TOOL STEP is complete only once \
-its tools ran (see the tool results). Any other step is complete once the agent has done it.
-3. Did the customer change an answer given at an earlier VISITED step? Then set \
-requires_backtracking=true and backtracking_target_step to that step's number, and walk on from \
-there. Only VISITED steps can be targets.
-4. step_advancement lists the step numbers the journey moves through this turn: it starts at the \
-current step (or the backtracking target, or BEGIN HERE) and follows only the transitions in the \
-map. Leave a step only when it is complete; pass several steps at once when the customer already \
-gave what they need. Never pass a TOOL STEP whose tools have not run: stop on it. Never stop on a \
-FORK: take one of its transitions.
+1. Does the journey still apply? Its activation condition only starts it: once running, it goes \
+on through steps that look unrelated to that condition. It stops only when the customer asks to \
+stop or refuses to go on, or switches to a purpose that replaces it: then answer \
+journey_applies=false and nothing else matters. A side question does not stop it.
+2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave \
+what it asks for, whenever they gave it: before being asked, out of order, or several answers \
+in one message. The agent asking is not enough. A TOOL STEP is complete once its tools ran for \
+the current inputs; a result for inputs the customer has since changed does not count. Any other \
+step is complete once the agent has done it.
+3. Going back. If the customer changed an answer given at a VISITED step, set \
+requires_backtracking=true and backtracking_target_step to that step, and walk on from there. If \
+they start the same journey over for a new purpose (another item, a second transfer), go back \
+to its first step instead. A LEFT HERE step can be resumed the same way. Only VISITED or LEFT \
+HERE steps can be targets.
+4. step_advancement lists the steps the journey moves through this turn: from the current step \
+(or the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward \
+through every step the customer already satisfied. Stop at the first step that is a TOOL STEP \
+whose tools have not run, lacks information the customer has not given, or is marked SAYS \
+SOMETHING NEW. Never stop on a FORK. When a transition's condition has several parts and none \
+is fully met, take the one with the most parts met.
 5. next_step is where the walk stops: the step the agent performs now (the current step again if \
 it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
 transition applies.
@@ -253,7 +259,12 @@ passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, 
 the listed options. Also list values this message already gives for fields of later steps \
 ("send $250 to 7770001" answers the amount too); those steps will not be asked. Never guess a \
 value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
-give the new one. Leave out known values that did not change."""
+give the new one. Leave out known values that did not change.
+Examples:
+- Steps "ask the amount" → "ask the payee" → "check balance (tool)"; the customer's first \
+message is "send 50 to Ann": walk through both asking steps and stop at the tool step.
+- At "confirm", the customer says "wait, make it 80": back to "ask the amount", collect 80.
+- Mid-way, "and how long do transfers take?": the journey still applies; stay on the step."""
 
 _ANSWER = (
     "Reply with one JSON object:\n"

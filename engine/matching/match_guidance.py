@@ -64,7 +64,8 @@ the condition no longer holds."""
 
 
 def count_text(count: int) -> str:
-    """ "exactly 3 guidelines (g1–g3)": the number a model must answer for, stated outright."""
+    """The number a model must answer for, stated outright: "Exactly 3 guidelines (g1–g3) are
+    listed"."""
     if count == 1:
-        return "exactly 1 guideline (g1)"
-    return f"exactly {count} guidelines (g1–g{count})"
+        return "Exactly 1 guideline (g1) is listed"
+    return f"Exactly {count} guidelines (g1–g{count}) are listed"

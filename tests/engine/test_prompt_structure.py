@@ -72,7 +72,7 @@ async def test_a_guideline_left_without_a_verdict_is_asked_again_on_its_own() ->
     asked = [c.prompt for c in llm.calls_for(gm.GuidelineMatchBatch)]
     assert len(asked) == 2
     retry = asked[1]
-    assert "exactly 1 guideline" in retry and "lost a card" in retry
+    assert "Exactly 1 guideline (g1) is listed" in retry and "lost a card" in retry
     assert "asks about fees" not in retry
     assert set(out.state.applied_guideline_ids) == {"fees", "card", "hours"}
     assert any("left 1 guideline(s) unanswered" in n for n in out.trace.notes)
@@ -138,7 +138,7 @@ def test_the_three_yes_no_kinds_share_one_call_within_the_budget() -> None:
         gm.BatchKind.PREVIOUSLY_APPLIED,
     ]
     prompt = gm.build_match_prompt(_context(), packed)
-    assert "exactly 5 guidelines (g1–g5)" in prompt
+    assert "Exactly 5 guidelines (g1–g5) are listed" in prompt
     groups = re.findall(r"^### (.*)$", prompt, re.M)
     assert groups == [
         "Observations (g1)",
@@ -325,7 +325,8 @@ def test_a_completed_run_is_not_offered_for_resumption() -> None:
     prompt = build_node_selection_prompt(
         _context(), journey, views, path, collected={}, max_depth=5, explain=False
     )
-    assert "LEFT HERE" not in prompt and "BEGIN HERE" in prompt
+    assert "  - LEFT HERE" not in prompt and "an earlier run was exited" not in prompt
+    assert "  - BEGIN HERE" in prompt
 
 
 def test_a_step_that_tells_the_customer_something_is_flagged_in_the_map() -> None:
