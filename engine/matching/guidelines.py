@@ -415,13 +415,17 @@ def interpret(batch: Batch, answer: BaseModel) -> MatchingOutcome:
     return interpret_batch(batch, answer)
 
 
-def report_unanswered(batch: Batch, outcome: MatchingOutcome) -> list[str]:
-    """After the retry: each guideline still unanswered becomes a visible non-match verdict and
-    a skipped id. Returns their ids for the trace note."""
+def report_unanswered(
+    batch: Batch, outcome: MatchingOutcome, asked_again: Sequence[str]
+) -> list[str]:
+    """After the retry of `asked_again`: each of them still without a verdict (unanswered
+    again, or the retry call failed) becomes a visible non-match verdict and a skipped id.
+    Returns their ids for the trace note."""
     kind_of = {g.id: batch.kind_of(i) for i, g in enumerate(batch.guidelines)}
-    missing = list(dict.fromkeys(outcome.unanswered))
+    judged = {v[0] for v in outcome.verdicts}
+    missing = [gid for gid in dict.fromkeys(asked_again) if gid not in judged]
     for gid in missing:
         outcome.verdicts.append((gid, kind_of[gid], False, 0, "no verdict returned, twice"))
-    outcome.skipped.extend(missing)
+    outcome.skipped.extend(gid for gid in missing if gid not in outcome.skipped)
     outcome.unanswered.clear()
     return missing

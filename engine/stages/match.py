@@ -105,7 +105,7 @@ async def _run_batch(state: TurnState, ctx: TurnContext, batch: gm.Batch) -> gm.
     )
     again = await _ask(state, ctx, retry)
     outcome.merge(again)
-    missing = gm.report_unanswered(batch, outcome)
+    missing = gm.report_unanswered(batch, outcome, [g.id for g in retry.guidelines])
     if missing:
         state.trace.notes.append(
             f"matching: no verdict for {', '.join(missing)} after a retry; treated as not "

@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.compose import ComposedReply
 from engine.context import TurnContext, render_context
+from engine.errors import LLMError
 from engine.matching import guidelines as gm
 from engine.matching.journey_graph import build_node_views, exited_run
 from engine.matching.journey_prompt import build_node_selection_prompt, transition_map_text
@@ -337,3 +338,21 @@ def test_a_step_that_tells_the_customer_something_is_flagged_in_the_map() -> Non
     assert "SAYS SOMETHING NEW" in warn_block
     ask_block = text.split("Ask how much", 1)[1].split("STEP", 1)[0]
     assert "SAYS SOMETHING NEW" not in ask_block  # it waits for the customer instead
+
+
+async def test_a_failed_retry_still_reports_the_unanswered_guideline() -> None:
+    llm = ScriptedLLM()
+    llm.on(
+        gm.GuidelineMatchBatch,
+        lambda p: _verdicts_for(p, leave_out={"card"}),
+        LLMError("the model is down"),
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(guidelines=RULES), llm, index=False)
+    await h.start()
+
+    out = await h.say("I lost my card")
+
+    record = [m for m in out.trace.matches if m.guideline_id == "card"]
+    assert [(r.matched, r.rationale) for r in record] == [(False, "no verdict returned, twice")]
+    assert any("matching batch" in n and "failed" in n for n in out.trace.notes)
