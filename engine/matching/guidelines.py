@@ -302,6 +302,7 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
             "which of the options below may be what the customer means. If two or more fit and "
             "the conversation does not settle which, it is ambiguous: write one short question "
             "that lets the customer choose.",
+            guide.DISAMBIGUATION_RULES,
             f"Options:\n{options}",
             "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
             + (" Explain briefly in `rationale`." if explain else " Keep `rationale` short."),

@@ -261,10 +261,10 @@ the listed options. Also list values this message already gives for fields of la
 value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
 give the new one. Leave out known values that did not change.
 Examples:
-- Steps "ask the amount" → "ask the payee" → "check balance (tool)"; the customer's first \
-message is "send 50 to Ann": walk through both asking steps and stop at the tool step.
-- At "confirm", the customer says "wait, make it 80": back to "ask the amount", collect 80.
-- Mid-way, "and how long do transfers take?": the journey still applies; stay on the step."""
+- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is \
+"a flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
+- At "confirm", the customer says "wait, make it the 4th": back to "ask the dates", collect it.
+- Mid-way, "is there a baggage fee?": the journey still applies; stay on the step."""
 
 _ANSWER = (
     "Reply with one JSON object:\n"

@@ -32,25 +32,36 @@ CUSTOMER_DEPENDENT_TITLE = "Waiting for the customer"
 OBSERVATIONAL_RULES = """\
 Is the condition true of the conversation as it stands? Judge the whole conversation, not only \
 the last message: a stated fact keeps holding; a request holds while it is live.
-Example: "I'm a student" early on, a fee question now → "the customer is a student" holds.
-Example: a question about fees answered, now asking for a branch → "the customer asks about \
-fees" no longer holds."""
+Example: "I'm a student" early on, a question about prices now → "the customer is a student" \
+holds.
+Example: the baggage allowance asked and answered, now asking to pick a seat → "the customer \
+asks about baggage" no longer holds."""
 
 ACTIONABLE_RULES = """\
 Should the agent carry out the action in its next reply? Yes when the condition is true now: \
 of the latest message, or of an inquiry still in progress. A guideline that matched before but \
-whose action the agent never carried out is judged as if it had not been seen.
-Example: "my card is gone" / "which card?" / "the blue one" → "the customer lost a card" \
-applies: the same inquiry goes on.
-Example: "what's the fee?" / "5 dollars" / "ok, where's your branch?" → the fee guideline no \
-longer applies: the topic moved on."""
+whose action the agent never carried out is judged as if it had not been seen. A standing \
+request of the customer ("answer in German", "call me Ms Reyes") applies to every reply while \
+it stands.
+Example: "my flight was cancelled" / "which flight?" / "BA117, and do I get a hotel?" → "the \
+customer's flight was cancelled" applies: the same inquiry goes on.
+Example: "how much luggage can I take?" / "23 kg" / "ok, can I pick a seat?" → the luggage \
+guideline no longer applies: the topic moved on."""
+
+DISAMBIGUATION_RULES = """\
+Use everything the customer said so far, not only the last message: an option the conversation \
+already ruled in or out settles it. Offer only the options that really fit.
+Example: "there's a problem with my order" → a late, a damaged and a wrong item all fit: \
+ambiguous, ask which.
+Example: "my parcel arrived crushed" → only the damaged item fits: not ambiguous."""
 
 PREVIOUSLY_APPLIED_RULES = """\
 The agent already carried out these actions earlier. Apply one again only when its condition \
 arose anew: a recurring situation on each new occurrence (a second order to track), a one-time \
 behaviour (a greeting, a disclaimer) only if its condition lapsed and clearly came back. An \
 action done only in part (one of two questions asked) is not yet carried out: it applies.
-Example: order status given for order 1, now "and order 2?" → "track an order" applies again.
+Example: the status of one booking given, now "and my return flight?" → "check a booking" \
+applies again.
 Example: greeted at the start, the customer says "thanks" mid-way → the greeting does not."""
 
 CUSTOMER_DEPENDENT_RULES = """\
@@ -58,9 +69,9 @@ The agent did its part and waits for the customer. condition_holds: the matter i
 topic switch in the same message cancels it). customer_completed: the customer has given what \
 was asked. A new context asks again (a second account needs its own number); settled static \
 facts (a name, a birth date) are not asked again without one.
-Example: asked for the account number, the customer answers "it's 55-1234" → completed.
-Example: asked for the account number, the customer says "forget it, what are your hours?" → \
-the condition no longer holds."""
+Example: asked for the booking reference, the customer answers "it's QX7-22" → completed.
+Example: asked for the booking reference, the customer says "forget it, is there wifi on \
+board?" → the condition no longer holds."""
 
 
 def count_text(count: int) -> str:
