@@ -50,7 +50,8 @@ call; a non-consequential tool whose arguments are all known runs without a plan
 an identical earlier call is not repeated.
 - `6ac8dbb` — relationships indexed by source (resolve looks only at active sources), node \
 views and guideline ids computed once per agent version.
-- recall preselection — on agents with more than `guideline_top_k` (30) agent-wide guidelines or `condition_top_k` (20) other journeys' conditions, only the most similar to the conversation are matched (vectors embedded at publish). Before it, prompt tokens per turn at 5,000 guidelines were 5.51× those at 100 (21,499 vs 3,905; 473 vs 43 guidelines evaluated per turn)."""
+- recall preselection — on agents with more than `guideline_top_k` (30) agent-wide guidelines or `condition_top_k` (20) other journeys' conditions, only the most similar to the conversation are matched (vectors embedded at publish). Before it, prompt tokens per turn at 5,000 guidelines were 5.51× those at 100 (21,499 vs 3,905; 473 vs 43 guidelines evaluated per turn).
+- issue #23/#22 prompts — the decision prompts carry the judgement guidance in our own words (docs/prompts.md) and the observational, actionable and previously-applied checks share one matching call while they fit the prompt budget. The reference's 30-guideline scenario (`tool_via_guideline`, chars/4, `python -m bench --quick --only reference`): before, 5 calls (1 ComposedReply, 3 GuidelineMatchBatch, 1 JourneyNodeSelection) and 3,175 prompt tokens per turn; after the structural fixes and the packed call, 3 calls and 3,384; after the node-selection and disambiguation guidance, 3 calls and 3,655 (no_tool 3,050 → 3,540, two_journeys 6 calls/4,352 → 4 calls/5,004). The guidance costs about 350 tokens per matching prompt and 220 per node-selection prompt; packing saves two copies of the shared context."""
 
 RUN = """\
 ```

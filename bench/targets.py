@@ -17,8 +17,8 @@ OVERHEAD_AT = 1_000
 OVERHEAD_LIMIT_MS = 40.0
 ROUNDS_WITHOUT_TOOLS = 2
 ROUNDS_WITH_TOOLS = 3
-SCENARIO_CALLS = 5
-SCENARIO_TOKENS = 15_000
+SCENARIO_CALLS = 3  # issue #22: one packed matching call, node selection, composition
+SCENARIO_TOKENS = 5_000  # issue #23: the judgement guidance must stay this compact
 GROWTH_LIMIT = 2.0
 WEBHOOK_IMPORT_MS = 600.0
 WORKER_IMPORT_MS = 800.0
@@ -205,11 +205,10 @@ WHY: dict[str, str] = {
         "calls. The rounds of the offending turns are listed above."
     ),
     "scenario_calls": (
-        "The calls are listed above by schema. Matching takes one call per batch kind "
-        "(actionable, observational, previously applied: `plan_batches` packs within a kind, "
-        "never across kinds), plus node selection, tool planning and composition. The first "
-        "version of this benchmark found a `ToolCallPlan` call for a tool whose only argument "
-        "was already known (fixed in 3ee74d0)."
+        "The calls are listed above by schema. Matching packs the observational, actionable and "
+        "previously-applied guidelines into one `GuidelineMatchBatch` call only while together "
+        "they fit `batch_prompt_budget_chars`; above it each kind gets its own parallel batches. "
+        "Customer-dependent and disambiguation batches have their own schemas and calls."
     ),
     "growth": (
         "More is evaluated per turn than recall's caps suggest: check `guideline_top_k` and "
@@ -238,11 +237,9 @@ FIX: dict[str, str] = {
         "a real judgement about the tool's result and keeps its round."
     ),
     "scenario_calls": (
-        "Pack the observational, actionable and previously-applied kinds into one call when "
-        "together they fit `batch_prompt_budget_chars` — they share the `GuidelineMatchBatch` "
-        "schema; one prompt section per kind with its own question, handles unique across "
-        "sections, `interpret_batch` unchanged. That saves two calls per turn and two copies of "
-        "the shared context (3 calls for this scenario instead of 5)."
+        "Check the trace's batch labels: `packed[n]` is the single matching call; separate "
+        "`observational[n]`/`actionable[n]` batches mean the guideline lines outgrew "
+        "`batch_prompt_budget_chars` (raise it, or lower the recall caps)."
     ),
     "growth": (
         "Lower the recall caps (`guideline_top_k`, `condition_top_k`), or pack the batch kinds "

@@ -51,7 +51,8 @@ def render_history(events: Sequence[Event], limit: int = HISTORY_LIMIT) -> str:
             who = "Customer" if e.source is EventSource.CUSTOMER else "Agent"
             lines.append(f"{who}: {e.text or ''}")
         else:
-            lines.append(f"Tool {e.data.get('tool')}: {_compact(e.data.get('llm_view'))}")
+            call = tool_call_text(str(e.data.get("tool")), e.data.get("arguments"))
+            lines.append(f"Tool {call}: {_compact(e.data.get('llm_view'))}")
     return "\n".join(lines)
 
 
@@ -74,7 +75,18 @@ def render_terms(terms: Sequence[Term]) -> str:
 def render_tool_results(results: Sequence[ToolOutcome]) -> str:
     if not results:
         return ""
-    return "\n".join(f"- {r.tool}: {_compact(llm_view_of(r))}" for r in results)
+    return "\n".join(
+        f"- {tool_call_text(r.tool, r.arguments)}: {_compact(llm_view_of(r))}" for r in results
+    )
+
+
+def tool_call_text(tool: str, arguments: Any) -> str:
+    """`get_user_age(user_id="u1")`: a result is shown with the arguments that produced it, so
+    two calls of one tool are told apart; a call without arguments is just the tool's name."""
+    if not isinstance(arguments, dict) or not arguments:
+        return tool
+    shown = ", ".join(f"{k}={_compact_json(v)}" for k, v in arguments.items())
+    return f"{tool}({shown})"
 
 
 def llm_view_of(outcome: ToolOutcome) -> Any:
@@ -106,4 +118,8 @@ def render_context(ctx: TurnContext) -> str:
 def _compact(value: Any) -> str:
     if isinstance(value, str):
         return value
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))

@@ -201,6 +201,9 @@ class ToolOutcome:
     fragments: Sequence[dict[str, Any]] = ()
     error: str | None = None
     duration_ms: float = 0.0
+    # the arguments that produced this result (secrets masked), shown next to it in prompts so
+    # two results of one tool (ages 16 and 30) can be told apart
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

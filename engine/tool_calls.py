@@ -25,7 +25,12 @@ from engine.ports import ToolOutcome
 
 class ToolArgument(BaseModel):
     name: str
-    value: str = Field(description="the value as text, exactly as the conversation gives it")
+    value: str = Field(
+        description=(
+            "the value the customer or the known values gave, written in the form the "
+            "parameter declares (a listed choice, YYYY-MM-DD, a plain number)"
+        )
+    )
 
 
 class ProposedCall(BaseModel):
@@ -34,10 +39,14 @@ class ProposedCall(BaseModel):
 
 
 class ToolCallPlan(BaseModel):
-    """The LLM's answer: which offered tools to call now, with arguments it found."""
+    """The LLM's answer: which offered tools to call now, with arguments it found. The rationale
+    comes first so a model reasons about each argument's source before writing the calls."""
 
+    rationale: str = Field(
+        default="",
+        description="per tool: why it is due, and where each argument came from",
+    )
     calls: list[ProposedCall] = Field(default_factory=list)
-    rationale: str = ""
 
 
 def coerce_argument(param: ToolParameter, value: Any) -> Any:
@@ -142,32 +151,63 @@ def tool_signature(spec: ToolSpec) -> str:
     return f"- {spec.name}: {spec.description}\n{body}"
 
 
+_TOOL_GUIDANCE = """\
+How to decide:
+- Call a tool only when the reason it is offered holds now. A result already shown above for \
+the same arguments does not need the call again, unless the customer asks again (a fresh check, \
+a retry) or one of its inputs changed since.
+- One tool may be called several times with different arguments (two accounts: two calls).
+- For every argument ask: where may it come from (the conversation, the known values), did it \
+actually come from there, and would a guess hurt the customer? A required value nobody gave is \
+left out (the customer will be asked for it); never make one up.
+- Write each value in the form its parameter declares, not as typed: a listed choice by its \
+listed name ("keyboards" → "peripherals"), a date as YYYY-MM-DD worked out from today's date \
+("tomorrow"), an amount as a plain number ("100,000$" → 100000).
+- The latest value wins: "actually, 400" replaces the 300 said before.
+- The instructions in force below can shape an argument (a rule that converts an amount or \
+picks an account): apply them."""
+
+
 def build_tool_call_prompt(
     ctx: TurnContext,
     specs: Sequence[ToolSpec],
     reasons: Mapping[str, str],
     known: Mapping[str, Any],
+    *,
+    instructions: Sequence[str] = (),
 ) -> str:
-    """Ask which offered tools to call now and with which arguments (pure)."""
+    """Ask which offered tools to call now and with which arguments (pure). `instructions` are
+    the other guidelines matched this turn, as text: they may shape an argument."""
     tools = "\n".join(
         tool_signature(s)
         + (f"\n    offered because: {reasons[s.name]}" if s.name in reasons else "")
         for s in specs
     )
     known_text = json.dumps(dict(known), ensure_ascii=False, default=str, sort_keys=True)
-    return "\n\n".join(
-        [
-            "You decide which tools a customer-service agent should call before replying.",
-            render_context(ctx),
-            f"Tools you may call now:\n{tools}",
-            f"Values already known: {known_text}",
-            "Rules: call a tool only when its reason applies now and its result is not already "
-            "in the tool results above. Take argument values only from the conversation or the "
-            "known values; if a required value is not there, still propose the call but leave "
-            "that argument out (the customer will be asked). Never invent values. Answer with "
-            "JSON only.",
-        ]
+    parts = [
+        "You decide which tools a customer-service agent calls before it replies, and with "
+        "which arguments.",
+        render_context(ctx),
+        f"Tools you may call now:\n{tools}",
+        f"Values already known: {known_text}",
+    ]
+    today = _today(ctx)
+    if today:
+        parts.append(f"Today's date: {today}")
+    if instructions:
+        parts.append("Instructions in force:\n" + "\n".join(f"- {i}" for i in instructions))
+    parts.append(_TOOL_GUIDANCE)
+    parts.append(
+        "Rules: answer with JSON only, the rationale first: "
+        '{"rationale": "...", "calls": [{"tool": "...", "arguments": [{"name": "...", '
+        '"value": "..."}]}]}. An empty `calls` list means no tool is due.'
     )
+    return "\n\n".join(parts)
+
+
+def _today(ctx: TurnContext) -> str:
+    """The date of the latest event: the reference point for "tomorrow" or "next Friday"."""
+    return ctx.history[-1].created_at.date().isoformat() if ctx.history else ""
 
 
 def selector_options(outcome: ToolOutcome) -> list[dict[str, Any]]:

@@ -14,12 +14,14 @@ cases:
       - "C: hi"                  # C: customer, A: agent
       - "A: Hello! How can I help?"
       - 'T get_balance: {"balance": 120}'   # a tool result seen earlier
+      - 'T get_balance(account=savings): {"balance": 900}'   # … with the arguments it came from
       - "C: I'd like to make a transfer please"
     expect: {transfer_help: true, greet: false}
 ```
 
 What `expect` holds depends on the kind (`bench.eval.decisions`). Journey cases also give
-`journey`, `path` (the steps walked so far in this run), `known` (values collected earlier) and
+`journey`, `path` (the steps walked so far; "EXIT" closes a run the customer left), `known`
+(values collected earlier) and
 `ran` (tools that ran this turn, with their data); tool cases `offered` (tool → why it is
 offered) and `known`; canned cases `instructions`, `templates` and `strict`.
 """
@@ -173,6 +175,18 @@ def _parse_line(where: str, line: str) -> tuple[str, str, Any]:
     raise CaseFileError(f"{where}: conversation line {line!r} needs 'C: ', 'A: ' or 'T tool: '")
 
 
+def _tool_call(head: str) -> tuple[str, dict[str, str]]:
+    """`get_balance(account=savings)` → ("get_balance", {"account": "savings"}): a tool line
+    may name the arguments its result came from (values as plain text)."""
+    name, _, rest = head.partition("(")
+    arguments = {}
+    for pair in rest.rstrip(")").split(","):
+        key, sep, value = pair.partition("=")
+        if sep:
+            arguments[key.strip()] = value.strip()
+    return name.strip(), arguments
+
+
 def history(case: EvalCase) -> list[Event]:
     """The case's conversation as session events."""
     events = []
@@ -185,11 +199,12 @@ def history(case: EvalCase) -> list[Event]:
             "turn_id": f"t{offset}",
         }
         if who == "T":
+            tool, arguments = _tool_call(text)
             events.append(
                 Event(
                     kind=EventKind.TOOL,
                     source=EventSource.SYSTEM,
-                    data={"tool": text, "llm_view": data},
+                    data={"tool": tool, "arguments": arguments, "llm_view": data},
                     **common,
                 )
             )
@@ -219,6 +234,12 @@ def _collected(snapshot: AgentSnapshot, case: EvalCase) -> tuple[CollectedValue,
     return tuple(values)
 
 
+def journey_path(case: EvalCase) -> tuple[str | None, ...]:
+    """The case's `path` as the session stores it: "EXIT" closes a run (the journey was left
+    there), so `[ask_source, EXIT]` is a run exited at ask_source."""
+    return tuple(None if step == "EXIT" else step for step in case.path)
+
+
 def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
     """The turn context the case describes: its agent, conversation, state and tool results."""
     snapshot = agent(case.agent)
@@ -226,7 +247,7 @@ def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
         id=f"eval-{case.id}",
         agent_id=snapshot.id,
         customer_id="eval-customer",
-        journey_paths={case.journey: tuple(case.path)} if case.journey and case.path else {},
+        journey_paths={case.journey: journey_path(case)} if case.journey and case.path else {},
         applied_guideline_ids=tuple(case.applied),
         pending_customer_guideline_ids=pending,
         collected=_collected(snapshot, case),

@@ -15,7 +15,9 @@ Labels (`expect`) per kind:
 - values: `{values: {field: value}}` — exactly the typed values accepted this turn; optional
   `step` (e.g. staying on a step after a refused value);
 - tool_arguments: `{calls: {tool: {argument: value}}}` — the calls proposed, with the arguments
-  the model gave (known values filled like the tool stage does); `{calls: {}}` for none;
+  the model gave (known values filled like the tool stage does); `{calls: {}}` for none; a list
+  of argument maps for a tool expected to be called several times (any order); `instructions`
+  are the other guidelines in force, shown to the tool prompt;
 - canned: `{template: id | null}` — the approved template chosen, or none.
 """
 
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from bench.eval.cases import EvalCase, agent, context
+from bench.eval.cases import EvalCase, agent, context, journey_path
 from engine.compose import (
     CannedChoice,
     CompositionInput,
@@ -140,7 +142,7 @@ async def _select(llm: TurnLLM, case: EvalCase) -> tuple[str, dict[str, Any], st
         llm,
         context(case),
         journey,
-        tuple(case.path),
+        journey_path(case),
         executed_tools=set(case.ran),
         max_depth=snapshot.config.max_journey_depth,
     )
@@ -203,11 +205,15 @@ async def _values(llm: TurnLLM, case: EvalCase) -> Outcome:
 async def _tool_arguments(llm: TurnLLM, case: EvalCase) -> Outcome:
     snapshot = agent(case.agent)
     specs = [snapshot.tool(name) for name in case.offered]
-    prompt = build_tool_call_prompt(context(case), specs, case.offered, case.known)
+    prompt = build_tool_call_prompt(
+        context(case), specs, case.offered, case.known, instructions=case.instructions
+    )
     generation = await llm.generate(LLMPurpose.CALL_TOOLS, prompt, ToolCallPlan, label=case.id)
-    got: dict[str, dict[str, Any]] = {}
+    want: dict[str, Any] = case.expect.get("calls", {})
+    got: dict[str, Any] = {}
     for call in generation.value.calls:
-        if call.tool not in case.offered or call.tool in got:
+        several = isinstance(want.get(call.tool), list)  # the case expects repeated calls
+        if call.tool not in case.offered or (call.tool in got and not several):
             continue  # the tool stage refuses calls to tools it did not offer
         spec = snapshot.tool(call.tool)
         args: dict[str, Any] = {a.name: a.value for a in call.arguments}
@@ -221,10 +227,25 @@ async def _tool_arguments(llm: TurnLLM, case: EvalCase) -> Outcome:
                     typed[param.name] = coerce_argument(param, args[param.name])
                 except ToolArgumentError:
                     typed[param.name] = f"<invalid {args[param.name]!r}>"
-        got[call.tool] = typed
-    want: dict[str, dict[str, Any]] = case.expect.get("calls", {})
-    correct = set(got) == set(want) and all(_same_values(got[t], want[t] or {}) for t in want)
+        if several:
+            got.setdefault(call.tool, []).append(typed)
+        else:
+            got[call.tool] = typed
+    correct = set(got) == set(want) and all(_same_calls(got[t], want[t]) for t in want)
     return Outcome(correct, got)
+
+
+def _same_calls(got: Any, want: Any) -> bool:
+    """One call's arguments, or — when the case lists several — the same calls in any order."""
+    if not isinstance(want, list):
+        return _same_values(got, want or {})
+    remaining = list(got)
+    for wanted in want:
+        found = next((g for g in remaining if _same_values(g, wanted or {})), None)
+        if found is None:
+            return False
+        remaining.remove(found)
+    return not remaining
 
 
 async def _canned(llm: TurnLLM, case: EvalCase) -> Outcome:

@@ -1,9 +1,11 @@
 """Guideline matching: which guidelines' conditions hold right now.
 
 Guidelines are routed into batch kinds (observational, actionable, previously applied,
-customer-dependent, disambiguation), each kind asks the LLM its own question, and many guidelines
-share one call — the batch size is set by a prompt budget, not a fixed count. Outputs are compact:
-a short handle, booleans and a 0–10 score per guideline; prose rationales only in explain mode.
+customer-dependent, disambiguation), each kind has its own rules (`match_guidance`), and many
+guidelines share one call: the observational, actionable and previously-applied checks are packed
+into one prompt while they fit the prompt budget, and split into parallel batches by kind above
+it. Outputs are compact and rationale-first: a handle, a few words of reasoning, then the verdict;
+a guideline the model did not answer is asked once more, then reported (`unanswered`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from engine.context import TurnContext, render_context
+from engine.matching import match_guidance as guide
 from engine.model import Guideline, GuidelineKind, LLMPurpose, Relationship, RelationshipKind
 from engine.session import SessionState
 
@@ -27,6 +30,11 @@ class BatchKind(StrEnum):
     PREVIOUSLY_APPLIED = "previously_applied"
     CUSTOMER_DEPENDENT = "customer_dependent"
     DISAMBIGUATION = "disambiguation"
+    PACKED = "packed"  # observational, actionable and previously-applied checks in one call
+
+
+# The kinds that share the GuidelineMatchBatch answer and so can share one call.
+PACKABLE = (BatchKind.OBSERVATIONAL, BatchKind.ACTIONABLE, BatchKind.PREVIOUSLY_APPLIED)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -34,10 +42,12 @@ class BatchKind(StrEnum):
 
 
 class GuidelineVerdict(BaseModel):
+    """Rationale before verdict: a model that writes its evidence first decides by it."""
+
     id: str = Field(description="the guideline's handle, e.g. 'g3'")
+    rationale: str = Field(default="", description="a few words; longer only in explain mode")
     applies: bool
     score: int = Field(ge=0, le=10, description="0 = clearly not, 10 = certainly")
-    rationale: str = Field(default="", description="a few words; longer only in explain mode")
 
 
 class GuidelineMatchBatch(BaseModel):
@@ -46,10 +56,10 @@ class GuidelineMatchBatch(BaseModel):
 
 class CustomerDependentVerdict(BaseModel):
     id: str
+    rationale: str = ""
     condition_holds: bool
     customer_completed: bool = Field(description="the customer already supplied what was asked")
     score: int = Field(ge=0, le=10)
-    rationale: str = ""
 
 
 class CustomerDependentBatch(BaseModel):
@@ -57,11 +67,11 @@ class CustomerDependentBatch(BaseModel):
 
 
 class DisambiguationVerdict(BaseModel):
+    rationale: str = ""
     head_applies: bool
     is_ambiguous: bool = Field(description="two or more options fit and the customer must choose")
     candidate_ids: list[str] = Field(default_factory=list, description="handles that may fit")
     clarification: str = Field(default="", description="the question to ask, when ambiguous")
-    rationale: str = ""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -87,9 +97,13 @@ class MatchingOutcome:
     # disambiguation: a transient guideline asking to clarify, replacing the ambiguous targets
     clarifications: list[Guideline] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # guideline ids not evaluated (budget, errors)
+    # guideline ids the model gave no verdict for: asked once more, then reported, never a
+    # silent non-match (`engine.stages.match`)
+    unanswered: list[str] = field(default_factory=list)
 
     def merge(self, other: MatchingOutcome) -> None:
         self.matches.extend(other.matches)
+        self.unanswered.extend(other.unanswered)
         self.verdicts.extend(other.verdicts)
         self.completed_customer_dependent.extend(other.completed_customer_dependent)
         self.clarifications.extend(other.clarifications)
@@ -101,10 +115,27 @@ class Batch:
     kind: BatchKind
     guidelines: tuple[Guideline, ...]
     head: Guideline | None = None  # disambiguation only
+    kinds: tuple[BatchKind, ...] = ()  # a packed batch: each guideline's own kind, in order
 
     @property
     def label(self) -> str:
         return f"{self.kind.value}[{len(self.guidelines)}]"
+
+    def kind_of(self, index: int) -> BatchKind:
+        """The kind of the guideline at `index` (its own kind in a packed batch)."""
+        return self.kinds[index] if self.kinds else self.kind
+
+    def only(self, guideline_ids: Sequence[str]) -> Batch:
+        """The same question for a subset of its guidelines (a retry of the unanswered ones)."""
+        keep = [i for i, g in enumerate(self.guidelines) if g.id in set(guideline_ids)]
+        kinds = tuple(self.kind_of(i) for i in keep)
+        kind = kinds[0] if len(set(kinds)) == 1 else self.kind
+        return Batch(
+            kind,
+            tuple(self.guidelines[i] for i in keep),
+            self.head,
+            kinds if kind is BatchKind.PACKED else (),
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -125,13 +156,19 @@ def classify(guideline: Guideline, session: SessionState) -> BatchKind:
 
 
 def guideline_line(handle: str, g: Guideline) -> str:
-    line = f"- [{handle}] when: {g.condition}"
+    """One guideline as listed in a prompt. Multi-line texts (a numbered list in a condition)
+    are laid on one line, so the list stays readable and the layout stays one line per part."""
+    line = f"- [{handle}] when: {one_line(g.condition)}"
     if g.action:
-        line += f"\n    then: {g.action}"
+        line += f"\n    then: {one_line(g.action)}"
     cd = g.customer_dependent
     if cd:
-        line += f"\n    customer must: {cd.customer_action}"
+        line += f"\n    customer must: {one_line(cd.customer_action)}"
     return line
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def plan_batches(
@@ -158,12 +195,23 @@ def plan_batches(
         if g.id in claimed:
             continue
         per_kind.setdefault(classify(g, session), []).append(g)
+    packable = [(k, g) for k in PACKABLE for g in per_kind.get(k, [])]
+    if len({k for k, _ in packable}) > 1 and sum(_cost(g) for _, g in packable) <= budget_chars:
+        # one call answers all three questions (each kind keeps its own rules in the prompt)
+        batches.append(
+            Batch(
+                BatchKind.PACKED,
+                tuple(g for _, g in packable),
+                kinds=tuple(k for k, _ in packable),
+            )
+        )
+        per_kind = {k: v for k, v in per_kind.items() if k not in PACKABLE}
     for kind in BatchKind:
         members = per_kind.get(kind, [])
         current: list[Guideline] = []
         size = 0
         for g in members:
-            cost = len(guideline_line("g00", g)) + 1
+            cost = _cost(g)
             if current and size + cost > budget_chars:
                 batches.append(Batch(kind, tuple(current)))
                 current, size = [], 0
@@ -174,6 +222,10 @@ def plan_batches(
     return batches
 
 
+def _cost(g: Guideline) -> int:
+    return len(guideline_line("g00", g)) + 1
+
+
 def handles(batch: Batch) -> dict[str, Guideline]:
     """Short, stable handles ('g1', 'g2', …) per batch: fewer tokens and no id confusion."""
     return {f"g{i}": g for i, g in enumerate(batch.guidelines, start=1)}
@@ -182,52 +234,61 @@ def handles(batch: Batch) -> dict[str, Guideline]:
 # --------------------------------------------------------------------------------------------------
 # Prompts (pure functions)
 
-_QUESTIONS: dict[BatchKind, str] = {
-    BatchKind.OBSERVATIONAL: (
-        "For each guideline below, decide whether its condition is true of the conversation as it "
-        "stands now, judged mainly by the customer's latest message(s)."
-    ),
-    BatchKind.ACTIONABLE: (
-        "For each guideline below, decide whether its condition holds now, so the agent should "
-        "follow its action in the next reply. A guideline applies only if its condition is true "
-        "of the latest part of the conversation; do not match on topics that are already closed."
-    ),
-    BatchKind.PREVIOUSLY_APPLIED: (
-        "The agent already followed each guideline below earlier in this conversation. Decide for "
-        "each whether it should be applied AGAIN now: only if its condition has arisen anew (a new "
-        "request, a changed situation), not merely because the earlier context is still visible."
-    ),
-    BatchKind.CUSTOMER_DEPENDENT: (
-        "Each guideline below needs something from the customer; the agent has already done its "
-        "part. Decide for each whether the condition still holds and whether the customer has "
-        "now supplied what was asked."
-    ),
+_GROUPS: dict[BatchKind, tuple[str, str]] = {
+    BatchKind.OBSERVATIONAL: (guide.OBSERVATIONAL_TITLE, guide.OBSERVATIONAL_RULES),
+    BatchKind.ACTIONABLE: (guide.ACTIONABLE_TITLE, guide.ACTIONABLE_RULES),
+    BatchKind.PREVIOUSLY_APPLIED: (guide.PREVIOUSLY_APPLIED_TITLE, guide.PREVIOUSLY_APPLIED_RULES),
+    BatchKind.CUSTOMER_DEPENDENT: (guide.CUSTOMER_DEPENDENT_TITLE, guide.CUSTOMER_DEPENDENT_RULES),
 }
 
-_OUTPUT_RULES = (
-    "Answer with JSON only. One verdict per guideline, using its handle as `id`. `score` is 0-10 "
-    "(10 = certainly applies). Keep `rationale` to a few words."
-)
-_OUTPUT_RULES_EXPLAIN = (
-    "Answer with JSON only. One verdict per guideline, using its handle as `id`. `score` is 0-10 "
-    "(10 = certainly applies). In `rationale`, explain your reasoning in one or two sentences."
+_VERDICT_SHAPE = '{"id": "g1", "rationale": "<RATIONALE>", "applies": true, "score": 8}'
+_CUSTOMER_SHAPE = (
+    '{"id": "g1", "rationale": "<RATIONALE>", "condition_holds": true, '
+    '"customer_completed": false, "score": 8}'
 )
 
 
 def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> str:
-    """The prompt for one matching batch: shared context, the kind's question, the guidelines."""
+    """The prompt for one matching batch: shared context, the count to answer for, the shared
+    rules, then one group per kind (its rules, examples and guidelines), then the answer shape."""
     if batch.kind is BatchKind.DISAMBIGUATION:
         return build_disambiguation_prompt(ctx, batch, explain=explain)
-    lines = "\n".join(guideline_line(h, g) for h, g in handles(batch).items())
+    count = len(batch.guidelines)
+    shape = _CUSTOMER_SHAPE if batch.kind is BatchKind.CUSTOMER_DEPENDENT else _VERDICT_SHAPE
+    rationale = (
+        "explain your reasoning in one or two sentences" if explain else "a few words: the evidence"
+    )
     return "\n\n".join(
         [
-            "You evaluate business-rule guidelines for a customer-service agent.",
+            "You decide which of a customer-service agent's guidelines shape its next reply.",
             render_context(ctx),
-            f"Task: {_QUESTIONS[batch.kind]}",
-            f"Guidelines:\n{lines}",
-            _OUTPUT_RULES_EXPLAIN if explain else _OUTPUT_RULES,
+            f"Task: {guide.count_text(count)} below; give every one a verdict, writing the "
+            "rationale (the evidence in the conversation) before the verdict.",
+            guide.SHARED_RULES,
+            *_group_texts(batch),
+            f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
+            f"...]}} with exactly {count} verdict{'s' if count != 1 else ''}, one per handle, "
+            "in order. score: 10 = certainly, 0 = certainly not.",
         ]
     )
+
+
+def _group_texts(batch: Batch) -> list[str]:
+    """One text per kind present, guidelines in handle order (a packed batch lists its kinds in
+    `PACKABLE` order, so each group is one contiguous range of handles)."""
+    groups: list[tuple[BatchKind, list[str]]] = []
+    for i, (handle, g) in enumerate(handles(batch).items()):
+        kind = batch.kind_of(i)
+        if not groups or groups[-1][0] is not kind:
+            groups.append((kind, []))
+        groups[-1][1].append(guideline_line(handle, g))
+    texts = []
+    for kind, lines in groups:
+        title, rules = _GROUPS[kind]
+        first, last = lines[0].split("]", 1)[0][3:], lines[-1].split("]", 1)[0][3:]
+        span = first if first == last else f"{first}–{last}"
+        texts.append(f"### {title} ({span})\n{rules}\nGuidelines:\n" + "\n".join(lines))
+    return texts
 
 
 def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> str:
@@ -241,8 +302,9 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
             "which of the options below may be what the customer means. If two or more fit and "
             "the conversation does not settle which, it is ambiguous: write one short question "
             "that lets the customer choose.",
+            guide.DISAMBIGUATION_RULES,
             f"Options:\n{options}",
-            "Answer with JSON only; use the option handles in `candidate_ids`."
+            "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
             + (" Explain briefly in `rationale`." if explain else " Keep `rationale` short."),
         ]
     )
@@ -255,6 +317,7 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
 def interpret_batch(batch: Batch, answer: GuidelineMatchBatch) -> MatchingOutcome:
     out = MatchingOutcome()
     by_handle = handles(batch)
+    kind_of = {g.id: batch.kind_of(i) for i, g in enumerate(batch.guidelines)}
     seen: set[str] = set()
     for v in answer.verdicts:
         g = by_handle.get(v.id.strip())
@@ -262,12 +325,11 @@ def interpret_batch(batch: Batch, answer: GuidelineMatchBatch) -> MatchingOutcom
             continue  # unknown or repeated handle: ignore rather than trust
         seen.add(g.id)
         matched = v.applies and v.score >= MATCH_THRESHOLD
-        out.verdicts.append((g.id, batch.kind, matched, v.score, v.rationale))
+        kind = kind_of[g.id]
+        out.verdicts.append((g.id, kind, matched, v.score, v.rationale))
         if matched:
-            out.matches.append(GuidelineMatch(g, v.score, v.rationale, batch.kind))
-    for g in batch.guidelines:
-        if g.id not in seen:
-            out.verdicts.append((g.id, batch.kind, False, 0, "no verdict returned"))
+            out.matches.append(GuidelineMatch(g, v.score, v.rationale, kind))
+    out.unanswered.extend(g.id for g in batch.guidelines if g.id not in seen)
     return out
 
 
@@ -289,9 +351,7 @@ def interpret_customer_dependent(batch: Batch, answer: CustomerDependentBatch) -
             out.matches.append(
                 GuidelineMatch(g, v.score, v.rationale, batch.kind, customer_completed=False)
             )
-    for g in batch.guidelines:
-        if g.id not in seen:
-            out.verdicts.append((g.id, batch.kind, False, 0, "no verdict returned"))
+    out.unanswered.extend(g.id for g in batch.guidelines if g.id not in seen)
     return out
 
 
@@ -354,3 +414,19 @@ def interpret(batch: Batch, answer: BaseModel) -> MatchingOutcome:
         return interpret_disambiguation(batch, answer)
     assert isinstance(answer, GuidelineMatchBatch)
     return interpret_batch(batch, answer)
+
+
+def report_unanswered(
+    batch: Batch, outcome: MatchingOutcome, asked_again: Sequence[str]
+) -> list[str]:
+    """After the retry of `asked_again`: each of them still without a verdict (unanswered
+    again, or the retry call failed) becomes a visible non-match verdict and a skipped id.
+    Returns their ids for the trace note."""
+    kind_of = {g.id: batch.kind_of(i) for i, g in enumerate(batch.guidelines)}
+    judged = {v[0] for v in outcome.verdicts}
+    missing = [gid for gid in dict.fromkeys(asked_again) if gid not in judged]
+    for gid in missing:
+        outcome.verdicts.append((gid, kind_of[gid], False, 0, "no verdict returned, twice"))
+    outcome.skipped.extend(gid for gid in missing if gid not in outcome.skipped)
+    outcome.unanswered.clear()
+    return missing

@@ -177,6 +177,24 @@ def position_is_stale(path: Sequence[str | None], views: dict[str, NodeView]) ->
     return bool(path) and path[-1] is not None and path[-1] not in views
 
 
+def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[str, ...]:
+    """The steps of the last run when it was left before it could end (the customer exited
+    mid-way), so it can be resumed where it stopped; empty while a run is live, when the
+    journey never ran, or when the last run ended at a step that may end the journey (a run
+    completed and a run exited there are not told apart: such a run is not offered again)."""
+    if not path or path[-1] is not None:
+        return ()
+    run: list[str] = []
+    for nid in reversed(path[:-1]):
+        if nid is None:
+            break
+        run.append(nid)
+    steps = tuple(n for n in reversed(run) if n in views and not views[n].transit)
+    if not steps or views[steps[-1]].can_end:
+        return ()
+    return steps
+
+
 def close_run(path: Sequence[str | None]) -> Path:
     """The path with its current run ended (idempotent: never two `None`s in a row)."""
     path = tuple(path)

@@ -18,6 +18,7 @@ from engine.matching.journey_graph import (
     NodeView,
     current_run,
     current_step,
+    exited_run,
     prune_nodes,
 )
 from engine.model import CollectedField, Journey, NodeKind
@@ -43,6 +44,10 @@ def transition_map_text(
     shown = prune_nodes(journey, views, path, max_depth)
     here = current_step(path, views)
     visited = {n for n in current_run(path) if n in views} if here else set()
+    left = exited_run(path, views)
+    left_at = left[-1] if here is None and left else None
+    if left_at is not None and left_at not in shown:
+        shown = {nid: v for nid, v in views.items() if nid in shown or nid == left_at}
     root = views.get(journey.root_id)
     # an action-less root with one way out is just a door: show the step behind it instead
     door = root if root and root.transit and len(root.exits) == 1 else None
@@ -72,6 +77,7 @@ def transition_map_text(
                 begin=view.id == begin,
                 current=view.id == here,
                 visited=view.id in visited,
+                left_here=view.id == left_at,
                 collected=collected or {},
                 executed_tools=executed_tools,
             )
@@ -88,6 +94,7 @@ def _step_lines(
     begin: bool,
     current: bool,
     visited: bool,
+    left_here: bool,
     collected: Mapping[str, Any],
     executed_tools: Collection[str],
 ) -> list[str]:
@@ -102,6 +109,11 @@ def _step_lines(
         flags.append("CURRENT STEP (last executed) — first decide whether it is complete")
     elif visited and not view.transit:
         flags.append("VISITED — done earlier in this run; a valid backtracking target")
+    if left_here:
+        flags.append(
+            "LEFT HERE — an earlier run was exited at this step; resume here if the customer "
+            "wants to carry on"
+        )
     if view.customer_dependent:
         wanted = view.customer_action or "answered what this step asks"
         flags.append(f"CUSTOMER DEPENDENT — complete only once the customer has: {wanted}")
@@ -113,10 +125,25 @@ def _step_lines(
             flags.append(f"TOOL STEP ({tools}) — do not advance past it until its tools ran")
     if view.transit:
         flags.append("FORK — never the final step; continue along one of its transitions")
+    elif _says_something(view) and not current:
+        flags.append(
+            "SAYS SOMETHING NEW — the agent must tell the customer this: a walk stops here"
+        )
     lines.extend(f"  - {flag}" for flag in flags)
     lines.extend(f"  - {_field_text(fld, collected)}" for fld in view.collects)
     lines.extend(_transition_lines(view, views, shown, door))
     return lines
+
+
+def _says_something(view: NodeView) -> bool:
+    """A chat step that tells the customer something and waits for nothing: the reply that
+    performs it is the turn's reply, so a multi-step walk cannot pass it unsaid."""
+    return (
+        view.kind is NodeKind.CHAT
+        and bool(view.action)
+        and not view.customer_dependent
+        and not view.collects
+    )
 
 
 def _step_title(view: NodeView) -> str:
@@ -204,20 +231,26 @@ _INTRO = (
 
 _RULES = """\
 Answer these questions in order.
-1. Does the journey still apply? If the customer clearly dropped it (refused to go on, asked to \
-stop, or switched to something that replaces it), answer journey_applies=false; nothing else \
-matters then. A side question alone does not drop it.
-2. Is the current step complete? A CUSTOMER DEPENDENT step is complete only when the customer \
-actually gave what it asks for; the agent asking is not enough. A TOOL STEP is complete only once \
-its tools ran (see the tool results). Any other step is complete once the agent has done it.
-3. Did the customer change an answer given at an earlier VISITED step? Then set \
-requires_backtracking=true and backtracking_target_step to that step's number, and walk on from \
-there. Only VISITED steps can be targets.
-4. step_advancement lists the step numbers the journey moves through this turn: it starts at the \
-current step (or the backtracking target, or BEGIN HERE) and follows only the transitions in the \
-map. Leave a step only when it is complete; pass several steps at once when the customer already \
-gave what they need. Never pass a TOOL STEP whose tools have not run: stop on it. Never stop on a \
-FORK: take one of its transitions.
+1. Does the journey still apply? Its activation condition only starts it: once running, it goes \
+on through steps that look unrelated to that condition. It stops only when the customer asks to \
+stop or refuses to go on, or switches to a purpose that replaces it: then answer \
+journey_applies=false and nothing else matters. A side question does not stop it.
+2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave \
+what it asks for, whenever they gave it: before being asked, out of order, or several answers \
+in one message. The agent asking is not enough. A TOOL STEP is complete once its tools ran for \
+the current inputs; a result for inputs the customer has since changed does not count. Any other \
+step is complete once the agent has done it.
+3. Going back. If the customer changed an answer given at a VISITED step, set \
+requires_backtracking=true and backtracking_target_step to that step, and walk on from there. If \
+they start the same journey over for a new purpose (another item, a second transfer), go back \
+to its first step instead. A LEFT HERE step can be resumed the same way. Only VISITED or LEFT \
+HERE steps can be targets.
+4. step_advancement lists the steps the journey moves through this turn: from the current step \
+(or the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward \
+through every step the customer already satisfied. Stop at the first step that is a TOOL STEP \
+whose tools have not run, lacks information the customer has not given, or is marked SAYS \
+SOMETHING NEW. Never stop on a FORK. When a transition's condition has several parts and none \
+is fully met, take the one with the most parts met.
 5. next_step is where the walk stops: the step the agent performs now (the current step again if \
 it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
 transition applies.
@@ -226,7 +259,12 @@ passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, 
 the listed options. Also list values this message already gives for fields of later steps \
 ("send $250 to 7770001" answers the amount too); those steps will not be asked. Never guess a \
 value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
-give the new one. Leave out known values that did not change."""
+give the new one. Leave out known values that did not change.
+Examples:
+- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is \
+"a flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
+- At "confirm", the customer says "wait, make it the 4th": back to "ask the dates", collect it.
+- Mid-way, "is there a baggage fee?": the journey still applies; stay on the step."""
 
 _ANSWER = (
     "Reply with one JSON object:\n"
@@ -242,6 +280,15 @@ def _position_text(
     views: dict[str, NodeView], path: Sequence[str | None], executed_tools: Collection[str]
 ) -> str:
     here = current_step(path, views)
+    left = exited_run(path, views)
+    if here is None and left:
+        return (
+            f"The journey is not running: an earlier run was exited at {views[left[-1]].label} "
+            "(LEFT HERE). If the customer now wants to carry on with it, resume: set "
+            f"requires_backtracking=true and backtracking_target_step={views[left[-1]].index}, "
+            "then walk on from there. If they start it afresh (a new purpose, another item), "
+            "begin at BEGIN HERE."
+        )
     if here is None:
         return (
             "The journey has not started in this run: choose its first step, starting at "

@@ -18,6 +18,7 @@ from engine.matching.journey_graph import (
     close_run,
     current_run,
     current_step,
+    exited_run,
     position_is_stale,
 )
 from engine.model import Journey, NodeKind
@@ -251,6 +252,8 @@ def _start_of_walk(
     """Where the walk begins, and whether that is a (legal) backtrack."""
     target = proposal.backtrack_to
     if here is None:
+        if target is not None and target in exited_run(previous, views):
+            return target, True  # resuming a run the customer left mid-way, where it was
         if target is not None:
             repairs.append("ignored backtracking: the journey has no live run to go back in")
         return (journey.root_id if journey.root_id in views else None), False

@@ -92,6 +92,29 @@ async def match_guidelines(
 
 
 async def _run_batch(state: TurnState, ctx: TurnContext, batch: gm.Batch) -> gm.MatchingOutcome:
+    """One batch; the guidelines the model left without a verdict are asked once more on their
+    own, and any still unanswered are reported in the trace — never a silent non-match."""
+    outcome = await _ask(state, ctx, batch)
+    if not outcome.unanswered:
+        return outcome
+    retry = batch.only(outcome.unanswered)
+    outcome.unanswered.clear()
+    state.trace.notes.append(
+        f"matching batch {batch.label} left {len(retry.guidelines)} guideline(s) unanswered: "
+        "asked again"
+    )
+    again = await _ask(state, ctx, retry)
+    outcome.merge(again)
+    missing = gm.report_unanswered(batch, outcome, [g.id for g in retry.guidelines])
+    if missing:
+        state.trace.notes.append(
+            f"matching: no verdict for {', '.join(missing)} after a retry; treated as not "
+            "matched this turn"
+        )
+    return outcome
+
+
+async def _ask(state: TurnState, ctx: TurnContext, batch: gm.Batch) -> gm.MatchingOutcome:
     prompt = gm.build_match_prompt(ctx, batch, explain=state.agent.config.explain)
     try:
         gen = await state.llm.generate(

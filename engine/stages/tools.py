@@ -10,6 +10,7 @@ results and events, `executed_tools`, `performed_tool_steps`, questions, and jou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from engine.context import llm_view_of
@@ -81,7 +82,7 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
             del offered[agreed.tool]
             calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
         if offered:
-            planned = await _plan_calls(state, offered, known)
+            planned = await _plan_calls(state, offered, known, resolution)
             calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
             asked = {c.tool for c in state.trace.tool_calls if c.status == "missing_arguments"}
             for name in set(step_of_tool) - {spec.name for spec, _, _ in planned} - asked:
@@ -136,7 +137,7 @@ def _guideline_tools(state: TurnState, resolution: Resolution) -> dict[str, str]
 
 
 async def _plan_calls(
-    state: TurnState, offered: dict[str, str], known: dict[str, Any]
+    state: TurnState, offered: dict[str, str], known: dict[str, Any], resolution: Resolution
 ) -> list[PlannedCall]:
     # A tool whose arguments are all known runs without an LLM call — unless it is
     # consequential (moving money, cancelling orders): then the model confirms it is due.
@@ -154,7 +155,13 @@ async def _plan_calls(
     if not to_ask:
         return ready
     specs = [state.agent.tool(n) for n in to_ask]
-    prompt = build_tool_call_prompt(state.context(), specs, to_ask, known)
+    prompt = build_tool_call_prompt(
+        state.context(),
+        specs,
+        to_ask,
+        known,
+        instructions=_instructions_in_force(state, resolution, to_ask),
+    )
     state.llm.round += 1
     try:
         gen = await state.llm.generate(
@@ -232,6 +239,8 @@ async def _dispatch(
         outcome = by_id.get(call.id) or ToolOutcome(
             call_id=call.id, tool=call.tool, error="no result"
         )
+        shown_arguments = state.secrets.mask_arguments(c.spec, call.arguments)
+        outcome = replace(outcome, arguments=dict(shown_arguments))
         state.tool_results.append(outcome)
         state.executed_tools.add(call.tool)
         _record_step_outcome(state, c, outcome)
@@ -241,7 +250,7 @@ async def _dispatch(
             None,
             tool=call.tool,
             call_id=call.id,
-            arguments=state.secrets.mask_arguments(c.spec, call.arguments),
+            arguments=shown_arguments,
             # by name now (a tool may return a secret field); by value when the turn ends
             llm_view=state.secrets.scrub(llm_view_of(outcome)),
             view=state.secrets.scrub(outcome.view),
@@ -326,6 +335,7 @@ def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:
             call_id=e.data.get("call_id", ""),
             tool=e.data.get("tool", ""),
             data=e.data["llm_view"],
+            arguments=dict(e.data.get("arguments") or {}),
         )
         for e in state.own_earlier_results()
         if e.data.get("llm_view") is not None
@@ -380,3 +390,18 @@ async def _rematch_after_tools(state: TurnState) -> None:
     if pending:
         state.llm.round += 1
         absorb_matches(state, await match_guidelines(state, state.context(), pending))
+
+
+def _instructions_in_force(
+    state: TurnState, resolution: Resolution, offered: Mapping[str, str]
+) -> list[str]:
+    """The guidelines in force this turn other than the ones offering these tools, as
+    "when …, then …" lines: a rule like "amounts in euros are doubled" shapes an argument."""
+    reasons = set(offered.values())
+    lines = []
+    for gid in sorted(resolution.guideline_ids):
+        g = state.agent.guideline(gid)
+        if not g.action or g.action in reasons or g.metadata.get("transient"):
+            continue
+        lines.append(f"when {g.condition}, then {g.action}")
+    return lines

@@ -195,6 +195,8 @@ def _read_step_line(step: MapStep, line: str) -> None:
         step.tools_ran = "its tools ran this turn" in flag
     elif flag.startswith("FORK"):
         step.fork = True
+    elif flag.startswith(("LEFT HERE", "SAYS SOMETHING NEW")):
+        pass  # hints for a model; the walk here stops at chat steps and restarts exited runs
     else:
         raise UnrecognizedPrompt(f"offline {PARSER}: unknown flag in step {step.number}: {flag!r}")
 

@@ -11,7 +11,7 @@ conservative: a guideline that only shares a word or two does not apply.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.matching.guidelines import (
     CustomerDependentBatch,
@@ -48,11 +48,13 @@ PARSER = "guideline matching parser (infra/offline/matching.py)"
 APPLIES_AT = 6  # score from which a verdict says applies=True (the engine matches from 5)
 REAPPLY_AT = 7  # stricter for guidelines the agent already followed
 _LINE = re.compile(r"^- \[(?P<handle>g\d+)\] when: (?P<condition>.*)$")
-_TASK_KINDS = {
-    "whether its condition is true of the conversation": "observational",
-    "so the agent should follow its action": "actionable",
-    "should be applied AGAIN now": "previously_applied",
-    "needs something from the customer": "customer_dependent",
+# `### <title> (g1–g3)`: one group per kind (engine/matching/match_guidance.py names the titles)
+_GROUP = re.compile(r"^### (?P<title>[^(\n]+?) \(g\d+(?:–g\d+)?\)$", re.M)
+_GROUP_KINDS = {
+    "Observations": "observational",
+    "Actions not yet taken": "actionable",
+    "Actions already taken": "previously_applied",
+    "Waiting for the customer": "customer_dependent",
 }
 
 
@@ -62,37 +64,56 @@ class GuidelineLine:
     condition: str
     action: str = ""
     customer_action: str = ""
+    kind: str = "actionable"  # the group it is listed in
 
 
 @dataclass(frozen=True)
 class MatchPrompt:
-    kind: str
+    kind: str  # the kind of every guideline, or "packed" when the groups differ
     context: SharedContext
     guidelines: tuple[GuidelineLine, ...]
 
 
 def parse_match_prompt(prompt: str) -> MatchPrompt:
-    """A matching-batch prompt: its kind (from the task wording), context and guidelines."""
-    task = section(prompt, "\n\nTask: ", parser=PARSER)
-    kind = next((k for phrase, k in _TASK_KINDS.items() if phrase in task), None)
-    if kind is None:
-        raise UnrecognizedPrompt(f"offline {PARSER}: unknown matching task {task[:80]!r}")
-    block = section(prompt, "\n\nGuidelines:\n", parser=PARSER)
-    return MatchPrompt(kind, parse_shared_context(prompt, parser=PARSER), _guideline_lines(block))
+    """A matching-batch prompt: its groups (one per kind, by title), context and guidelines."""
+    section(prompt, "\n\nTask: ", parser=PARSER)
+    groups = list(_GROUP.finditer(prompt))
+    if not groups:
+        raise UnrecognizedPrompt(f"offline {PARSER}: the prompt has no '### <kind> (g…)' group")
+    found: list[GuidelineLine] = []
+    for i, group in enumerate(groups):
+        kind = _GROUP_KINDS.get(group["title"].strip())
+        if kind is None:
+            raise UnrecognizedPrompt(f"offline {PARSER}: unknown group {group['title']!r}")
+        end = groups[i + 1].start() if i + 1 < len(groups) else len(prompt)
+        body = prompt[group.end() : end]
+        block = section(body, "\nGuidelines:\n", parser=PARSER)
+        found.extend(_guideline_lines(block, kind))
+    kinds = {g.kind for g in found}
+    kind = kinds.pop() if len(kinds) == 1 else "packed"
+    return MatchPrompt(kind, parse_shared_context(prompt, parser=PARSER), tuple(found))
 
 
-def _guideline_lines(block: str) -> tuple[GuidelineLine, ...]:
+def _guideline_lines(block: str, kind: str = "actionable") -> tuple[GuidelineLine, ...]:
     lines: list[GuidelineLine] = []
     for raw in block.splitlines():
         head = _LINE.match(raw)
+        last = lines[-1] if lines else None
         if head:
-            lines.append(GuidelineLine(head["handle"], head["condition"]))
-        elif raw.startswith("    then: ") and lines:
-            last = lines[-1]
-            lines[-1] = GuidelineLine(last.handle, last.condition, raw[10:], last.customer_action)
-        elif raw.startswith("    customer must: ") and lines:
-            last = lines[-1]
-            lines[-1] = GuidelineLine(last.handle, last.condition, last.action, raw[19:])
+            lines.append(GuidelineLine(head["handle"], head["condition"], kind=kind))
+        elif last is not None and raw.startswith("    then: "):
+            lines[-1] = replace(last, action=raw[10:])
+        elif last is not None and raw.startswith("    customer must: "):
+            lines[-1] = replace(last, customer_action=raw[19:])
+        elif last is not None and raw.strip():
+            # a line of a multi-line text (a numbered list in a condition) continues the part
+            # it belongs to instead of losing the whole batch
+            if last.customer_action:
+                lines[-1] = replace(last, customer_action=f"{last.customer_action} {raw.strip()}")
+            elif last.action:
+                lines[-1] = replace(last, action=f"{last.action} {raw.strip()}")
+            else:
+                lines[-1] = replace(last, condition=f"{last.condition} {raw.strip()}")
         elif raw.strip():
             raise UnrecognizedPrompt(f"offline {PARSER}: cannot read guideline line {raw!r}")
     if not lines:
@@ -238,11 +259,11 @@ def match_guidelines(prompt: str) -> GuidelineMatchBatch:
             f"offline {PARSER}: a customer-dependent batch was asked for GuidelineMatchBatch"
         )
     domain = _domain(parsed, prompt)
-    threshold = REAPPLY_AT if parsed.kind == "previously_applied" else APPLIES_AT
     verdicts = []
     for g in parsed.guidelines:
+        threshold = REAPPLY_AT if g.kind == "previously_applied" else APPLIES_AT
         score, why = condition_score(g.condition, parsed.context, domain)
-        if parsed.kind == "previously_applied" and score >= APPLIES_AT and score < REAPPLY_AT:
+        if g.kind == "previously_applied" and score >= APPLIES_AT and score < REAPPLY_AT:
             why = "nothing clearly new since it was applied"
         verdicts.append(
             GuidelineVerdict(id=g.handle, applies=score >= threshold, score=score, rationale=why)

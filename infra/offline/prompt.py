@@ -43,7 +43,9 @@ _AFTER_CONVERSATION = (
     "\n\nApproved replies",
 )
 
-_TOOL_LINE = re.compile(r"^Tool (?P<tool>[^:]+): (?P<payload>.*)$")
+# `Tool name: payload` or `Tool name(arg=value, …): payload` (a result with its arguments)
+_TOOL_LINE = re.compile(r"^Tool (?P<tool>[^:(]+?)(?:\((?P<args>.*?)\))?: (?P<payload>.*)$")
+_RESULT_LINE = re.compile(r"^- (?P<tool>[^:(]+?)(?:\((?P<args>.*?)\))?: (?P<payload>.*)$")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Message:
     role: str
     text: str
     tool: str = ""
+    arguments: str = ""  # a tool line's arguments as shown
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class ToolData:
 
     tool: str
     data: Any
+    arguments: str = ""  # as shown: `k="v", n=2`; empty when the call took none
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ class SharedContext:
         for message in reversed(self.messages):
             if message.role != "tool":
                 break
-            recent.append(ToolData(message.tool, _json_or_text(message.text)))
+            recent.append(ToolData(message.tool, _json_or_text(message.text), message.arguments))
         return tuple(reversed(recent))
 
 
@@ -189,10 +193,12 @@ def parse_conversation(block: str) -> tuple[Message, ...]:
         elif line.startswith("Agent: "):
             messages.append(Message("agent", line[len("Agent: ") :]))
         elif tool and " " not in tool["tool"].strip():
-            messages.append(Message("tool", tool["payload"], tool=tool["tool"]))
+            messages.append(
+                Message("tool", tool["payload"], tool=tool["tool"], arguments=tool["args"] or "")
+            )
         elif messages:
             last = messages[-1]
-            messages[-1] = Message(last.role, f"{last.text}\n{line}", last.tool)
+            messages[-1] = Message(last.role, f"{last.text}\n{line}", last.tool, last.arguments)
         elif line.strip():
             messages.append(Message("customer", line))
     return tuple(messages)
@@ -201,9 +207,10 @@ def parse_conversation(block: str) -> tuple[Message, ...]:
 def parse_tool_results(block: str) -> tuple[ToolData, ...]:
     results = []
     for line in block.splitlines():
-        if line.startswith("- ") and ": " in line:
-            name, payload = line[2:].split(": ", 1)
-            results.append(ToolData(name.strip(), _json_or_text(payload)))
+        m = _RESULT_LINE.match(line)
+        if m:
+            payload = _json_or_text(m["payload"])
+            results.append(ToolData(m["tool"].strip(), payload, m["args"] or ""))
     return tuple(results)
 
 

@@ -145,7 +145,7 @@ def test_openai_run_sends_the_engine_prompt_to_the_chosen_model_and_counts_failu
     requests = server.chat_requests
     assert len(requests) == 3
     assert {r.model for r in requests} == {"eval-model"}
-    assert all("You evaluate business-rule guidelines" in r.prompt for r in requests)
+    assert all("### Observations (g1" in r.prompt for r in requests)
     assert "This is ridiculous" in requests[0].prompt
     data = json.loads(out.read_text())
     assert data["provider"] == "openai" and data["model"] == "eval-model"
@@ -207,3 +207,45 @@ def test_duplicate_case_ids_are_refused(tmp_path: Path) -> None:
 
 def test_eval_run_rows_are_empty_without_results() -> None:
     assert EvalRun(provider="offline", model="m").rows() == []
+
+
+# --------------------------------------------------------------------------------------------------
+# The case-format extensions for issue #23's guidance points
+
+
+def test_issue_23_guidance_points_each_have_cases() -> None:
+    notes = Counter(
+        kind for kind, cases in load_cases().items() for c in cases if c.note.startswith("#23 ")
+    )
+    for kind in (
+        "observational",
+        "actionable",
+        "previously_applied",
+        "customer_dependent",
+        "journey_node",
+        "tool_arguments",
+    ):
+        assert notes[kind] >= 3, kind
+
+
+def test_a_case_path_can_close_a_run_and_a_tool_line_can_name_its_arguments() -> None:
+    from bench.eval.cases import history, journey_path
+
+    cases = {c.id: c for cs in load_cases().values() for c in cs}
+    exited = cases["jn-g23-resume-exited"]
+    assert journey_path(exited) == ("ask_source", "ask_destination", None)
+    shown = cases["tool-g23-result-by-arguments"]
+    tools = [e.data for e in history(shown) if e.data]
+    assert [(d["tool"], d["arguments"]) for d in tools] == [
+        ("get_balance", {"account": "checking"}),
+        ("get_balance", {"account": "savings"}),
+    ]
+
+
+def test_a_tool_expected_several_times_is_graded_on_every_call() -> None:
+    from bench.eval.decisions import _same_calls
+
+    want = [{"account": "checking"}, {"account": "savings"}]
+    assert _same_calls([{"account": "savings"}, {"account": "checking"}], want)
+    assert not _same_calls([{"account": "savings"}], want)
+    assert not _same_calls([{"account": "savings"}, {"account": "savings"}], want)

@@ -19,6 +19,7 @@ from engine.matching.journey_graph import (
     build_node_views,
     current_run,
     current_step,
+    exited_run,
     prune_nodes,
 )
 from engine.matching.journey_walk import VerifiedStep
@@ -352,11 +353,27 @@ def test_backtracking_to_an_unvisited_step_is_refused() -> None:
     assert any(r.startswith("refused to backtrack to step 6") for r in step.repairs)
 
 
-def test_backtracking_to_a_step_of_an_ended_run_is_refused() -> None:
+def test_a_run_exited_mid_way_is_resumed_where_it_stopped() -> None:
+    # ask_name cannot end the journey: the run was left there, and may be picked up again
     step = verify(lookup_journey(), ["ask_name", None], answer("2", back="2"))
-    assert step.outcome == "advance"  # it starts over instead
+    assert step.outcome == "backtrack"
     assert step.path == ("ask_name", None, "ask_name")
+    assert step.repairs == ()
+
+
+def test_backtracking_into_a_completed_run_is_refused() -> None:
+    previous = ["ask_name", "ask_amount", "lookup", "check", "confirm", None]
+    step = verify(lookup_journey(), previous, answer("2", back="2"))
+    assert step.outcome == "advance"  # it starts over instead
+    assert step.path == (*previous, "ask_name")
     assert any("no live run" in r for r in step.repairs)
+
+
+def test_resuming_an_exited_run_goes_only_to_a_step_of_that_run() -> None:
+    previous = ["ask_name", "ask_amount", None]
+    later = verify(lookup_journey(), previous, answer("2", back="6"))
+    assert later.outcome == "advance" and later.node_id == "ask_name"
+    assert any("no live run" in r for r in later.repairs)
 
 
 def test_completion_needs_an_end_transition() -> None:
@@ -596,9 +613,11 @@ def _anchors(
 ) -> list[list[str]]:
     """The walks this turn may have taken: new steps preceded by where the walk started. A
     backtrack that goes on to finish the journey reports "completed", so for a completion both
-    readings (carry on from the current step, or go back to a visited one) are candidates."""
+    readings (carry on from the current step, or go back to a visited one) are candidates. With
+    no live run, a run left mid-way may be resumed at one of its steps (`exited_run`)."""
     here = current_step(previous, views)
-    back = [segment] if segment and segment[0] in current_run(previous) else []
+    back_to = current_run(previous) if here is not None else exited_run(previous, views)
+    back = [segment] if segment and segment[0] in back_to else []
     back = [c for c in back if not views[c[0]].transit]
     if outcome == "backtrack":
         return back
@@ -608,7 +627,7 @@ def _anchors(
         forward = [[journey.root_id, *segment]]
     else:
         forward = [segment] if segment and segment[0] == journey.root_id else []
-    return forward + back if outcome == "completed" and here is not None else forward
+    return forward + back if outcome == "completed" else forward
 
 
 def _walk_problem(
