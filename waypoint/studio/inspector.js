@@ -129,8 +129,8 @@ async function journeyBlock(trace, t) {
     kept.length ? el("p", { text: `verification kept: ${kept.join(" → ")}` }) : null,
     t.repairs.map((r) => el("p", { class: "muted", text: `repaired: ${r}` })),
     t.rationale ? el("p", { class: "muted", text: `reason: ${t.rationale}` }) : null,
-    el("div", { class: "legend" }, el("span", { text: "current step: bold outline" }),
-      el("span", { text: "proposed: dashed" }), el("span", { text: "kept: green" })));
+    el("div", { class: "legend" }, el("span", { text: "current step: red outline" }),
+      el("span", { text: "proposed by the model: orange dashes" }), el("span", { text: "kept by verification: green" })));
   const holder = el("div", { class: "graph", "data-graph": t.journey_id });
   block.append(holder);
   const params = { version: trace.agent_version, journey: t.journey_id };
@@ -198,9 +198,10 @@ async function showGraphs() {
     const journey = byId.get(journeyId) || {};
     const holder = el("div", { class: "graph", "data-graph": journeyId });
     const requires = Array.isArray(journey.requires) ? journey.requires : [];
-    root.append(el("h3", { text: `${journey.title || journeyId} (${journeyId})` }),
+    // Element.append writes null as the text "null": only real nodes go in.
+    root.append(...[el("h3", { text: `${journey.title || journeyId} (${journeyId})` }),
       requires.length ? el("p", { class: "muted", text: `requires: ${requires.join(", ")}` }) : null,
-      holder);
+      holder].filter(Boolean));
     await fillGraph(holder, agent.id, { version: agent.version, journey: journeyId });
   }
 }
