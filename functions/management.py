@@ -19,6 +19,9 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           the result of the pending interrupter step (a form):
                                           completes the step and runs the turn (or `?async=1`
                                           queues it); 409 unless `call_id` is the pending one
+    GET  /handoffs, POST /sessions/{session_id}/handoff[/take|/messages|/release]
+                                          human handoff: list, start, take, write as a person,
+                                          hand back (`functions.handoff_api`)
     DELETE /customers/{channel}/{customer_id}
                                           erase everything stored about one customer: their
                                           sessions, events, traces, S3 bodies, inbox claims
@@ -60,6 +63,8 @@ from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
+from functions.handoff_api import HandoffView
+from functions.handoff_api import router as handoff_router
 from functions.http_entry import http_lambda_handler
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
@@ -149,6 +154,9 @@ class SessionView(BaseModel):
     # (a journey is in flight), whatever is published meanwhile (engine.versioning).
     agent_version: str | None = None
     pinned: bool = False
+    # `human` while a person has the session (engine.handoff); `handoff` says why and who
+    mode: str = "auto"
+    handoff: HandoffView | None = None
 
     @classmethod
     def of(cls, state: SessionState) -> SessionView:
@@ -171,6 +179,8 @@ class SessionView(BaseModel):
             metadata=state.metadata,
             agent_version=state.agent_version,
             pinned=bool(journeys_in_flight(state)),
+            mode=state.mode.value,
+            handoff=HandoffView.of(state.handoff),
         )
 
 
@@ -694,6 +704,8 @@ async def api_reference() -> Response:
 
     return HTMLResponse(REFERENCE_PAGE)
 
+
+app.include_router(handoff_router)
 
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point

@@ -48,6 +48,7 @@ from engine.ports import Clock, TurnCommit
 from engine.session import Event, EventSource, SessionState
 from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
+from infra.aws.handoff_index import WaitingSession, handoff_writes, waiting_sessions
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 from infra.aws.retention import Retention
 
@@ -514,6 +515,12 @@ class DynamoSessionStore:
         """Sessions of `agent_id` with a journey in flight (`infra.aws.in_flight`)."""
         return list(sessions_in_flight(self._table.ddb, self._table.name, agent_id, self._epoch()))
 
+    async def waiting_for_person(self, agent_id: str | None = None) -> list[WaitingSession]:
+        """Sessions handed off to a person, oldest first (`infra.aws.handoff_index`)."""
+        return list(
+            waiting_sessions(self._table.ddb, self._table.name, self._epoch(), agent_id=agent_id)
+        )
+
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         """The trace of a committed turn, or None (unknown turn, or expired)."""
         item = self._table.get(session_pk(session_id), f"TRACE#{turn_id}")
@@ -625,6 +632,7 @@ class DynamoSessionStore:
             *self._event_puts(state.id, commit.masked_events, rewrite=True),
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
+            *handoff_writes(self._table.name, commit, self._epoch(), self._clock.now().isoformat()),
             *self._index_puts(state, _people(commit)),
         ]
         if len(items) > MAX_TRANSACTION_ITEMS:
