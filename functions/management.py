@@ -64,7 +64,7 @@ from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
 from functions.handoff_api import HandoffView
-from functions.handoff_api import router as handoff_router
+from functions.handoff_api import install as install_handoff_routes
 from functions.http_entry import http_lambda_handler
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
@@ -705,7 +705,7 @@ async def api_reference() -> Response:
     return HTMLResponse(REFERENCE_PAGE)
 
 
-app.include_router(handoff_router)
+install_handoff_routes(app)  # GET /handoffs, POST /sessions/{id}/handoff[...]
 
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point

@@ -53,6 +53,7 @@ from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
+from infra.handoff_changes import QueuedPersonMessage
 from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
 
@@ -124,13 +125,17 @@ class Burst:
 
 def plan_bursts(
     records: Iterable[dict[str, Any]], *, per_message: bool
-) -> dict[str, Burst | MalformedQueueMessage]:
+) -> dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage]:
     """Record id → its burst (or why it cannot be read). All records of a session in the batch
     form one burst (FIFO keeps them in order within their group), unless `per_message`."""
-    plan: dict[str, Burst | MalformedQueueMessage] = {}
+    plan: dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage] = {}
     by_session: dict[str, Burst] = {}
     for record in records:
         record_id = str(record.get("messageId", ""))
+        person = QueuedPersonMessage.parse(record.get("body") or "")
+        if person is not None:  # a person's message to deliver (infra.handoff_changes)
+            plan[record_id] = person
+            continue
         try:
             queued = QueuedMessage.model_validate_json(record.get("body") or "")
         except ValidationError as exc:
@@ -158,7 +163,14 @@ def plan_bursts(
 class PendingReply:
     turn_id: str
     event: Event
-    answering: QueuedMessage  # the last message of the burst this turn answered
+    answering: QueuedMessage | None  # the last message of the burst this turn answered
+    reply_to: dict[str, Any] | None = None  # where to send instead (a person's message)
+
+    @property
+    def address(self) -> dict[str, Any]:
+        if self.reply_to is not None:
+            return self.reply_to
+        return self.answering.message.reply_to if self.answering is not None else {}
 
 
 def replies_for(state: SessionState, requests: Sequence[QueuedMessage]) -> list[PendingReply]:
@@ -196,7 +208,7 @@ class TurnWorker:
     def __init__(
         self,
         runtime: Runtime,
-        plan: dict[str, Burst | MalformedQueueMessage],
+        plan: dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage],
         context: Any = None,
     ) -> None:
         self.runtime = runtime
@@ -210,6 +222,10 @@ class TurnWorker:
         if isinstance(burst, MalformedQueueMessage):
             logger.error("malformed queue message", extra={"reason": str(burst)})
             raise burst
+        if isinstance(burst, QueuedPersonMessage):
+            logger.set_correlation_id(burst.session_id)
+            self.runtime.run(self.deliver_person_message(burst))
+            return
         if burst.answered:
             return  # answered together with the first record of its burst
         logger.set_correlation_id(burst.session_id)
@@ -222,6 +238,27 @@ class TurnWorker:
             )
         self.runtime.run(self.answer(burst))
         burst.answered = True
+
+    async def deliver_person_message(self, job: QueuedPersonMessage) -> None:
+        """A person's message, recorded by the management API or the support channel: sent
+        like a turn's reply (outbox lease, retries, give-up), with no turn run."""
+        state = await self.runtime.sessions.load(job.session_id)
+        channel = self.runtime.channels.get(state.channel) if state is not None else None
+        if state is None or channel is None:
+            return
+        event = next((e for e in state.events if e.id == job.event_id), None)
+        if event is None:  # left the loaded window of a long session: the job carries the text
+            event = Event(
+                id=job.event_id,
+                offset=0,
+                kind=EventKind.MESSAGE,
+                source=EventSource.HUMAN,
+                created_at=self.runtime.clock.now(),
+                turn_id=job.change_id,
+                text=job.text,
+            )
+        pending = PendingReply(job.change_id, event, None, reply_to=job.reply_to)
+        await self._deliver(channel, job.session_id, pending)
 
     def _remaining_ms(self) -> int | None:
         remaining = getattr(self.context, "get_remaining_time_in_millis", None)
@@ -333,7 +370,7 @@ class TurnWorker:
     ) -> None:
         outbox = self.runtime.outbox
         turn_id = pending.turn_id
-        reply = outbound_reply(pending.event, pending.answering.message.reply_to)
+        reply = outbound_reply(pending.event, pending.address)
         if reply is None:
             await outbox.mark_failed(session_id, turn_id, "the reply has no text")
             return

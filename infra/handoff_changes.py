@@ -5,10 +5,11 @@ committed under its change id, conditional on the session's version: a racing tu
 wrote meanwhile) makes it reload and recompute; the same change id twice (a client retry, Slack
 redelivering an event) commits once and returns what was committed.
 
-A person's message goes to the customer through the same outbox as an agent's reply (one record
-per change id: PENDING → SENDING → SENT, a lease against concurrent sends, a bounded number of
-attempts) and the channel's own `send`, so platform limits (splitting, lengths) apply alike. It
-never runs a turn.
+A person's message goes to the customer through the turn queue and the turn worker's delivery,
+exactly like an agent's reply: the same outbox (one record per change id: PENDING → SENDING →
+SENT, a lease against concurrent sends, a bounded number of attempts, a `delivery_failed` event
+when given up), the channel's own `send` (platform limits apply alike), in the session's FIFO
+order. The worker never runs a turn for it. (The management API holds no channel secrets.)
 """
 
 from __future__ import annotations
@@ -17,19 +18,16 @@ import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import SessionConflict, WaypointError
 from engine.handoff import SessionChange
 from engine.ports import SessionStore
 from engine.session import Event, SessionState
-from infra.channels.base import Channel, OutboundReply
-from infra.channels.errors import DeliveryError
-from infra.outbox import DynamoOutbox, LeaseOutcome
 
 _CONFLICT_RETRIES = 4
-MAX_PERSON_MESSAGE_ATTEMPTS = 5
-DELIVERY_LEASE_SECONDS = 60
 
 
 class SessionMissing(WaypointError):
@@ -86,53 +84,49 @@ def change_id_for(kind: str, session_id: str, key: str | None) -> str:
     return f"{kind}_{digest}"
 
 
-@dataclass(frozen=True)
-class Delivery:
-    """How a person's message went: `sent`, `already_sent`, `in_flight` (another delivery holds
-    it: retry), `retry` (the platform failed for now: retry), `failed` (refused for good or out of
-    attempts), or `not_delivered` (no channel to send on, e.g. the API channel)."""
+class QueuedPersonMessage(BaseModel):
+    """A person's recorded message for the turn worker to deliver (on the turn queue, in the
+    session's FIFO group: in order with the customer's messages). It carries where to send, so a
+    session handed back meanwhile still gets it; the worker sends it under the outbox, never
+    runs a turn for it."""
 
-    outcome: str
-    message_ids: tuple[str, ...] = ()
-    error: str | None = None
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = 1
+    kind: Literal["person_message"] = "person_message"
+    session_id: str
+    agent_id: str
+    change_id: str  # the outbox record's id: one delivery whatever the retries
+    event_id: str
+    text: str
+    reply_to: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    @property
+    def dedup_id(self) -> str:
+        return hashlib.sha256(f"person\x1f{self.change_id}".encode()).hexdigest()
+
+    @classmethod
+    def parse(cls, body: str) -> QueuedPersonMessage | None:
+        """The job, when `body` is one (`None` for a customer message)."""
+        if '"person_message"' not in body:
+            return None
+        try:
+            return cls.model_validate_json(body)
+        except ValidationError:
+            return None
 
 
-async def deliver_person_message(
-    outbox: DynamoOutbox,
-    channel: Channel | None,
-    http: Any,
-    state: SessionState,
-    event: Event,
-) -> Delivery:
-    """Send a person's message to the customer under the outbox (exactly-once-visible)."""
-    if channel is None:
-        return Delivery("not_delivered")
+def person_message_job(state: SessionState, event: Event) -> QueuedPersonMessage | None:
+    """The delivery job of a person's `event`; None when there is nowhere to send it yet (the
+    API channel, or a customer whose address the session has not learned)."""
     handoff = state.handoff
     reply_to = handoff.reply_to if handoff is not None else None
     if not reply_to:
-        return Delivery(
-            "not_delivered", error="the customer's address is learned from their next message"
-        )
-    turn_id = event.turn_id or event.id
-    owner = uuid.uuid4().hex
-    lease = await outbox.take(
-        state.id, turn_id, channel.name, owner=owner, lease_seconds=DELIVERY_LEASE_SECONDS
+        return None
+    return QueuedPersonMessage(
+        session_id=state.id,
+        agent_id=state.agent_id,
+        change_id=event.turn_id or event.id,
+        event_id=event.id,
+        text=event.text or "",
+        reply_to=dict(reply_to),
     )
-    if lease.outcome is LeaseOutcome.DONE:
-        return Delivery("already_sent", lease.entry.message_ids, lease.entry.last_error)
-    if lease.outcome is LeaseOutcome.BUSY:
-        return Delivery("in_flight")
-    reply = OutboundReply(text=event.text or "", reply_to=reply_to, id=event.id)
-    try:
-        receipt = await channel.send(reply, http)
-    except DeliveryError as error:
-        if not error.retryable or lease.entry.attempts >= MAX_PERSON_MESSAGE_ATTEMPTS:
-            await outbox.mark_failed(state.id, turn_id, str(error))
-            return Delivery("failed", error=str(error))
-        await outbox.release(state.id, turn_id, owner, str(error))
-        return Delivery("retry", error=str(error))
-    except Exception:
-        await outbox.release(state.id, turn_id, owner, "interrupted")
-        raise
-    await outbox.mark_sent(state.id, turn_id, receipt.message_ids)
-    return Delivery("sent", tuple(receipt.message_ids))
