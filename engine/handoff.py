@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import WaypointError
 from engine.history import fold_history
-from engine.model import BusinessHours, HandoffConfig
+from engine.model import AgentSnapshot, BusinessHours, HandoffConfig
 from engine.ports import TurnCommit
 from engine.session import (
     Event,
@@ -91,6 +91,15 @@ def pickup_overdue(session: SessionState, config: HandoffConfig, now: datetime) 
     if handoff.assignee is not None or handoff.ticket_id is not None:
         return False
     return (now - handoff.since).total_seconds() >= config.pickup_timeout_seconds
+
+
+def approved_notice(agent: AgentSnapshot, tag: str, default: str) -> str:
+    """The agent's approved text for a handoff notice: its canned response tagged `tag`, else
+    the configured `default` — never model text."""
+    for response in agent.canned_responses:
+        if tag in response.tags:
+            return response.template
+    return default
 
 
 def mode_event_data(mode: SessionMode, *, by: str, why: str, **more: Any) -> dict[str, Any]:

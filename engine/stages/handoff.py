@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.handoff import (
+    approved_notice,
     asks_for_person,
     mode_event_data,
     pickup_overdue,
@@ -209,12 +210,7 @@ def _move_past_step(state: TurnState, source_id: str) -> None:
 
 
 def _approved_text(state: TurnState, tag: str, default: str) -> str:
-    """The agent's approved template for this notice (canned responses tagged `tag`), else the
-    configured text — never free model text."""
-    for response in state.agent.canned_responses:
-        if tag in response.tags:
-            return response.template
-    return default
+    return approved_notice(state.agent, tag, default)
 
 
 def _reply_to(state: TurnState) -> dict[str, Any] | None:

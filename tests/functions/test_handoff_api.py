@@ -5,6 +5,7 @@ the person's words in its history. Crashes and retries in between change none of
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -201,3 +202,50 @@ def test_the_handoff_routes_are_in_the_openapi_reference(runtime: Runtime) -> No
         "/sessions/{session_id}/handoff/release",
     ):
         assert path in schema["paths"], path
+
+
+# -- no one picks it up: the scheduled sweep ------------------------------------------------------
+
+UNAVAILABLE = (
+    "No one from our team is available right now. We've recorded your request and a person "
+    "will get back to you here as soon as possible."
+)
+
+
+def test_the_sweep_records_a_ticket_once_the_pickup_is_overdue_and_tells_the_customer(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    from functions.handoff_sweep import sweep
+
+    handed_off(stack, platforms)
+    since = load_session(runtime, SESSION).handoff.since
+    early = runtime.run(sweep(runtime, since + timedelta(minutes=10)))
+    assert early == {"open": 1, "ticketed": 0, "notices_queued": 0}
+
+    late = since + timedelta(minutes=16)  # the default timeout is 15 minutes
+    assert runtime.run(sweep(runtime, late)) == {"open": 1, "ticketed": 1, "notices_queued": 1}
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert telegram_texts(platforms)[-1] == UNAVAILABLE
+    (ticketed,) = call("GET", "/handoffs", query={"status": "ticket"})[1]["sessions"]
+    assert ticketed["session_id"] == SESSION and ticketed["ticket_id"]
+    # A second sweep (or a concurrent one) records nothing more and tells nobody again.
+    assert runtime.run(sweep(runtime, late))["ticketed"] == 0
+    drain(stack)
+    assert telegram_texts(platforms).count(UNAVAILABLE) == 1
+    tickets = [
+        e for e in load_session(runtime, SESSION).events if e.data.get("status") == "handoff_ticket"
+    ]
+    assert len(tickets) == 1
+    # A person can still take it afterwards (the ticket is the record that someone must).
+    assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "dana"})[0] == 200
+
+
+def test_the_sweep_leaves_a_taken_session_alone(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    from functions.handoff_sweep import sweep
+
+    handed_off(stack, platforms)
+    call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "dana"})
+    since = load_session(runtime, SESSION).handoff.since
+    assert runtime.run(sweep(runtime, since + timedelta(hours=2)))["ticketed"] == 0
