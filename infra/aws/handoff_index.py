@@ -53,6 +53,11 @@ class WaitingSession:
         return "ticket" if self.ticket_id else "waiting"
 
 
+def handoff_key(session_id: str) -> Item:
+    """The index item's key of a session."""
+    return {"pk": {"S": HANDOFFS_PK}, "sk": {"S": f"SESSION#{session_id}"}}
+
+
 def handoff_writes(table: str, commit: TurnCommit, now_epoch: int, now_iso: str) -> list[Item]:
     """The transaction item that keeps the index true after `commit` (none for a session that
     is and was with the agent: nearly every commit)."""
@@ -61,7 +66,7 @@ def handoff_writes(table: str, commit: TurnCommit, now_epoch: int, now_iso: str)
         e.data.get("status") == MODE_CHANGED and e.data.get("mode") == SessionMode.AUTO.value
         for e in commit.new_events
     )
-    key = {"pk": {"S": HANDOFFS_PK}, "sk": {"S": f"SESSION#{state.id}"}}
+    key = handoff_key(state.id)
     if state.mode is not SessionMode.HUMAN or state.handoff is None:
         if not handed_back:
             return []

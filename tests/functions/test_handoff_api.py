@@ -249,3 +249,12 @@ def test_the_sweep_leaves_a_taken_session_alone(
     call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "dana"})
     since = load_session(runtime, SESSION).handoff.since
     assert runtime.run(sweep(runtime, since + timedelta(hours=2)))["ticketed"] == 0
+
+
+def test_erasing_the_customer_removes_their_handoff_from_the_list(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    handed_off(stack, platforms)
+    assert len(call("GET", "/handoffs")[1]["sessions"]) == 1
+    assert call("DELETE", f"/customers/telegram/{CHAT}")[0] == 200
+    assert call("GET", "/handoffs")[1]["sessions"] == []

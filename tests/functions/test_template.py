@@ -145,7 +145,14 @@ def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str,
         in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
     ]
     leading = erase["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-    assert sorted(leading) == ["AGENT#*#INFLIGHT#*", "CUSTOMER#*", "INBOX#*", "SESSION#*", "VARS#*"]
+    assert sorted(leading) == [
+        "AGENT#*#INFLIGHT#*",
+        "CUSTOMER#*",
+        "HANDOFFS",
+        "INBOX#*",
+        "SESSION#*",
+        "VARS#*",
+    ]
     assert "states:StartExecution" not in worker and "s3:DeleteObject" not in worker
 
     assert tools == set()  # the tool Lambda touches no AWS resource of ours
