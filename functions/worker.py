@@ -54,6 +54,7 @@ from engine.session import Event, EventKind, EventSource, InboundMessage, Sessio
 from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
 from infra.handoff_changes import QueuedPersonMessage
+from infra.handoff_slack import after_turn, is_support_message, person_wrote
 from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
 
@@ -271,6 +272,9 @@ class TurnWorker:
 
         started = time.perf_counter()
         last = burst.requests[-1].message
+        if is_support_message(last):  # a person in the support channel: no turn (handoff)
+            await self._support_replies(burst)
+            return
         channel = self.runtime.channels.get(last.channel)
         messages = [await self._inbound(q) for q in burst.requests]
         # "Typing…" from pickup until the turn ends (best effort: never fails the turn).
@@ -281,6 +285,29 @@ class TurnWorker:
             return  # e.g. "api": the management API's clients read the session's events
         for pending in replies_for(output.state, burst.requests):
             await self._deliver(channel, burst.session_id, pending)
+        await self._to_support_thread(output)
+
+    async def _to_support_thread(self, output: TurnOutput) -> None:
+        """The Slack support thread of a handed-off session (infra.handoff_slack): opened by
+        the turn that handed off, then the customer's messages. Never fails the turn."""
+        try:
+            await after_turn(self.runtime, output.state, output.trace.turn_id)
+        except Exception:
+            logger.exception("could not post to the support thread")
+
+    async def _support_replies(self, burst: Burst) -> None:
+        """A person's replies (or a hand-back) in a support thread, delivered to the customer."""
+        for queued in burst.requests:
+            written = await person_wrote(self.runtime, queued.message)
+            if written is None:
+                continue
+            state, event = written
+            address = state.handoff.reply_to if state.handoff else None
+            customer_channel = self.runtime.channels.get(state.channel)
+            if customer_channel is None or not address:
+                continue
+            pending = PendingReply(event.turn_id or event.id, event, None, reply_to=address)
+            await self._deliver(customer_channel, state.id, pending)
 
     async def _inbound(self, queued: QueuedMessage) -> InboundMessage:
         """The engine's message; a compacted button id (Telegram's 64-byte callback data) is
