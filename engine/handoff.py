@@ -18,13 +18,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.errors import WaypointError
 from engine.history import fold_history
 from engine.model import AgentSnapshot, BusinessHours, HandoffConfig
-from engine.ports import TurnCommit
 from engine.session import (
     Event,
     EventKind,
@@ -34,6 +33,9 @@ from engine.session import (
     SessionState,
     remember,
 )
+
+if TYPE_CHECKING:
+    from engine.ports import TurnCommit
 
 MODE_CHANGED = "mode_changed"
 HANDOFF_TAKEN = "handoff_taken"
@@ -122,6 +124,8 @@ class SessionChange:
 
     def commit(self) -> TurnCommit:
         """The commit that writes this change (its trace says what it was)."""
+        from engine.ports import TurnCommit  # (numpy, via the ports: not on a handler's import)
+
         return TurnCommit(
             turn_id=self.change_id,
             expected_version=self.expected_version,

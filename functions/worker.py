@@ -53,8 +53,8 @@ from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
+from infra.channels.support_channel import is_support_message
 from infra.handoff_changes import QueuedPersonMessage
-from infra.handoff_slack import after_turn, is_support_message, person_wrote
 from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
 
@@ -290,6 +290,8 @@ class TurnWorker:
     async def _to_support_thread(self, output: TurnOutput) -> None:
         """The Slack support thread of a handed-off session (infra.handoff_slack): opened by
         the turn that handed off, then the customer's messages. Never fails the turn."""
+        from infra.handoff_slack import after_turn
+
         try:
             await after_turn(self.runtime, output.state, output.trace.turn_id)
         except Exception:
@@ -297,6 +299,8 @@ class TurnWorker:
 
     async def _support_replies(self, burst: Burst) -> None:
         """A person's replies (or a hand-back) in a support thread, delivered to the customer."""
+        from infra.handoff_slack import person_wrote
+
         for queued in burst.requests:
             written = await person_wrote(self.runtime, queued.message)
             if written is None:

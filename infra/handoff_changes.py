@@ -18,14 +18,16 @@ import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import SessionConflict, WaypointError
-from engine.handoff import SessionChange
-from engine.ports import SessionStore
 from engine.session import Event, SessionState
+
+if TYPE_CHECKING:  # (engine.ports imports numpy: not on a handler's import path)
+    from engine.handoff import SessionChange
+    from engine.ports import SessionStore
 
 _CONFLICT_RETRIES = 4
 

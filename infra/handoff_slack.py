@@ -22,7 +22,6 @@ finished by the retry.
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,11 @@ from engine.handoff import MODE_CHANGED, HandoffStateError, hand_back, open_supp
 from engine.handoff import person_message as person_message_change
 from engine.session import Event, EventKind, EventSource, SessionMode, SessionState
 from infra.channels.base import Channel, NormalizedMessage, OutboundReply, ReplyOption
+from infra.channels.support_channel import (
+    SUPPORT_CHANNEL_ENV,
+    is_support_message,
+    support_channel,
+)
 from infra.handoff_changes import apply_change, change_id_for
 from infra.outbox import LeaseOutcome
 
@@ -38,24 +42,10 @@ if TYPE_CHECKING:
     from engine.model import AgentSnapshot
     from infra.runtime import Runtime
 
-SUPPORT_CHANNEL_ENV = "WAYPOINT_SUPPORT_SLACK_CHANNEL"
 HAND_BACK_CHOICE = "waypoint:handback"
 HAND_BACK_WORDS = {"handback", "!handback", "hand back", "/handback"}
 LAST_MESSAGES = 6
 _LEASE_SECONDS = 60
-
-
-def support_channel() -> str | None:
-    """The configured support channel id, if any."""
-    return os.environ.get(SUPPORT_CHANNEL_ENV) or None
-
-
-def is_support_message(message: NormalizedMessage) -> bool:
-    """Whether a Slack message was written in the support channel (by a person of the team)."""
-    channel = support_channel()
-    return bool(
-        channel and message.channel == "slack" and message.reply_to.get("channel") == channel
-    )
 
 
 def summary_text(state: SessionState, agent: AgentSnapshot | None) -> str:
@@ -239,3 +229,13 @@ async def person_wrote(
         return None
     event = next((e for e in applied.events if e.text), None)
     return (applied.state, event) if event is not None else None
+
+
+__all__ = [
+    "HAND_BACK_CHOICE",
+    "SUPPORT_CHANNEL_ENV",
+    "after_turn",
+    "is_support_message",
+    "person_wrote",
+    "summary_text",
+]
