@@ -33,6 +33,7 @@ from engine.session import (
     SessionState,
     remember,
 )
+from engine.trace import TurnTrace
 
 if TYPE_CHECKING:
     from engine.ports import TurnCommit
@@ -122,6 +123,23 @@ class SessionChange:
     state: SessionState
     new_events: tuple[Event, ...]
 
+    def trace(self) -> TurnTrace:
+        """A trace like a turn's (read by `GET /sessions/{id}/traces/{change_id}`): the mode
+        after the change, and what it recorded."""
+        trace = TurnTrace(
+            turn_id=self.change_id,
+            session_id=self.state.id,
+            agent_id=self.state.agent_id,
+            agent_version=self.state.agent_version or "",
+            mode=self.state.mode.value,
+        )
+        for event in self.new_events:
+            what = event.data.get("status") or f"{event.source.value} message"
+            who = event.data.get("by") or event.data.get("person") or event.source.value
+            why = f": {event.data['why']}" if event.data.get("why") else ""
+            trace.notes.append(f"{what} by {who}{why}")
+        return trace
+
     def commit(self) -> TurnCommit:
         """The commit that writes this change (its trace says what it was)."""
         from engine.ports import TurnCommit  # (numpy, via the ports: not on a handler's import)
@@ -131,11 +149,7 @@ class SessionChange:
             expected_version=self.expected_version,
             state=self.state,
             new_events=self.new_events,
-            trace={
-                "turn_id": self.change_id,
-                "session_id": self.state.id,
-                "change": [e.data.get("status") or e.source.value for e in self.new_events],
-            },
+            trace=self.trace().model_dump(mode="json"),
             in_flight_before=bool(self.state.active_journey_ids),
         )
 

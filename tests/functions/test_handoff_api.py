@@ -127,6 +127,10 @@ def test_an_operator_starts_a_handoff_and_a_second_person_cannot_take_it(
     )
     assert status == 201 and started["mode"] == "human"
     assert started["events"][0]["data"]["by"] == "lead"
+    change_id = started["events"][0]["turn_id"]
+    status, trace = call("GET", f"/sessions/{SESSION}/traces/{change_id}")
+    assert status == 200 and trace["mode"] == "human"
+    assert trace["notes"] == ["mode_changed by lead: VIP customer"]
     assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "a"})[0] == 200
     status, refused = call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "b"})
     assert status == 409 and "already taken by 'a'" in refused["error"]
