@@ -4,7 +4,8 @@ Configured by `WAYPOINT_SUPPORT_SLACK_CHANNEL` (the channel id; the Slack app of
 channel posts there with its bot token, and its request signing and verification apply to what
 people write back). The turn worker:
 
-- opens the thread when a turn hands off: a summary (who, what they wanted, journey state,
+- opens the thread when a turn hands off (or, for a handoff started from the management API,
+  at the customer's next message): a summary (who, what they wanted, journey state,
   collected values minus secrets, the last messages) with a "Hand back to the agent" button;
 - posts the customer's messages into the thread while the session is with a person;
 - takes a person's reply in the thread (a Slack event on the `slack` webhook, in the support
@@ -26,7 +27,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.handoff import MODE_CHANGED, HandoffStateError, hand_back, open_support_thread
+from engine.handoff import HandoffStateError, hand_back, open_support_thread
 from engine.handoff import person_message as person_message_change
 from engine.session import Event, EventKind, EventSource, SessionMode, SessionState
 from infra.channels.base import Channel, NormalizedMessage, OutboundReply, ReplyOption
@@ -109,8 +110,9 @@ async def after_turn(runtime: Runtime, state: SessionState, turn_id: str) -> Non
         return
     events = [e for e in state.events if e.turn_id == turn_id]
     if state.handoff is not None and state.handoff.support_thread is None:
-        if any(e.data.get("status") == MODE_CHANGED for e in events):
-            await _open_thread(runtime, slack, channel_id, state, turn_id)
+        # The turn that handed off — or, for a handoff started from the API, the customer's
+        # next message — opens the thread (its summary holds this turn's messages).
+        await _open_thread(runtime, slack, channel_id, state, turn_id)
         return
     thread = state.handoff.support_thread if state.handoff else None
     said = [e.text for e in events if e.source is EventSource.CUSTOMER and e.text]

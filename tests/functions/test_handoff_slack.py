@@ -116,3 +116,20 @@ def test_the_slack_summary_never_shows_a_secret(
     (summary,) = slack_posts(platforms)
     assert "seldo" in summary["text"]  # the conversation is there…
     assert password not in str(summary)  # …the password is not
+
+
+def test_a_handoff_started_from_the_api_opens_its_thread_at_the_customers_next_message(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    from tests.functions.test_management import call
+
+    customer_says(stack, "hello", 1)
+    status, _ = call("POST", f"/sessions/{SESSION}/handoff", {"reason": "VIP", "by": "lead"})
+    assert status == 201
+    assert slack_posts(platforms) == []
+    customer_says(stack, "is anyone there?", 2)
+    (summary,) = slack_posts(platforms)
+    assert "*Why:* VIP" in summary["text"] and "is anyone there?" in summary["text"]
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    person_writes(stack, "Yes, Lee here.", thread_ts, 1)
+    assert telegram_texts(platforms)[-1] == "Yes, Lee here."
