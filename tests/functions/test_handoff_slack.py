@@ -133,3 +133,18 @@ def test_a_handoff_started_from_the_api_opens_its_thread_at_the_customers_next_m
     thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
     person_writes(stack, "Yes, Lee here.", thread_ts, 1)
     assert telegram_texts(platforms)[-1] == "Yes, Lee here."
+
+
+def test_a_worker_crash_after_the_handoff_still_opens_one_thread(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.functions.conftest import fail_once
+
+    customer_says(stack, "hello", 1)
+    assert telegram_says(CHAT, "let me talk to a human", 2)["statusCode"] == 200
+    fail_once(monkeypatch, runtime.outbox, "take", RuntimeError("Lambda killed after the commit"))
+    assert len(drain(stack)[0]["batchItemFailures"]) == 1
+    assert drain(stack) == [{"batchItemFailures": []}]  # SQS redelivers: the turn is replayed
+    drain(stack)
+    assert len(slack_posts(platforms)) == 1  # one thread
+    assert load_session(runtime, SESSION).handoff.support_thread is not None
