@@ -60,6 +60,7 @@ from infra.runtime import QueuedMessage, Runtime, current_runtime
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput
+    from infra.handoff_changes import OutsideTurnDelivery
 
 SERVICE = "waypoint-worker"
 logger = Logger(service=SERVICE)
@@ -241,25 +242,19 @@ class TurnWorker:
         burst.answered = True
 
     async def deliver_person_message(self, job: QueuedPersonMessage) -> None:
-        """A person's message, recorded by the management API or the support channel: sent
-        like a turn's reply (outbox lease, retries, give-up), with no turn run."""
-        state = await self.runtime.sessions.load(job.session_id)
-        channel = self.runtime.channels.get(state.channel) if state is not None else None
-        if state is None or channel is None:
+        """A message recorded outside a turn (a person's, a ticket's notice): sent like a
+        turn's reply (outbox lease, retries, give-up), with no turn run."""
+        from infra.handoff_changes import delivery_of_job
+
+        now = self.runtime.clock.now()
+        await self._deliver_outside_turn(await delivery_of_job(self.runtime.sessions, now, job))
+
+    async def _deliver_outside_turn(self, delivery: OutsideTurnDelivery | None) -> None:
+        channel = self.runtime.channels.get(delivery.channel) if delivery else None
+        if delivery is None or channel is None:
             return
-        event = next((e for e in state.events if e.id == job.event_id), None)
-        if event is None:  # left the loaded window of a long session: the job carries the text
-            event = Event(
-                id=job.event_id,
-                offset=0,
-                kind=EventKind.MESSAGE,
-                source=EventSource.HUMAN,
-                created_at=self.runtime.clock.now(),
-                turn_id=job.change_id,
-                text=job.text,
-            )
-        pending = PendingReply(job.change_id, event, None, reply_to=job.reply_to)
-        await self._deliver(channel, job.session_id, pending)
+        pending = PendingReply(delivery.record_id, delivery.event, None, delivery.reply_to)
+        await self._deliver(channel, delivery.session_id, pending)
 
     def _remaining_ms(self) -> int | None:
         remaining = getattr(self.context, "get_remaining_time_in_millis", None)
@@ -302,16 +297,7 @@ class TurnWorker:
         from infra.handoff_slack import person_wrote
 
         for queued in burst.requests:
-            written = await person_wrote(self.runtime, queued.message)
-            if written is None:
-                continue
-            state, event = written
-            address = state.handoff.reply_to if state.handoff else None
-            customer_channel = self.runtime.channels.get(state.channel)
-            if customer_channel is None or not address:
-                continue
-            pending = PendingReply(event.turn_id or event.id, event, None, reply_to=address)
-            await self._deliver(customer_channel, state.id, pending)
+            await self._deliver_outside_turn(await person_wrote(self.runtime, queued.message))
 
     async def _inbound(self, queued: QueuedMessage) -> InboundMessage:
         """The engine's message; a compacted button id (Telegram's 64-byte callback data) is

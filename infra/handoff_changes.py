@@ -132,3 +132,45 @@ def person_message_job(state: SessionState, event: Event) -> QueuedPersonMessage
         text=event.text or "",
         reply_to=dict(reply_to),
     )
+
+
+@dataclass(frozen=True)
+class OutsideTurnDelivery:
+    """A message recorded outside a turn (a person's, or a ticket's notice), to send on the
+    customer's channel exactly like a turn's reply, under the outbox record `record_id`."""
+
+    session_id: str
+    channel: str
+    record_id: str
+    event: Event
+    reply_to: dict[str, Any]
+
+
+def delivery_for(state: SessionState, event: Event) -> OutsideTurnDelivery | None:
+    """How to send `event` to the customer of `state` (None: nowhere known to send it)."""
+    reply_to = state.handoff.reply_to if state.handoff is not None else None
+    if not reply_to:
+        return None
+    return OutsideTurnDelivery(state.id, state.channel, event.turn_id or event.id, event, reply_to)
+
+
+async def delivery_of_job(
+    sessions: SessionStore, now: Any, job: QueuedPersonMessage
+) -> OutsideTurnDelivery | None:
+    """The delivery a queued job asks for; the job carries the text and address, so a session
+    handed back meanwhile, or whose event left the loaded window, still gets it."""
+    from engine.session import EventKind, EventSource
+
+    state = await sessions.load(job.session_id)
+    if state is None:
+        return None
+    event = next((e for e in state.events if e.id == job.event_id), None) or Event(
+        id=job.event_id,
+        offset=0,
+        kind=EventKind.MESSAGE,
+        source=EventSource.HUMAN,
+        created_at=now,
+        turn_id=job.change_id,
+        text=job.text,
+    )
+    return OutsideTurnDelivery(state.id, state.channel, job.change_id, event, dict(job.reply_to))

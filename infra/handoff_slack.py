@@ -36,7 +36,12 @@ from infra.channels.support_channel import (
     is_support_message,
     support_channel,
 )
-from infra.handoff_changes import apply_change, change_id_for
+from infra.handoff_changes import (
+    OutsideTurnDelivery,
+    apply_change,
+    change_id_for,
+    delivery_for,
+)
 from infra.outbox import LeaseOutcome
 
 if TYPE_CHECKING:
@@ -191,12 +196,10 @@ async def _post_once(
 # Worker side: a person wrote in a thread
 
 
-async def person_wrote(
-    runtime: Runtime, message: NormalizedMessage
-) -> tuple[SessionState, Event] | None:
+async def person_wrote(runtime: Runtime, message: NormalizedMessage) -> OutsideTurnDelivery | None:
     """Apply a support-thread message to its session: hand back, or a person's message (then
-    returned with the session, for the worker to deliver). None when the thread is not a
-    handoff's or the session is no longer with a person."""
+    returned as what the worker delivers to the customer). None when the thread is not a
+    handoff's, the session is no longer with a person, or there is nothing to send."""
     thread_ts = message.reply_to.get("thread_ts")
     channel_id = message.reply_to.get("channel")
     if not thread_ts or not channel_id:
@@ -230,7 +233,7 @@ async def person_wrote(
     except HandoffStateError:
         return None
     event = next((e for e in applied.events if e.text), None)
-    return (applied.state, event) if event is not None else None
+    return delivery_for(applied.state, event) if event is not None else None
 
 
 __all__ = [
