@@ -148,3 +148,27 @@ def test_a_worker_crash_after_the_handoff_still_opens_one_thread(
     drain(stack)
     assert len(slack_posts(platforms)) == 1  # one thread
     assert load_session(runtime, SESSION).handoff.support_thread is not None
+
+
+def test_the_bots_own_posts_in_the_thread_never_reach_the_customer(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    sent = len(telegram_texts(platforms))
+    # Slack delivers the app's own thread posts back as message events (with its bot id).
+    echo = slack_event(
+        "Customer: Can I talk to a person?",
+        event_type="message",
+        event_id="EvEcho",
+        channel=SUPPORT,
+        user="UBOT",
+        ts="1700000200.000001",
+        thread_ts=thread_ts,
+        bot_id="B0APP",
+    )
+    assert invoke_webhook(signed.slack(echo))["statusCode"] == 200
+    drain(stack)
+    assert len(telegram_texts(platforms)) == sent
+    state = load_session(runtime, SESSION)
+    assert state.handoff.assignee is None  # nobody "wrote": the echo was not taken as a person
