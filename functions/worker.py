@@ -247,7 +247,15 @@ class TurnWorker:
         from infra.handoff_changes import delivery_of_job
 
         now = self.runtime.clock.now()
-        await self._deliver_outside_turn(await delivery_of_job(self.runtime.sessions, now, job))
+        delivery = await delivery_of_job(self.runtime.sessions, now, job)
+        await self._deliver_outside_turn(delivery)
+        if delivery is not None:
+            from infra.handoff_slack import mirror_to_thread
+
+            try:
+                await mirror_to_thread(self.runtime, delivery)
+            except Exception:
+                logger.exception("could not post to the support thread")
 
     async def _deliver_outside_turn(self, delivery: OutsideTurnDelivery | None) -> None:
         channel = self.runtime.channels.get(delivery.channel) if delivery else None

@@ -127,6 +127,24 @@ async def after_turn(runtime: Runtime, state: SessionState, turn_id: str) -> Non
         await _post_once(runtime, slack, state.id, f"{turn_id}.support", text, reply_to)
 
 
+async def mirror_to_thread(runtime: Runtime, delivery: OutsideTurnDelivery) -> None:
+    """What reached the customer outside a turn — a person's message written in the inbox
+    tool (not in the thread itself), a ticket's notice — also shown in the session's thread."""
+    slack = runtime.channels.get("slack")
+    if support_channel() is None or slack is None:
+        return
+    state = await runtime.sessions.load(delivery.session_id)
+    thread = state.handoff.support_thread if state and state.handoff else None
+    event = delivery.event
+    person = str(event.data.get("person") or "")
+    if thread is None or person.startswith("slack:") or not event.text:
+        return
+    who = f"Team ({person})" if event.source is EventSource.HUMAN else "Sent by the agent"
+    reply_to = {"channel": thread["channel"], "thread_ts": thread["thread_ts"]}
+    record = f"{delivery.record_id}.support"
+    await _post_once(runtime, slack, delivery.session_id, record, f"{who}: {event.text}", reply_to)
+
+
 async def _open_thread(
     runtime: Runtime, slack: Channel, channel_id: str, state: SessionState, turn_id: str
 ) -> None:
@@ -241,6 +259,7 @@ __all__ = [
     "SUPPORT_CHANNEL_ENV",
     "after_turn",
     "is_support_message",
+    "mirror_to_thread",
     "person_wrote",
     "summary_text",
 ]

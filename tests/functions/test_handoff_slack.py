@@ -172,3 +172,25 @@ def test_the_bots_own_posts_in_the_thread_never_reach_the_customer(
     assert len(telegram_texts(platforms)) == sent
     state = load_session(runtime, SESSION)
     assert state.handoff.assignee is None  # nobody "wrote": the echo was not taken as a person
+
+
+def test_what_the_inbox_tool_and_the_sweep_send_also_shows_in_the_thread(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    from datetime import timedelta
+
+    from functions.handoff_sweep import sweep
+    from tests.functions.test_management import call
+
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    since = load_session(runtime, SESSION).handoff.since
+    assert runtime.run(sweep(runtime, since + timedelta(hours=1)))["notices_queued"] == 1
+    drain(stack)
+    body = {"person": "lee", "text": "Lee here, picking this up.", "event_id": "i1"}
+    assert call("POST", f"/sessions/{SESSION}/handoff/messages", body)[1]["delivery"] == "queued"
+    drain(stack)
+    in_thread = [p["text"] for p in slack_posts(platforms) if p.get("thread_ts") == thread_ts]
+    assert in_thread[0].startswith("Sent by the agent: No one from our team is available")
+    assert in_thread[1] == "Team (lee): Lee here, picking this up."
+    assert telegram_texts(platforms)[-1] == "Lee here, picking this up."
