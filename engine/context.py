@@ -40,6 +40,11 @@ class TurnContext:
         return ""
 
 
+# A person's messages (while the session was handed off) are the business speaking, like the
+# agent's; named apart so the agent resuming knows what the person already said and promised.
+_SPEAKERS = {EventSource.CUSTOMER: "Customer", EventSource.HUMAN: "Agent (a person from our team)"}
+
+
 def render_history(events: Sequence[Event], limit: int = HISTORY_LIMIT) -> str:
     """The interaction as numbered lines; tool events show the data the LLM may see."""
     shown = [e for e in events if e.kind in (EventKind.MESSAGE, EventKind.TOOL)][-limit:]
@@ -48,7 +53,7 @@ def render_history(events: Sequence[Event], limit: int = HISTORY_LIMIT) -> str:
     lines = []
     for e in shown:
         if e.kind is EventKind.MESSAGE:
-            who = "Customer" if e.source is EventSource.CUSTOMER else "Agent"
+            who = _SPEAKERS.get(e.source, "Agent")
             lines.append(f"{who}: {e.text or ''}")
         else:
             call = tool_call_text(str(e.data.get("tool")), e.data.get("arguments"))

@@ -395,6 +395,43 @@ class TurnBudget(BaseModel):
     max_prompt_tokens: int = 60_000
 
 
+# The built-in handoff action: named in a guideline's `tools` or as a journey tool step, it hands
+# the conversation to a person (`engine.handoff`) instead of calling anything.
+HANDOFF_TOOL = "hand_off_to_person"
+HANDOFF_TEMPLATE_TAG = "handoff"  # canned modes: the approved template that announces a handoff
+HANDOFF_UNAVAILABLE_TAG = "handoff_unavailable"  # … and the one for "no one is available"
+
+
+class BusinessHours(BaseModel):
+    """When people are there to take a handed-off conversation (local time of `timezone`)."""
+
+    model_config = _FROZEN
+    timezone: str = "UTC"
+    days: tuple[int, ...] = (0, 1, 2, 3, 4)  # 0 = Monday … 6 = Sunday
+    opens: str = Field(default="09:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+    closes: str = Field(default="17:00", pattern=r"^([01][0-9]|2[0-4]):[0-5][0-9]$")
+
+
+class HandoffConfig(BaseModel):
+    """How the agent steps aside for a person (`engine.handoff`)."""
+
+    model_config = _FROZEN
+    # The customer asking for a person ("can I talk to a human?") hands off, without a rule.
+    customer_request: bool = True
+    # Extra wordings that count as asking for a person (case-insensitive phrases).
+    request_phrases: tuple[str, ...] = ()
+    # What the customer is told when handed off (canned modes: a template tagged `handoff`).
+    message: str = "I'm passing you to a person from our team. They'll reply right here."
+    # … when no one is there (out of hours, or no one picked it up in time); a ticket is recorded.
+    unavailable_message: str = (
+        "No one from our team is available right now. We've recorded your request and a person "
+        "will get back to you here as soon as possible."
+    )
+    business_hours: BusinessHours | None = None  # None: someone is always there
+    # No person took it within this many seconds: a ticket is recorded and the customer told.
+    pickup_timeout_seconds: int = Field(default=900, ge=60)
+
+
 class AgentConfig(BaseModel):
     model_config = _FROZEN
     composition_mode: CompositionMode = CompositionMode.FLUID
@@ -422,6 +459,7 @@ class AgentConfig(BaseModel):
     max_canned_candidates: int = 30
     max_concurrent_llm_calls: int = 8
     llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
+    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
 
     def model_for(self, purpose: LLMPurpose) -> str:
         return self.models.get(purpose, self.default_model)
@@ -507,7 +545,10 @@ class AgentSnapshot(BaseModel):
                 del entity["priority"]
         config_defaults = AgentConfig.model_fields
         for name in _CONFIG_FIELDS_ADDED_LATER:
-            if payload["config"].get(name) == config_defaults[name].default:
+            default = config_defaults[name].get_default(call_default_factory=True)
+            if isinstance(default, BaseModel):
+                default = default.model_dump(mode="json")
+            if payload["config"].get(name) == default:
                 del payload["config"][name]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
@@ -520,7 +561,7 @@ class AgentSnapshot(BaseModel):
 
 
 # Config fields added after agents were published: hashed only when set to something else.
-_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response",)
+_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response", "handoff")
 
 JourneyNodeRef.model_rebuild()
 Guideline.model_rebuild()

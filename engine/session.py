@@ -25,6 +25,7 @@ class EventSource(StrEnum):
     CUSTOMER = "customer"
     AGENT = "agent"
     SYSTEM = "system"
+    HUMAN = "human"  # a person from the business, while the session is handed off to them
 
 
 class Event(BaseModel):
@@ -152,6 +153,36 @@ class CollectedValue(BaseModel):
     secret: bool = False
 
 
+class SessionMode(StrEnum):
+    """Who answers the customer: the agent (`auto`), or a person (`human`) while the agent
+    records the conversation and stays silent (`engine.handoff`)."""
+
+    AUTO = "auto"
+    HUMAN = "human"
+
+
+class Handoff(BaseModel):
+    """The session is with a person: why, since when, who has it, where the customer is answered.
+
+    Set when the mode turns `human`, cleared when a person hands the session back."""
+
+    model_config = _FROZEN
+    reason: str
+    # what started it: "customer_request" | "guideline" | "journey_step" | "operator"
+    trigger: str
+    source_id: str | None = None  # the guideline or journey step that handed off
+    since: datetime
+    assignee: str | None = None  # the person who took it
+    taken_at: datetime | None = None
+    # A ticket-style record once no person picked it up in time (or out of business hours).
+    ticket_id: str | None = None
+    # Where the customer's channel answers them (the last message's `reply_to`, opaque here):
+    # a person's message is delivered there.
+    reply_to: dict[str, Any] | None = None
+    # The support-side conversation (e.g. a Slack thread: channel and thread ts), once opened.
+    support_thread: dict[str, str] | None = None
+
+
 class SessionState(BaseModel):
     """The persisted state of one conversation with one customer and one agent."""
 
@@ -194,6 +225,9 @@ class SessionState(BaseModel):
     # The agent version the last turn ran on. While a journey is in flight the next turn runs on
     # it too (pinned) unless the published version migrates it (`engine.versioning`).
     agent_version: str | None = None
+    # `human` while a person has the conversation; changed only by mode events (`engine.handoff`)
+    mode: SessionMode = SessionMode.AUTO
+    handoff: Handoff | None = None
 
     @property
     def active_journey_ids(self) -> list[str]:

@@ -2,7 +2,8 @@
 
 It lets a person list an agent's conversations (the studio's Sessions view, `GET /sessions`)
 without reading every session: the summary says what a list shows — channel, last activity,
-what the session is doing (its mode) and its journeys in flight. Both stores keep it in the same
+who answers (its mode: the agent or a person), what it waits for (its status) and its journeys in
+flight. Both stores keep it in the same
 write as the session itself (`engine.memory`, `infra.aws.session_index`), so a listed session is
 never behind its state.
 
@@ -20,8 +21,8 @@ from pydantic import BaseModel, Field
 
 from engine.session import Event, SessionState
 
-# What a session is doing between turns, in the order a person would check it.
-SessionMode = Literal[
+# What a session waits for between turns, in the order a person would check it.
+SessionStatus = Literal[
     "awaiting form", "awaiting choice", "awaiting confirmation", "in journey", "open"
 ]
 SESSION_LIST_PAGE = 50  # default and maximum page of `list_sessions`
@@ -35,7 +36,8 @@ class SessionSummary(BaseModel):
     agent_id: str
     channel: str
     last_activity: datetime | None = None  # the newest event's time (None: nothing happened yet)
-    mode: SessionMode = "open"
+    mode: str = "auto"  # who answers: the agent (`auto`) or a person (`human`, engine.handoff)
+    status: SessionStatus = "open"
     active_journeys: list[str] = Field(default_factory=list)
     events: int = 0
     agent_version: str | None = None
@@ -49,7 +51,7 @@ class SessionPage(BaseModel):
     cursor: str | None = None
 
 
-def session_mode(state: SessionState) -> SessionMode:
+def session_status(state: SessionState) -> SessionStatus:
     """What the session waits for: a form (an interrupter step), a choice among a selector's
     options, the customer's confirmation of
     a consequential tool call, the next step of a journey — or nothing in particular."""
@@ -75,7 +77,8 @@ def summarize_session(state: SessionState, new_events: Sequence[Event] = ()) -> 
         agent_id=state.agent_id,
         channel=state.channel,
         last_activity=newest.created_at if newest else None,
-        mode=session_mode(state),
+        mode=state.mode.value,
+        status=session_status(state),
         active_journeys=state.active_journey_ids,
         events=newest.offset + 1 if newest else 0,
         agent_version=state.agent_version,

@@ -118,6 +118,11 @@ class TurnTrace(BaseModel):
     notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
     composition_mode: str = ""
     llm_rounds: int = 0
+    # "human": a person had the session; the matches above are what the agent would have done,
+    # and nothing was composed or run (`engine.stages.handoff`).
+    mode: str = "auto"
+    # This turn handed the session to a person: trigger, reason, source (guideline or step).
+    handoff: dict[str, Any] | None = None
 
     @property
     def prompt_tokens(self) -> int:

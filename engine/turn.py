@@ -22,10 +22,23 @@ from engine.errors import AgentNotFound, SessionConflict
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
-from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
+from engine.session import (
+    Event,
+    EventKind,
+    EventSource,
+    InboundMessage,
+    SessionMode,
+    SessionState,
+)
 from engine.stages.activation import activate
 from engine.stages.compose import compose_reply
 from engine.stages.confirmation import carry_agreement, read_answer
+from engine.stages.handoff import (
+    begin_handoff,
+    handoff_request,
+    record_for_person,
+    silent_session_state,
+)
 from engine.stages.interrupts import release_stale_interrupt, resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
@@ -103,6 +116,9 @@ class TurnPipeline:
                 **({"sender": m.sender_id} if m.sender_id else {}),
                 **({"attachments": attachments_data(m)} if m.attachments else {}),
             )
+        if state.mode is SessionMode.HUMAN:
+            # A person has the session: match for the trace, answer nothing (engine.handoff).
+            return await self._record_for_person(state, index)
         if all(m.is_unreadable_media for m in messages):
             # Nothing the agent can read: say so (configurable) rather than answer an empty text.
             reply = state.add_event(
@@ -137,6 +153,23 @@ class TurnPipeline:
         suppress_journeys(state, resolution)
         t = state.timed("relationships", t)
 
+        # Handoff: a handoff step, a guideline's handoff, or the customer asking for a person.
+        request = handoff_request(state, resolution)
+        if request is not None:
+            reply = begin_handoff(state, request)
+            mask_events(state)
+            handing_rule = request.source_id if request.trigger == "guideline" else None
+            new_state = new_session_state(state, [handing_rule] if handing_rule else [])
+            trace.llm_rounds = len({c.round for c in trace.llm_calls})
+            state.timed("handoff", t)
+            return TurnOutput(
+                new_state,
+                state.events,
+                reply,
+                masked_trace(state),
+                masked_events=tuple(state.masked_earlier_events.values()),
+            )
+
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
         release_stale_interrupt(state)
@@ -163,6 +196,28 @@ class TurnPipeline:
             masked_trace(state),
             masked_events=tuple(state.masked_earlier_events.values()),
             scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
+        )
+
+    async def _record_for_person(self, state: TurnState, index: VectorIndex | None) -> TurnOutput:
+        """A `human`-mode turn: recall and match as usual (the trace shows what the agent would
+        have done), then record the messages; no tool runs and nothing is composed."""
+        t = time.perf_counter()
+        ctx = state.context()
+        recalled = await recall(state, ctx, index)
+        step_results = await match_round(state, ctx, recalled)
+        await activate(state, ctx, recalled, step_results)
+        resolution = resolve_relationships(state)
+        suppress_journeys(state, resolution)
+        reply = record_for_person(state, resolution)
+        mask_events(state)
+        state.trace.llm_rounds = len({c.round for c in state.trace.llm_calls})
+        state.timed("human_mode", t)
+        return TurnOutput(
+            silent_session_state(state),
+            state.events,
+            reply,
+            masked_trace(state),
+            masked_events=tuple(state.masked_earlier_events.values()),
         )
 
 

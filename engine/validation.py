@@ -14,8 +14,10 @@ from functools import partial
 
 from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
+from engine.handoff_validation import handoff_problems
 from engine.model import (
     END_OF_JOURNEY,
+    HANDOFF_TOOL,
     JOURNEY_TAG_PREFIX,
     AgentSnapshot,
     CollectedField,
@@ -120,7 +122,7 @@ def _unknown_tools(
 ) -> Iterator[str]:
     known = {t.name for t in snapshot.tools}
     for name in tools:
-        if name not in known and name not in reported:
+        if name not in known and name not in reported and name != HANDOFF_TOOL:
             yield (
                 f"{owner}: tool '{name}' is not registered{_did_you_mean(name, known)} "
                 f"{_known('tools', known)}"
@@ -478,6 +480,7 @@ _CHECKS: tuple[Check, ...] = (
     _journey_guideline_priorities,
     _prerequisite_cycles,
     _canned_response_problems,
+    handoff_problems,
     migration_problems,
 )
 # Checks that report unknown tools, and skip those reported already (`problems`).

@@ -22,6 +22,9 @@ which may come from the SSM secrets path); without it: 401, before anything else
                                           the result of the pending interrupter step (a form):
                                           completes the step and runs the turn (or `?async=1`
                                           queues it); 409 unless `call_id` is the pending one
+    GET  /handoffs, POST /sessions/{session_id}/handoff[/take|/messages|/release]
+                                          human handoff: list, start, take, write as a person,
+                                          hand back (`functions.handoff_api`)
     DELETE /customers/{channel}/{customer_id}
                                           erase everything stored about one customer: their
                                           sessions, events, traces, S3 bodies, inbox claims
@@ -64,6 +67,8 @@ from engine.trace import TurnTrace
 from engine.version_diff import PublishCheck
 from engine.versioning import journeys_in_flight
 from functions.graph_api import add_graph_route
+from functions.handoff_api import HandoffView
+from functions.handoff_api import install as install_handoff_routes
 from functions.http_entry import http_lambda_handler
 from functions.studio_api import router as studio_routes
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
@@ -154,6 +159,9 @@ class SessionView(BaseModel):
     # (a journey is in flight), whatever is published meanwhile (engine.versioning).
     agent_version: str | None = None
     pinned: bool = False
+    # `human` while a person has the session (engine.handoff); `handoff` says why and who
+    mode: str = "auto"
+    handoff: HandoffView | None = None
 
     @classmethod
     def of(cls, state: SessionState) -> SessionView:
@@ -176,6 +184,8 @@ class SessionView(BaseModel):
             metadata=state.metadata,
             agent_version=state.agent_version,
             pinned=bool(journeys_in_flight(state)),
+            mode=state.mode.value,
+            handoff=HandoffView.of(state.handoff),
         )
 
 
@@ -705,6 +715,8 @@ async def api_reference() -> Response:
 
     return HTMLResponse(REFERENCE_PAGE)
 
+
+install_handoff_routes(app)  # GET /handoffs, POST /sessions/{id}/handoff[...]
 
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point

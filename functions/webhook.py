@@ -38,6 +38,7 @@ from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcom
 from infra.channels.errors import PayloadTooLarge, WebhookRejected
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from infra.channels.registry import lookup_channel
+from infra.channels.support_channel import is_support_message
 from infra.runtime import QueuedMessage, Runtime, current_runtime, session_id_for
 
 # Meta redelivers for up to 7 days, Telegram keeps updates 24 h: 8 days covers every platform.
@@ -189,7 +190,9 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
     session_id = session_id_for(agent_id, message.channel, message.conversation_key)
     logger.set_correlation_id(session_id)
     known = runtime.known_sessions  # sessions never disappear: create each once per container
-    if session_id not in known:
+    # A person's reply in the handoff support channel belongs to a customer's session (the
+    # worker finds it by the thread): it needs no session of its own.
+    if session_id not in known and not is_support_message(message):
         await runtime.sessions.ensure(  # never reads the session back (no S3 read needed)
             SessionState(
                 id=session_id,

@@ -53,11 +53,14 @@ from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
+from infra.channels.support_channel import is_support_message
+from infra.handoff_changes import QueuedPersonMessage
 from infra.outbox import DynamoOutbox, Lease, LeaseOutcome, outbound_reply
 from infra.runtime import QueuedMessage, Runtime, current_runtime
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput
+    from infra.handoff_changes import OutsideTurnDelivery
 
 SERVICE = "waypoint-worker"
 logger = Logger(service=SERVICE)
@@ -124,13 +127,17 @@ class Burst:
 
 def plan_bursts(
     records: Iterable[dict[str, Any]], *, per_message: bool
-) -> dict[str, Burst | MalformedQueueMessage]:
+) -> dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage]:
     """Record id → its burst (or why it cannot be read). All records of a session in the batch
     form one burst (FIFO keeps them in order within their group), unless `per_message`."""
-    plan: dict[str, Burst | MalformedQueueMessage] = {}
+    plan: dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage] = {}
     by_session: dict[str, Burst] = {}
     for record in records:
         record_id = str(record.get("messageId", ""))
+        person = QueuedPersonMessage.parse(record.get("body") or "")
+        if person is not None:  # a person's message to deliver (infra.handoff_changes)
+            plan[record_id] = person
+            continue
         try:
             queued = QueuedMessage.model_validate_json(record.get("body") or "")
         except ValidationError as exc:
@@ -158,7 +165,14 @@ def plan_bursts(
 class PendingReply:
     turn_id: str
     event: Event
-    answering: QueuedMessage  # the last message of the burst this turn answered
+    answering: QueuedMessage | None  # the last message of the burst this turn answered
+    reply_to: dict[str, Any] | None = None  # where to send instead (a person's message)
+
+    @property
+    def address(self) -> dict[str, Any]:
+        if self.reply_to is not None:
+            return self.reply_to
+        return self.answering.message.reply_to if self.answering is not None else {}
 
 
 def replies_for(state: SessionState, requests: Sequence[QueuedMessage]) -> list[PendingReply]:
@@ -196,7 +210,7 @@ class TurnWorker:
     def __init__(
         self,
         runtime: Runtime,
-        plan: dict[str, Burst | MalformedQueueMessage],
+        plan: dict[str, Burst | MalformedQueueMessage | QueuedPersonMessage],
         context: Any = None,
     ) -> None:
         self.runtime = runtime
@@ -210,6 +224,10 @@ class TurnWorker:
         if isinstance(burst, MalformedQueueMessage):
             logger.error("malformed queue message", extra={"reason": str(burst)})
             raise burst
+        if isinstance(burst, QueuedPersonMessage):
+            logger.set_correlation_id(burst.session_id)
+            self.runtime.run(self.deliver_person_message(burst))
+            return
         if burst.answered:
             return  # answered together with the first record of its burst
         logger.set_correlation_id(burst.session_id)
@@ -223,6 +241,29 @@ class TurnWorker:
         self.runtime.run(self.answer(burst))
         burst.answered = True
 
+    async def deliver_person_message(self, job: QueuedPersonMessage) -> None:
+        """A message recorded outside a turn (a person's, a ticket's notice): sent like a
+        turn's reply (outbox lease, retries, give-up), with no turn run."""
+        from infra.handoff_changes import delivery_of_job
+
+        now = self.runtime.clock.now()
+        delivery = await delivery_of_job(self.runtime.sessions, now, job)
+        await self._deliver_outside_turn(delivery)
+        if delivery is not None:
+            from infra.handoff_slack import mirror_to_thread
+
+            try:
+                await mirror_to_thread(self.runtime, delivery)
+            except Exception:
+                logger.exception("could not post to the support thread")
+
+    async def _deliver_outside_turn(self, delivery: OutsideTurnDelivery | None) -> None:
+        channel = self.runtime.channels.get(delivery.channel) if delivery else None
+        if delivery is None or channel is None:
+            return
+        pending = PendingReply(delivery.record_id, delivery.event, None, delivery.reply_to)
+        await self._deliver(channel, delivery.session_id, pending)
+
     def _remaining_ms(self) -> int | None:
         remaining = getattr(self.context, "get_remaining_time_in_millis", None)
         return int(remaining()) if callable(remaining) else None
@@ -234,6 +275,9 @@ class TurnWorker:
 
         started = time.perf_counter()
         last = burst.requests[-1].message
+        if is_support_message(last):  # a person in the support channel: no turn (handoff)
+            await self._support_replies(burst)
+            return
         channel = self.runtime.channels.get(last.channel)
         messages = [await self._inbound(q) for q in burst.requests]
         # "Typing…" from pickup until the turn ends (best effort: never fails the turn).
@@ -244,6 +288,24 @@ class TurnWorker:
             return  # e.g. "api": the management API's clients read the session's events
         for pending in replies_for(output.state, burst.requests):
             await self._deliver(channel, burst.session_id, pending)
+        await self._to_support_thread(output)
+
+    async def _to_support_thread(self, output: TurnOutput) -> None:
+        """The Slack support thread of a handed-off session (infra.handoff_slack): opened by
+        the turn that handed off, then the customer's messages. Never fails the turn."""
+        from infra.handoff_slack import after_turn
+
+        try:
+            await after_turn(self.runtime, output.state, output.trace.turn_id)
+        except Exception:
+            logger.exception("could not post to the support thread")
+
+    async def _support_replies(self, burst: Burst) -> None:
+        """A person's replies (or a hand-back) in a support thread, delivered to the customer."""
+        from infra.handoff_slack import person_wrote
+
+        for queued in burst.requests:
+            await self._deliver_outside_turn(await person_wrote(self.runtime, queued.message))
 
     async def _inbound(self, queued: QueuedMessage) -> InboundMessage:
         """The engine's message; a compacted button id (Telegram's 64-byte callback data) is
@@ -333,7 +395,7 @@ class TurnWorker:
     ) -> None:
         outbox = self.runtime.outbox
         turn_id = pending.turn_id
-        reply = outbound_reply(pending.event, pending.answering.message.reply_to)
+        reply = outbound_reply(pending.event, pending.address)
         if reply is None:
             await outbox.mark_failed(session_id, turn_id, "the reply has no text")
             return

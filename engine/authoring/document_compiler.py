@@ -36,7 +36,7 @@ from engine.authoring.ids import (
 from engine.authoring.journey_builder import END_JOURNEY, JourneyBuilder
 from engine.authoring.tool_declarations import resolve_tools
 from engine.errors import InvalidAgentDefinition
-from engine.model import EntityKind, EntityRef, ToolSpec
+from engine.model import HANDOFF_TOOL, EntityKind, EntityRef, ToolSpec
 from engine.projection import journey_condition_guideline_id
 
 T = TypeVar("T")
@@ -146,8 +146,8 @@ class DocumentCompiler:
     def _check_tools(self, path: str, names: Iterable[str]) -> None:
         """Report a reference to a tool the agent does not have, at the element that made it."""
         for name in names:
-            if name in self.tool_names:
-                continue
+            if name in self.tool_names or name == HANDOFF_TOOL:
+                continue  # (the built-in handoff action needs no declaration)
             if name not in self.tools.unresolved and name not in self.absent.tools:
                 self.problems.append(
                     f"{path}: unknown tool '{name}'{_known('tools', self.tool_names, name)}"

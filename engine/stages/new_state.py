@@ -66,5 +66,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             ),
             "committed_turn_ids": remember(session.committed_turn_ids, state.turn_id),
             "agent_version": state.agent.version or session.agent_version,
+            "mode": state.mode,
+            "handoff": state.handoff,
         }
     )

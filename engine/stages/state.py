@@ -28,9 +28,11 @@ from engine.session import (
     Event,
     EventKind,
     EventSource,
+    Handoff,
     InboundMessage,
     PendingConfirmation,
     PendingInterrupt,
+    SessionMode,
     SessionState,
 )
 from engine.trace import StageTiming, TurnTrace
@@ -160,6 +162,9 @@ class TurnState:
         # Any stage: what the reply must ask for, and facts it must state; read by compose.
         self.questions: list[str] = []
         self.notes_for_reply: list[str] = []
+        # Handoff (`engine.stages.handoff`): who answers after this turn, and why.
+        self.mode: SessionMode = session.mode
+        self.handoff: Handoff | None = session.handoff
         self._offset = session.next_offset()
 
     # -- shared helpers ---------------------------------------------------------------------------

@@ -18,7 +18,15 @@ from engine.errors import LLMError
 from engine.history import RESPONSE_ONLY
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_walk import VerifiedStep
-from engine.model import END_OF_JOURNEY, Journey, JourneyNode, LLMPurpose, NodeKind, ToolSpec
+from engine.model import (
+    END_OF_JOURNEY,
+    HANDOFF_TOOL,
+    Journey,
+    JourneyNode,
+    LLMPurpose,
+    NodeKind,
+    ToolSpec,
+)
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
 from engine.secrets import MASK
@@ -61,6 +69,8 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
         offered: dict[str, str] = {}
         for journey, node in _journey_tool_steps(state, resolution):
             for name in node.tools:
+                if name == HANDOFF_TOOL:
+                    continue  # a handoff step hands off (engine.stages.handoff); nothing to call
                 spec = state.agent.tool(name)
                 args, missing = fill_arguments(spec, known)
                 if missing:

@@ -49,6 +49,7 @@ from engine.session import Event, EventSource, SessionState
 from engine.session_index import SessionPage
 from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
+from infra.aws.handoff_index import WaitingSession, handoff_writes, waiting_sessions
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 from infra.aws.retention import Retention
 from infra.aws.session_index import index_put, list_index
@@ -60,9 +61,10 @@ PUBLISHED = "PUBLISHED"
 MAX_TRANSACTION_ITEMS = 100  # DynamoDB's TransactWriteItems limit
 # meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
 # customer index entry of a turn that creates its session + the session list's summary
-# (`infra.aws.session_index`); a turn with several new senders adds one index entry each (and
-# one masking earlier turns one trace each) and is refused by the transaction-size check
-MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 6
+# (`infra.aws.session_index`) + the handed-off sessions' entry (`infra.aws.handoff_index`); a
+# turn with several new senders adds one index entry each (and one masking earlier turns one
+# trace each) and is refused by the transaction-size check
+MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 7
 
 
 class ItemTooLarge(WaypointError):
@@ -517,6 +519,12 @@ class DynamoSessionStore:
         """Sessions of `agent_id` with a journey in flight (`infra.aws.in_flight`)."""
         return list(sessions_in_flight(self._table.ddb, self._table.name, agent_id, self._epoch()))
 
+    async def waiting_for_person(self, agent_id: str | None = None) -> list[WaitingSession]:
+        """Sessions handed off to a person, oldest first (`infra.aws.handoff_index`)."""
+        return list(
+            waiting_sessions(self._table.ddb, self._table.name, self._epoch(), agent_id=agent_id)
+        )
+
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         """The trace of a committed turn, or None (unknown turn, or expired)."""
         item = self._table.get(session_pk(session_id), f"TRACE#{turn_id}")
@@ -633,6 +641,7 @@ class DynamoSessionStore:
             ),
             # Last, so the cancellation reasons of the items above keep their positions.
             *in_flight_writes(self._table.name, commit, self._epoch()),
+            *handoff_writes(self._table.name, commit, self._epoch(), self._clock.now().isoformat()),
             *self._index_puts(state, _people(commit)),
             self._summary_put(state, commit.new_events),
         ]

@@ -34,6 +34,7 @@ from infra.aws.dynamo_store import (
     customer_pk,
     session_pk,
 )
+from infra.aws.handoff_index import handoff_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
 
@@ -117,6 +118,8 @@ class CustomerErasure:
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
             # and its line in the agent's session list
             self._delete_keys([index_key(agent, session_id)], report)
+        # Its entry in the index of handed-off sessions (it names the customer).
+        self._delete_keys([handoff_key(session_id)], report)
         self._delete_objects(f"sessions/{session_id}/", report)
         # META last: while anything remains, the session is still found through its index.
         keys = [{"pk": i["pk"], "sk": i["sk"]} for i in items]

@@ -247,7 +247,47 @@ def run_every_code_path(
         from functions import tool_task
 
         tool_task.handler({"call": {"id": "c1", "tool": "nope", "arguments": {}}, "context": {}})
+
+    run_the_handoff_paths(recorder, stack, platforms, tool_machine, seeded)
     return seeded
+
+
+def run_the_handoff_paths(
+    recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str, seeded: str
+) -> None:
+    """A person takes the seeded Telegram session; no one picks it up in time: the sweep records
+    a ticket and queues the notice, which the worker delivers."""
+    from datetime import timedelta
+
+    from functions.handoff_sweep import sweep
+
+    with recorder.acting_as("ManagementFunction"):
+        container(platforms)
+        started = management("POST", f"/sessions/{seeded}/handoff", b'{"reason": "r", "by": "op"}')
+        assert started["statusCode"] == 201, started["body"]
+        assert management("GET", "/handoffs")["statusCode"] == 200
+    # Another customer asks for a person (outside every window; the seeded session's queue group
+    # still has a message in flight): the handoff learns where to answer them.
+    setup = container(platforms, tool_state_machine_arn=tool_machine)
+    asked = invoke_webhook(
+        signed.telegram(tg_text_update("can I talk to a person", update_id=90, chat_id=5151))
+    )
+    assert asked["statusCode"] == 200, asked["body"]
+    pending = receive_all(stack)
+    assert len(pending) == 1
+    assert invoke_worker(sqs_event(records_from_queue(pending)))["batchItemFailures"] == []
+    sqs = stack.client("sqs")  # done: deleted, so its FIFO group takes the next message
+    sqs.delete_message(QueueUrl=stack.queue_url, ReceiptHandle=pending[0]["ReceiptHandle"])
+    with recorder.acting_as("HandoffSweepFunction"):
+        swept = container(platforms)
+        later = setup.clock.now() + timedelta(days=1)
+        assert swept.run(sweep(swept, later))["notices_queued"] >= 1
+    notices = receive_all(stack)  # (the event source mapping's part, not the function's)
+    assert notices
+    with recorder.acting_as("WorkerFunction"):
+        container(platforms, tool_state_machine_arn=tool_machine)
+        response = invoke_worker(sqs_event(records_from_queue(notices)))
+        assert response["batchItemFailures"] == [], response
 
 
 @pytest.fixture

@@ -67,6 +67,7 @@ def test_every_function_in_the_template_has_a_sample_event() -> None:
         "WorkerFunction",
         "ManagementFunction",
         "ToolFunction",
+        "HandoffSweepFunction",
     }
     for logical_id, handler in handlers.items():
         assert sample_events(handler), f"{logical_id}: add events/{handler.split('.')[-2]}/*.json"
@@ -123,11 +124,16 @@ def _tool_ok(result: dict[str, Any], platforms: FakePlatforms) -> None:
     assert result["data"] == {"symbol": "AAPL", "price": "187.20", "currency": "USD"}
 
 
+def _sweep_ok(result: dict[str, Any], platforms: FakePlatforms) -> None:
+    assert result == {"open": 0, "ticketed": 0, "notices_queued": 0}  # nothing handed off
+
+
 EXPECTED: dict[str, Callable[[dict[str, Any], FakePlatforms], None]] = {
     "webhook": _webhook_ok,
     "worker": _worker_ok,
     "management": _management_ok,
     "tool_task": _tool_ok,
+    "handoff_sweep": _sweep_ok,
 }
 
 

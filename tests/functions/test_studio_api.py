@@ -54,7 +54,8 @@ def test_the_session_list_shows_each_session_as_its_last_commit_left_it(runtime:
     assert b["channel"] == "api" and b["agent_id"] == "bank"
     assert b["events"] == state.next_offset() == 4
     assert b["active_journeys"] == state.active_journey_ids
-    assert b["mode"] == ("in journey" if state.active_journey_ids else "open")
+    assert b["mode"] == "auto"
+    assert b["status"] == ("in journey" if state.active_journey_ids else "open")
     assert b["last_activity"] is not None and listed["web-list-c"]["last_activity"] is None
     # newest activity first; a session nothing happened in yet comes last
     assert list(listed)[-1] == "web-list-c"

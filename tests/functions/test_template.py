@@ -77,6 +77,7 @@ def test_the_sam_translator_produces_every_function_api_and_the_state_machine(
         "WorkerFunction",
         "ManagementFunction",
         "ToolFunction",
+        "HandoffSweepFunction",
     }
     for function in functions.values():
         properties = function["Properties"]
@@ -128,12 +129,14 @@ def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str,
     management = _actions(transformed, "ManagementFunctionRole")
     tools = _actions(transformed, "ToolFunctionRole")
     machine = _actions(transformed, "ToolStateMachineRole")
+    sweep = _actions(transformed, "HandoffSweepFunctionRole")
 
-    for actions in (webhook, worker, management):  # never a scan, a batch write, a wildcard
+    for actions in (webhook, worker, management, sweep):  # never a scan, a batch write, a wildcard
         assert not {"dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:DeleteTable"} & actions
         assert not any("*" in a for a in actions)
         assert "ssm:GetParametersByPath" not in actions  # secrets are granted one by one
-    assert "dynamodb:DeleteItem" not in worker
+    assert "dynamodb:DeleteItem" not in worker and "dynamodb:DeleteItem" not in sweep
+    assert not any(a.startswith(("ssm:", "states:")) for a in sweep)  # no secrets, no tools
     # The management API deletes only to erase a customer, and never an agent version.
     (erase,) = [
         st
@@ -143,8 +146,14 @@ def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str,
     ]
     leading = erase["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
     assert sorted(leading) == [
-        "AGENT#*#INFLIGHT#*", "CUSTOMER#*", "INBOX#*", "SESSION#*", "SESSIONS#*", "VARS#*"
-    ]  # fmt: skip
+        "AGENT#*#INFLIGHT#*",
+        "CUSTOMER#*",
+        "HANDOFFS",
+        "INBOX#*",
+        "SESSION#*",
+        "SESSIONS#*",
+        "VARS#*",
+    ]
     assert "states:StartExecution" not in worker and "s3:DeleteObject" not in worker
 
     assert tools == set()  # the tool Lambda touches no AWS resource of ours

@@ -250,7 +250,7 @@ async function loadSessions(reset) {
       onclick: () => openSession(s.session_id).catch(fail),
     },
     el("td", { text: s.session_id }), el("td", { text: s.agent_id }), el("td", { text: s.channel }),
-    el("td", { text: when(s.last_activity) }), el("td", { text: s.mode }),
+    el("td", { text: when(s.last_activity) }), el("td", { text: s.mode }), el("td", { text: s.status }),
     el("td", { text: s.active_journeys.join(", ") || "—" }), el("td", { text: s.events })));
   }
   studio.sessionsCursor = page.cursor;

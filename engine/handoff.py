@@ -1,0 +1,327 @@
+"""Human handoff: the session modes `auto` / `human` and the changes a person makes outside turns.
+
+A session in `human` mode is with a person: a customer message is still recorded and matched (the
+trace shows what the agent would have done) but the agent composes nothing and runs no tool
+(`engine.stages.handoff`). Everything a person does — take the session, write to the customer,
+hand it back — is a `SessionChange`: new events plus the new state, committed like a turn under
+its own change id (optimistic concurrency on the session's version, idempotent per id). No change
+here runs a turn, and no model output can make one: only these functions, called by the
+management API or the support channel, write `source=human` events or set the mode back.
+
+Mode changes are status events (`data.status == "mode_changed"`) saying who (`by`), when
+(`created_at`) and why (`why`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, time
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from engine.errors import WaypointError
+from engine.history import fold_history
+from engine.model import AgentSnapshot, BusinessHours, HandoffConfig
+from engine.session import (
+    Event,
+    EventKind,
+    EventSource,
+    Handoff,
+    SessionMode,
+    SessionState,
+    remember,
+)
+from engine.trace import TurnTrace
+
+if TYPE_CHECKING:
+    from engine.ports import TurnCommit
+
+MODE_CHANGED = "mode_changed"
+HANDOFF_TAKEN = "handoff_taken"
+HANDOFF_TICKET = "handoff_ticket"
+SUPPORT_THREAD = "support_thread_opened"
+
+# What counts as asking for a person, by default: "can I talk to a person", "speak with a real
+# human", "I want a human agent", "get me a representative", "operator please".
+_DEFAULT_REQUEST = re.compile(
+    r"\b(?:(?:talk|speak|chat|connect\s+me)\s+(?:to|with)\s+(?:a\s+|an\s+|some\s+)?"
+    r"(?:real\s+|live\s+|actual\s+)?(?:person|human|agent|someone|somebody|representative|rep)"
+    r"|(?:real|live|actual)\s+(?:person|human|agent)"
+    r"|human\s+(?:agent|being|please)"
+    r"|(?:get|give|want|need)\s+(?:me\s+)?(?:a\s+|an\s+)?(?:human|person|representative|operator)"
+    r"|^\s*(?:human|operator|agent)\s*(?:please)?\s*[.!?]*\s*$)",
+    re.IGNORECASE,
+)
+
+
+class HandoffStateError(WaypointError):
+    """The operation does not fit the session's mode (e.g. a person's message while the agent
+    has the session): take or start a handoff first."""
+
+
+def asks_for_person(text: str, config: HandoffConfig) -> bool:
+    """Whether the customer's words ask for a person (`config.customer_request` on)."""
+    if not config.customer_request or not text.strip():
+        return False
+    lowered = " ".join(text.lower().split())
+    if any(p.strip() and p.strip().lower() in lowered for p in config.request_phrases):
+        return True
+    return _DEFAULT_REQUEST.search(lowered) is not None
+
+
+def within_business_hours(hours: BusinessHours | None, now: datetime) -> bool:
+    """Whether a person is there at `now` (always, when no hours are configured)."""
+    if hours is None:
+        return True
+    try:
+        local = now.astimezone(ZoneInfo(hours.timezone))
+    except ZoneInfoNotFoundError:
+        local = now  # a bad zone is refused at load (`engine.validation`); never fail a turn
+    if local.weekday() not in hours.days:
+        return False
+    opens = time.fromisoformat(hours.opens)
+    closes = time.max if hours.closes == "24:00" else time.fromisoformat(hours.closes)
+    return opens <= local.time().replace(tzinfo=None) < closes
+
+
+def pickup_overdue(session: SessionState, config: HandoffConfig, now: datetime) -> bool:
+    """Handed off, no person took it and no ticket yet, for longer than the pickup timeout."""
+    handoff = session.handoff
+    if session.mode is not SessionMode.HUMAN or handoff is None:
+        return False
+    if handoff.assignee is not None or handoff.ticket_id is not None:
+        return False
+    return (now - handoff.since).total_seconds() >= config.pickup_timeout_seconds
+
+
+def approved_notice(agent: AgentSnapshot, tag: str, default: str) -> str:
+    """The agent's approved text for a handoff notice: its canned response tagged `tag`, else
+    the configured `default` — never model text."""
+    for response in agent.canned_responses:
+        if tag in response.tags:
+            return response.template
+    return default
+
+
+def mode_event_data(mode: SessionMode, *, by: str, why: str, **more: Any) -> dict[str, Any]:
+    """The data of a `mode_changed` status event."""
+    return {"status": MODE_CHANGED, "mode": mode.value, "by": by, "why": why, **more}
+
+
+# --------------------------------------------------------------------------------------------------
+# Changes outside turns
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """New events and the session after them, to commit as one unit under `change_id`."""
+
+    change_id: str
+    expected_version: int
+    state: SessionState
+    new_events: tuple[Event, ...]
+
+    def trace(self) -> TurnTrace:
+        """A trace like a turn's (read by `GET /sessions/{id}/traces/{change_id}`): the mode
+        after the change, and what it recorded."""
+        trace = TurnTrace(
+            turn_id=self.change_id,
+            session_id=self.state.id,
+            agent_id=self.state.agent_id,
+            agent_version=self.state.agent_version or "",
+            mode=self.state.mode.value,
+        )
+        for event in self.new_events:
+            what = event.data.get("status") or f"{event.source.value} message"
+            who = event.data.get("by") or event.data.get("person") or event.source.value
+            why = f": {event.data['why']}" if event.data.get("why") else ""
+            trace.notes.append(f"{what} by {who}{why}")
+        return trace
+
+    def commit(self) -> TurnCommit:
+        """The commit that writes this change (its trace says what it was)."""
+        from engine.ports import TurnCommit  # (numpy, via the ports: not on a handler's import)
+
+        return TurnCommit(
+            turn_id=self.change_id,
+            expected_version=self.expected_version,
+            state=self.state,
+            new_events=self.new_events,
+            trace=self.trace().model_dump(mode="json"),
+            in_flight_before=bool(self.state.active_journey_ids),
+        )
+
+
+def _change(
+    session: SessionState,
+    change_id: str,
+    now: datetime,
+    events: Sequence[tuple[EventKind, EventSource, str | None, dict[str, Any]]],
+    **updates: Any,
+) -> SessionChange:
+    offset = session.next_offset()
+    new_events = tuple(
+        Event(
+            id=f"{change_id}.{i}",
+            offset=offset + i,
+            kind=kind,
+            source=source,
+            created_at=now,
+            turn_id=change_id,
+            text=text,
+            data=data,
+        )
+        for i, (kind, source, text, data) in enumerate(events)
+    )
+    window, kept = fold_history(
+        session.kept_evidence, session.events, list(new_events), session.collected
+    )
+    state = session.model_copy(
+        update={
+            "version": session.version + 1,
+            "events": window,
+            "kept_evidence": kept,
+            "committed_turn_ids": remember(session.committed_turn_ids, change_id),
+            **updates,
+        }
+    )
+    return SessionChange(change_id, session.version, state, new_events)
+
+
+def start_handoff(
+    session: SessionState,
+    change_id: str,
+    now: datetime,
+    *,
+    by: str,
+    reason: str,
+    trigger: str = "operator",
+) -> SessionChange:
+    """A person (or an inbox tool) takes the session away from the agent."""
+    if session.mode is SessionMode.HUMAN:
+        raise HandoffStateError(f"session {session.id!r} is already with a person")
+    # Where the customer is answered is learned from their messages (it is never stored in an
+    # event): a handoff started from outside a turn learns it from the customer's next message.
+    handoff = Handoff(reason=reason, trigger=trigger, since=now)
+    data = mode_event_data(SessionMode.HUMAN, by=by, why=reason, trigger=trigger)
+    return _change(
+        session,
+        change_id,
+        now,
+        [(EventKind.STATUS, EventSource.HUMAN, None, data)],
+        mode=SessionMode.HUMAN,
+        handoff=handoff,
+        pending_interrupt=None,
+        pending_confirmation=None,
+    )
+
+
+def take(session: SessionState, change_id: str, now: datetime, *, person: str) -> SessionChange:
+    """`person` takes the handed-off session (refused when someone else has it)."""
+    handoff = _handed_off(session)
+    if handoff.assignee not in (None, person):
+        raise HandoffStateError(
+            f"session {session.id!r} is already taken by {handoff.assignee!r}; they can hand it "
+            "back, or post as themselves"
+        )
+    data = {"status": HANDOFF_TAKEN, "by": person}
+    return _change(
+        session,
+        change_id,
+        now,
+        [(EventKind.STATUS, EventSource.HUMAN, None, data)],
+        handoff=handoff.model_copy(update={"assignee": person, "taken_at": now}),
+    )
+
+
+def person_message(
+    session: SessionState, change_id: str, now: datetime, *, person: str, text: str
+) -> SessionChange:
+    """A person's message to the customer (recorded as `source=human`; never runs a turn). An
+    untaken session is taken by the person who writes first."""
+    handoff = _handed_off(session)
+    if not text.strip():
+        raise HandoffStateError("a person's message needs text")
+    if handoff.assignee is None:
+        handoff = handoff.model_copy(update={"assignee": person, "taken_at": now})
+    data = {"person": person}
+    return _change(
+        session,
+        change_id,
+        now,
+        [(EventKind.MESSAGE, EventSource.HUMAN, text, data)],
+        handoff=handoff,
+    )
+
+
+def hand_back(
+    session: SessionState, change_id: str, now: datetime, *, by: str, why: str = ""
+) -> SessionChange:
+    """The person gives the session back to the agent, which answers the next message with the
+    whole conversation (the person's messages included) in its history."""
+    handoff = _handed_off(session)
+    data = mode_event_data(
+        SessionMode.AUTO, by=by, why=why or "handed back to the agent", reason=handoff.reason
+    )
+    return _change(
+        session,
+        change_id,
+        now,
+        [(EventKind.STATUS, EventSource.HUMAN, None, data)],
+        mode=SessionMode.AUTO,
+        handoff=None,
+    )
+
+
+def record_ticket(
+    session: SessionState, change_id: str, now: datetime, *, why: str, notice: str | None
+) -> SessionChange:
+    """No one picked the session up: a ticket-style record (a status event, listed by the API)
+    and, when `notice` is given, that message to the customer from the agent."""
+    handoff = _handed_off(session)
+    if handoff.ticket_id is not None:
+        raise HandoffStateError(f"session {session.id!r} has a ticket already")
+    events: list[tuple[EventKind, EventSource, str | None, dict[str, Any]]] = [
+        (EventKind.STATUS, EventSource.SYSTEM, None, ticket_data(change_id, handoff, why))
+    ]
+    if notice:
+        events.append((EventKind.MESSAGE, EventSource.AGENT, notice, {"handoff_notice": True}))
+    return _change(
+        session, change_id, now, events, handoff=handoff.model_copy(update={"ticket_id": change_id})
+    )
+
+
+def ticket_data(ticket_id: str, handoff: Handoff, why: str) -> dict[str, Any]:
+    """The data of a `handoff_ticket` status event."""
+    return {
+        "status": HANDOFF_TICKET,
+        "ticket_id": ticket_id,
+        "reason": handoff.reason,
+        "why": why,
+        "since": handoff.since.isoformat(),
+    }
+
+
+def open_support_thread(
+    session: SessionState, change_id: str, now: datetime, *, thread: dict[str, str]
+) -> SessionChange:
+    """Record where the support side discusses this session (e.g. a Slack thread)."""
+    handoff = _handed_off(session)
+    data = {"status": SUPPORT_THREAD, **thread}
+    return _change(
+        session,
+        change_id,
+        now,
+        [(EventKind.STATUS, EventSource.SYSTEM, None, data)],
+        handoff=handoff.model_copy(update={"support_thread": dict(thread)}),
+    )
+
+
+def _handed_off(session: SessionState) -> Handoff:
+    if session.mode is not SessionMode.HUMAN or session.handoff is None:
+        raise HandoffStateError(
+            f"session {session.id!r} is with the agent; start a handoff before a person acts on it"
+        )
+    return session.handoff

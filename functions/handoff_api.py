@@ -1,0 +1,258 @@
+"""Management API routes for human handoff, for teams with their own inbox tool.
+
+    GET  /handoffs[?agent_id=&status=]      sessions with a person (or waiting for one), oldest
+                                            first: from an index item per session, never a scan
+    POST /sessions/{id}/handoff             hand the session to a person (body: reason, by)
+    POST /sessions/{id}/handoff/take        a person takes it (body: person)
+    POST /sessions/{id}/handoff/messages    a person writes to the customer (body: person, text,
+                                            event_id = idempotency key): recorded, then queued for
+                                            the turn worker, which delivers it on the customer's
+                                            channel through the outbox; never a turn
+    POST /sessions/{id}/handoff/release     hand it back to the agent (body: person, note)
+
+A mode that does not fit (writing while the agent has the session, taking one someone else has)
+is 409 with what to do instead. Included in `functions.management` (same key, same errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, FastAPI, Query
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+
+from engine.handoff import (
+    HandoffStateError,
+    hand_back,
+    person_message,
+    start_handoff,
+    take,
+)
+from engine.session import Event, Handoff, SessionMode, SessionState
+from infra.channels.text import MAX_INBOUND_CHARS
+from infra.handoff_changes import (
+    AppliedChange,
+    SessionMissing,
+    apply_change,
+    change_id_for,
+    person_message_job,
+)
+from infra.runtime import current_runtime
+
+router = APIRouter(tags=["handoff"])
+
+Person = Field(min_length=1, max_length=200, description="who acts: a name or an inbox user id")
+
+
+class HandoffView(BaseModel):
+    """A session's handoff as the API shows it (where the channel answers stays inside)."""
+
+    reason: str
+    trigger: str
+    source_id: str | None = None
+    since: str
+    assignee: str | None = None
+    taken_at: str | None = None
+    ticket_id: str | None = None
+    support_thread: dict[str, str] | None = None
+
+    @classmethod
+    def of(cls, handoff: Handoff | None) -> HandoffView | None:
+        if handoff is None:
+            return None
+        return cls(
+            reason=handoff.reason,
+            trigger=handoff.trigger,
+            source_id=handoff.source_id,
+            since=handoff.since.isoformat(),
+            assignee=handoff.assignee,
+            taken_at=handoff.taken_at.isoformat() if handoff.taken_at else None,
+            ticket_id=handoff.ticket_id,
+            support_thread=handoff.support_thread,
+        )
+
+
+class WaitingView(BaseModel):
+    session_id: str
+    agent_id: str
+    channel: str
+    customer_id: str
+    status: Literal["waiting", "taken", "ticket"]
+    reason: str
+    trigger: str
+    since: str
+    assignee: str | None
+    ticket_id: str | None
+    updated_at: str
+
+
+class WaitingList(BaseModel):
+    sessions: list[WaitingView]
+
+
+class StartHandoff(BaseModel):
+    reason: str = Field(min_length=1, max_length=500)
+    by: str = Person
+
+
+class TakeHandoff(BaseModel):
+    person: str = Person
+
+
+class PersonMessage(BaseModel):
+    person: str = Person
+    text: str = Field(min_length=1, max_length=MAX_INBOUND_CHARS)
+    event_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="idempotency key: the same event id again records and sends it once",
+    )
+
+
+class ReleaseHandoff(BaseModel):
+    person: str = Person
+    note: str = Field(default="", max_length=500)
+
+
+class ChangeView(BaseModel):
+    session_id: str
+    mode: SessionMode
+    handoff: HandoffView | None
+    events: list[Event]  # what the operation added (or had added, on a retry)
+    replayed: bool
+
+
+class MessageView(ChangeView):
+    # "queued": the turn worker delivers it on the customer's channel (through the outbox);
+    # "not_delivered": nowhere to send it (API channel, or the address is not known yet)
+    delivery: Literal["queued", "not_delivered"]
+    delivery_error: str | None = None
+
+
+def _view(session_id: str, applied: AppliedChange) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "mode": applied.state.mode,
+        "handoff": HandoffView.of(applied.state.handoff),
+        "events": list(applied.events),
+        "replayed": applied.replayed,
+    }
+
+
+async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> AppliedChange:
+    runtime = current_runtime()
+    change_id = change_id_for(kind, session_id, key)
+    now = runtime.clock.now()
+    try:
+        return await apply_change(
+            runtime.sessions, session_id, change_id, lambda s: make(s, change_id, now)
+        )
+    except SessionMissing as missing:
+        raise HTTPException(404, str(missing)) from None
+    except HandoffStateError as wrong:
+        raise HTTPException(409, str(wrong)) from None
+
+
+@router.get("/handoffs", response_model=WaitingList)
+async def list_handoffs(
+    agent_id: str | None = Query(default=None, max_length=100),
+    status: Literal["waiting", "taken", "ticket"] | None = None,
+) -> WaitingList:
+    """Sessions handed off to a person, oldest first; `status` narrows the list."""
+    listed = await current_runtime().sessions.waiting_for_person(agent_id)
+    views = [
+        WaitingView(
+            session_id=w.session_id,
+            agent_id=w.agent_id,
+            channel=w.channel,
+            customer_id=w.customer_id,
+            status=w.status,  # type: ignore[arg-type]
+            reason=w.reason,
+            trigger=w.trigger,
+            since=w.since,
+            assignee=w.assignee,
+            ticket_id=w.ticket_id,
+            updated_at=w.updated_at,
+        )
+        for w in listed
+        if status is None or w.status == status
+    ]
+    return WaitingList(sessions=views)
+
+
+@router.post("/sessions/{session_id}/handoff", response_model=ChangeView, status_code=201)
+async def start(session_id: str, body: StartHandoff) -> ChangeView:
+    """Hand the session to a person now (the agent stops answering it)."""
+
+    def make(s: SessionState, cid: str, now: Any) -> Any:
+        return start_handoff(s, cid, now, by=body.by, reason=body.reason)
+
+    return ChangeView(**_view(session_id, await _apply(session_id, "handoff", None, make)))
+
+
+@router.post("/sessions/{session_id}/handoff/take", response_model=ChangeView)
+async def take_session(session_id: str, body: TakeHandoff) -> ChangeView:
+    """`person` takes the handed-off session; 409 when someone else has it."""
+
+    def make(s: SessionState, cid: str, now: Any) -> Any:
+        return take(s, cid, now, person=body.person)
+
+    return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
+
+
+@router.post("/sessions/{session_id}/handoff/messages", response_model=MessageView)
+async def post_person_message(session_id: str, body: PersonMessage) -> MessageView:
+    """A person's message: recorded in the session and delivered to the customer on their
+    channel (through the outbox; a retry with the same `event_id` never sends twice)."""
+
+    def make(s: SessionState, cid: str, now: Any) -> Any:
+        return person_message(s, cid, now, person=body.person, text=body.text)
+
+    applied = await _apply(session_id, "human", body.event_id, make)
+    event = next((e for e in applied.events if e.text is not None), None)
+    job = person_message_job(applied.state, event) if event is not None else None
+    if job is None:
+        why = "the customer's address is learned from their next message"
+        if applied.state.channel == "api" or event is None:
+            why = "clients of this session read its events"
+        return MessageView(
+            **_view(session_id, applied), delivery="not_delivered", delivery_error=why
+        )
+    try:
+        current_runtime().enqueue(job)  # type: ignore[arg-type]  # same queue contract
+    except Exception:
+        raise HTTPException(
+            503, "recorded, but not queued for delivery; retry with the same event_id"
+        ) from None
+    return MessageView(**_view(session_id, applied), delivery="queued")
+
+
+@router.post("/sessions/{session_id}/handoff/release", response_model=ChangeView)
+async def release(session_id: str, body: ReleaseHandoff) -> ChangeView:
+    """Hand the session back to the agent; it answers the customer's next message with the
+    person's messages in its history."""
+
+    def make(s: SessionState, cid: str, now: Any) -> Any:
+        return hand_back(s, cid, now, by=body.person, why=body.note)
+
+    return ChangeView(**_view(session_id, await _apply(session_id, "release", None, make)))
+
+
+def install(app: FastAPI) -> None:
+    """Add these routes to `app` as its own routes (not a lazily included router), so that the
+    app's route list — the API index and the template's route check — names each of them."""
+    for route in router.routes:
+        if isinstance(route, APIRoute):
+            app.add_api_route(
+                route.path,
+                route.endpoint,
+                methods=sorted(route.methods),
+                response_model=route.response_model,
+                status_code=route.status_code,
+                tags=list(route.tags),
+                summary=route.summary,
+                description=route.description,
+            )
