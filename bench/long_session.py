@@ -3,8 +3,11 @@
 The banking concierge's ten-message conversation is sent again and again in ONE session (turn n
 sends message (n - 1) mod 10, so turns 10, 100 and 1,000 all send the same message). Every
 DynamoDB call the engine's stores make is counted by botocore event hooks on their client: items
-read (GetItem's item, Query's items), bytes read (the response bodies of reads) and items written
-(a TransactWriteItems' items). Those are exact figures of the turn itself.
+read (GetItem's item, Query's items), bytes read — the sizes of the items read as DynamoDB
+measures them for billing (attribute names plus values: `dynamodb_item_size`), whatever part of
+them a call returns — the read units those cost (strongly consistent: each GetItem rounds its
+item up to 4 KB, each Query the sum of its items) and items written (a TransactWriteItems' items).
+Those are exact figures of the turn itself.
 
 Engine overhead is the turn's wall time minus the fake LLM's own CPU (zero latency) minus the
 time inside the stores' calls: moto emulates DynamoDB in this process, and its query and
@@ -20,6 +23,7 @@ Target: turn 1,000 costs at most 1.5× turn 10 on each of items read, bytes read
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +51,7 @@ class LongSessionRow:
     read_calls: int
     items_written: int
     window_bytes: int  # of bytes_read: the Query of the recent events
+    read_units: int  # strongly consistent read capacity units the reads cost
     overhead_ms: float  # median of the five turns ending here, store time excluded
     store_ms: float  # median time inside the stores' calls (moto's emulation)
     events_stored: int  # the session's whole history at that turn
@@ -68,14 +73,41 @@ class LongSessionResult:
         return all(self.ratio(f) <= LIMIT for f in ("items_read", "bytes_read", "overhead_ms"))
 
 
+READ_UNIT = 4096  # bytes of one strongly consistent read capacity unit
+
+
+def dynamodb_item_size(item: dict[str, Any]) -> int:
+    """An item's size as DynamoDB bills it: each attribute's name (UTF-8) plus its value."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(str(raw).encode())
+    if kind == "B":
+        return len(raw)
+    if kind == "N":  # about one byte per two significant digits, plus one
+        digits = str(raw).lstrip("-").replace(".", "").strip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + dynamodb_item_size(raw) + len(raw)
+    if kind == "L":
+        return 3 + sum(_value_size(v) + 1 for v in raw)
+    return len(json.dumps(raw, default=str))  # sets: close enough, never stored here
+
+
 class ReadMeter:
     """Counts what one client read from and wrote to DynamoDB."""
 
     def __init__(self) -> None:
-        self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
+        self.reset()
 
     def reset(self) -> None:
         self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
+        self.units = 0
 
     def attach(self, ddb: Any) -> None:
         ddb.meta.events.register("after-call.dynamodb", self._after_call)
@@ -91,13 +123,15 @@ class ReadMeter:
         if model.name not in ("GetItem", "Query", "BatchGetItem", "Scan"):
             return
         self.calls += 1
-        size = len(http_response.content or b"")
-        self.bytes += size
+        items = ([parsed["Item"]] if "Item" in parsed else []) + list(parsed.get("Items", []))
+        sizes = [dynamodb_item_size(item) for item in items]
+        self.bytes += sum(sizes)
+        self.items += len(items)
         if model.name == "Query":
-            self.query_bytes += size
-        if "Item" in parsed:
-            self.items += 1
-        self.items += len(parsed.get("Items", []))
+            self.query_bytes += sum(sizes)
+            self.units += max(1, -(-sum(sizes) // READ_UNIT))
+        else:
+            self.units += sum(max(1, -(-size // READ_UNIT)) for size in sizes) or 1
 
 
 async def run_long_session(
@@ -143,6 +177,7 @@ async def run_long_session(
                     read_calls=meter.calls,
                     items_written=meter.written,
                     window_bytes=meter.query_bytes,
+                    read_units=meter.units,
                     overhead_ms=median([t[0] for t in last]),
                     store_ms=median([t[1] for t in last]),
                     events_stored=sample_state_offset(runner),
@@ -150,7 +185,8 @@ async def run_long_session(
                 result.rows.append(row)
                 say(
                     f"long session: turn {n}: {row.items_read} items, "
-                    f"{row.bytes_read / 1024:.1f} KiB read, {row.items_written} written, "
+                    f"{row.bytes_read / 1024:.1f} KiB read ({row.read_units} units), "
+                    f"{row.items_written} written, "
                     f"overhead {row.overhead_ms:.1f} ms + store {row.store_ms:.1f} ms "
                     f"({row.events_stored} events stored)"
                 )
@@ -172,18 +208,19 @@ def render(result: LongSessionResult) -> str:
     lines = [
         f"One session of {result.turns:,} turns (the banking conversation, repeated) on the moto "
         "stack, zero-latency fake LLM. Reads and writes are the exact figures of the turn "
-        "itself; engine overhead (store time excluded) and store time (moto's emulation of the "
-        "calls) are medians of the five turns ending there. "
+        "itself; bytes read are the sizes of the items read as DynamoDB bills them, and read "
+        "units what those cost strongly consistent; engine overhead (store time excluded) and "
+        "store time (moto's emulation of the calls) are medians of the five turns ending there. "
         f"Run took {result.seconds:.0f} s.",
         "",
         "| turn | events stored | read calls | items read | bytes read (of which the event "
-        "window) | items written | engine overhead | store time (moto) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "window) | read units | items written | engine overhead | store time (moto) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result.rows:
         lines.append(
             f"| {r.turn:,} | {r.events_stored:,} | {r.read_calls} | {r.items_read} | "
-            f"{r.bytes_read / 1024:.1f} KiB ({r.window_bytes / 1024:.1f} KiB) | "
+            f"{r.bytes_read / 1024:.1f} KiB ({r.window_bytes / 1024:.1f} KiB) | {r.read_units} | "
             f"{r.items_written} | {r.overhead_ms:.1f} ms | "
             f"{r.store_ms:.1f} ms |"
         )
@@ -197,6 +234,7 @@ def render(result: LongSessionResult) -> str:
                 ("overhead", "overhead_ms"),
             )
         )
+        ratios += f" (read units {result.ratio('read_units'):.2f}×)"
         verdict = "PASS" if result.passed else "MISS"
         lines += [
             "",

@@ -14,12 +14,19 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
-from engine.history import EVENT_PAGE, EVENT_WINDOW
+from engine.history import (
+    EVENT_PAGE,
+    EVENT_WINDOW,
+    channel_payload,
+    with_channel_payload,
+    without_channel_payload,
+)
 from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
 from engine.ports import Clock, TurnCommit
@@ -137,7 +144,9 @@ class InMemorySessionStore:
 
     def __init__(self) -> None:
         self._meta: dict[str, SessionState] = {}  # state without events
-        self._events: dict[str, list[Event]] = {}
+        self._events: dict[str, list[Event]] = {}  # as a later turn reads them
+        # (session, offset) → what only the channel shows of that event, stored beside it
+        self._payloads: dict[tuple[str, int], dict[str, Any]] = {}
         self._turns: dict[str, set[str]] = {}
         self._traces: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -159,14 +168,17 @@ class InMemorySessionStore:
         with self._lock:
             if session_id not in self._meta:
                 return None
-            return [e for e in self._events[session_id] if e.offset > after][:limit]
+            page = [e for e in self._events[session_id] if e.offset > after][:limit]
+            return [
+                with_channel_payload(e, self._payloads.get((session_id, e.offset))) for e in page
+            ]
 
     async def create(self, state: SessionState) -> SessionState:
         """Create a session (with any events it carries); an existing one is returned as is."""
         with self._lock:
             if state.id not in self._meta:
                 self._meta[state.id] = state.model_copy(update={"events": ()})
-                self._events[state.id] = list(state.events)
+                self._events[state.id] = self._split(state.id, state.events)
                 self._turns[state.id] = set()
         stored = await self.load(state.id)
         assert stored is not None
@@ -194,16 +206,24 @@ class InMemorySessionStore:
                     stored_version,
                     detail=f"event offset {min(taken)} is already taken",
                 )
-            masked = {e.offset: e for e in commit.masked_events}
+            masked = {e.offset: e for e in self._split(session_id, commit.masked_events)}
             self._meta[session_id] = commit.state.model_copy(update={"events": ()})
             self._events[session_id] = [
                 *(masked.get(e.offset, e) for e in events),
-                *commit.new_events,
+                *self._split(session_id, commit.new_events),
             ]
             self._turns.setdefault(session_id, set()).add(commit.turn_id)
             # A deep copy: the caller may keep mutating its trace dict after the commit.
             self._traces[(session_id, commit.turn_id)] = copy.deepcopy(dict(commit.trace))
         return True
+
+    def _split(self, session_id: str, events: Sequence[Event]) -> list[Event]:
+        """Store each event's channel payload beside it, as the DynamoDB store does."""
+        for event in events:
+            payload = channel_payload(event)
+            if payload:
+                self._payloads[(session_id, event.offset)] = copy.deepcopy(payload)
+        return [without_channel_payload(e) for e in events]
 
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         """The trace a committed turn wrote, or None."""

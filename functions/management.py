@@ -616,7 +616,7 @@ async def deliver_interrupt_result(
         received_at=datetime.now(UTC),
         interrupt_result=InterruptResult(call_id=call_id, result=body.result),
     )
-    delivered = message.dedup_key in state.processed_event_ids
+    delivered = state.has_processed(message.dedup_key)
     waiting = pending is not None and pending.kind == "interrupter" and pending.call_id == call_id
     if not delivered and not waiting:
         raise HTTPException(

@@ -182,7 +182,24 @@ async def test_state_and_reads_stay_bounded_over_a_long_session() -> None:
     # The loaded state stops growing once its windows are full (events, ids, kept evidence):
     # from turn 70 on it varies by a few digits only.
     assert max(sizes[70:]) - min(sizes[70:]) < 0.05 * sizes[70]
-    assert len(loaded.kept_evidence) == 1  # the latest message holding the account number
+    # The latest message holding the account number is in the window: nothing older is kept.
+    assert any("12345678" in (e.text or "") for e in loaded.events)
+    assert loaded.kept_evidence == ()
+
+
+async def test_the_state_stores_no_id_its_window_already_shows() -> None:
+    # Message and turn ids answered recently are recognised from the window's own events; the
+    # state remembers only what the window does not show, so it does not grow by two id windows.
+    h, _ = balance_harness()
+    await h.start()
+    for i in range(CHATTER):
+        await h.say(f"chat {i}")
+    loaded = await h.sessions.load("s1")
+    assert loaded is not None
+    assert loaded.processed_event_ids == () and loaded.committed_turn_ids == ()
+    last = loaded.events[-1].turn_id
+    assert last is not None and loaded.has_committed(last)
+    assert loaded.has_processed(f"m{CHATTER}") and not loaded.has_processed("m1")
 
 
 class LosesTheFirstAcknowledgement(InMemorySessionStore):
