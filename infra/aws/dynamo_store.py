@@ -479,7 +479,8 @@ class DynamoSessionStore:
         """Up to `limit` events with an offset above `after`, in order (one Query page); None
         for an unknown session. For the management API's history, never for a turn."""
         pk = session_pk(session_id)
-        if self._table.get(pk, META) is None:
+        meta = self._table.get(pk, META)
+        if meta is None or self._expired(meta):
             return None
         response = self._table.ddb.query(
             TableName=self._table.name,
@@ -492,7 +493,8 @@ class DynamoSessionStore:
             ConsistentRead=True,
             Limit=max(1, limit),
         )
-        events = [self._decode_event(i) for i in response["Items"]]
+        # Expired events read as absent (TTL deletes lazily): the oldest go first.
+        events = [self._decode_event(i) for i in response["Items"] if not self._expired(i)]
         if not events:
             return events
         payloads = {

@@ -1,5 +1,5 @@
 """Every store implementation runs the same contracts: in-memory (engine/memory.py) and DynamoDB
-(infra/aws/dynamo_store.py, on in-process moto)."""
+(infra/aws/dynamo_store.py, on in-process moto) — turns, retention, erasure and rollback."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from infra.aws.dynamo_store import (
     DynamoSessionStore,
     DynamoVariableStore,
 )
+from infra.aws.erasure import CustomerErasure
 from infra.aws.local_stack import LocalStack
 from tests.contracts.agent_store_contract import AgentStoreContract
 from tests.contracts.customer_state_contract import (
@@ -26,6 +27,7 @@ from tests.contracts.customer_state_contract import (
     ManualClock,
     VariableStoreContract,
 )
+from tests.contracts.lifecycle_contract import SHORT, Erase, ErasureContract, RetentionContract
 from tests.contracts.session_store_contract import SessionStoreContract
 
 
@@ -77,3 +79,31 @@ class TestDynamoVariableStore(VariableStoreContract):
     @pytest.fixture
     def variable_store(self, local_stack: LocalStack) -> DynamoVariableStore:
         return DynamoVariableStore()
+
+
+class TestInMemoryRetention(RetentionContract):
+    @pytest.fixture
+    def store_and_clock(self) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return InMemorySessionStore(clock=clock, retention=SHORT), clock
+
+
+class TestDynamoRetention(RetentionContract):
+    @pytest.fixture
+    def store_and_clock(self, local_stack: LocalStack) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return DynamoSessionStore(clock=clock, retention=SHORT), clock
+
+
+class TestInMemoryErasure(ErasureContract):
+    @pytest.fixture
+    def store_and_erase(self) -> tuple[Any, Erase]:
+        store = InMemorySessionStore()
+        return store, store.erase_customer
+
+
+class TestDynamoErasure(ErasureContract):
+    @pytest.fixture
+    def store_and_erase(self, local_stack: LocalStack) -> tuple[Any, Erase]:
+        store = DynamoSessionStore()
+        return store, CustomerErasure(store).erase
