@@ -51,6 +51,7 @@ class LongSessionRow:
     read_calls: int
     items_written: int
     window_bytes: int  # of bytes_read: the Query of the recent events
+    text_bytes: int  # of window_bytes: what was said (the events' text), the conversation itself
     read_units: int  # strongly consistent read capacity units the reads cost
     overhead_ms: float  # median of the five turns ending here, store time excluded
     store_ms: float  # median time inside the stores' calls (moto's emulation)
@@ -99,6 +100,15 @@ def _value_size(value: dict[str, Any]) -> int:
     return len(json.dumps(raw, default=str))  # sets: close enough, never stored here
 
 
+def _said_bytes(item: dict[str, Any]) -> int:
+    """The UTF-8 bytes of an event item's `text` (what the customer or the agent said)."""
+    body = item.get("body", {}).get("S")
+    if not body:
+        return 0
+    text = json.loads(body).get("text") or ""
+    return len(str(text).encode())
+
+
 class ReadMeter:
     """Counts what one client read from and wrote to DynamoDB."""
 
@@ -107,7 +117,7 @@ class ReadMeter:
 
     def reset(self) -> None:
         self.items = self.bytes = self.calls = self.written = self.query_bytes = 0
-        self.units = 0
+        self.units = self.text_bytes = 0
 
     def attach(self, ddb: Any) -> None:
         ddb.meta.events.register("after-call.dynamodb", self._after_call)
@@ -129,6 +139,7 @@ class ReadMeter:
         self.items += len(items)
         if model.name == "Query":
             self.query_bytes += sum(sizes)
+            self.text_bytes += sum(_said_bytes(item) for item in items)
             self.units += max(1, -(-sum(sizes) // READ_UNIT))
         else:
             self.units += sum(max(1, -(-size // READ_UNIT)) for size in sizes) or 1
@@ -177,6 +188,7 @@ async def run_long_session(
                     read_calls=meter.calls,
                     items_written=meter.written,
                     window_bytes=meter.query_bytes,
+                    text_bytes=meter.text_bytes,
                     read_units=meter.units,
                     overhead_ms=median([t[0] for t in last]),
                     store_ms=median([t[1] for t in last]),
@@ -249,20 +261,39 @@ def render(result: LongSessionResult) -> str:
                 f"{result.rows[-1].items_read / max(1, middle.items_read):.2f}× — the reads stop "
                 "growing once the window is full.",
             ]
+        base, end = result.rows[0], result.rows[-1]
+        lines += [
+            "",
+            f"Of the bytes read, what was said (the window's message text) is "
+            f"{base.text_bytes / 1024:.1f} KiB at turn {first} and "
+            f"{end.text_bytes / 1024:.1f} KiB at turn {last:,}; everything else a turn reads "
+            f"(keys, ids, state, tool data) is {(base.bytes_read - base.text_bytes) / 1024:.1f} "
+            f"KiB and {(end.bytes_read - end.text_bytes) / 1024:.1f} KiB "
+            f"({_ratio(end.bytes_read - end.text_bytes, base.bytes_read - base.text_bytes)}).",
+        ]
         if result.ratio("bytes_read") > LIMIT:
             lines += ["", BYTES_WHY]
     return "\n".join(lines)
 
 
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}×" if base else "n/a"
+
+
 BYTES_WHY = (
     "**Why bytes miss the 1.5× target.** A turn reads the same three items every time (agent "
-    "pointer, session META, one Query of the last 32 events), so the bytes are bounded — but "
-    "turn 10's session is smaller than one window (25 earlier events), and in this workload "
-    "the later events are larger: from the second pass on, the repeated transfer waits at a "
-    "confirmation whose reply carries its options. The META item also grows to its bounded "
-    "size (kept evidence: the latest result of each distinct tool call; the last 32 event and "
-    "turn ids). Meeting 1.5× of turn 10 would take a window of about 15 events — fewer than the "
-    "30 the prompts show — so the window was kept at the prompts' history."
+    "pointer, session META, one Query of the last 30 events — the history the prompts show), "
+    "and from turn 100 on they stop growing: the reads are bounded. What still differs between "
+    "turn 10 and turn 1,000 is mostly what was said. Turn 10 is in the conversation's first "
+    "pass, with 25 earlier events and short replies; from the second pass on, this scripted "
+    "conversation loops at a transfer confirmation, and every agent reply in the window is the "
+    "confirmation request the offline model composes (about 470 characters), so the window "
+    "holds several times as much text — the line above measures it. The META also grows once, "
+    "to its bounded size, with the evidence kept from the first pass (the tool results later "
+    "arguments may be grounded on), which turn 10 does not need yet. Cutting the window below "
+    "the 30 events the prompts show would cut what the model sees, so it stays. What DynamoDB "
+    "charges for the reads is the read units column (4 KB per strongly consistent read, "
+    "rounded up per item or per Query), compared on the ratio line."
 )
 
 BLOCK = "long-session"
