@@ -82,14 +82,15 @@ class CustomerErasure:
         self,
         sessions: DynamoSessionStore,
         *,
-        time_budget: float = DEFAULT_TIME_BUDGET_SECONDS,
+        time_budget: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = sessions
         self._table = sessions._table
         self._bodies = sessions._bodies
-        self._budget = time_budget
+        # Read at call time, so a deployment (or a test) can set the module's default.
+        self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_SECONDS
         self._clock = clock
         self._sleep = sleep
         self._deadline = 0.0
