@@ -166,6 +166,12 @@ class InMemoryInboxStore:
             if held is not None and held.owner == owner and held.lease_until is not None:
                 del self._claims[(channel, event_id)]
 
+    def forget(self, channel: str, event_id: str) -> bool:
+        """Delete a claim whatever its state (erasing the customer who sent it); True if one
+        was there."""
+        with self._lock:
+            return self._claims.pop((channel, event_id), None) is not None
+
 
 class InMemoryVariableStore:
     """Context variable values per (agent, customer)."""
@@ -191,9 +197,51 @@ class InMemoryVariableStore:
         with self._lock:
             self._values.get((agent_id, customer_id), {}).pop(name, None)
 
+    def forget(self, agent_id: str, customer_id: str) -> None:
+        """Delete every value of one customer of one agent (erasing that customer)."""
+        with self._lock:
+            self._values.pop((agent_id, customer_id), None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Erasing one customer across the in-memory stores
+
+
+class InMemoryCustomerErasure:
+    """`DELETE /customers/{channel}/{customer}` on the in-memory stores, as
+    `infra.aws.erasure.CustomerErasure` does it on the state table: their sessions (whole or
+    redacted, `InMemorySessionStore.erase_customer`), the inbox claims of their messages and
+    their context variables for the agents of the sessions they opened."""
+
+    def __init__(
+        self,
+        sessions: InMemorySessionStore,
+        *,
+        inbox: InMemoryInboxStore | None = None,
+        variables: InMemoryVariableStore | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._inbox = inbox
+        self._variables = variables
+
+    async def erase(self, channel: str, customer_id: str) -> InMemoryErasureReport:
+        """Erase what the stores hold about `(channel, customer_id)`; idempotent."""
+        report = await self._sessions.erase_customer(channel, customer_id)
+        prefix = f"{channel}:"  # channel ids are "{channel}:{account}:{event}" (the inbox key)
+        if self._inbox is not None:
+            for message_id in report.message_ids:
+                if message_id.startswith(prefix):
+                    forgotten = self._inbox.forget(channel, message_id[len(prefix) :])
+                    report.inbox_claims_deleted += int(forgotten)
+        if self._variables is not None:
+            for agent_id in report.variables_of:
+                self._variables.forget(agent_id, customer_id)
+        return report
+
 
 __all__ = [
     "InMemoryAgentStore",
+    "InMemoryCustomerErasure",
     "InMemoryErasureReport",
     "InMemoryInboxStore",
     "InMemorySessionStore",

@@ -27,7 +27,7 @@ from engine.history import (
 )
 from engine.ports import Clock, TurnCommit
 from engine.retention import Retention
-from engine.session import Event, SessionState
+from engine.session import Event, EventKind, EventSource, SessionState
 from engine.store_rules import session_conflict, validate_commit
 
 
@@ -57,7 +57,13 @@ class InMemoryErasureReport:
     customer_id: str
     sessions_deleted: list[str] = field(default_factory=list)
     sessions_redacted: list[str] = field(default_factory=list)
+    inbox_claims_deleted: int = 0
     complete: bool = True
+    # What the other in-memory stores hold about them (`engine.memory.InMemoryCustomerErasure`):
+    # the channel ids of the erased messages (their inbox claims) and the agents whose context
+    # variables for them go.
+    message_ids: list[str] = field(default_factory=list)
+    variables_of: list[str] = field(default_factory=list)
 
 
 class InMemorySessionStore:
@@ -187,10 +193,16 @@ class InMemorySessionStore:
                 owner = stored.meta.value.customer_id == customer_id
                 if not owner and all(sender_of(e) != customer_id for e in events):
                     continue
+                if owner:
+                    report.variables_of.append(stored.meta.value.agent_id)
                 if owner and not others_wrote(events, customer_id):
+                    report.message_ids += _message_ids(events)
                     del self._sessions[session_id]
                     report.sessions_deleted.append(session_id)
                     continue
+                report.message_ids += _message_ids(
+                    [e for e in events if is_theirs(e, customer_id, owner)]
+                )
                 self._redact(stored, customer_id, owner)
                 report.sessions_redacted.append(session_id)
         return report
@@ -239,6 +251,17 @@ class InMemorySessionStore:
 
     def _alive(self, item: _Stored) -> bool:
         return item.expires_at is None or item.expires_at > self._now()
+
+
+def _message_ids(events: Sequence[Event]) -> list[str]:
+    """The channel ids of the customer messages among `events` (their inbox claims' keys)."""
+    return [
+        str(e.data["channel_event_id"])
+        for e in events
+        if e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
+        and e.data.get("channel_event_id")
+    ]
 
 
 __all__ = ["InMemoryErasureReport", "InMemorySessionStore"]

@@ -5,6 +5,7 @@ subclass `RetentionContract` / `ErasureContract` and provide the fixture they na
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -106,10 +107,43 @@ class RetentionContract:
         assert loaded is not None and [e.text for e in loaded.events] == ["new life", "reply to t0"]
 
 
+@dataclass
+class ErasureWorld:
+    """A session store, the inbox and variable stores beside it, and the erasure over all three."""
+
+    store: Any
+    inbox: Any
+    variables: Any
+    erase: Erase
+
+
 class ErasureContract:
     @pytest.fixture
-    def store_and_erase(self) -> tuple[Any, Erase]:
-        raise NotImplementedError("provide a session store and its customer erasure")
+    def erasure_world(self) -> ErasureWorld:
+        raise NotImplementedError("provide the stores and their customer erasure")
+
+    @pytest.fixture
+    def store_and_erase(self, erasure_world: ErasureWorld) -> tuple[Any, Erase]:
+        return erasure_world.store, erasure_world.erase
+
+    async def test_their_inbox_claims_and_context_variables_go_too(
+        self, erasure_world: ErasureWorld
+    ) -> None:
+        w = erasure_world
+        await w.store.create(session("alice-1", "alice"))
+        await talk(w.store, "alice-1", "a0", "hi", "alice")  # its channel id: telegram:bot:a0
+        await w.inbox.claim("telegram", "bot:a0", 3600, owner="w", lease_seconds=30)
+        await w.inbox.claim("telegram", "bot:b0", 3600, owner="w", lease_seconds=30)  # bob's
+        await w.variables.set_variable("bank", "alice", "tier", "gold")
+        await w.variables.set_variable("bank", "bob", "tier", "silver")
+
+        report = await w.erase("telegram", "alice")
+
+        assert report.inbox_claims_deleted == 1
+        assert not await w.inbox.is_claimed("telegram", "bot:a0")
+        assert await w.inbox.is_claimed("telegram", "bot:b0")
+        assert await w.variables.get_variables("bank", "alice") == {}
+        assert await w.variables.get_variables("bank", "bob") == {"tier": "silver"}
 
     async def test_a_customers_own_session_is_deleted_whole(self, store_and_erase: Any) -> None:
         store, erase = store_and_erase

@@ -9,6 +9,7 @@ import pytest
 
 from engine.memory import (
     InMemoryAgentStore,
+    InMemoryCustomerErasure,
     InMemoryInboxStore,
     InMemorySessionStore,
     InMemoryVariableStore,
@@ -27,7 +28,12 @@ from tests.contracts.customer_state_contract import (
     ManualClock,
     VariableStoreContract,
 )
-from tests.contracts.lifecycle_contract import SHORT, Erase, ErasureContract, RetentionContract
+from tests.contracts.lifecycle_contract import (
+    SHORT,
+    ErasureContract,
+    ErasureWorld,
+    RetentionContract,
+)
 from tests.contracts.session_store_contract import SessionStoreContract
 
 
@@ -97,13 +103,19 @@ class TestDynamoRetention(RetentionContract):
 
 class TestInMemoryErasure(ErasureContract):
     @pytest.fixture
-    def store_and_erase(self) -> tuple[Any, Erase]:
-        store = InMemorySessionStore()
-        return store, store.erase_customer
+    def erasure_world(self) -> ErasureWorld:
+        store, inbox, variables = (
+            InMemorySessionStore(),
+            InMemoryInboxStore(),
+            InMemoryVariableStore(),
+        )
+        erasure = InMemoryCustomerErasure(store, inbox=inbox, variables=variables)
+        return ErasureWorld(store, inbox, variables, erasure.erase)
 
 
 class TestDynamoErasure(ErasureContract):
     @pytest.fixture
-    def store_and_erase(self, local_stack: LocalStack) -> tuple[Any, Erase]:
+    def erasure_world(self, local_stack: LocalStack) -> ErasureWorld:
         store = DynamoSessionStore()
-        return store, CustomerErasure(store).erase
+        erase = CustomerErasure(store).erase
+        return ErasureWorld(store, DynamoInboxStore(), DynamoVariableStore(), erase)
