@@ -25,7 +25,7 @@ without it (`without_channel_payload`); the history API and a replayed turn read
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.context import HISTORY_LIMIT
@@ -38,8 +38,11 @@ from engine.session import CollectedValue, Event, EventKind, EventSource
 EVENT_WINDOW = HISTORY_LIMIT
 # Events per page when the whole history is read (the management API), not by a turn.
 EVENT_PAGE = 100
-# Older events kept as evidence, at most; the oldest go first.
+# Older events kept as evidence, at most, and at most this much of their JSON: the oldest go
+# first. The state is read by every turn, so a tool that returned a large result cannot make
+# every later turn pay for it.
 MAX_KEPT_EVENTS = 16
+MAX_KEPT_BYTES = 8 * 1024
 
 RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: this turn only
 # What of a kept tool event later turns read: grounding (`own_earlier_results`), the repeated-call
@@ -71,10 +74,16 @@ def with_channel_payload(event: Event, payload: dict[str, Any] | None) -> Event:
 
 def evidence_form(event: Event) -> Event:
     """An event as kept evidence: a customer message's words and sender, a tool event's call
-    and result; nothing a later turn does not read (it is rewritten with the state each turn)."""
+    and the flat values of its result (all that grounding and argument filling read of an
+    earlier result: `engine.tool_calls.known_values`, `engine.stages.action_gate`); nothing a
+    later turn does not read (it is rewritten with the state each turn)."""
     data = {k: event.data[k] for k in EVIDENCE_DATA if event.data.get(k) is not None}
     if event.kind is EventKind.MESSAGE:
         data = {k: v for k, v in data.items() if k == "sender"}
+    elif isinstance(data.get("llm_view"), Mapping):
+        data["llm_view"] = {
+            k: v for k, v in data["llm_view"].items() if not isinstance(v, Mapping | list)
+        }
     if data == event.data and event.turn_id is None:
         return event
     return event.model_copy(update={"data": data, "turn_id": None})
@@ -156,7 +165,12 @@ def keep_evidence(
             messages.append(event)
             unsourced = [v for v in unsourced if v not in held]
     kept = sorted([*tool_results.values(), *messages], key=lambda e: e.offset)
-    return tuple(evidence_form(e) for e in kept[max(0, len(kept) - MAX_KEPT_EVENTS) :])
+    forms = [evidence_form(e) for e in kept[max(0, len(kept) - MAX_KEPT_EVENTS) :]]
+    sizes = [len(e.model_dump_json()) for e in forms]
+    while forms and sum(sizes) > MAX_KEPT_BYTES:  # the oldest go first
+        forms.pop(0)
+        sizes.pop(0)
+    return tuple(forms)
 
 
 def upsert_collected(
