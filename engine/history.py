@@ -28,10 +28,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.context import HISTORY_LIMIT
 from engine.grounding import value_in_text
 from engine.session import CollectedValue, Event, EventKind, EventSource
 
+# The most recent events the prompts show (`engine.context.render_history`). Defined here, not
+# in engine.context, so that the stores can import the window without the engine's ports.
+HISTORY_LIMIT = 30
 # Events a turn loads: the prompts' history (its last HISTORY_LIMIT messages and tool results).
 # A turn adds its own messages after the window, so the prompts never reach past it; only
 # delivery-failure status events (never shown) can take a place in it.
