@@ -106,6 +106,10 @@ class _TimedSessions:
     async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
         return await self.inner.trace(session_id, turn_id)
 
+    async def events(self, session_id: str, *, after: int = -1, limit: int = 100) -> Any:
+        # A replayed turn reads its window as committed (`TurnEngine._with_full_window`).
+        return await self.inner.events(session_id, after=after, limit=limit)
+
 
 class _TimedAgents:
     def __init__(self, inner: AgentStore) -> None:

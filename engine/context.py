@@ -11,11 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.history import HISTORY_LIMIT  # most recent events shown to the LLM
 from engine.model import AgentSnapshot, Term
 from engine.ports import ToolOutcome
 from engine.session import Event, EventKind, EventSource, SessionState
-
-HISTORY_LIMIT = 30  # most recent events shown to the LLM
 
 
 @dataclass(frozen=True)

@@ -11,28 +11,84 @@ read from older history is folded into that state when it leaves the window:
 - a customer message holding a value a journey step collected is kept while that value is, so
   the value stays grounded in the customer's own words.
 
-Kept events are real events at their own offsets; `TurnState.earlier_events` puts them before
-the window. Prompts show at most `engine.context.HISTORY_LIMIT` recent events, which the window
-covers, so no running summary of older history is needed: composition never saw it.
+Kept events are real events at their own offsets, in evidence form (`evidence_form`: only what
+grounding and the repeated-call check read); `TurnState.earlier_events` puts them before the
+window. Evidence the window itself holds a newer copy of is not kept twice. Prompts show at most
+`engine.context.HISTORY_LIMIT` recent events, which the window covers, so no running summary of
+older history is needed: composition never saw it.
+
+What a channel shows of an event but no later turn reads — a reply's options (buttons), a view
+(`CHANNEL_PAYLOAD`) — is stored beside the event, not in it: `load` returns window events
+without it (`without_channel_payload`); the history API and a replayed turn read it back.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.grounding import value_in_text
 from engine.session import CollectedValue, Event, EventKind, EventSource
 
-# Events a turn loads. At least the prompts' HISTORY_LIMIT (30 messages and tool results), with
-# a little room for status events.
-EVENT_WINDOW = 32
+# The most recent events the prompts show (`engine.context.render_history`). Defined here, not
+# in engine.context, so that the stores can import the window without the engine's ports.
+HISTORY_LIMIT = 30
+# Events a turn loads: the prompts' history (its last HISTORY_LIMIT messages and tool results).
+# A turn adds its own messages after the window, so the prompts never reach past it; only
+# delivery-failure status events (never shown) can take a place in it.
+EVENT_WINDOW = HISTORY_LIMIT
 # Events per page when the whole history is read (the management API), not by a turn.
 EVENT_PAGE = 100
-# Older events kept as evidence, at most; the oldest go first.
+# Older events kept as evidence, at most, and at most this much of their JSON: the oldest go
+# first. The state is read by every turn, so a tool that returned a large result cannot make
+# every later turn pay for it.
 MAX_KEPT_EVENTS = 16
+MAX_KEPT_BYTES = 8 * 1024
 
 RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: this turn only
+# What of a kept tool event later turns read: grounding (`own_earlier_results`), the repeated-call
+# check (`_already_called`) and whose it is. Not its call id, its view or the turn that ran it.
+EVIDENCE_DATA = ("tool", "arguments", "llm_view", "sender", "error", "lifespan")
+# What of an event only the channel shows (buttons, a rendered view): stored beside the event.
+CHANNEL_PAYLOAD = ("options", "view")
+
+
+def channel_payload(event: Event) -> dict[str, Any]:
+    """The part of `event` only a channel shows (empty for most events)."""
+    return {k: event.data[k] for k in CHANNEL_PAYLOAD if event.data.get(k) is not None}
+
+
+def without_channel_payload(event: Event) -> Event:
+    """The event as a later turn reads it (and as its window item stores it)."""
+    if not channel_payload(event) and not any(k in event.data for k in CHANNEL_PAYLOAD):
+        return event
+    data = {k: v for k, v in event.data.items() if k not in CHANNEL_PAYLOAD}
+    return event.model_copy(update={"data": data})
+
+
+def with_channel_payload(event: Event, payload: dict[str, Any] | None) -> Event:
+    """The event as it was committed, from its stored form and its stored payload."""
+    if not payload:
+        return event
+    return event.model_copy(update={"data": {**event.data, **payload}})
+
+
+def evidence_form(event: Event) -> Event:
+    """An event as kept evidence: a customer message's words and sender, a tool event's call
+    and the flat values of its result (all that grounding and argument filling read of an
+    earlier result: `engine.tool_calls.known_values`, `engine.stages.action_gate`); nothing a
+    later turn does not read (it is rewritten with the state each turn)."""
+    data = {k: event.data[k] for k in EVIDENCE_DATA if event.data.get(k) is not None}
+    if event.kind is EventKind.MESSAGE:
+        data = {k: v for k, v in data.items() if k == "sender"}
+    elif isinstance(data.get("llm_view"), Mapping):
+        data["llm_view"] = {
+            k: v for k, v in data["llm_view"].items() if not isinstance(v, Mapping | list)
+        }
+    if data == event.data and event.turn_id is None:
+        return event
+    return event.model_copy(update={"data": data, "turn_id": None})
 
 
 def is_response_only(event: Event) -> bool:
@@ -51,28 +107,55 @@ def fold_history(
     every = [*window, *new_events]
     new_window = tuple(every[-EVENT_WINDOW:])
     leaving = every[: max(0, len(every) - EVENT_WINDOW)]
-    return new_window, keep_evidence([*kept, *leaving], collected)
+    return new_window, keep_evidence([*kept, *leaving], collected, window=new_window)
+
+
+def _call_key(event: Event) -> tuple[str, str, str]:
+    return (
+        str(event.data.get("tool", "")),
+        str(event.data.get("sender", "")),
+        json.dumps(event.data.get("arguments"), sort_keys=True, default=str),
+    )
+
+
+def _is_evidence_result(event: Event) -> bool:
+    return (
+        event.kind is EventKind.TOOL and not event.data.get("error") and not is_response_only(event)
+    )
 
 
 def keep_evidence(
-    events: Sequence[Event], collected: Sequence[CollectedValue]
+    events: Sequence[Event],
+    collected: Sequence[CollectedValue],
+    *,
+    window: Sequence[Event] = (),
 ) -> tuple[Event, ...]:
-    """The events (outside the window) later turns may still need, oldest first, bounded: the
-    latest result of each distinct successful call, and for each collected value the latest
-    customer message holding it."""
+    """The events (outside the window) later turns may still need, oldest first, bounded, in
+    evidence form: the latest result of each distinct successful call, and for each collected
+    value the latest customer message holding it — unless `window` holds a newer one."""
+    in_window = {_call_key(e) for e in window if _is_evidence_result(e)}
     tool_results: dict[tuple[str, str, str], Event] = {}
     for event in events:
-        if event.kind is EventKind.TOOL and not event.data.get("error"):
-            if is_response_only(event):
-                continue
-            key = (
-                str(event.data.get("tool", "")),
-                str(event.data.get("sender", "")),
-                json.dumps(event.data.get("arguments"), sort_keys=True, default=str),
-            )
+        if _is_evidence_result(event):
+            key = _call_key(event)
             tool_results.pop(key, None)  # the latest result of the same call wins
-            tool_results[key] = event
-    unsourced = [c.value for c in collected if not c.secret and c.origin is None]
+            if key not in in_window:
+                tool_results[key] = event
+    # A value the same sender's words in the window hold needs no older message.
+    held_in_window = {
+        id(c)
+        for c in collected
+        for e in window
+        if e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
+        and e.data.get("sender") == c.sender
+        and value_in_text(c.value, e.text or "")
+    }
+    unsourced = [
+        c.value
+        for c in collected
+        if not c.secret and c.origin is None and id(c) not in held_in_window
+    ]
     messages: list[Event] = []
     for event in reversed(events):
         if not unsourced:
@@ -84,7 +167,12 @@ def keep_evidence(
             messages.append(event)
             unsourced = [v for v in unsourced if v not in held]
     kept = sorted([*tool_results.values(), *messages], key=lambda e: e.offset)
-    return tuple(kept[max(0, len(kept) - MAX_KEPT_EVENTS) :])
+    forms = [evidence_form(e) for e in kept[max(0, len(kept) - MAX_KEPT_EVENTS) :]]
+    sizes = [len(e.model_dump_json()) for e in forms]
+    while forms and sum(sizes) > MAX_KEPT_BYTES:  # the oldest go first
+        forms.pop(0)
+        sizes.pop(0)
+    return tuple(forms)
 
 
 def upsert_collected(

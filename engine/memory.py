@@ -5,8 +5,9 @@ They back the engine's unit tests and the offline demo, and they run the same co
 optimistic concurrency (`SessionConflict`), idempotent replay of a turn (`commit` → False),
 immutable agent versions, inbox claims that expire.
 
-The shared rules (`validate_commit`, `versioned`, `version_conflict`, `session_conflict`) live
-here too, so both implementations check and word things identically.
+The session store is in `engine.memory_sessions` (with retention and erasure); the rules both
+implementations share (`validate_commit`, `versioned`, `version_conflict`, `session_conflict`)
+are in `engine.store_rules`. Both are importable from here.
 """
 
 from __future__ import annotations
@@ -18,82 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.clock import SystemClock
-from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
-from engine.history import EVENT_PAGE, EVENT_WINDOW
+from engine.errors import AgentNotFound
 from engine.inbox import ClaimOutcome
+from engine.memory_sessions import InMemoryErasureReport, InMemorySessionStore
 from engine.model import AgentSnapshot
-from engine.ports import Clock, TurnCommit
-from engine.session import Event, SessionState
-from engine.session_index import SessionPage, SessionSummary, page_after, summarize_session
-
-# --------------------------------------------------------------------------------------------------
-# Rules shared by every store implementation
-
-
-def versioned(snapshot: AgentSnapshot) -> AgentSnapshot:
-    """The snapshot as it is published: with its explicit version, or its content hash."""
-    return snapshot if snapshot.version else snapshot.with_content_version()
-
-
-def version_conflict(agent_id: str, version: str) -> InvalidAgentDefinition:
-    """Versions are immutable (warm containers cache them forever), so re-using one is an error."""
-    return InvalidAgentDefinition(
-        [
-            f"agent {agent_id!r}: version {version!r} is already published with different "
-            "content; give the changed agent a new version, or leave `version` empty so the "
-            "content hash is used"
-        ]
-    )
-
-
-def agent_not_found(agent_id: str, version: str | None) -> AgentNotFound:
-    if version is None:
-        return AgentNotFound(
-            f"no published agent {agent_id!r}; publish it first: `waypoint publish PATH`"
-        )
-    return AgentNotFound(
-        f"agent {agent_id!r} has no version {version!r}; publish it, or load the published "
-        "version by passing version=None"
-    )
-
-
-def session_conflict(
-    session_id: str, expected: int, stored: int | None, *, detail: str | None = None
-) -> SessionConflict:
-    if detail is None:
-        found = "no such session" if stored is None else f"stored version is {stored}"
-        detail = f"this turn expected version {expected} but {found}"
-    return SessionConflict(
-        f"session {session_id!r}: {detail}; another turn committed first — reload the session "
-        "and re-run the turn"
-    )
-
-
-def validate_commit(commit: TurnCommit) -> None:
-    """Reject malformed commits (programming errors, not conflicts) before touching storage."""
-    state = commit.state
-    if state.version != commit.expected_version + 1:
-        raise ValueError(
-            f"TurnCommit for session {state.id!r}: state.version must be expected_version + 1 "
-            f"({commit.expected_version + 1}), got {state.version}"
-        )
-    offsets = [event.offset for event in commit.new_events]
-    if offsets and offsets != list(range(offsets[0], offsets[0] + len(offsets))):
-        raise ValueError(
-            f"TurnCommit for session {state.id!r}: new event offsets must be consecutive and "
-            f"increasing, got {offsets}; take the first from SessionState.next_offset()"
-        )
-    # Earlier events only: a rewrite never stands in for this turn's own events.
-    first_new = offsets[0] if offsets else None
-    late = [
-        e.offset for e in commit.masked_events if first_new is not None and e.offset >= first_new
-    ]
-    if late:
-        raise ValueError(
-            f"TurnCommit for session {state.id!r}: masked events rewrite earlier events only; "
-            f"offsets {late} are not earlier than this turn's first event ({first_new})"
-        )
-
+from engine.ports import Clock
+from engine.store_rules import (
+    agent_not_found,
+    session_conflict,
+    validate_commit,
+    version_conflict,
+    versioned,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Agents
@@ -105,6 +42,7 @@ class InMemoryAgentStore:
     def __init__(self) -> None:
         self._versions: dict[tuple[str, str], AgentSnapshot] = {}
         self._published: dict[str, str] = {}
+        self._previous: dict[str, str] = {}  # the version published before the current one
         self._lock = threading.Lock()
 
     async def publish(self, snapshot: AgentSnapshot) -> str:
@@ -116,8 +54,42 @@ class InMemoryAgentStore:
             if existing is not None and existing.content_hash() != snapshot.content_hash():
                 raise version_conflict(snapshot.id, snapshot.version)
             self._versions[key] = snapshot
+            if snapshot.id in self._published:
+                self._previous[snapshot.id] = self._published[snapshot.id]
             self._published[snapshot.id] = snapshot.version
         return snapshot.version
+
+    async def rollback(self, agent_id: str, version: str | None = None) -> tuple[str, str]:
+        """Point the agent back at `version` (default: the version published before the current
+        one); returns (from, to). As `DynamoAgentStore.rollback`: the version must be stored,
+        and rolling back again flips forward."""
+        with self._lock:
+            current = self._published.get(agent_id)
+            if current is None:
+                raise agent_not_found(agent_id, None)
+            target = version or self._previous.get(agent_id)
+            if not target:
+                raise AgentNotFound(
+                    f"agent {agent_id!r}: no earlier published version to roll back to; name "
+                    "one (`waypoint rollback AGENT VERSION`)"
+                )
+            if (agent_id, target) not in self._versions:
+                known = ", ".join(sorted(v for a, v in self._versions if a == agent_id))
+                raise AgentNotFound(
+                    f"agent {agent_id!r} has no version {target!r} (stored versions: {known})"
+                )
+            self._published[agent_id], self._previous[agent_id] = target, current
+        return current, target
+
+    async def published_version(self, agent_id: str) -> str | None:
+        """The published version, or None if never published."""
+        with self._lock:
+            return self._published.get(agent_id)
+
+    async def versions(self, agent_id: str) -> list[str]:
+        """Every stored version of the agent, in the DynamoDB store's (sort-key) order."""
+        with self._lock:
+            return sorted(v for a, v in self._versions if a == agent_id)
 
     async def get(self, agent_id: str, version: str | None = None) -> AgentSnapshot:
         """The given version, or the published one. Raises `AgentNotFound`."""
@@ -127,102 +99,6 @@ class InMemoryAgentStore:
         if snapshot is None:
             raise agent_not_found(agent_id, version)
         return snapshot
-
-
-# --------------------------------------------------------------------------------------------------
-# Sessions
-
-
-class InMemorySessionStore:
-    """`SessionStore` in dicts: session meta, ordered events, traces and committed turn ids."""
-
-    def __init__(self) -> None:
-        self._meta: dict[str, SessionState] = {}  # state without events
-        self._events: dict[str, list[Event]] = {}
-        self._turns: dict[str, set[str]] = {}
-        self._traces: dict[tuple[str, str], dict[str, Any]] = {}
-        self._summaries: dict[str, SessionSummary] = {}  # `engine.session_index`
-        self._lock = threading.Lock()
-
-    async def load(self, session_id: str) -> SessionState | None:
-        """The session with its last `EVENT_WINDOW` events in order, or None."""
-        with self._lock:
-            meta = self._meta.get(session_id)
-            if meta is None:
-                return None
-            window = tuple(self._events[session_id][-EVENT_WINDOW:])
-            return meta.model_copy(update={"events": window})
-
-    async def events(
-        self, session_id: str, *, after: int = -1, limit: int = EVENT_PAGE
-    ) -> list[Event] | None:
-        """Up to `limit` events with an offset above `after`, in order (the whole history, page
-        by page, for the management API); None for an unknown session."""
-        with self._lock:
-            if session_id not in self._meta:
-                return None
-            return [e for e in self._events[session_id] if e.offset > after][:limit]
-
-    async def create(self, state: SessionState) -> SessionState:
-        """Create a session (with any events it carries); an existing one is returned as is."""
-        with self._lock:
-            if state.id not in self._meta:
-                self._meta[state.id] = state.model_copy(update={"events": ()})
-                self._events[state.id] = list(state.events)
-                self._turns[state.id] = set()
-                self._summaries[state.id] = summarize_session(state)
-        stored = await self.load(state.id)
-        assert stored is not None
-        return stored
-
-    async def commit(self, commit: TurnCommit) -> bool:
-        """Write the turn atomically; False on replay of a committed turn; `SessionConflict` when
-        the version moved (or an event offset is taken)."""
-        validate_commit(commit)
-        session_id = commit.state.id
-        with self._lock:
-            if commit.turn_id in self._turns.get(session_id, set()):
-                return False
-            meta = self._meta.get(session_id)
-            stored_version = meta.version if meta is not None else None
-            # An absent session counts as version 0: a first turn may create it.
-            if (stored_version or 0) != commit.expected_version:
-                raise session_conflict(session_id, commit.expected_version, stored_version)
-            events = self._events.get(session_id, [])
-            taken = {event.offset for event in events} & {e.offset for e in commit.new_events}
-            if taken:
-                raise session_conflict(
-                    session_id,
-                    commit.expected_version,
-                    stored_version,
-                    detail=f"event offset {min(taken)} is already taken",
-                )
-            masked = {e.offset: e for e in commit.masked_events}
-            self._meta[session_id] = commit.state.model_copy(update={"events": ()})
-            self._events[session_id] = [
-                *(masked.get(e.offset, e) for e in events),
-                *commit.new_events,
-            ]
-            self._turns.setdefault(session_id, set()).add(commit.turn_id)
-            # A deep copy: the caller may keep mutating its trace dict after the commit.
-            self._traces[(session_id, commit.turn_id)] = copy.deepcopy(dict(commit.trace))
-            for earlier, trace in commit.masked_traces.items():  # rewritten with a secret masked
-                self._traces[(session_id, earlier)] = copy.deepcopy(dict(trace))
-            self._summaries[session_id] = summarize_session(commit.state, commit.new_events)
-        return True
-
-    async def list_sessions(
-        self, agent_id: str, *, limit: int = 50, cursor: str | None = None
-    ) -> SessionPage:
-        """A page of the agent's session summaries (`engine.session_index`)."""
-        with self._lock:
-            return page_after(self._summaries, agent_id, limit, cursor)
-
-    async def trace(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
-        """The trace a committed turn wrote, or None."""
-        with self._lock:
-            trace = self._traces.get((session_id, turn_id))
-            return copy.deepcopy(trace) if trace is not None else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -290,6 +166,12 @@ class InMemoryInboxStore:
             if held is not None and held.owner == owner and held.lease_until is not None:
                 del self._claims[(channel, event_id)]
 
+    def forget(self, channel: str, event_id: str) -> bool:
+        """Delete a claim whatever its state (erasing the customer who sent it); True if one
+        was there."""
+        with self._lock:
+            return self._claims.pop((channel, event_id), None) is not None
+
 
 class InMemoryVariableStore:
     """Context variable values per (agent, customer)."""
@@ -314,3 +196,59 @@ class InMemoryVariableStore:
         """Forget one value; absent names are ignored."""
         with self._lock:
             self._values.get((agent_id, customer_id), {}).pop(name, None)
+
+    def forget(self, agent_id: str, customer_id: str) -> None:
+        """Delete every value of one customer of one agent (erasing that customer)."""
+        with self._lock:
+            self._values.pop((agent_id, customer_id), None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Erasing one customer across the in-memory stores
+
+
+class InMemoryCustomerErasure:
+    """`DELETE /customers/{channel}/{customer}` on the in-memory stores, as
+    `infra.aws.erasure.CustomerErasure` does it on the state table: their sessions (whole or
+    redacted, `InMemorySessionStore.erase_customer`), the inbox claims of their messages and
+    their context variables for the agents of the sessions they opened."""
+
+    def __init__(
+        self,
+        sessions: InMemorySessionStore,
+        *,
+        inbox: InMemoryInboxStore | None = None,
+        variables: InMemoryVariableStore | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._inbox = inbox
+        self._variables = variables
+
+    async def erase(self, channel: str, customer_id: str) -> InMemoryErasureReport:
+        """Erase what the stores hold about `(channel, customer_id)`; idempotent."""
+        report = await self._sessions.erase_customer(channel, customer_id)
+        prefix = f"{channel}:"  # channel ids are "{channel}:{account}:{event}" (the inbox key)
+        if self._inbox is not None:
+            for message_id in report.message_ids:
+                if message_id.startswith(prefix):
+                    forgotten = self._inbox.forget(channel, message_id[len(prefix) :])
+                    report.inbox_claims_deleted += int(forgotten)
+        if self._variables is not None:
+            for agent_id in report.variables_of:
+                self._variables.forget(agent_id, customer_id)
+        return report
+
+
+__all__ = [
+    "InMemoryAgentStore",
+    "InMemoryCustomerErasure",
+    "InMemoryErasureReport",
+    "InMemoryInboxStore",
+    "InMemorySessionStore",
+    "InMemoryVariableStore",
+    "agent_not_found",
+    "session_conflict",
+    "validate_commit",
+    "version_conflict",
+    "versioned",
+]

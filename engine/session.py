@@ -246,6 +246,18 @@ class SessionState(BaseModel):
     def next_offset(self) -> int:
         return self.events[-1].offset + 1 if self.events else 0
 
+    def has_processed(self, event_id: str) -> bool:
+        """Whether an inbound message id was answered: its message is in the window, or it is
+        remembered beyond it (`processed_event_ids`)."""
+        return event_id in self.processed_event_ids or any(
+            e.data.get("channel_event_id") == event_id for e in self.events
+        )
+
+    def has_committed(self, turn_id: str) -> bool:
+        """Whether a turn id committed: its events are in the window, or it is remembered
+        beyond it (`committed_turn_ids`). Older turns are refused by the store's turn marker."""
+        return turn_id in self.committed_turn_ids or any(e.turn_id == turn_id for e in self.events)
+
 
 # Bounded windows for processed_event_ids / committed_turn_ids. A turn also recognises the ids
 # of the events in its loaded window, and the store refuses a second commit of a turn id (its
@@ -253,7 +265,22 @@ class SessionState(BaseModel):
 MAX_REMEMBERED_IDS = 32
 
 
-def remember(ids: tuple[str, ...], *new: str) -> tuple[str, ...]:
-    """Append ids to a bounded, duplicate-free window (oldest dropped first)."""
-    merged = tuple(dict.fromkeys((*ids, *new)))
+def remember(
+    ids: tuple[str, ...], *new: str, known: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """Append ids to a bounded, duplicate-free window (oldest dropped first). Ids in `known`
+    (those the event window itself shows) are not stored twice."""
+    merged = tuple(i for i in dict.fromkeys((*ids, *new)) if i not in known)
     return merged[-MAX_REMEMBERED_IDS:]
+
+
+def window_event_ids(events: tuple[Event, ...] | list[Event]) -> frozenset[str]:
+    """The inbound message ids an event window shows (`SessionState.has_processed`)."""
+    return frozenset(
+        str(e.data["channel_event_id"]) for e in events if e.data.get("channel_event_id")
+    )
+
+
+def window_turn_ids(events: tuple[Event, ...] | list[Event]) -> frozenset[str]:
+    """The turn ids an event window shows (`SessionState.has_committed`)."""
+    return frozenset(e.turn_id for e in events if e.turn_id)

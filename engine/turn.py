@@ -269,18 +269,14 @@ class TurnEngine:
             if session is None:
                 raise KeyError(f"no session {session_id!r}; create it before sending messages")
             # Unanswered messages, each once (a re-sent copy can share a batch with the original).
-            seen = set(session.processed_event_ids) | {
-                str(e.data["channel_event_id"])
-                for e in session.events
-                if e.data.get("channel_event_id") is not None
-            }
+            seen: set[str] = set()
             fresh = []
             for m in messages:
-                if m.event_id not in seen:
+                if m.event_id not in seen and not session.has_processed(m.event_id):
                     seen.add(m.event_id)
                     fresh.append(m)
-            if not fresh or turn_id in session.committed_turn_ids:
-                return _replayed(session, turn_id)
+            if not fresh or session.has_committed(turn_id):
+                return _replayed(await self._with_full_window(session), turn_id)
             in_flight_before = bool(journeys_in_flight(session))
             version = await self._choose_version(session)
             agent, session = version.agent, version.session
@@ -308,12 +304,24 @@ class TurnEngine:
                 continue  # another turn got there first: recompute on fresh state
             if not written:
                 latest = await self.sessions.load(session_id)
-                return _replayed(latest or session, turn_id)
+                return _replayed(await self._with_full_window(latest or session), turn_id)
             return output
         raise SessionConflict(
             f"session {session_id!r} kept changing under turn {turn_id}; the message stays queued "
             "and will be retried"
         )
+
+    async def _with_full_window(self, session: SessionState) -> SessionState:
+        """The session with its window events as committed, channel payload included (a
+        replayed turn's reply is delivered again with its buttons): one extra read, on replays
+        only (`engine.history.CHANNEL_PAYLOAD`)."""
+        if not session.events:
+            return session
+        first = session.events[0].offset
+        full = await self.sessions.events(session.id, after=first - 1, limit=len(session.events))
+        if not full or [e.offset for e in full] != [e.offset for e in session.events]:
+            return session
+        return session.model_copy(update={"events": tuple(full)})
 
     async def _choose_version(self, session: SessionState) -> VersionChoice:
         """The published version, or the session's pinned one while a journey is in flight

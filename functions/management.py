@@ -520,22 +520,32 @@ class ErasureView(BaseModel):
     items_deleted: int
     objects_deleted: int
     inbox_claims_deleted: int
+    complete: bool = True  # False (HTTP 202): the erasure continues; call DELETE again
+    detail: str | None = None
 
 
-@app.delete("/customers/{channel}/{customer_id}", response_model=ErasureView)
+@app.delete(
+    "/customers/{channel}/{customer_id}",
+    response_model=ErasureView,
+    responses={202: {"model": ErasureView, "description": "erasure continues: call again"}},
+)
 async def erase_customer(
+    response: Response,
     channel: str = Path(pattern=r"^[a-z]{1,32}$"),
     customer_id: str = Path(min_length=1, max_length=200),
 ) -> ErasureView:
     """Erase one customer (a person on a channel; `api` for sessions made with POST /sessions).
-    Idempotent: erasing again finds nothing and deletes nothing."""
+    Idempotent: erasing again finds nothing and deletes nothing. A very large erasure that does
+    not fit one call answers 202 with `complete: false`: call again until it answers 200."""
     from infra.aws.erasure import CustomerErasure
 
     report = await CustomerErasure(current_runtime().sessions).erase(channel, customer_id)
     logger.info(
-        "customer erased",
+        "customer erased" if report.complete else "customer erasure continues",
         extra={"sessions": len(report.sessions_deleted) + len(report.sessions_redacted)},
     )
+    if not report.complete:
+        response.status_code = 202
     return ErasureView(**report.__dict__)
 
 
@@ -634,7 +644,7 @@ async def deliver_interrupt_result(
         received_at=datetime.now(UTC),
         interrupt_result=InterruptResult(call_id=call_id, result=body.result),
     )
-    delivered = message.dedup_key in state.processed_event_ids
+    delivered = state.has_processed(message.dedup_key)
     waiting = pending is not None and pending.kind == "interrupter" and pending.call_id == call_id
     if not delivered and not waiting:
         raise HTTPException(

@@ -13,7 +13,7 @@ from typing import Any
 from engine.errors import SessionConflict
 from engine.history import fold_history
 from engine.ports import Clock, SessionStore, TurnCommit
-from engine.session import Event, EventKind, EventSource, remember
+from engine.session import Event, EventKind, EventSource, remember, window_turn_ids
 
 DELIVERY_FAILED = "delivery_failed"
 _CONFLICT_RETRIES = 3
@@ -66,7 +66,9 @@ async def record_delivery_failure(
                 "version": state.version + 1,
                 "events": window,
                 "kept_evidence": kept,
-                "committed_turn_ids": remember(state.committed_turn_ids, marker),
+                "committed_turn_ids": remember(
+                    state.committed_turn_ids, marker, known=window_turn_ids(window)
+                ),
             }
         )
         commit = TurnCommit(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from engine.history import fold_history
 from engine.model import GuidelineKind
-from engine.session import SessionState, remember
+from engine.session import SessionState, remember, window_event_ids, window_turn_ids
 from engine.stages.secret_masking import (
     masked_kept_evidence,
     stored_collected,
@@ -61,10 +61,15 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "pending_confirmation": stored_confirmation(state),
             "principals": dict(state.principals),
             "failed_steps": dict(state.failed_steps),
+            # Only what the new window does not show itself (`SessionState.has_processed`).
             "processed_event_ids": remember(
-                session.processed_event_ids, *(m.event_id for m in state.messages)
+                session.processed_event_ids,
+                *(m.event_id for m in state.messages),
+                known=window_event_ids(window),
             ),
-            "committed_turn_ids": remember(session.committed_turn_ids, state.turn_id),
+            "committed_turn_ids": remember(
+                session.committed_turn_ids, state.turn_id, known=window_turn_ids(window)
+            ),
             "agent_version": state.agent.version or session.agent_version,
             "mode": state.mode,
             "handoff": state.handoff,

@@ -5,7 +5,10 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     AGENT#{agent}                  VERSION#{version}   immutable snapshot body
     AGENT#{agent}                  PUBLISHED           pointer to the published version
     SESSION#{session}              META                state without events, `version`, `next_offset`
-    SESSION#{session}              EVENT#{offset:010d} one event
+    SESSION#{session}              EVENT#{offset:010d} one event, as a later turn reads it
+    SESSION#{session}              PAYLOAD#{offset:010d} what only the channel shows of that event
+                                                       (a reply's options, a view); never read
+                                                       by a turn (`engine.history.CHANNEL_PAYLOAD`)
     SESSION#{session}              TURN#{turn_id}      marker: this turn is committed
     SESSION#{session}              TRACE#{turn_id}     the turn's trace
     AGENT#{agent}#INFLIGHT#{shard} SESSION#{session}   a session with a journey in flight
@@ -34,7 +37,13 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, WaypointError
-from engine.history import EVENT_PAGE, EVENT_WINDOW
+from engine.history import (
+    EVENT_PAGE,
+    EVENT_WINDOW,
+    channel_payload,
+    with_channel_payload,
+    without_channel_payload,
+)
 from engine.inbox import ClaimOutcome
 from engine.memory import (
     agent_not_found,
@@ -104,6 +113,11 @@ def session_pk(session_id: str) -> str:
 
 def event_sk(offset: int) -> str:
     return f"EVENT#{offset:010d}"  # zero-padded so the sort key orders events numerically
+
+
+def payload_sk(offset: int) -> str:
+    """The side item of an event's channel payload (outside the window Query's key range)."""
+    return f"PAYLOAD#{offset:010d}"
 
 
 def customer_pk(channel: str, customer_id: str) -> str:
@@ -470,7 +484,8 @@ class DynamoSessionStore:
         """Up to `limit` events with an offset above `after`, in order (one Query page); None
         for an unknown session. For the management API's history, never for a turn."""
         pk = session_pk(session_id)
-        if self._table.get(pk, META) is None:
+        meta = self._table.get(pk, META)
+        if meta is None or self._expired(meta):
             return None
         response = self._table.ddb.query(
             TableName=self._table.name,
@@ -483,7 +498,26 @@ class DynamoSessionStore:
             ConsistentRead=True,
             Limit=max(1, limit),
         )
-        return [Event.model_validate_json(self._bodies.decode(i)) for i in response["Items"]]
+        # Expired events read as absent (TTL deletes lazily): the oldest go first.
+        events = [self._decode_event(i) for i in response["Items"] if not self._expired(i)]
+        if not events:
+            return events
+        payloads = {
+            int(item["sk"]["S"].removeprefix("PAYLOAD#")): json.loads(self._bodies.decode(item))
+            for item in self._table.query(
+                "pk = :pk AND sk BETWEEN :first AND :last",
+                {
+                    ":pk": _s(pk),
+                    ":first": _s(payload_sk(events[0].offset)),
+                    ":last": _s(payload_sk(events[-1].offset)),
+                },
+            )
+        }
+        return [with_channel_payload(e, payloads.get(e.offset)) for e in events]
+
+    def _decode_event(self, item: Item) -> Event:
+        # Items written before payloads were stored apart may still hold one: a turn never sees it.
+        return without_channel_payload(Event.model_validate_json(self._bodies.decode(item)))
 
     def _window_before(self, session_id: str, next_offset: int) -> list[Event]:
         if next_offset == 0:
@@ -499,11 +533,7 @@ class DynamoSessionStore:
                 ":last": _s(event_sk(next_offset - 1)),
             },
         )
-        events = [
-            Event.model_validate_json(self._bodies.decode(item))
-            for item in items
-            if not self._expired(item)
-        ]
+        events = [self._decode_event(item) for item in items if not self._expired(item)]
         offsets = [event.offset for event in events]
         # Retention expires a session's oldest events first: what is left is the newest ones.
         if offsets != list(range(next_offset - len(offsets), next_offset)):
@@ -543,15 +573,19 @@ class DynamoSessionStore:
                 f"transaction ({MAX_TRANSACTION_ITEMS - 1}); create it empty, then commit them"
             )
         meta = self._meta_update(state, state.events, condition=_ABSENT, creating=True)
-        try:
-            self._table.transact(
-                [
-                    meta,
-                    *self._event_puts(state.id, state.events),
-                    *self._index_puts(state, {state.customer_id}),
-                    self._summary_put(state),
-                ]
+        items = [
+            meta,
+            *self._event_puts(state.id, state.events),
+            *self._index_puts(state, {state.customer_id}),
+            self._summary_put(state),
+        ]
+        if len(items) > MAX_TRANSACTION_ITEMS:
+            raise TurnTooLarge(
+                f"session {state.id!r}: its initial events need {len(items)} items, more than "
+                f"one transaction ({MAX_TRANSACTION_ITEMS}); create it empty, then commit them"
             )
+        try:
+            self._table.transact(items)
         except ClientError as error:
             if not _is(error, "TransactionCanceledException"):
                 raise
@@ -711,8 +745,10 @@ class DynamoSessionStore:
         expected: int | None = None,
         creating: bool = False,
     ) -> Item:
+        # Defaults left out: an empty field costs read bytes on every turn and decodes the same.
         body = self._bodies.encode(
-            state.model_dump_json(exclude={"events"}), f"sessions/{state.id}/state.json.gz"
+            state.model_dump_json(exclude={"events"}, exclude_defaults=True),
+            f"sessions/{state.id}/state.json.gz",
         )
         attributes: Item = {
             "version": _n(state.version),
@@ -754,12 +790,15 @@ class DynamoSessionStore:
         now = self._epoch()
         puts = []
         for event in events:
+            payload = channel_payload(event)
+            if payload:  # beside the event: the window Query never reads (or pays for) it
+                puts.append(self._payload_put(session_id, event.offset, payload))
             put: Item = {
                 "TableName": self._table.name,
                 "Item": {
                     **_key(pk, event_sk(event.offset)),
                     **self._bodies.encode(
-                        event.model_dump_json(),
+                        without_channel_payload(event).model_dump_json(),
                         f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
                     ),
                     **self._expiry(self._retention.events),
@@ -772,6 +811,21 @@ class DynamoSessionStore:
                 put["ExpressionAttributeValues"] = {":now": _n(now)}
             puts.append({"Put": put})
         return puts
+
+    def _payload_put(self, session_id: str, offset: int, payload: dict[str, Any]) -> Item:
+        return {
+            "Put": {
+                "TableName": self._table.name,
+                "Item": {
+                    **_key(session_pk(session_id), payload_sk(offset)),
+                    **self._bodies.encode(
+                        json.dumps(payload, default=str),
+                        f"sessions/{session_id}/payloads/{offset:010d}.json.gz",
+                    ),
+                    **self._expiry(self._retention.events),
+                },
+            }
+        }
 
     def _index_puts(self, state: SessionState, people: set[str]) -> list[Item]:
         """The customer index entries of `people` for this session (idempotent puts), so that

@@ -18,15 +18,26 @@ when they first write in someone else's group session), so erasure needs no scan
   principal, their picks, their evidence) is removed under the session's version, so a turn
   racing the erasure reloads instead of writing it back;
 - the index entries themselves.
+
+A session may hold thousands of events and traces. Items are deleted 25 per BatchWriteItem
+(DynamoDB's limit), and what DynamoDB leaves unprocessed (throttling) is sent again with backoff.
+One call works for at most `time_budget` seconds (default 20: the management function times out
+at 29); past it, or when DynamoDB keeps leaving items unprocessed, the report says
+`complete=False` and the API answers 202 "erasure continues: call again". Calling again is safe:
+index entries go last, and a session's META last of its items, so whatever is left is found
+again the same way.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.erasure import ERASED, erased_copy, is_theirs, others_wrote, without_person
 from engine.errors import SessionConflict
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.session import Event, EventSource
 from infra.aws.dynamo_store import (
     META,
     DynamoSessionStore,
@@ -39,8 +50,11 @@ from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
 
 _S3_BATCH = 1000  # DeleteObjects' limit
+_WRITE_BATCH = 25  # BatchWriteItem's limit
+_READ_BATCH = 100  # BatchGetItem's limit
+_UNPROCESSED_ROUNDS = 8  # sends of what DynamoDB left unprocessed, before "call again"
+DEFAULT_TIME_BUDGET_SECONDS = 20.0
 _CONFLICT_RETRIES = 5
-ERASED = "erased"  # the customer of a group session whose opener was erased
 
 
 @dataclass
@@ -54,22 +68,53 @@ class ErasureReport:
     items_deleted: int = 0
     objects_deleted: int = 0
     inbox_claims_deleted: int = 0
+    # False: the call stopped before the end (time budget, or DynamoDB throttling); call again.
+    complete: bool = True
+    detail: str | None = None
+
+
+class _Interrupted(Exception):
+    """This call must stop here; what is left is found again by the next call."""
 
 
 class CustomerErasure:
     """Erases one customer from the state table and the bucket (see the module docstring)."""
 
-    def __init__(self, sessions: DynamoSessionStore) -> None:
+    def __init__(
+        self,
+        sessions: DynamoSessionStore,
+        *,
+        time_budget: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._store = sessions
         self._table = sessions._table
         self._bodies = sessions._bodies
+        # Read at call time, so a deployment (or a test) can set the module's default.
+        self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_SECONDS
+        self._clock = clock
+        self._sleep = sleep
+        self._deadline = 0.0
 
     async def erase(self, channel: str, customer_id: str) -> ErasureReport:
+        """Erase what is stored about `(channel, customer_id)`, or as much as fits one call
+        (`ErasureReport.complete`); idempotent, so an incomplete erasure is simply called again."""
         report = ErasureReport(channel, customer_id)
+        self._deadline = self._clock() + self._budget
+        try:
+            await self._erase(channel, customer_id, report)
+        except _Interrupted as stop:
+            report.complete = False
+            report.detail = f"erasure continues: {stop}; call again to finish"
+        return report
+
+    async def _erase(self, channel: str, customer_id: str, report: ErasureReport) -> None:
         index = list(
             self._table.query("pk = :pk", {":pk": {"S": customer_pk(channel, customer_id)}})
         )
         for entry in index:
+            self._check_time()
             session_id = entry["session_id"]["S"]
             meta = self._table.get(session_pk(session_id), META)
             if meta is None:
@@ -82,7 +127,10 @@ class CustomerErasure:
                 await self._redact_participant(session_id, channel, customer_id, report, owner)
                 report.sessions_redacted.append(session_id)
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
-        return report
+
+    def _check_time(self) -> None:
+        if self._clock() >= self._deadline:
+            raise _Interrupted(f"this call's {self._budget:g} s budget is spent")
 
     def _others_wrote_in(self, session_id: str, person: str) -> bool:
         """Whether anyone else wrote in a session `person` opened (a group chat: it is the
@@ -91,10 +139,7 @@ class CustomerErasure:
             "pk = :pk AND begins_with(sk, :events)",
             {":pk": {"S": session_pk(session_id)}, ":events": {"S": "EVENT#"}},
         )
-        return any(
-            (sender := _sender(event)) is not None and sender != person
-            for event in self._events(list(items))
-        )
+        return others_wrote(self._events(list(items)), person)
 
     # ---- a session of their own: everything goes
 
@@ -121,10 +166,11 @@ class CustomerErasure:
         # Its entry in the index of handed-off sessions (it names the customer).
         self._delete_keys([handoff_key(session_id)], report)
         self._delete_objects(f"sessions/{session_id}/", report)
-        # META last: while anything remains, the session is still found through its index.
+        # META last, alone: while anything remains, the session is still found through its
+        # index (a batch is not atomic, so META never shares one with other items).
         keys = [{"pk": i["pk"], "sk": i["sk"]} for i in items]
-        keys.sort(key=lambda k: k["sk"]["S"] == META)
-        self._delete_keys(keys, report)
+        self._delete_keys([k for k in keys if k["sk"]["S"] != META], report)
+        self._delete_keys([k for k in keys if k["sk"]["S"] == META], report)
 
     # ---- someone else's group session: only what is theirs
 
@@ -138,11 +184,11 @@ class CustomerErasure:
                 {":pk": {"S": pk}, ":events": {"S": "EVENT#"}},
             )
         )
-        theirs = [e for e in self._events(items) if _is_theirs(e, person, opener)]
+        theirs = [e for e in self._events(items) if is_theirs(e, person, opener)]
         turns = {e.turn_id for e in theirs if e.turn_id}
         for event in theirs:
-            erased = event.model_copy(update={"text": None, "data": {"erased": True}})
-            put = self._store._event_puts(session_id, [erased], rewrite=True)[0]["Put"]
+            self._check_time()
+            put = self._store._event_puts(session_id, [erased_copy(event)], rewrite=True)[0]["Put"]
             self._table.ddb.put_item(**put)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
@@ -167,9 +213,7 @@ class CustomerErasure:
             state = await self._store.load(session_id)
             if state is None:
                 return
-            cleaned = _without(state, person, opener)
-            if cleaned.customer_id == person:  # they opened the group: it stays the others'
-                cleaned = cleaned.model_copy(update={"customer_id": ERASED})
+            cleaned = without_person(state, person, opener)
             if cleaned == state:
                 return
             try:
@@ -203,17 +247,51 @@ class CustomerErasure:
     def _delete_keys(
         self, keys: list[dict[str, Any]], report: ErasureReport, *, claims: bool = False
     ) -> None:
-        # One DeleteItem per item: the functions are granted no batch writes (test_template).
-        for key in keys:
-            gone = self._table.ddb.delete_item(
-                TableName=self._table.name, Key=key, ReturnValues="ALL_OLD"
-            )
-            if "Attributes" not in gone:
-                continue  # nothing there (an unclaimed message, a second erasure)
+        """Delete `keys` 25 per BatchWriteItem. Items read from the table are counted as they
+        go; inbox claims (their keys are derived from messages) only those that exist."""
+        unique = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
+        if claims:
+            unique = self._existing(unique)
+        for start in range(0, len(unique), _WRITE_BATCH):
+            self._check_time()
+            batch = unique[start : start + _WRITE_BATCH]
+            self._batch_write([{"DeleteRequest": {"Key": k}} for k in batch])
             if claims:
-                report.inbox_claims_deleted += 1
+                report.inbox_claims_deleted += len(batch)
             else:
-                report.items_deleted += 1
+                report.items_deleted += len(batch)
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        table = self._table.name
+        for attempt in range(_UNPROCESSED_ROUNDS):
+            response = self._table.ddb.batch_write_item(RequestItems={table: requests})
+            requests = response.get("UnprocessedItems", {}).get(table, [])
+            if not requests:
+                return
+            self._sleep(min(0.05 * 2**attempt, 1.0))  # throttled: back off, send the rest
+        raise _Interrupted(
+            f"DynamoDB left {len(requests)} deletes unprocessed {_UNPROCESSED_ROUNDS} times"
+        )
+
+    def _existing(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Those of `keys` that name an item (BatchGetItem, 100 keys per call)."""
+        table = self._table.name
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), _READ_BATCH):
+            self._check_time()
+            wanted: dict[str, Any] = {
+                table: {"Keys": keys[start : start + _READ_BATCH], "ProjectionExpression": "pk, sk"}
+            }
+            for attempt in range(_UNPROCESSED_ROUNDS):
+                response = self._table.ddb.batch_get_item(RequestItems=wanted)
+                found += response.get("Responses", {}).get(table, [])
+                wanted = response.get("UnprocessedKeys") or {}
+                if not wanted:
+                    break
+                self._sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise _Interrupted("DynamoDB kept leaving inbox claims unread")
+        return [{"pk": item["pk"], "sk": item["sk"]} for item in found]
 
     def _delete_objects(self, prefix: str, report: ErasureReport) -> None:
         bucket = self._bodies._bucket
@@ -234,46 +312,4 @@ class CustomerErasure:
             token = {"ContinuationToken": page["NextContinuationToken"]}
 
 
-def _sender(event: Event) -> str | None:
-    if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
-        return None
-    sender = event.data.get("sender")
-    return str(sender) if sender else None
-
-
-def _is_theirs(event: Event, person: str, opener: bool) -> bool:
-    """A message `person` wrote (the opener's messages from before senders were recorded carry
-    no sender: they are the session customer's)."""
-    if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
-        return False
-    sender = _sender(event)
-    return sender == person or (opener and sender is None)
-
-
-def _without(state: SessionState, person: str, opener: bool) -> SessionState:
-    """The session's state with nothing left of `person`."""
-
-    def theirs(event: Event) -> bool:
-        return _is_theirs(event, person, opener) or str(event.data.get("sender") or "") == person
-
-    return state.model_copy(
-        update={
-            "principals": {k: v for k, v in state.principals.items() if k != person},
-            "collected": tuple(c for c in state.collected if c.sender != person),
-            "kept_evidence": tuple(e for e in state.kept_evidence if not theirs(e)),
-            "completed_by": {
-                j: tuple(s for s in senders if s != person)
-                for j, senders in state.completed_by.items()
-            },
-            "pending_interrupt": (
-                None
-                if state.pending_interrupt and state.pending_interrupt.sender == person
-                else state.pending_interrupt
-            ),
-            "pending_confirmation": (
-                None
-                if state.pending_confirmation and state.pending_confirmation.sender == person
-                else state.pending_confirmation
-            ),
-        }
-    )
+__all__ = ["ERASED", "CustomerErasure", "ErasureReport"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from engine.errors import AgentNotFound, InvalidAgentDefinition
@@ -64,3 +66,32 @@ class AgentStoreContract:
         await agent_store.publish(make_agent("shop", version="v1", name="Shop"))
         assert (await agent_store.get("bank")).name == "Bank"
         assert (await agent_store.get("shop")).name == "Shop"
+
+    async def test_rollback_flips_back_to_the_previous_version_and_again_forward(
+        self, agent_store: Any
+    ) -> None:
+        await agent_store.publish(make_agent(version="v1"))
+        await agent_store.publish(make_agent(version="v2", name="Bank 2"))
+        assert await agent_store.rollback("bank") == ("v2", "v1")
+        assert (await agent_store.get("bank")).version == "v1"
+        assert await agent_store.published_version("bank") == "v1"
+        assert await agent_store.rollback("bank") == ("v1", "v2")  # undoing a rollback
+        assert await agent_store.versions("bank") == ["v1", "v2"]
+
+    async def test_rollback_to_a_named_version(self, agent_store: Any) -> None:
+        for n in (1, 2, 3):
+            await agent_store.publish(make_agent(version=f"v{n}", name=f"Bank {n}"))
+        assert await agent_store.rollback("bank", "v1") == ("v3", "v1")
+        assert (await agent_store.get("bank")).name == "Bank 1"
+
+    async def test_rollback_refuses_what_it_cannot_do_and_changes_nothing(
+        self, agent_store: Any
+    ) -> None:
+        with pytest.raises(AgentNotFound, match="waypoint publish"):
+            await agent_store.rollback("bank")
+        await agent_store.publish(make_agent(version="v1"))
+        with pytest.raises(AgentNotFound, match="no earlier published version"):
+            await agent_store.rollback("bank")
+        with pytest.raises(AgentNotFound, match=r"no version 'v9' \(stored versions: v1\)"):
+            await agent_store.rollback("bank", "v9")
+        assert await agent_store.published_version("bank") == "v1"

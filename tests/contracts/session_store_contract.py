@@ -90,6 +90,27 @@ class SessionStoreContract:
         loaded = await session_store.load("s1")
         assert loaded == commit.state
 
+    async def test_a_replys_buttons_are_stored_beside_it_not_in_the_window_a_turn_reads(
+        self, session_store: SessionStore
+    ) -> None:
+        state = await session_store.create(new_session())
+        commit = turn_commit(state, "t1", "Transfer 100 to 1234324?")
+        options = [{"id": "confirm", "label": "Yes"}, {"id": "cancel", "label": "No"}]
+        view = {"type": "card", "title": "Transfer"}
+        (reply,) = commit.new_events
+        reply = reply.model_copy(update={"data": {"options": options, "view": view, "k": 1}})
+        await session_store.commit(
+            dataclasses.replace(
+                commit,
+                new_events=(reply,),
+                state=commit.state.model_copy(update={"events": (reply,)}),
+            )
+        )
+        loaded = await session_store.load("s1")
+        assert loaded is not None and loaded.events[0].data == {"k": 1}
+        history = await session_store.events("s1")
+        assert history is not None and history[0] == reply  # as committed, buttons included
+
     async def test_a_first_turn_may_create_the_session(self, session_store: SessionStore) -> None:
         commit = turn_commit(new_session(), "t1", "hi")
         assert await session_store.commit(commit) is True

@@ -3,18 +3,19 @@ that used to read the whole history still holds once the evidence has left the w
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from engine.compose import ComposedReply
-from engine.history import EVENT_WINDOW, MAX_KEPT_EVENTS
+from engine.history import EVENT_WINDOW, MAX_KEPT_BYTES, MAX_KEPT_EVENTS, keep_evidence
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.memory import InMemorySessionStore
 from engine.model import CollectedField, Guideline
 from engine.ports import TurnCommit
-from engine.session import EventKind
+from engine.session import Event, EventKind, EventSource
 from engine.testing import ScriptedLLM
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
 from tests.engine.pipeline_kit import (
@@ -182,7 +183,24 @@ async def test_state_and_reads_stay_bounded_over_a_long_session() -> None:
     # The loaded state stops growing once its windows are full (events, ids, kept evidence):
     # from turn 70 on it varies by a few digits only.
     assert max(sizes[70:]) - min(sizes[70:]) < 0.05 * sizes[70]
-    assert len(loaded.kept_evidence) == 1  # the latest message holding the account number
+    # The latest message holding the account number is in the window: nothing older is kept.
+    assert any("12345678" in (e.text or "") for e in loaded.events)
+    assert loaded.kept_evidence == ()
+
+
+async def test_the_state_stores_no_id_its_window_already_shows() -> None:
+    # Message and turn ids answered recently are recognised from the window's own events; the
+    # state remembers only what the window does not show, so it does not grow by two id windows.
+    h, _ = balance_harness()
+    await h.start()
+    for i in range(CHATTER):
+        await h.say(f"chat {i}")
+    loaded = await h.sessions.load("s1")
+    assert loaded is not None
+    assert loaded.processed_event_ids == () and loaded.committed_turn_ids == ()
+    last = loaded.events[-1].turn_id
+    assert last is not None and loaded.has_committed(last)
+    assert loaded.has_processed(f"m{CHATTER}") and not loaded.has_processed("m1")
 
 
 class LosesTheFirstAcknowledgement(InMemorySessionStore):
@@ -218,3 +236,37 @@ async def test_a_turn_whose_write_was_lost_after_success_replays_past_the_window
     assert history is not None
     assert [e.text for e in history].count("one more") == 1
     assert len(history) == 2 * (CHATTER + 1)
+
+
+def _tool_event(offset: int, tool: str, arguments: dict[str, Any], view: Any) -> Event:
+    return Event(
+        id=f"ev{offset}",
+        offset=offset,
+        kind=EventKind.TOOL,
+        source=EventSource.SYSTEM,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        turn_id=f"t{offset}",
+        data={"tool": tool, "call_id": f"t{offset}:0", "arguments": arguments,
+              "llm_view": view, "view": {"card": "x" * 500}, "sender": "c1"},
+    )  # fmt: skip
+
+
+def test_kept_evidence_is_compact_and_bounded_in_bytes_whatever_a_tool_returned() -> None:
+    # A tool returned a large nested result (a statement with hundreds of lines): every later
+    # turn reads the session's state, so only what grounding reads of it is kept — its flat
+    # values — and the evidence as a whole never passes MAX_KEPT_BYTES.
+    statement = {"account_id": "1234567890", "balance": "1000.00",
+                 "lines": [{"n": i, "memo": "coffee " * 20} for i in range(300)]}  # fmt: skip
+    events = [_tool_event(0, "statement", {"account": "Checking"}, statement)]
+    events += [
+        _tool_event(i, f"lookup_{i}", {"q": str(i)}, {"text": "y" * 1500}) for i in range(1, 12)
+    ]
+
+    kept = keep_evidence(events, [])
+
+    assert sum(len(e.model_dump_json()) for e in kept) <= MAX_KEPT_BYTES
+    assert all("view" not in e.data and "call_id" not in e.data for e in kept)
+    assert kept[-1].data["tool"] == "lookup_11"  # the newest stay, the oldest went first
+    alone = keep_evidence(events[:1], [])
+    assert alone[0].data["llm_view"] == {"account_id": "1234567890", "balance": "1000.00"}
+    assert alone[0].data["arguments"] == {"account": "Checking"}  # the repeated-call check

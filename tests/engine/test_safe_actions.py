@@ -11,6 +11,7 @@ from engine.compose import FALLBACK_REPLY, ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
+from engine.session import InboundMessage
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolContextWithKey, ToolResult, tool
@@ -101,6 +102,25 @@ async def test_an_inferred_value_is_stated_and_runs_only_after_a_yes() -> None:
 
     assert [{"to": "1234324", "amount": Decimal("40"), "who": None}] == SENT
     assert done.state.pending_confirmation is None
+
+
+async def test_a_redelivered_question_is_answered_again_with_its_buttons() -> None:
+    # The turn committed but its reply never reached the customer (the worker died): the queue
+    # redelivers the message, and the replayed reply must carry the buttons again, although the
+    # window a turn loads keeps them beside the event (`engine.history.CHANNEL_PAYLOAD`).
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+    asked = await h.say("send forty dollars to 1234324")
+    loaded = await h.sessions.load("s1")
+    assert loaded is not None and "options" not in loaded.events[-1].data
+
+    again = await h.engine.handle(
+        "s1", [InboundMessage(event_id=f"m{h._n}", text="send forty dollars to 1234324")]
+    )
+
+    assert again.replayed and again.reply == asked.reply
+    assert [o["id"] for o in again.reply.data["options"]] == ["confirm", "cancel"]
+    assert SENT == []
 
 
 async def test_a_button_press_confirms_and_a_no_cancels() -> None:

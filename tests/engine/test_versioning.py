@@ -181,7 +181,7 @@ async def _dangling(
     session = await chat.sessions.load("s")
     assert session is not None
     lost = session.model_copy(update={"agent_version": "lostversion00000"})
-    chat.sessions._meta["s"] = lost.model_copy(update={"events": ()})
+    await chat.sessions.replace_state(lost, expected_version=session.version)
     return lost
 
 
@@ -231,8 +231,9 @@ async def test_a_hostile_model_cannot_crash_a_session_with_dangling_references(b
     state = await chat.sessions.load("s")
     in_flight = journeys_in_flight(state)
     await chat.publish(changed_bank(*(without_journey(j) for j in in_flight if j != "stock")))
-    chat.sessions._meta["s"] = state.model_copy(
-        update={"agent_version": "lostversion00000", "events": ()}
+    await chat.sessions.replace_state(
+        state.model_copy(update={"agent_version": "lostversion00000"}),
+        expected_version=state.version,
     )
 
     outs = [await chat.say(text) for text in [*SEED[3:], "hello?"]]

@@ -186,6 +186,15 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
                 for item in p["TransactItems"]
                 for kind, body in item.items()
             ]
+        if call.operation in ("BatchWriteItem", "BatchGetItem"):  # one request per table
+            return [
+                IamRequest(
+                    action,
+                    f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{table}",
+                    tuple(key["pk"]["S"] for key in _batch_keys(call.operation, body)),
+                )
+                for table, body in p["RequestItems"].items()
+            ]
         return [_dynamodb(action, p, region)]
     if call.service == "s3" and call.operation == "DeleteObjects":  # each object, as DeleteObject
         return [
@@ -216,6 +225,16 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
             for name in names
         ]
     raise AssertionError(f"teach iam_requests about {call.service}:{call.operation}")
+
+
+def _batch_keys(operation: str, body: Any) -> list[dict[str, Any]]:
+    """The keys of one table's part of a BatchWriteItem or BatchGetItem."""
+    if operation == "BatchGetItem":
+        return list(body["Keys"])
+    return [
+        (request.get("DeleteRequest") or {}).get("Key") or request["PutRequest"]["Item"]
+        for request in body
+    ]
 
 
 def _dynamodb(action: str, params: dict[str, Any], region: str) -> IamRequest:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from engine.ports import ToolCall, ToolContext
-from engine.session import SessionState
+from engine.session import EventSource, SessionState
 from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
 from infra.channels import registry
 from infra.runtime import (
@@ -43,6 +43,7 @@ from tests.channels.payloads import (
     wa_text,
 )
 from tests.channels.signed import PUBLIC_BASE_URL, channel_secrets
+from tests.contracts.factories import turn_commit
 from tests.functions import signed_events as signed
 from tests.functions.conftest import (
     invoke_management,
@@ -141,6 +142,29 @@ def seed_session_with_body_in_s3(runtime: Runtime, chat: int) -> str:
     return session_id
 
 
+def seed_customer_message(runtime: Runtime, session_id: str, chat: int) -> None:
+    """A message the customer sent in the session (so erasing them looks up its inbox claim)."""
+    state = runtime.run(runtime.sessions.load(session_id))
+    assert state is not None
+    commit = turn_commit(state, f"seeded-{chat}", "hello")
+    (reply,) = commit.new_events
+    said = reply.model_copy(
+        update={
+            "source": EventSource.CUSTOMER,
+            "data": {"channel_event_id": f"telegram:bot:{chat}:1", "sender": str(chat)},
+        }
+    )
+    runtime.run(
+        runtime.sessions.commit(
+            dataclasses.replace(
+                commit,
+                new_events=(said,),
+                state=commit.state.model_copy(update={"events": (said,)}),
+            )
+        )
+    )
+
+
 def run_every_code_path(
     recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
 ) -> str:
@@ -190,6 +214,7 @@ def run_every_code_path(
     setup = container(platforms)
     seeded = seed_session_with_body_in_s3(setup, chat=4242)
     forgotten = seed_session_with_body_in_s3(setup, chat=4343)  # erased below
+    seed_customer_message(setup, forgotten, chat=4343)
 
     with recorder.acting_as("WebhookFunction"):
         # A cold container gets a message for a session whose body is in S3 (issue #14: this

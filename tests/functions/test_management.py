@@ -181,6 +181,29 @@ def test_erasing_a_customer_removes_their_sessions_through_the_api(runtime: Runt
     assert call("DELETE", "/customers/Not-A-Channel/x")[0] == 422
 
 
+def test_an_erasure_that_does_not_fit_one_call_answers_202_until_it_is_done(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infra.aws import erasure
+
+    call("POST", "/sessions", {"customer_id": "big-talker", "session_id": "web-big"})
+    status, _ = call("POST", "/sessions/web-big/messages", {"text": "hi", "event_id": "big-1"})
+    assert status == 200
+    budget = erasure.DEFAULT_TIME_BUDGET_SECONDS
+    monkeypatch.setattr(erasure, "DEFAULT_TIME_BUDGET_SECONDS", 0.0)  # no time at all
+
+    status, report = call("DELETE", "/customers/api/big-talker")
+
+    assert status == 202 and report["complete"] is False
+    assert "call again" in report["detail"]
+    assert call("GET", "/sessions/web-big")[0] == 200  # nothing half-gone: it is still found
+    monkeypatch.setattr(erasure, "DEFAULT_TIME_BUDGET_SECONDS", budget)
+    status, report = call("DELETE", "/customers/api/big-talker")
+    assert status == 200 and report["complete"] is True
+    assert report["sessions_deleted"] == ["web-big"]
+    assert call("GET", "/sessions/web-big")[0] == 404
+
+
 def test_the_events_of_a_long_session_are_read_page_by_page(runtime: Runtime) -> None:
     call("POST", "/sessions", {"customer_id": "talker", "session_id": "web-long"})
     for i in range(EVENT_WINDOW):  # twice the window in events

@@ -1,5 +1,5 @@
 """Every store implementation runs the same contracts: in-memory (engine/memory.py) and DynamoDB
-(infra/aws/dynamo_store.py, on in-process moto)."""
+(infra/aws/dynamo_store.py, on in-process moto) — turns, retention, erasure and rollback."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from engine.memory import (
     InMemoryAgentStore,
+    InMemoryCustomerErasure,
     InMemoryInboxStore,
     InMemorySessionStore,
     InMemoryVariableStore,
@@ -19,12 +20,19 @@ from infra.aws.dynamo_store import (
     DynamoSessionStore,
     DynamoVariableStore,
 )
+from infra.aws.erasure import CustomerErasure
 from infra.aws.local_stack import LocalStack
 from tests.contracts.agent_store_contract import AgentStoreContract
 from tests.contracts.customer_state_contract import (
     InboxContract,
     ManualClock,
     VariableStoreContract,
+)
+from tests.contracts.lifecycle_contract import (
+    SHORT,
+    ErasureContract,
+    ErasureWorld,
+    RetentionContract,
 )
 from tests.contracts.session_store_contract import SessionStoreContract
 
@@ -77,3 +85,37 @@ class TestDynamoVariableStore(VariableStoreContract):
     @pytest.fixture
     def variable_store(self, local_stack: LocalStack) -> DynamoVariableStore:
         return DynamoVariableStore()
+
+
+class TestInMemoryRetention(RetentionContract):
+    @pytest.fixture
+    def store_and_clock(self) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return InMemorySessionStore(clock=clock, retention=SHORT), clock
+
+
+class TestDynamoRetention(RetentionContract):
+    @pytest.fixture
+    def store_and_clock(self, local_stack: LocalStack) -> tuple[Any, ManualClock]:
+        clock = ManualClock()
+        return DynamoSessionStore(clock=clock, retention=SHORT), clock
+
+
+class TestInMemoryErasure(ErasureContract):
+    @pytest.fixture
+    def erasure_world(self) -> ErasureWorld:
+        store, inbox, variables = (
+            InMemorySessionStore(),
+            InMemoryInboxStore(),
+            InMemoryVariableStore(),
+        )
+        erasure = InMemoryCustomerErasure(store, inbox=inbox, variables=variables)
+        return ErasureWorld(store, inbox, variables, erasure.erase)
+
+
+class TestDynamoErasure(ErasureContract):
+    @pytest.fixture
+    def erasure_world(self, local_stack: LocalStack) -> ErasureWorld:
+        store = DynamoSessionStore()
+        erase = CustomerErasure(store).erase
+        return ErasureWorld(store, DynamoInboxStore(), DynamoVariableStore(), erase)

@@ -1,0 +1,73 @@
+"""What erasing one person removes from a session they took part in, for every store.
+
+A session that is theirs alone is deleted whole (each store knows its items). In a group session
+their messages are overwritten with an erased marker at the same offset, so the conversation's
+order stays intact for the others, and what the session's state holds about them — their
+principal, their picks and collected values, their evidence, a question put to them — goes.
+"""
+
+from __future__ import annotations
+
+from engine.session import Event, EventKind, EventSource, SessionState
+
+ERASED = "erased"  # the customer of a group session whose opener was erased
+
+
+def sender_of(event: Event) -> str | None:
+    """Who wrote a customer message, when the channel said (None for other events)."""
+    if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
+        return None
+    sender = event.data.get("sender")
+    return str(sender) if sender else None
+
+
+def is_theirs(event: Event, person: str, opener: bool) -> bool:
+    """A message `person` wrote (the opener's messages from before senders were recorded carry
+    no sender: they are the session customer's)."""
+    if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
+        return False
+    sender = sender_of(event)
+    return sender == person or (opener and sender is None)
+
+
+def others_wrote(events: list[Event], person: str) -> bool:
+    """Whether anyone but `person` wrote in these events (a group: the others' conversation)."""
+    return any((sender := sender_of(e)) is not None and sender != person for e in events)
+
+
+def erased_copy(event: Event) -> Event:
+    """The marker left at an erased message's offset."""
+    return event.model_copy(update={"text": None, "data": {"erased": True}})
+
+
+def without_person(state: SessionState, person: str, opener: bool) -> SessionState:
+    """The session's state with nothing left of `person` (and, when they opened a group the
+    others stay in, its customer renamed `ERASED`)."""
+
+    def theirs(event: Event) -> bool:
+        return is_theirs(event, person, opener) or str(event.data.get("sender") or "") == person
+
+    cleaned = state.model_copy(
+        update={
+            "principals": {k: v for k, v in state.principals.items() if k != person},
+            "collected": tuple(c for c in state.collected if c.sender != person),
+            "kept_evidence": tuple(e for e in state.kept_evidence if not theirs(e)),
+            "completed_by": {
+                j: tuple(s for s in senders if s != person)
+                for j, senders in state.completed_by.items()
+            },
+            "pending_interrupt": (
+                None
+                if state.pending_interrupt and state.pending_interrupt.sender == person
+                else state.pending_interrupt
+            ),
+            "pending_confirmation": (
+                None
+                if state.pending_confirmation and state.pending_confirmation.sender == person
+                else state.pending_confirmation
+            ),
+        }
+    )
+    if cleaned.customer_id == person:  # they opened the group: it stays the others'
+        cleaned = cleaned.model_copy(update={"customer_id": ERASED})
+    return cleaned
