@@ -257,6 +257,7 @@ def test_the_projects_template_deploys_waypoints_functions_with_its_tools_and_th
             "WorkerFunction",
             "ManagementFunction",
             "ToolFunction",
+            "HandoffSweepFunction",
         }
     )
     for lid, props in functions.items():
