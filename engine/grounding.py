@@ -286,6 +286,11 @@ def _text_in_text(param: ToolParameter, value: str, text: str) -> tuple[bool, in
             for last in tokens[i : i + 4]:  # "12th of December 2026": four tokens
                 if _date(text[tokens[i].start() : last.end()]) == parsed:
                     return True, tokens[i].start(), last.end()
+    if _CLOCK_VALUE.fullmatch(wanted):
+        # A time of day in any common writing: "3pm", "3:30 pm", "15.00" for 15:00 / 15:30.
+        for clock, start, end in clock_times(text):
+            if clock == _clock_value(wanted):
+                return True, start, end
     if param.enum:
         # A unique prefix of a label ("med" for "medium"): the model completed it.
         for m in re.finditer(r"\w{3,}", haystack):
@@ -334,6 +339,34 @@ _MONTHS = {
     )
     for m in names
 }  # fmt: skip
+
+
+_CLOCK = re.compile(
+    r"(?<![\w.:])(?P<h>[01]?\d|2[0-3])(?:[:.](?P<m>[0-5]\d))?\s?(?P<ampm>[ap]\.?m\b\.?)?(?![\w:])",
+    re.IGNORECASE,
+)
+_CLOCK_VALUE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def _clock_value(value: str) -> str:
+    m = _CLOCK_VALUE.fullmatch(value)
+    return f"{int(m[1]):02d}:{m[2]}" if m else value
+
+
+def clock_times(text: str) -> list[tuple[str, int, int]]:
+    """Times of day in `text` as (HH:MM, start, end): "15:00", "15.30", "3pm", "3:30 p.m.".
+    A bare number is no time (it needs minutes or am/pm), and "13pm" or "0am" is none."""
+    found = []
+    for m in _CLOCK.finditer(text):
+        hour, minutes, ampm = int(m["h"]), m["m"], (m["ampm"] or "").casefold()
+        if minutes is None and not ampm:
+            continue
+        if ampm:
+            if not 1 <= hour <= 12:
+                continue
+            hour = hour % 12 + (12 if ampm.startswith("p") else 0)
+        found.append((f"{hour:02d}:{minutes or '00'}", m.start(), m.end()))
+    return found
 
 
 _ORDINAL = r"(?:st|nd|rd|th)?"  # the day written as an ordinal: 1st, 2nd, 3rd, 12th

@@ -177,3 +177,26 @@ def test_an_amount_with_the_currency_sign_after_it_is_direct() -> None:
 def test_an_amount_near_the_one_said_is_refused(invented: str) -> None:
     result = ground_call(TRANSFER, {"amount": Decimal(invented)}, said("send 100,000$ to savings"))
     assert result.ungrounded == ("amount",), invented
+
+
+BOOK = ToolSpec(name="book_slot", consequential=True, parameters=(ToolParameter(name="time"),))
+
+
+@pytest.mark.parametrize(
+    ("text", "time"),
+    [("3pm", "15:00"), ("at 3 pm please", "15:00"), ("3:30 p.m.", "15:30"), ("15.30", "15:30")],
+)
+def test_a_time_of_day_in_any_common_writing_grounds_the_24_hour_value(
+    text: str, time: str
+) -> None:
+    assert ground_call(BOOK, {"time": time}, said(text)).ungrounded == (), text
+
+
+@pytest.mark.parametrize(
+    ("text", "invented"),
+    [("3pm", "03:00"), ("3pm", "14:00"), ("3pm", "15:30"), ("3", "15:00"), ("13pm", "13:00")],
+)
+def test_a_time_near_the_one_said_or_read_off_a_bare_number_is_refused(
+    text: str, invented: str
+) -> None:
+    assert ground_call(BOOK, {"time": invented}, said(text)).ungrounded == ("time",), text
