@@ -2,8 +2,10 @@
 
 A value is grounded when it can be found, after normalisation, in the evidence of this session:
 
-- the customer's own messages (numbers and amounts with currency words, ids with or without
-  separators, dates, enum labels, any text — case and whitespace ignored);
+- the customer's own messages (numbers and amounts with currency signs before or after them or
+  currency words, ids with or without separators, dates — the day also as an ordinal, "12th of
+  December 2026" —, enum labels, any text — case and whitespace ignored); normalising makes
+  the customer's words equal to the value exactly or not at all, never a near value;
 - a successful tool result or a context variable of the same name as the parameter;
 - the authenticated principal (a field of the same name);
 - a value of the same name the customer picked from offered options or submitted in a form;
@@ -154,7 +156,7 @@ def ground_collected(
 
 _NUMBER = re.compile(
     r"(?P<cur>[$€£¥₹])?\s?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?P<k>\s?[kK]\b)?(?:\s?(?P<word>dollars?|usd|eur|euros?|pounds?|gbp|bucks))?",
+    r"(?P<k>\s?[kK]\b)?(?:\s?(?P<word>dollars?|usd|eur|euros?|pounds?|gbp|bucks)|(?P<sign>[$€£¥₹]))?",
     re.IGNORECASE,
 )
 _WORDS = {
@@ -222,7 +224,7 @@ def _number_in_text(wanted: Decimal | None, text: str) -> tuple[bool, int, int] 
             continue
         if number != wanted:
             continue
-        money = bool(m.group("cur") or m.group("word"))
+        money = bool(m.group("cur") or m.group("word") or m.group("sign"))  # "$500", "500$"
         bare_digits = m.group("num").isdigit() and len(m.group("num")) >= 6
         # A long bare digit string reads like an account or phone number, not an amount.
         return (money or not bare_digits), m.start(), m.end()
@@ -281,9 +283,14 @@ def _text_in_text(param: ToolParameter, value: str, text: str) -> tuple[bool, in
     if parsed is not None:
         tokens = list(re.finditer(r"[\w/.\-,]+", text))
         for i in range(len(tokens)):
-            for last in tokens[i : i + 3]:
+            for last in tokens[i : i + 4]:  # "12th of December 2026": four tokens
                 if _date(text[tokens[i].start() : last.end()]) == parsed:
                     return True, tokens[i].start(), last.end()
+    if _CLOCK_VALUE.fullmatch(wanted):
+        # A time of day in any common writing: "3pm", "3:30 pm", "15.00" for 15:00 / 15:30.
+        for clock, start, end in clock_times(text):
+            if clock == _clock_value(wanted):
+                return True, start, end
     if param.enum:
         # A unique prefix of a label ("med" for "medium"): the model completed it.
         for m in re.finditer(r"\w{3,}", haystack):
@@ -334,8 +341,41 @@ _MONTHS = {
 }  # fmt: skip
 
 
+_CLOCK = re.compile(
+    r"(?<![\w.:])(?P<h>[01]?\d|2[0-3])(?:[:.](?P<m>[0-5]\d))?\s?(?P<ampm>[ap]\.?m\b\.?)?(?![\w:])",
+    re.IGNORECASE,
+)
+_CLOCK_VALUE = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")
+
+
+def _clock_value(value: str) -> str:
+    m = _CLOCK_VALUE.fullmatch(value)
+    return f"{int(m[1]):02d}:{m[2]}" if m else value
+
+
+def clock_times(text: str) -> list[tuple[str, int, int]]:
+    """Times of day in `text` as (HH:MM, start, end): "15:00", "15.30", "3pm", "3:30 p.m.".
+    A bare number is no time (it needs minutes or am/pm), and "13pm" or "0am" is none."""
+    found = []
+    for m in _CLOCK.finditer(text):
+        hour, minutes, ampm = int(m["h"]), m["m"], (m["ampm"] or "").casefold()
+        if minutes is None and not ampm:
+            continue
+        if ampm:
+            if not 1 <= hour <= 12:
+                continue
+            hour = hour % 12 + (12 if ampm.startswith("p") else 0)
+        found.append((f"{hour:02d}:{minutes or '00'}", m.start(), m.end()))
+    return found
+
+
+_ORDINAL = r"(?:st|nd|rd|th)?"  # the day written as an ordinal: 1st, 2nd, 3rd, 12th
+
+
 def _date(text: str) -> date | None:
-    """A calendar date written as ISO, d/m/y or "5 March 2026" / "March 5, 2026"."""
+    """A calendar date written as ISO, d/m/y or "5 March 2026" / "March 5, 2026", the day also
+    as an ordinal ("12th of December 2026", "December 12th, 2026"). The whole text must be the
+    date: a near date is a different date, never this one."""
     t = text.strip().casefold().rstrip(".,")
     m = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", t)
     try:
@@ -344,10 +384,10 @@ def _date(text: str) -> date | None:
         m = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})[/.](\d{4})", t)
         if m:
             return date(int(m[3]), int(m[2]), int(m[1]))
-        m = re.fullmatch(r"(\d{1,2})\s+([a-z]+),?\s+(\d{4})", t)
+        m = re.fullmatch(rf"(\d{{1,2}}){_ORDINAL}\s+(?:of\s+)?([a-z]+),?\s+(\d{{4}})", t)
         if m and m[2] in _MONTHS:
             return date(int(m[3]), _MONTHS[m[2]], int(m[1]))
-        m = re.fullmatch(r"([a-z]+)\s+(\d{1,2}),?\s+(\d{4})", t)
+        m = re.fullmatch(rf"([a-z]+)\s+(?:the\s+)?(\d{{1,2}}){_ORDINAL},?\s+(\d{{4}})", t)
         if m and m[1] in _MONTHS:
             return date(int(m[3]), _MONTHS[m[1]], int(m[2]))
     except ValueError:

@@ -12,7 +12,9 @@ schema with simple, inspectable rules:
   off-topic questions, cancellations and yes/no answers;
 - journey node selection (`journeys`): the step map parsed back, values extracted by type, a walk
   that follows the map's rules (abandonment, completeness, transitions by similarity and
-  yes/no or success/failure polarity, never past a tool step that did not run);
+  yes/no or success/failure polarity, never past a tool step that did not run); a request that
+  starts a journey also reports the values a cue names for its later steps ("transfer 200
+  dollars"), which the engine keeps only when grounded;
 - tool calls (`tools`): arguments from known values and the customer's words;
 - composition (`compose`): instructions rephrased into sentences by patterns, tool data quoted,
   approved templates chosen by similarity.

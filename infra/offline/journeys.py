@@ -306,6 +306,7 @@ def select_node(prompt: str) -> JourneyNodeSelection:
 
     walk.steps.append(start.number)
     if here is None:
+        _named_for_later_steps(walk)
         if start.fork or _passable_on_arrival(walk, start):
             return _answer(walk, _continue_from(walk, start))
         return _answer(walk, start.number)
@@ -313,6 +314,31 @@ def select_node(prompt: str) -> JourneyNodeSelection:
         walk.notes.append(f"step {here.number} is not complete")
         return _answer(walk, here.number)
     return _answer(walk, _continue_from(walk, here))
+
+
+def _named_for_later_steps(walk: _Walk) -> None:
+    """The request that starts a journey may already name a value a later step asks for ("I want
+    to transfer 200 dollars" while the first step asks for the destination): only values a cue
+    names (a currency, "account ID …"), never a bare word or number, never a secret. The engine
+    keeps them only when they are grounded in the customer's words (values ahead)."""
+    if walk.named_only or walk.consumed or not walk.message:
+        return
+    wanted = [
+        f
+        for s in walk.journey.steps.values()
+        for f in s.fields
+        if f.name not in walk.collected and f.slot.role != "secret"
+    ]
+    if not wanted:
+        return
+    found = extract_values(
+        [with_vocabulary(f.slot, walk.context.glossary) for f in wanted],
+        walk.message,
+        named_only=True,
+    )
+    if found:
+        walk.collected.update(found)
+        walk.notes.append(f"named with the request: {', '.join(sorted(found))}")
 
 
 def _dropped(walk: _Walk, here: MapStep) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from engine.grounding import clock_times as engine_clock_times
+
 SMALL_NUMBER_WORDS = (
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     "eleven", "twelve",
@@ -19,7 +21,6 @@ _TENS = {
     "eighty": 80, "ninety": 90,
 }  # fmt: skip
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-_CLOCK = re.compile(r"\b([01]?\d|2[0-3])[:.]([0-5]\d)\b")  # 9:00, 15.30
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?:s)?\b", re.I)
 
 
@@ -54,8 +55,10 @@ def number_phrase(words: Sequence[str]) -> tuple[int, int]:
 
 
 def clock_times(text: str) -> list[tuple[str, str]]:
-    """Times of day written with a colon or a dot: (HH:MM, as written) for each."""
-    return [(f"{int(m[1]):02d}:{m[2]}", m[0]) for m in _CLOCK.finditer(text)]
+    """Times of day ("15:00", "15.30", "3pm", "3:30 p.m."): (HH:MM, as written) for each — the
+    engine's own reading (`engine.grounding.clock_times`), so a time stored as 15:00 is grounded
+    in the "3pm" the customer wrote."""
+    return [(value, text[start:end]) for value, start, end in engine_clock_times(text)]
 
 
 def weekdays(text: str) -> list[str]:

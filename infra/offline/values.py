@@ -576,7 +576,11 @@ class _Extraction:
         pairs = []
         for order, slot in enumerate(wanting):
             for number in candidates:
-                if self.named_only and not self._cued_number(slot, number):
+                # named only: a cue word, or a currency for an amount ("200 dollars")
+                named = self._cued_number(slot, number) or (
+                    slot.role == "money" and bool(number.currency)
+                )
+                if self.named_only and not named:
                     continue
                 score = self._affinity(slot, number)
                 threshold = 0 if self._is_answering(slot) else 1

@@ -26,7 +26,7 @@ from tests.engine.agent_versions import (
 from waypoint.cli import app
 
 runner = CliRunner()
-V1 = "0899ec95d1f75d70"  # the banking example's content version
+V1 = "f272bc6706aab300"  # the banking example's content version
 
 
 @pytest.fixture(autouse=True)

@@ -143,3 +143,60 @@ def test_the_latest_message_is_the_source_named() -> None:
 def test_yes_no_arguments_are_never_read_off_free_text() -> None:
     spec = ToolSpec(name="t", parameters=(ToolParameter(name="agree", type="boolean"),))
     assert ground_call(spec, {"agree": True}, said("yes")).ungrounded == ("agree",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "could I come on the 12th of December 2026?",
+        "the 12 of december 2026",
+        "December 12th, 2026 please",
+        "december the 12th 2026",
+    ],
+)
+def test_a_day_written_as_an_ordinal_grounds_the_iso_date(text: str) -> None:
+    spec = ToolSpec(name="find_slots", parameters=(ToolParameter(name="date"),))
+    assert ground_call(spec, {"date": "2026-12-12"}, said(text)).ungrounded == (), text
+
+
+@pytest.mark.parametrize("invented", ["2026-12-13", "2026-12-11", "2025-12-12", "2026-11-12"])
+def test_a_date_near_the_one_said_is_refused(invented: str) -> None:
+    # A hostile or sloppy model that shifts the day, month or year by one: a near date is
+    # another date, and normalisation never makes it equal to the customer's words.
+    spec = ToolSpec(name="find_slots", parameters=(ToolParameter(name="date"),))
+    evidence = said("could I come on the 12th of December 2026?")
+    assert ground_call(spec, {"date": invented}, evidence).ungrounded == ("date",), invented
+
+
+def test_an_amount_with_the_currency_sign_after_it_is_direct() -> None:
+    result = ground_call(TRANSFER, {"amount": Decimal("100000")}, said("send 100,000$ to savings"))
+    assert result.ungrounded == () and result.inferred == ()
+
+
+@pytest.mark.parametrize("invented", ["100001", "10000", "1000000", "100000.5"])
+def test_an_amount_near_the_one_said_is_refused(invented: str) -> None:
+    result = ground_call(TRANSFER, {"amount": Decimal(invented)}, said("send 100,000$ to savings"))
+    assert result.ungrounded == ("amount",), invented
+
+
+BOOK = ToolSpec(name="book_slot", consequential=True, parameters=(ToolParameter(name="time"),))
+
+
+@pytest.mark.parametrize(
+    ("text", "time"),
+    [("3pm", "15:00"), ("at 3 pm please", "15:00"), ("3:30 p.m.", "15:30"), ("15.30", "15:30")],
+)
+def test_a_time_of_day_in_any_common_writing_grounds_the_24_hour_value(
+    text: str, time: str
+) -> None:
+    assert ground_call(BOOK, {"time": time}, said(text)).ungrounded == (), text
+
+
+@pytest.mark.parametrize(
+    ("text", "invented"),
+    [("3pm", "03:00"), ("3pm", "14:00"), ("3pm", "15:30"), ("3", "15:00"), ("13pm", "13:00")],
+)
+def test_a_time_near_the_one_said_or_read_off_a_bare_number_is_refused(
+    text: str, invented: str
+) -> None:
+    assert ground_call(BOOK, {"time": invented}, said(text)).ungrounded == ("time",), text

@@ -40,7 +40,7 @@ from tests.functions.lambda_events import http_event
 
 SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
 DONE = "Done! I transferred $500 to account 1234324. Your new balance is $500.00."
-V1 = "0899ec95d1f75d70"  # the banking example's content version
+V1 = "f272bc6706aab300"  # the banking example's content version
 
 
 def api(method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:

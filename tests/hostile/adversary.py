@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 import re
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -40,6 +42,7 @@ BEHAVIOURS = (
     "swap",  # values moved between arguments and between collected fields
     "empty",  # empty replies
     "claim_success",  # replies that say the action happened
+    "nudge",  # the customer's numbers, dates and times shifted by one: near, never equal
     "mixed",  # any of the above, per call
 )
 
@@ -148,6 +151,11 @@ class HostileLLM:
                         ],
                     )
                 )
+        elif behaviour == "nudge":
+            for call in calls:
+                call.arguments = [
+                    ToolArgument(name=a.name, value=_nudged(a.value)) for a in call.arguments
+                ]
         elif behaviour == "swap":
             for call in calls:
                 values = [a.value for a in call.arguments]
@@ -174,6 +182,10 @@ class HostileLLM:
         elif behaviour == "invent":
             fields = _fields(prompt)
             answer.collected = [CollectedItem(name=f, value=self._invented(f)) for f in fields]
+        elif behaviour == "nudge":
+            answer.collected = [
+                CollectedItem(name=c.name, value=_nudged(c.value)) for c in answer.collected
+            ]
         elif behaviour == "swap" and len(answer.collected) > 1:
             values = [c.value for c in answer.collected]
             answer.collected = [
@@ -181,6 +193,23 @@ class HostileLLM:
                 for c, v in zip(answer.collected, values[1:] + values[:1], strict=True)
             ]
         return answer
+
+
+def _nudged(value: Any) -> Any:
+    """A value near the honest one and never equal: a number plus one, an ISO date a day later,
+    a time an hour later; anything else unchanged."""
+    text = str(value)
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        day = date.fromisoformat(text) + timedelta(days=1)
+        return day.isoformat()
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})", text)
+    if clock:
+        return f"{(int(clock[1]) + 1) % 24:02d}:{clock[2]}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value + 1
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return str(Decimal(text) + 1)
+    return value
 
 
 def _step_numbers(prompt: str) -> list[str]:
