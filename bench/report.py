@@ -67,6 +67,7 @@ def tables(result: BenchResult) -> list[Table]:
                     "completion mean",
                     "turns w/ tools",
                     "speculative node selections discarded",
+                    "saved by the similarity threshold (entered later)",
                 ],
                 [
                     [
@@ -81,6 +82,7 @@ def tables(result: BenchResult) -> list[Table]:
                         _n(t.completion_tokens_mean),
                         str(t.tool_turns),
                         str(t.speculative_discarded),
+                        f"{t.speculation_saved} ({t.speculation_late})",
                     ]
                     for t in result.turns
                 ],

@@ -27,6 +27,8 @@ class TurnSummary:
     tool_turns: int
     budget_skips: int
     speculative_discarded: int
+    speculation_saved: int = 0  # node selections not made: the journey was below the threshold
+    speculation_late: int = 0  # unpredicted journeys the turn entered anyway (a later round)
 
 
 @dataclass

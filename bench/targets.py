@@ -21,6 +21,9 @@ ROUNDS_WITH_TOOLS = 3
 SCENARIO_CALLS = 5
 SCENARIO_TOKENS = 15_000
 GROWTH_LIMIT = 2.0
+# Speculative node selections the turn did not use, per turn over the banking and synthetic
+# runs (0.14 before the similarity threshold: 12 in 84 turns).
+DISCARDED_PER_TURN = 0.1
 WEBHOOK_IMPORT_MS = 600.0
 WORKER_IMPORT_MS = 350.0
 # Every handler imports in at most this share of the reference SDK's `import parlant.sdk`
@@ -58,6 +61,7 @@ def evaluate(result: BenchResult) -> list[TargetResult]:
             _rounds(result.samples, tools=False),
             _rounds(result.samples, tools=True),
             *_scenario(result),
+            _speculation(result),
             _growth(result),
             _import(result, "functions.webhook", WEBHOOK_IMPORT_MS),
             _import(result, "functions.worker", WORKER_IMPORT_MS),
@@ -142,6 +146,28 @@ def _scenario(result: BenchResult) -> list[TargetResult]:
             margin=_margin(row.prompt_tokens, SCENARIO_TOKENS, " tokens"),
         ),
     ]
+
+
+def _speculation(result: BenchResult) -> TargetResult | None:
+    rows = [t for t in result.turns if not t.agent.startswith("reference")]
+    turns = sum(t.turns for t in rows)
+    if not turns:
+        return None
+    discarded = sum(t.speculative_discarded for t in rows)
+    saved = sum(t.speculation_saved for t in rows)
+    late = sum(t.speculation_late for t in rows)
+    rate = discarded / turns
+    ok = rate <= DISCARDED_PER_TURN
+    return TargetResult(
+        name="speculative node selections discarded (banking + synthetic runs)",
+        limit=f"≤ {DISCARDED_PER_TURN:g} per turn",
+        measured=f"{rate:.3f} per turn ({discarded} in {turns} turns); the similarity threshold "
+        f"saved {saved} calls, {late} unpredicted journeys entered in a later round",
+        status=_status(ok),
+        margin=_margin(rate, DISCARDED_PER_TURN, " per turn"),
+        why="" if ok else WHY["speculation"],
+        fix="" if ok else FIX["speculation"],
+    )
 
 
 def _growth(result: BenchResult) -> TargetResult | None:
@@ -247,6 +273,12 @@ WHY: dict[str, str] = {
         "guidelines (pending, continuous applied, high criticality) in the traces; each batch "
         "also re-sends the shared context (conversation, variables, glossary)."
     ),
+    "speculation": (
+        "Predicted journeys the turn did not enter: see the per-turn table's discarded column. "
+        "A prediction above `journey_min_similarity` that the turn does not enter is usually a "
+        "journey whose prerequisite starts first, or an embedder whose similarities run higher "
+        "than the offline one's."
+    ),
     "import": "{module}: the heaviest packages it pulls in are {heavy} (ms, `-X importtime`).",
 }
 
@@ -273,6 +305,10 @@ FIX: dict[str, str] = {
         "schema; one prompt section per kind with its own question, handles unique across "
         "sections, `interpret_batch` unchanged. That saves two calls per turn and two copies of "
         "the shared context (3 calls for this scenario instead of 5)."
+    ),
+    "speculation": (
+        "Raise `journey_min_similarity` for the embedder in use (calibrate it on the agent's own "
+        "requests and closings), or predict a journey's first runnable prerequisite instead."
     ),
     "growth": (
         "Lower the recall caps (`guideline_top_k`, `condition_top_k`), or pack the batch kinds "

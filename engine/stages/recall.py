@@ -34,14 +34,17 @@ async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) 
     candidates = tag_filter(state.agent, state.session)
     state.usable_guideline_ids = frozenset(g.id for g in candidates)
     query = RecallQuery(ctx, state.deps.embedder)
-    high = await high_probability_journeys(
+    prediction = await high_probability_journeys(
         ctx,
         k=state.agent.config.journey_top_k,
         embedder=state.deps.embedder,
         index=index,
         query=query,
+        min_similarity=state.agent.config.journey_min_similarity,
     )
+    high = prediction.journeys
     state.trace.high_probability_journeys = list(high)
+    state.trace.unpredicted_journeys = list(prediction.below_threshold)
     pruned = prune_low_probability(candidates, high)
     preselection = await preselect(ctx, pruned.candidates, high=high, index=index, query=query)
     state.trace.held_back_guideline_ids = preselection.held_back
