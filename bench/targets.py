@@ -16,6 +16,10 @@ from bench.results import BenchResult, TargetResult
 
 OVERHEAD_AT = 1_000
 OVERHEAD_LIMIT_MS = 40.0
+# At 5,000 guidelines recall must cost what it keeps (per-version index): 11.6 / 19.3 ms before.
+LARGE_AT = 5_000
+LARGE_P50_MS = 5.0
+LARGE_P95_MS = 10.0
 ROUNDS_WITHOUT_TOOLS = 2
 ROUNDS_WITH_TOOLS = 3
 SCENARIO_CALLS = 5
@@ -58,6 +62,7 @@ def evaluate(result: BenchResult) -> list[TargetResult]:
         t
         for t in (
             _overhead(result),
+            _large_overhead(result),
             _rounds(result.samples, tools=False),
             _rounds(result.samples, tools=True),
             *_scenario(result),
@@ -87,6 +92,25 @@ def _overhead(result: BenchResult) -> TargetResult | None:
         measured=measured,
         status=_status(ok),
         margin=_margin(row.p50_ms, OVERHEAD_LIMIT_MS, " ms"),
+        why="" if ok else WHY["overhead"],
+        fix="" if ok else FIX["overhead"],
+    )
+
+
+def _large_overhead(result: BenchResult) -> TargetResult | None:
+    label = next((r.label for r in result.scale if r.guidelines == LARGE_AT), None)
+    row = next((o for o in result.overhead if o.agent == label and o.ports == IN_MEMORY), None)
+    if row is None:
+        return None
+    ok = row.p50_ms <= LARGE_P50_MS and row.p95_ms <= LARGE_P95_MS
+    recall = row.stages_p50_ms.get("recall", 0.0)
+    return TargetResult(
+        name=f"engine overhead per turn at {LARGE_AT:,} guidelines (in-memory ports)",
+        limit=f"p50 ≤ {LARGE_P50_MS:g} ms, p95 ≤ {LARGE_P95_MS:g} ms",
+        measured=f"p50 {row.p50_ms:.1f} ms, p95 {row.p95_ms:.1f} ms (recall p50 {recall:.2f} ms)",
+        status=_status(ok),
+        margin=f"p50 {_margin(row.p50_ms, LARGE_P50_MS, ' ms')}; "
+        f"p95 {_margin(row.p95_ms, LARGE_P95_MS, ' ms')}",
         why="" if ok else WHY["overhead"],
         fix="" if ok else FIX["overhead"],
     )

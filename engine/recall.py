@@ -21,21 +21,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.context import TurnContext, render_history, render_terms, render_variables
 from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
 from engine.ports import Embedder, VectorIndex
+from engine.recall_index import RecallIndex, is_audience_tag, recall_index
 from engine.session import EventKind, EventSource, SessionState
-from engine.vectors import GUIDELINES, JOURNEYS, Array, is_agent_wide
-
-# A tag with one of these prefixes names an audience; any other tag is an organising label.
-AUDIENCE_PREFIXES = ("agent:", "channel:", "journey:", "customer:")
-
-
-def is_audience_tag(tag: str) -> bool:
-    return tag.startswith(AUDIENCE_PREFIXES)
+from engine.vectors import GUIDELINES, JOURNEYS, Array
 
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
@@ -50,6 +44,8 @@ def tag_filter(agent: AgentSnapshot, session: SessionState) -> list[Guideline]:
 
     Only audience tags filter: a guideline tagged `billing` to group it for a relationship is
     used in every conversation, as its author expects (nothing tags a conversation `billing`).
+    This walks every guideline: the turn uses the same answer from the per-version
+    `RecallIndex` (engine.recall_index); this is the definition it is tested against.
     """
     tags = conversation_tags(agent, session)
     return [g for g in agent.guidelines if g.enabled and _applies(g, tags)]
@@ -169,7 +165,15 @@ async def high_probability_journeys(
 @dataclass(frozen=True)
 class Recall:
     candidates: list[Guideline]  # what the first matching round evaluates
-    dropped: dict[str, list[Guideline]]  # journey id → its scoped guidelines held back
+    dropped: Mapping[str, list[Guideline]]  # journey id → its scoped guidelines held back
+
+
+def indexed_recall(index: RecallIndex, tags: frozenset[str], high: Sequence[str]) -> Recall:
+    """`prune_low_probability(tag_filter(...), high)` from the per-version index: only the kept
+    groups (agent-wide and high-probability journeys) are walked; the held-back journeys'
+    guidelines are resolved when a supplemental round asks for them."""
+    kept: list[str | None] = [None, *high]
+    return Recall(index.usable(tags, kept), index.held_back(tags, kept))
 
 
 def prune_low_probability(guidelines: Sequence[Guideline], high: Sequence[str]) -> Recall:
@@ -210,27 +214,36 @@ async def preselect(
     high: Sequence[str],
     index: VectorIndex | None,
     query: RecallQuery,
+    facts: RecallIndex | None = None,
 ) -> Preselection:
     """Stage 4 (large agents only): keep the agent-wide guidelines and the journey conditions most
     similar to the conversation. Without an index, an embedder or the guidelines' vectors (an
     agent published before they were embedded), everything is kept."""
     config, session = ctx.agent.config, ctx.session
-    wide = [g for g in candidates if is_agent_wide(g) and not _always_matched(g, session)]
+    if (not config.guideline_top_k and not config.condition_top_k) or index is None:
+        return Preselection(list(candidates), [])
+    facts = facts or recall_index(ctx.agent)  # per-version answers: no tag loop per guideline
+    scoped, condition_of = facts.scoped, facts.condition_of
+    wide: list[Guideline] = []
     conditions: dict[str, list[Guideline]] = {}
-    for g in candidates:
-        journey_id = g.condition_of_journey
-        if journey_id is not None and journey_id not in high:
+    for g in candidates:  # (the properties are computed only for guidelines the index lacks)
+        journey_id = condition_of[g.id] if g.id in condition_of else g.condition_of_journey  # noqa: SIM401
+        if journey_id is None:
+            own = scoped[g.id] if g.id in scoped else g.scoped_journey_id  # noqa: SIM401
+            if own is None and not _always_matched(g, session):
+                wide.append(g)
+        elif journey_id not in high:
             conditions.setdefault(journey_id, []).append(g)
 
     drop: set[str] = set()
-    if index is not None and config.guideline_top_k and len(wide) > config.guideline_top_k:
+    if config.guideline_top_k and len(wide) > config.guideline_top_k:
         eligible = {g.id for g in wide}
         chosen = await _most_similar(
             index, GUIDELINES, query, eligible, config.guideline_top_k, len(ctx.agent.guidelines)
         )
         if chosen is not None:
             drop.update(eligible.difference(chosen))
-    if index is not None and config.condition_top_k and len(conditions) > config.condition_top_k:
+    if config.condition_top_k and len(conditions) > config.condition_top_k:
         journeys = set(conditions)
         chosen = await _most_similar(
             index, JOURNEYS, query, journeys, config.condition_top_k, len(ctx.agent.journeys)
@@ -240,9 +253,8 @@ async def preselect(
                 drop.update(g.id for g in conditions[journey_id])
     if not drop:
         return Preselection(list(candidates), [])
-    return Preselection(
-        [g for g in candidates if g.id not in drop], [g.id for g in candidates if g.id in drop]
-    )
+    kept = [g for g in candidates if g.id not in drop]
+    return Preselection(kept, [g.id for g in candidates if g.id in drop])
 
 
 async def _most_similar(
