@@ -118,6 +118,18 @@ class FirstTurnRow:
 
 
 @dataclass
+class ColdTurnRow:
+    """The first turn of a fresh worker process on the moto stack, each part's median (ms)."""
+
+    runs: int
+    parts_ms: dict[str, float]  # import, runtime, snapshot, vectors, session, turn, commit
+    total_ms: float  # their sum: the cold turn without the LLM's own time
+    llm_fake_ms: float  # the fake LLM's CPU, left out of the total
+    llm_calls: int = 0
+    status: str = "ok"
+
+
+@dataclass
 class ThroughputRow:
     status: str  # "ok" | "pending: …"
     sessions: int = 0
@@ -161,6 +173,7 @@ class BenchResult:
     embeddings: list[EmbeddingRow] = field(default_factory=list)
     imports: list[ImportRow] = field(default_factory=list)
     first_turn: FirstTurnRow | None = None
+    cold_turn: ColdTurnRow | None = None
     throughput: ThroughputRow | None = None
     targets: list[TargetResult] = field(default_factory=list)
     profile: list[ProfileRow] = field(default_factory=list)
