@@ -259,6 +259,8 @@ LOAD_BLOCK = "load"  # written by `make soak` (tests/reliability/test_load.py)
 LOAD_HEADING = "## Load with faults (`make soak`)"
 EVAL_BLOCK = "eval"  # written by `python -m bench eval --write-doc` (bench/eval)
 EVAL_HEADING = "## Decision accuracy (`python -m bench eval`)"
+COMPARE_BLOCK = "compare"  # written by `python -m bench compare` (bench/compare.py)
+COMPARE_HEADING = "## Side by side with the reference engine (`python -m bench compare`)"
 
 
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
@@ -275,6 +277,7 @@ def write_document(result: BenchResult, path: Path = DOC) -> Path:
         (LOAD_BLOCK, LOAD_HEADING),
         (LONG_BLOCK, LONG_HEADING),
         (EVAL_BLOCK, EVAL_HEADING),
+        (COMPARE_BLOCK, COMPARE_HEADING),
     )
     for name, heading in kept_blocks:
         kept = read_block(old, name)
