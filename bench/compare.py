@@ -222,9 +222,13 @@ def _our_env() -> dict[str, str]:
     return env
 
 
-def _reference_env() -> dict[str, str]:
+def _reference_env(home: str | None = None) -> dict[str, str]:
+    """The reference's environment; a fresh PARLANT_HOME, so no evaluation cache from an
+    earlier run spares its boot the LLM evaluations."""
+    import tempfile
+
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PARLANT_HOME"] = str(VENV / "home")
+    env["PARLANT_HOME"] = home or tempfile.mkdtemp(prefix="parlant-home-")
     return env
 
 
