@@ -9,12 +9,19 @@ if TYPE_CHECKING:
     from bench.compare import Side
 
 NOT_LIKE_FOR_LIKE = (
-    "The fakes answer each engine's own schemas. Ours (bench/fake_llm.py) reads our prompts and "
-    "decides lexically; the reference's (bench/reference_driver.py) fills its schemas "
-    "generically and decides from the same words (a guideline applies when its condition's "
-    "topic words are in the customer's latest message, the journey advances when the step's "
-    "answer is there). The decisions line up on this conversation but were not checked call by "
-    "call, and the replies' texts differ.",
+    "The fakes do NOT make the same decisions everywhere. Ours (bench/fake_llm.py) reads our "
+    "prompts and decides matching, journey steps, tool calls and replies lexically. The "
+    "reference's (bench/reference_driver.py) decides only the guideline checks (from the "
+    "output template its matching prompts carry and the topic words of the customer's latest "
+    "message); every other schema gets its minimal valid instance: its journey step selection "
+    "never advances the return journey, its tool batches call no tool (no consequential "
+    "`SingleToolBatch`, ≈ 10k prompt tokens each in the notes), its draft is a fixed text. So "
+    "the reference's calls, tokens and rounds here are a lower bound of what this "
+    "conversation costs it with a model that follows the journey and calls the tool; ours "
+    "include the journey's steps and the tool calls.",
+    "The reference sends a preamble message in its first turns and when replies are slow, "
+    "after a deliberate 1.5–2 s delay (its perceived-performance policy); that delay is in "
+    "its wall time (turns of ≈ 2.2 s). Its wall time ends at its last message of the turn.",
     "The reference runs as its SDK's server (uvicorn, its REST API, long-polled events, tools "
     "served over local HTTP by its plugin server); ours runs `TurnEngine` in the process on "
     "in-memory ports. Its wall time includes its HTTP hops and event polling; ours includes "
