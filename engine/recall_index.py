@@ -59,7 +59,9 @@ class RecallIndex:
         self.groups: dict[str | None, _Group] = {}
         self.scoped: dict[str, str | None] = {}  # guideline id → scoped journey
         self.condition_of: dict[str, str | None] = {}  # guideline id → journey it activates
+        self.position: dict[str, int] = {}  # guideline id → its place in agent.guidelines
         for position, g in enumerate(agent.guidelines):
+            self.position[g.id] = position
             scoped = g.scoped_journey_id
             self.scoped[g.id] = scoped
             self.condition_of[g.id] = g.condition_of_journey
@@ -82,6 +84,11 @@ class RecallIndex:
         if len(streams) == 1:
             return [e.guideline for e in streams[0]]
         return [e.guideline for e in heapq.merge(*streams, key=lambda e: e.position)]
+
+    def in_agent_order(self, guideline_ids: Iterable[str]) -> list[str]:
+        """The ids that are the agent's guidelines, in the agent's order (others dropped)."""
+        position = self.position
+        return sorted((i for i in guideline_ids if i in position), key=position.__getitem__)
 
     def all_usable(self, session_tags: frozenset[str]) -> list[Guideline]:
         """Every usable guideline of the agent, in its order (what the tag filter returns)."""
