@@ -153,7 +153,19 @@ def ensure_reference(venv: Path = VENV) -> str:
     spec = f"{REFERENCE_PACKAGE}=={REFERENCE_VERSION}"
     _say(f"installing {spec} into {venv} (a few minutes the first time)")
     process = subprocess.Popen(
-        [str(venv_python(venv)), "-m", "pip", "install", "--progress-bar", "off", spec],
+        [
+            str(venv_python(venv)),
+            "-m",
+            "pip",
+            "install",
+            "--progress-bar",
+            "off",
+            # pip's default resolver backtracked for over 10 minutes over mcp / fastapi
+            # releases here (2026-11-24) without settling; the legacy resolver installs the
+            # newest matching releases in about 3 minutes, and the reference ran with them.
+            "--use-deprecated=legacy-resolver",
+            spec,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
