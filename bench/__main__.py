@@ -23,6 +23,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.long_session import main as long_session
 
         return long_session(argv[1:])
+    if argv[:1] == ["compare"]:  # opt-in: installs the reference engine (bench/compare.py)
+        from bench.compare import main as compare
+
+        return compare(argv[1:])
     if argv[:1] == ["eval"]:
         from bench.eval.cli import main as eval_main
 
@@ -35,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench",
         description="Waypoint benchmarks: per-turn LLM cost, engine overhead, scale, "
         "embeddings, cold start; writes docs/BENCHMARKS.md. `python -m bench eval --help`: "
-        "the decision evaluation set.",
+        "the decision evaluation set; `python -m bench compare --help`: side by side with the "
+        "reference engine (installs it on first use).",
     )
     parser.add_argument("--quick", action="store_true", help="about a minute: fewer repeats")
     parser.add_argument(

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.results import FirstTurnRow, ImportRow
+from bench.results import ColdTurnRow, FirstTurnRow, ImportRow
 from bench.stats import median
 
 Progress = Callable[[str], None]
@@ -232,3 +232,75 @@ def measure_first_turn(runs: int, progress: Progress, *, warmup: bool = True) ->
         f"first turn {row.first_turn_ms:.0f} ms, second turn {row.second_turn_ms:.0f} ms"
     )
     return row
+
+
+COLD_TURN_PARTS = (
+    "import_ms",
+    "runtime_ms",
+    "snapshot_ms",
+    "vectors_ms",
+    "session_ms",
+    "turn_ms",
+    "commit_ms",
+)
+
+
+def measure_cold_turn(runs: int, progress: Progress, *, warmup: bool = True) -> ColdTurnRow:
+    """The first turn of a fresh worker process against a moto server holding the published
+    banking agent (`bench.cold_turn`), each part's median over `runs` processes."""
+    import asyncio
+    import tempfile
+
+    from examples import banking
+    from infra.aws.local_stack import LocalStack
+    from infra.embeddings import HashingEmbedder
+    from infra.runtime import Runtime
+
+    results: list[dict[str, float]] = []
+    try:
+        with LocalStack(server=True) as stack:
+            publisher = Runtime(embedder=HashingEmbedder())
+            asyncio.run(publisher.publish_agent(banking.load()))
+            publisher.close()
+            env = {**stack.env, **{k: os.environ[k] for k in _STACK_ENV if k in os.environ}}
+            for n in range(runs + int(warmup)):
+                with tempfile.TemporaryDirectory(prefix="waypoint-cold-") as cache:
+                    done = subprocess.run(
+                        [sys.executable, "-m", "bench.cold_turn", f"cold-{n}"],
+                        cwd=ROOT,
+                        env={**_env(), **env, "WAYPOINT_CACHE_DIR": cache},
+                        capture_output=True,
+                        text=True,
+                        timeout=300,
+                    )
+                if done.returncode != 0:
+                    last = (done.stderr.strip().splitlines() or ["failed"])[-1]
+                    raise RuntimeError(last[:200])
+                results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+        progress(f"cold turn on moto: error: {exc}")
+        return ColdTurnRow(
+            runs=0, parts_ms={}, total_ms=0.0, llm_fake_ms=0.0, status=f"error: {exc}"
+        )
+    results = results[int(warmup) :]
+    row = ColdTurnRow(
+        runs=runs,
+        parts_ms={p: median(r[p] for r in results) for p in COLD_TURN_PARTS},
+        total_ms=median(r["total_ms"] for r in results),
+        llm_fake_ms=median(r["llm_fake_ms"] for r in results),
+        llm_calls=int(median(r["llm_calls"] for r in results)),
+    )
+    parts = ", ".join(f"{p[:-3]} {ms:.0f}" for p, ms in row.parts_ms.items())
+    progress(f"cold turn on moto: {row.total_ms:.0f} ms without the LLM ({parts} ms)")
+    return row
+
+
+# What the stack sets in this process for its clients (endpoint, credentials, region).
+_STACK_ENV = (
+    "WAYPOINT_AWS_ENDPOINT_URL",
+    "MOTO_PORT",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+)

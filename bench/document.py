@@ -115,17 +115,23 @@ def _findings(result: BenchResult) -> list[str]:
             "(cumulative, profiled: cProfile roughly doubles pure-Python time). "
             + " ".join(advice or [FIX["overhead"]])
         )
-    banking = next((t for t in result.turns if t.agent.startswith("banking")), None)
-    if banking is not None and banking.speculative_discarded:
-        out.append(
-            f"**Speculative node selection**: in {banking.turns} banking turns, "
-            f"{banking.speculative_discarded} node-selection calls were made for a journey "
-            "predicted by vector recall that the turn did not enter (the top-1 journey is "
-            "always predicted when none is active, even for a greeting or a thank-you). Each "
-            "saves a round when the prediction is right and costs a call and its prompt when it "
-            "is not; a similarity threshold in `high_probability_journeys` would drop the "
-            "hopeless ones."
+    if result.turns:
+        parts = "; ".join(
+            f"{t.agent}: {t.speculation_saved} saved, {t.speculation_late} entered later, "
+            f"{t.speculative_discarded} still discarded in {t.turns} turns"
+            for t in result.turns
+            if t.speculation_saved or t.speculation_late or t.speculative_discarded
         )
+        if parts:
+            out.append(
+                "**Speculative node selection** (a journey predicted by vector recall only when "
+                "what the customer said this turn is at least `journey_min_similarity` similar "
+                f"to it): {parts}. _Saved_ = a node-selection call not made for a journey the "
+                "turn did not enter; _entered later_ = an unpredicted journey the turn entered "
+                "anyway, in a supplemental round; _still discarded_ = a prediction above the "
+                "threshold the turn did not enter (e.g. a transfer request that starts with its "
+                "authentication prerequisite)."
+            )
     memory = {(o.agent, o.ports): o for o in result.overhead}
     for (agent, ports), row in memory.items():
         if ports != MOTO:
@@ -254,6 +260,8 @@ LOAD_BLOCK = "load"  # written by `make soak` (tests/reliability/test_load.py)
 LOAD_HEADING = "## Load with faults (`make soak`)"
 EVAL_BLOCK = "eval"  # written by `python -m bench eval --write-doc` (bench/eval)
 EVAL_HEADING = "## Decision accuracy (`python -m bench eval`)"
+COMPARE_BLOCK = "compare"  # written by `python -m bench compare` (bench/compare.py)
+COMPARE_HEADING = "## Side by side with the reference engine (`python -m bench compare`)"
 
 
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
@@ -273,6 +281,7 @@ def write_document(result: BenchResult, path: Path = DOC) -> Path:
         (LONG_BLOCK, LONG_HEADING),
         (EVAL_BLOCK, EVAL_HEADING),
         (PARAPHRASE_BLOCK, PARAPHRASE_HEADING),
+        (COMPARE_BLOCK, COMPARE_HEADING),
     )
     for name, heading in kept_blocks:
         kept = read_block(old, name)

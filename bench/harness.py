@@ -72,6 +72,10 @@ class TurnSample:
     overhead_ms: float
     breakdown_ms: dict[str, float] = field(default_factory=dict)
     rounds_detail: list[str] = field(default_factory=list)  # "2: JourneyNodeSelection(auth)"
+    # Journeys recall ranked but left unpredicted (below journey_min_similarity): `saved` did not
+    # activate this turn (a node-selection call not made), `late` did (entered in a later round).
+    speculation_saved: int = 0
+    speculation_late: int = 0
 
     @property
     def used_tools(self) -> bool:
@@ -275,6 +279,8 @@ class TurnRunner:
             guidelines_evaluated=len(trace.matches),
             budget_skips=sum(1 for n in trace.notes if n.startswith("budget:")),
             speculative_discarded=discarded,
+            speculation_saved=sum(1 for j in trace.unpredicted_journeys if j not in activated),
+            speculation_late=sum(1 for j in trace.unpredicted_journeys if j in activated),
             llm_self_ms=llm_self,
             overhead_ms=overhead,
             breakdown_ms={k: round(v, 3) for k, v in breakdown.items()},

@@ -67,6 +67,7 @@ def tables(result: BenchResult) -> list[Table]:
                     "completion mean",
                     "turns w/ tools",
                     "speculative node selections discarded",
+                    "saved by the similarity threshold (entered later)",
                 ],
                 [
                     [
@@ -81,6 +82,7 @@ def tables(result: BenchResult) -> list[Table]:
                         _n(t.completion_tokens_mean),
                         str(t.tool_turns),
                         str(t.speculative_discarded),
+                        f"{t.speculation_saved} ({t.speculation_late})",
                     ]
                     for t in result.turns
                 ],
@@ -241,7 +243,37 @@ def tables(result: BenchResult) -> list[Table]:
                     "the banking YAML parsed and validated; first vs second turn: what a cold container "
                     "pays once inside the turn (lazy imports, schema builds). In Lambda the "
                     "worker's first turn also creates boto3 clients and reads the snapshot and "
-                    "embeddings (the moto store-load column above)."
+                    "embeddings: the next table."
+                ],
+            )
+        )
+    if result.cold_turn is not None:
+        c = result.cold_turn
+        names = ("import", "runtime", "snapshot", "vectors", "session", "turn", "commit")
+        out.append(
+            Table(
+                "Cold turn: the first turn of a fresh worker process on the moto stack (median ms)",
+                ["status", "runs", *names, "total without LLM", "fake LLM CPU (left out)"],
+                [
+                    [
+                        c.status,
+                        str(c.runs),
+                        *(_ms(c.parts_ms.get(f"{n}_ms", 0.0), 0) for n in names),
+                        _ms(c.total_ms, 0),
+                        f"{_ms(c.llm_fake_ms, 1)} ({c.llm_calls} calls)",
+                    ]
+                ],
+                [
+                    "bench/cold_turn.py in a new interpreter against a threaded moto server that "
+                    "holds the published banking agent (bench/coldstart.py): import = the worker's "
+                    "turn path (engine, infra.runtime, the fake LLM); runtime = "
+                    "`infra.runtime.Runtime` building the engine (boto3 imported and its clients "
+                    "created here); snapshot = the agent read from DynamoDB; vectors = its "
+                    "embeddings downloaded from S3 into an empty disk cache; session = the "
+                    "session item created; turn = `TurnEngine.handle` minus the commit and the "
+                    "fake LLM's own CPU (parsing its answers stays in); commit = the turn's "
+                    "TransactWriteItems. moto answers over local HTTP: no network latency, but "
+                    "its Python emulation costs CPU of this machine."
                 ],
             )
         )

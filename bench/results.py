@@ -28,6 +28,8 @@ class TurnSummary:
     tool_turns: int
     budget_skips: int
     speculative_discarded: int
+    speculation_saved: int = 0  # node selections not made: the journey was below the threshold
+    speculation_late: int = 0  # unpredicted journeys the turn entered anyway (a later round)
 
 
 @dataclass
@@ -117,6 +119,18 @@ class FirstTurnRow:
 
 
 @dataclass
+class ColdTurnRow:
+    """The first turn of a fresh worker process on the moto stack, each part's median (ms)."""
+
+    runs: int
+    parts_ms: dict[str, float]  # import, runtime, snapshot, vectors, session, turn, commit
+    total_ms: float  # their sum: the cold turn without the LLM's own time
+    llm_fake_ms: float  # the fake LLM's CPU, left out of the total
+    llm_calls: int = 0
+    status: str = "ok"
+
+
+@dataclass
 class ThroughputRow:
     status: str  # "ok" | "pending: …"
     sessions: int = 0
@@ -161,6 +175,7 @@ class BenchResult:
     imports: list[ImportRow] = field(default_factory=list)
     first_turn: FirstTurnRow | None = None
     offline_cpu: OfflineCpuRow | None = None
+    cold_turn: ColdTurnRow | None = None
     throughput: ThroughputRow | None = None
     targets: list[TargetResult] = field(default_factory=list)
     profile: list[ProfileRow] = field(default_factory=list)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bench.coldstart import measure_first_turn, measure_imports
+from bench.coldstart import measure_cold_turn, measure_first_turn, measure_imports
 from bench.config import BenchConfig
 from bench.embeddings import run_embedding_suite
 from bench.fake_llm import LatencyModel
@@ -64,6 +64,9 @@ def run(config: BenchConfig, progress: Progress | None = None) -> BenchResult:
             only=config.import_only,
         )
         result.first_turn = measure_first_turn(
+            config.first_turn_runs, say, warmup=config.import_warmup
+        )
+        result.cold_turn = measure_cold_turn(
             config.first_turn_runs, say, warmup=config.import_warmup
         )
     if "offline" in config.sections:

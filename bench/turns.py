@@ -198,6 +198,8 @@ def _summary(label: str, timed: Sequence[TurnSample], counted: Sequence[TurnSamp
         tool_turns=sum(1 for s in timed if s.used_tools),
         budget_skips=sum(s.budget_skips for s in counted),
         speculative_discarded=sum(s.speculative_discarded for s in timed),
+        speculation_saved=sum(s.speculation_saved for s in timed),
+        speculation_late=sum(s.speculation_late for s in timed),
     )
 
 

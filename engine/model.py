@@ -436,6 +436,14 @@ class AgentConfig(BaseModel):
     model_config = _FROZEN
     composition_mode: CompositionMode = CompositionMode.FLUID
     journey_top_k: int = 1
+    # A journey is predicted by vector recall (its node selection run speculatively in round 1)
+    # only when what the customer said this turn is at least this similar to it (cosine). Below
+    # it the prediction is hopeless ("thanks", "hello") and the call would be discarded; a journey
+    # the turn enters anyway is matched in a supplemental round. Default from the offline
+    # embedder on the banking and synthetic runs (docs/BENCHMARKS.md): closings and greetings
+    # score ≤ 0.16 against every journey, requests that enter one ≥ 0.21.
+    # -1 = always predict the top journeys (the behaviour before the threshold).
+    journey_min_similarity: float = Field(default=0.18, ge=-1.0, le=1.0)
     # Recall on large agents: when more agent-wide guidelines (or more journeys' activation
     # conditions) than this reach a turn, only the most similar to the conversation are matched
     # (vector top-k; pending, continuous-applied and high-criticality guidelines always are).
@@ -561,7 +569,7 @@ class AgentSnapshot(BaseModel):
 
 
 # Config fields added after agents were published: hashed only when set to something else.
-_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response", "handoff")
+_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response", "handoff", "journey_min_similarity")
 
 JourneyNodeRef.model_rebuild()
 Guideline.model_rebuild()

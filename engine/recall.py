@@ -5,7 +5,8 @@
    tag set (this agent, any of its journeys, the channel, the customer's tags as `customer:<tag>`).
    Plain labels (`billing`) organise guidelines for relationships and never filter.
 2. High-probability journeys — those with an active path; if fewer than k, padded with the vector
-   top-k over journey embeddings, the query built from history, variables and terms.
+   top-k over journey embeddings for what the customer said this turn, keeping only journeys at
+   least `config.journey_min_similarity` similar to it (a "thanks" predicts none).
 3. Drop the guidelines scoped to low-probability journeys; keep everything global (including every
    journey's activation conditions — see supplemental matching in `engine.stages.activation`).
 4. Preselection, on large agents only: when more agent-wide guidelines than
@@ -20,21 +21,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.context import TurnContext, render_history, render_terms, render_variables
 from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
 from engine.ports import Embedder, VectorIndex
-from engine.session import SessionState
-from engine.vectors import GUIDELINES, JOURNEYS, Array, is_agent_wide
-
-# A tag with one of these prefixes names an audience; any other tag is an organising label.
-AUDIENCE_PREFIXES = ("agent:", "channel:", "journey:", "customer:")
-
-
-def is_audience_tag(tag: str) -> bool:
-    return tag.startswith(AUDIENCE_PREFIXES)
+from engine.recall_index import RecallIndex, is_audience_tag, recall_index
+from engine.session import EventKind, EventSource, SessionState
+from engine.vectors import GUIDELINES, JOURNEYS, Array
 
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
@@ -49,6 +44,8 @@ def tag_filter(agent: AgentSnapshot, session: SessionState) -> list[Guideline]:
 
     Only audience tags filter: a guideline tagged `billing` to group it for a relationship is
     used in every conversation, as its author expects (nothing tags a conversation `billing`).
+    This walks every guideline: the turn uses the same answer from the per-version
+    `RecallIndex` (engine.recall_index); this is the definition it is tested against.
     """
     tags = conversation_tags(agent, session)
     return [g for g in agent.guidelines if g.enabled and _applies(g, tags)]
@@ -74,20 +71,52 @@ def recall_query(ctx: TurnContext, matched: Sequence[Guideline] = ()) -> str:
     return "\n".join(parts)
 
 
+def turn_customer_text(ctx: TurnContext) -> str:
+    """What the customer said this turn: the customer messages after the last other message."""
+    said: list[str] = []
+    for e in reversed(ctx.history):
+        if e.kind is not EventKind.MESSAGE:
+            continue
+        if e.source is not EventSource.CUSTOMER:
+            break
+        said.append(e.text or "")
+    return "\n".join(reversed([t for t in said if t.strip()]))
+
+
 class RecallQuery:
-    """The recall query, embedded at most once per turn and only when a ranking needs it."""
+    """The recall query and this turn's customer text, embedded together (one embedding call) at
+    most once per turn and only when a ranking needs them."""
 
     def __init__(self, ctx: TurnContext, embedder: Embedder | None):
         self._ctx = ctx
         self._embedder = embedder
-        self._vector: Array | None = None
+        self._vectors: tuple[Array, Array | None] | None = None
 
-    async def vector(self) -> Array | None:
+    async def _embedded(self) -> tuple[Array, Array | None] | None:
         if self._embedder is None:
             return None
-        if self._vector is None:
-            self._vector = (await self._embedder.embed([recall_query(self._ctx)]))[0]
-        return self._vector
+        if self._vectors is None:
+            said = turn_customer_text(self._ctx)
+            texts = [recall_query(self._ctx)] + ([said] if said else [])
+            vectors = await self._embedder.embed(texts)
+            self._vectors = (vectors[0], vectors[1] if said else None)
+        return self._vectors
+
+    async def vector(self) -> Array | None:
+        """The recall query's vector (conversation, variables, terms): ranks guidelines."""
+        embedded = await self._embedded()
+        return None if embedded is None else embedded[0]
+
+    async def said_vector(self) -> Array | None:
+        """The vector of what the customer said this turn (None if they sent no text)."""
+        embedded = await self._embedded()
+        return None if embedded is None else embedded[1]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    journeys: list[str]  # active and suspended journeys first, then the predicted ones
+    below_threshold: list[str]  # ranked within k by similarity, but not similar enough
 
 
 async def high_probability_journeys(
@@ -97,31 +126,54 @@ async def high_probability_journeys(
     embedder: Embedder | None,
     index: VectorIndex | None,
     query: RecallQuery | None = None,
-) -> list[str]:
-    """Active journeys first (all of them, even beyond k); padded to k by vector similarity."""
+    min_similarity: float = -1.0,
+) -> Prediction:
+    """Active journeys first (all of them, even beyond k); padded to k with the journeys most
+    similar to what the customer said this turn, those at least `min_similarity` similar.
+
+    Predicting a journey runs its node selection speculatively in round 1; a journey the turn
+    enters without having been predicted costs a supplemental round instead. Entering a journey
+    is prompted by what the customer says now (a journey already under way is active and needs
+    no prediction), so the turn's own words rank and gate the prediction: the whole recall
+    query, dominated by earlier messages and glossary terms, would rank the journey discussed
+    before and make "thanks" look as close to a journey as a request does. Without customer
+    text this turn (an attachment alone), the recall query ranks and the gate still applies."""
     agent = ctx.agent
     chosen = [j for j in ctx.session.active_journey_ids if agent.has_journey(j)]
     chosen += [
         j for j in ctx.session.suspended_journeys if agent.has_journey(j) and j not in chosen
     ]
     if len(chosen) >= k or embedder is None or index is None or not agent.journeys:
-        return chosen
-    vector = await (query or RecallQuery(ctx, embedder)).vector()
+        return Prediction(chosen, [])
+    query = query or RecallQuery(ctx, embedder)
+    vector = await query.said_vector()
     if vector is None:
-        return chosen
+        vector = await query.vector()
+    if vector is None:
+        return Prediction(chosen, [])
     ranked = await index.nearest(JOURNEYS, vector, k + len(chosen))
-    for journey_id, _score in ranked:
-        if len(chosen) >= k:
+    below: list[str] = []
+    for journey_id, score in ranked:
+        if len(chosen) + len(below) >= k:
             break
-        if agent.has_journey(journey_id) and journey_id not in chosen:
-            chosen.append(journey_id)
-    return chosen
+        if not agent.has_journey(journey_id) or journey_id in chosen:
+            continue
+        (chosen if score >= min_similarity else below).append(journey_id)
+    return Prediction(chosen, below)
 
 
 @dataclass(frozen=True)
 class Recall:
     candidates: list[Guideline]  # what the first matching round evaluates
-    dropped: dict[str, list[Guideline]]  # journey id → its scoped guidelines held back
+    dropped: Mapping[str, list[Guideline]]  # journey id → its scoped guidelines held back
+
+
+def indexed_recall(index: RecallIndex, tags: frozenset[str], high: Sequence[str]) -> Recall:
+    """`prune_low_probability(tag_filter(...), high)` from the per-version index: only the kept
+    groups (agent-wide and high-probability journeys) are walked; the held-back journeys'
+    guidelines are resolved when a supplemental round asks for them."""
+    kept: list[str | None] = [None, *high]
+    return Recall(index.usable(tags, kept), index.held_back(tags, kept))
 
 
 def prune_low_probability(guidelines: Sequence[Guideline], high: Sequence[str]) -> Recall:
@@ -162,27 +214,36 @@ async def preselect(
     high: Sequence[str],
     index: VectorIndex | None,
     query: RecallQuery,
+    facts: RecallIndex | None = None,
 ) -> Preselection:
     """Stage 4 (large agents only): keep the agent-wide guidelines and the journey conditions most
     similar to the conversation. Without an index, an embedder or the guidelines' vectors (an
     agent published before they were embedded), everything is kept."""
     config, session = ctx.agent.config, ctx.session
-    wide = [g for g in candidates if is_agent_wide(g) and not _always_matched(g, session)]
+    if (not config.guideline_top_k and not config.condition_top_k) or index is None:
+        return Preselection(list(candidates), [])
+    facts = facts or recall_index(ctx.agent)  # per-version answers: no tag loop per guideline
+    scoped, condition_of = facts.scoped, facts.condition_of
+    wide: list[Guideline] = []
     conditions: dict[str, list[Guideline]] = {}
-    for g in candidates:
-        journey_id = g.condition_of_journey
-        if journey_id is not None and journey_id not in high:
+    for g in candidates:  # (the properties are computed only for guidelines the index lacks)
+        journey_id = condition_of[g.id] if g.id in condition_of else g.condition_of_journey  # noqa: SIM401
+        if journey_id is None:
+            own = scoped[g.id] if g.id in scoped else g.scoped_journey_id  # noqa: SIM401
+            if own is None and not _always_matched(g, session):
+                wide.append(g)
+        elif journey_id not in high:
             conditions.setdefault(journey_id, []).append(g)
 
     drop: set[str] = set()
-    if index is not None and config.guideline_top_k and len(wide) > config.guideline_top_k:
+    if config.guideline_top_k and len(wide) > config.guideline_top_k:
         eligible = {g.id for g in wide}
         chosen = await _most_similar(
             index, GUIDELINES, query, eligible, config.guideline_top_k, len(ctx.agent.guidelines)
         )
         if chosen is not None:
             drop.update(eligible.difference(chosen))
-    if index is not None and config.condition_top_k and len(conditions) > config.condition_top_k:
+    if config.condition_top_k and len(conditions) > config.condition_top_k:
         journeys = set(conditions)
         chosen = await _most_similar(
             index, JOURNEYS, query, journeys, config.condition_top_k, len(ctx.agent.journeys)
@@ -192,9 +253,8 @@ async def preselect(
                 drop.update(g.id for g in conditions[journey_id])
     if not drop:
         return Preselection(list(candidates), [])
-    return Preselection(
-        [g for g in candidates if g.id not in drop], [g.id for g in candidates if g.id in drop]
-    )
+    kept = [g for g in candidates if g.id not in drop]
+    return Preselection(kept, [g.id for g in candidates if g.id in drop])
 
 
 async def _most_similar(

@@ -105,6 +105,9 @@ class TurnTrace(BaseModel):
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     matches: list[MatchRecord] = Field(default_factory=list)
     high_probability_journeys: list[str] = Field(default_factory=list)
+    # Journeys vector recall ranked within journey_top_k but below journey_min_similarity: not
+    # predicted, so no speculative node selection was made for them.
+    unpredicted_journeys: list[str] = Field(default_factory=list)
     held_back_guideline_ids: list[str] = Field(default_factory=list)  # left out by recall (top-k)
     activated_journeys: list[str] = Field(default_factory=list)
     supplemental_journeys: list[str] = Field(default_factory=list)

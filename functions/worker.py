@@ -24,7 +24,8 @@
   failures and come back, rather than being cut off by the Lambda Timeout.
 - **Observability.** Powertools Logger (session id as correlation id; text lengths only, never
   message text), Metrics (EMF: turn latency, LLM calls, prompt tokens, tool errors, deliveries)
-  and Tracer (off locally: `POWERTOOLS_TRACE_DISABLED=1`).
+  and X-Ray: Lambda's active tracing for every invocation; the SDK's subsegments only with
+  `WAYPOINT_XRAY_SDK=1`, loaded on the first invocation (`functions.tracing`), never at import.
 
 The engine and the stores are imported on the first record (`infra.runtime`), not at import.
 """
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.batch import (
@@ -51,6 +52,7 @@ from pydantic import ValidationError
 
 from engine.errors import WaypointError
 from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
+from functions.tracing import LazyTracer
 from infra.channels.base import Channel, DeliveryReceipt, ReplyOption
 from infra.channels.errors import DeliveryError
 from infra.channels.support_channel import is_support_message
@@ -70,7 +72,9 @@ metrics = Metrics(
 )
 DELIVERIES_FAILED_METRIC = "DeliveriesFailed"  # alarmed (template.yaml: DeliveryFailedAlarm)
 PLAIN_FALLBACKS_METRIC = "RenderedRepliesRefused"  # a renderer bug: the reply went out as text
-tracer = Tracer(service=SERVICE)
+# The X-Ray SDK is imported on the first invocation, and only when subsegments are wanted
+# (functions/tracing.py); Lambda's active tracing records the invocation either way.
+tracer = LazyTracer(SERVICE)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 # Report every record as failed rather than raising when all fail: same retry, no Lambda error.
 processor.raise_on_entire_batch_failure = False

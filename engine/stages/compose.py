@@ -41,6 +41,7 @@ from engine.model import (
     journey_tag,
 )
 from engine.projection import journey_node_guideline_id, node_action_text
+from engine.recall_index import recall_index
 from engine.relations import Resolution
 from engine.session import Event, EventKind, EventSource
 from engine.stages.confirmation import confirmation_line
@@ -99,9 +100,9 @@ def composition_input(
     guidelines: list[Guideline] = []
     steps: list[tuple[Journey, JourneyNode]] = []
     n = 0
-    for g in agent.guidelines:
-        if g.id not in resolution.guideline_ids:
-            continue
+    # The resolved guidelines in the agent's order, without walking all of the agent's.
+    for gid in recall_index(agent).in_agent_order(resolution.guideline_ids):
+        g = agent.guideline(gid)
         if g.kind is GuidelineKind.OBSERVATIONAL:
             data.observations.append(g.condition)
             continue

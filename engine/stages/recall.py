@@ -7,6 +7,7 @@ guidelines of low-probability journeys → preselection on large agents. Writes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.context import TurnContext
@@ -14,12 +15,13 @@ from engine.model import Guideline
 from engine.ports import VectorIndex
 from engine.recall import (
     RecallQuery,
+    conversation_tags,
     high_probability_journeys,
+    indexed_recall,
     preselect,
-    prune_low_probability,
-    tag_filter,
 )
-from engine.stages.state import TurnState
+from engine.recall_index import recall_index
+from engine.stages.state import TurnState, UsableGuidelines
 
 
 @dataclass(frozen=True)
@@ -27,23 +29,31 @@ class Recalled:
     high: list[str]  # journeys predicted to matter this turn, most likely first
     active_before: tuple[str, ...]  # journeys with a current step when the turn began, in order
     to_match: list[Guideline]  # candidates to match in round 1
-    dropped: dict[str, list[Guideline]]  # pruned guidelines by journey, for supplemental rounds
+    dropped: Mapping[str, list[Guideline]]  # pruned guidelines by journey, for supplemental rounds
 
 
 async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) -> Recalled:
-    candidates = tag_filter(state.agent, state.session)
-    state.usable_guideline_ids = frozenset(g.id for g in candidates)
+    # The per-version index answers the tag filter and the pruning without walking every
+    # guideline (engine.recall_index); entailment asks it for the usable ones in scope.
+    index_of_version = recall_index(state.agent)
+    tags = frozenset(conversation_tags(state.agent, state.session))
+    state.usable = UsableGuidelines(index_of_version, tags)
     query = RecallQuery(ctx, state.deps.embedder)
-    high = await high_probability_journeys(
+    prediction = await high_probability_journeys(
         ctx,
         k=state.agent.config.journey_top_k,
         embedder=state.deps.embedder,
         index=index,
         query=query,
+        min_similarity=state.agent.config.journey_min_similarity,
     )
+    high = prediction.journeys
     state.trace.high_probability_journeys = list(high)
-    pruned = prune_low_probability(candidates, high)
-    preselection = await preselect(ctx, pruned.candidates, high=high, index=index, query=query)
+    state.trace.unpredicted_journeys = list(prediction.below_threshold)
+    pruned = indexed_recall(index_of_version, tags, high)
+    preselection = await preselect(
+        ctx, pruned.candidates, high=high, index=index, query=query, facts=index_of_version
+    )
     state.trace.held_back_guideline_ids = preselection.held_back
     state.candidates = preselection.kept
     active_before = tuple(state.active())

@@ -30,11 +30,7 @@ def resolve_relationships(state: TurnState) -> Resolution:
     # Entailment adds only guidelines this turn may use: enabled, allowed by their tags, and
     # (when journey-scoped) with their journey in scope. A journey the customer just left still
     # satisfies dependencies, but only journeys still active rank by priority.
-    usable = {
-        gid
-        for gid in state.usable_guideline_ids
-        if (scoped := state.agent.guideline(gid).scoped_journey_id) is None or scoped in in_scope
-    }
+    usable = state.usable.ids_in_scope(in_scope)
     resolution = resolve(
         state.agent.relationships,
         matched,

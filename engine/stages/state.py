@@ -21,6 +21,7 @@ from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
+from engine.recall_index import RecallIndex
 from engine.relations import TagMembers, tag_members
 from engine.secrets import TurnSecrets, declared_secret_names
 from engine.session import (
@@ -90,6 +91,21 @@ def tag_members_of(agent: AgentSnapshot) -> TagMembers:
     )
 
 
+@dataclass(frozen=True)
+class UsableGuidelines:
+    """The guidelines this turn may use at all (enabled, allowed by their audience tags), as
+    recall found them: asked by scope instead of listed, so no turn walks all of them."""
+
+    index: RecallIndex | None  # None before recall ran: nothing is usable
+    tags: frozenset[str]  # the conversation's tags
+
+    def ids_in_scope(self, journeys: Sequence[str] | set[str]) -> set[str]:
+        """Ids of the usable guidelines that are not journey-scoped or scoped to `journeys`."""
+        if self.index is None:
+            return set()
+        return self.index.usable_ids(self.tags, [None, *journeys])
+
+
 class TurnState:
     """Everything one turn has decided so far. Created, run through the stages once, discarded."""
 
@@ -133,7 +149,7 @@ class TurnState:
         # Recall: the guidelines this turn may match, and those it may use at all (enabled and
         # allowed by their tags: what entailment may add).
         self.candidates: list[Guideline] = []
-        self.usable_guideline_ids: frozenset[str] = frozenset()
+        self.usable = UsableGuidelines(None, frozenset())
         # Match and activation (and re-matching after tools).
         self.matches: dict[str, gm.GuidelineMatch] = {}
         self.clarifications: list[Guideline] = []

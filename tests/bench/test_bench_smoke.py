@@ -102,6 +102,14 @@ def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
             assert r.median_ms is not None and r.median_ms > 0
     assert result.first_turn is not None and result.first_turn.status == "ok"
     assert result.first_turn.first_turn_ms > 0
+    # The cold turn on moto: every part measured in a fresh process, the LLM's time apart.
+    cold = result.cold_turn
+    assert cold is not None and cold.status == "ok", cold
+    assert set(cold.parts_ms) == {
+        "import_ms", "runtime_ms", "snapshot_ms", "vectors_ms", "session_ms", "turn_ms", "commit_ms"
+    }  # fmt: skip
+    assert all(ms > 0 for ms in cold.parts_ms.values())
+    assert cold.llm_calls >= 2 and cold.total_ms == pytest.approx(sum(cold.parts_ms.values()))
     throughput = result.throughput
     assert throughput is not None
     assert throughput.status.startswith(("ok", "pending"))
@@ -109,7 +117,13 @@ def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
         assert throughput.turns == TINY.throughput_sessions * TINY.throughput_turns
         assert throughput.turns_per_second > 0 and 0 < throughput.p50_ms <= throughput.p95_ms
     names = " | ".join(t.name for t in result.targets)
-    for expected in ("rounds per turn without tools", "30-guideline scenario", "functions.worker"):
+    for expected in (
+        "rounds per turn without tools",
+        "30-guideline scenario",
+        "functions.worker",
+        "cold turn on moto",
+        "every handler's import",
+    ):
         assert expected in names
     assert {t.status for t in result.targets} <= {"PASS", "MISS", "PENDING"}
     assert all(t.margin for t in result.targets if t.status != "PENDING")

@@ -151,20 +151,18 @@ async def test_active_journeys_are_high_probability_and_vectors_pad_to_k() -> No
     index = await journey_index(agent, embedder)
     ctx = context(agent, "I need a hotel room for two nights")
 
-    assert await high_probability_journeys(ctx, k=1, embedder=embedder, index=index) == ["hotel"]
+    predicted = await high_probability_journeys(ctx, k=1, embedder=embedder, index=index)
+    assert predicted.journeys == ["hotel"]
     active = TurnContext(
         agent=agent,
         session=session(journey_paths={"flight": ("a",)}),
         history=ctx.history,
     )
     # An active journey fills k=1 by itself; with k=2 the vector search pads.
-    assert await high_probability_journeys(active, k=1, embedder=embedder, index=index) == [
-        "flight"
-    ]
-    assert await high_probability_journeys(active, k=2, embedder=embedder, index=index) == [
-        "flight",
-        "hotel",
-    ]
+    one = await high_probability_journeys(active, k=1, embedder=embedder, index=index)
+    assert one.journeys == ["flight"]
+    two = await high_probability_journeys(active, k=2, embedder=embedder, index=index)
+    assert two.journeys == ["flight", "hotel"]
 
 
 # -- batches ----------------------------------------------------------------------------------

@@ -1,0 +1,339 @@
+"""`python -m bench compare`: Waypoint and the reference engine (Parlant, pinned) side by side.
+
+Opt-in (not in `make test` or `make bench`): it installs the reference engine into its own
+virtual environment on first use (`.bench-venvs/parlant`, pip's progress shown), then:
+
+1. exports one agent — the reference's 30-guideline worked example as bench/synthetic.py builds
+   it for us (25 actionable, 2 observational, 2 previously applied, the return journey with a
+   tool step, one tool on a guideline) — to a neutral JSON spec;
+2. drives our engine (`bench.compare_ours`, a fresh process) and the reference
+   (`bench/reference_driver.py`, a fresh process of the reference's venv, through its SDK's
+   server and REST API) through the same five live customer messages, each with a fake LLM at
+   the same latency model (400 ms per call) that answers every schema schema-validly;
+3. measures per turn: LLM calls, sequential rounds, prompt tokens (chars/4 on both sides: the
+   unit of the reference figures), wall time; then engine CPU, import time and peak memory;
+4. writes the side-by-side tables, ratios and what is not like for like into the marked
+   `compare` block of docs/BENCHMARKS.md (kept when `python -m bench` rewrites the file).
+
+If installing or driving the reference fails, what did work is still written, with the failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.blocks import update_block
+from bench.document import COMPARE_BLOCK as BLOCK
+from bench.document import COMPARE_HEADING as HEADING
+from bench.document import DOC
+from bench.stats import median
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / ".bench-venvs" / "parlant"
+REFERENCE_PACKAGE = "parlant"
+REFERENCE_VERSION = "3.3.1"
+MESSAGES = (
+    "Hello there",
+    "I want to return a product I bought last week",
+    "The order number is ORD-5521. And what is the shipment status of ORD-5521?",
+    "It arrived damaged.",
+    "Thanks, that's all",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# The shared agent
+
+
+def agent_spec() -> dict[str, Any]:
+    """The reference scenario's agent as plain data both drivers build from."""
+    from bench.synthetic import reference_agent
+    from engine.model import NodeKind
+
+    snapshot = reference_agent("tool_via_guideline")
+    journey_conditions = {gid for j in snapshot.journeys for gid in j.condition_guideline_ids}
+    guidelines = [
+        {"id": g.id, "condition": g.condition, "action": g.action, "tools": list(g.tools)}
+        for g in snapshot.guidelines
+        if g.id not in journey_conditions and g.scoped_journey_id is None
+    ]
+    journeys = []
+    for j in snapshot.journeys:
+        nodes = {
+            n.id: {
+                "id": n.id,
+                "kind": "tool" if n.kind is NodeKind.TOOL else "chat",
+                "action": n.action,
+                "tools": list(n.tools),
+            }
+            for n in j.nodes
+        }
+        edges = [
+            {"source": e.source, "target": e.target, "condition": e.condition} for e in j.edges
+        ]
+        journeys.append(
+            {
+                "id": j.id,
+                "title": j.title,
+                "description": j.description,
+                "conditions": list(j.conditions),
+                "root": j.root_id,
+                "nodes": list(nodes.values()),
+                "edges": edges,
+            }
+        )
+    tools = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "parameters": [{"name": p.name, "description": p.description} for p in t.parameters],
+        }
+        for t in snapshot.tools
+    ]
+    return {
+        "name": snapshot.name,
+        "description": snapshot.description,
+        "guidelines": guidelines,
+        "journeys": journeys,
+        "tools": tools,
+        "applied": [g["id"] for g in guidelines if g["id"].startswith("applied")],
+        "messages": list(MESSAGES),
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# The reference's virtual environment
+
+
+def _say(message: str) -> None:
+    print(f"[compare] {message}", file=sys.stderr, flush=True)
+
+
+def venv_python(venv: Path = VENV) -> Path:
+    return venv / "bin" / "python"
+
+
+def installed_version(venv: Path = VENV) -> str | None:
+    python = venv_python(venv)
+    if not python.exists():
+        return None
+    done = subprocess.run(
+        [
+            str(python),
+            "-c",
+            f"import importlib.metadata as m; print(m.version({REFERENCE_PACKAGE!r}))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def ensure_reference(venv: Path = VENV) -> str:
+    """The reference engine installed in its own venv (created on first use); its version."""
+    version = installed_version(venv)
+    if version == REFERENCE_VERSION:
+        _say(f"reference engine {REFERENCE_PACKAGE} {version} found in {venv}")
+        return version
+    if not venv_python(venv).exists():
+        _say(f"creating the virtual environment {venv}")
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
+    spec = f"{REFERENCE_PACKAGE}=={REFERENCE_VERSION}"
+    _say(f"installing {spec} into {venv} (a few minutes the first time)")
+    process = subprocess.Popen(
+        [
+            str(venv_python(venv)),
+            "-m",
+            "pip",
+            "install",
+            "--progress-bar",
+            "off",
+            # pip's default resolver backtracked for over 10 minutes over mcp / fastapi
+            # releases here (2026-11-24) without settling; the legacy resolver installs the
+            # newest matching releases in about 3 minutes, and the reference ran with them.
+            "--use-deprecated=legacy-resolver",
+            spec,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(("Collecting", "Downloading", "Installing", "Successfully", "ERROR")):
+            _say(line.rstrip())
+    if process.wait() != 0:
+        raise RuntimeError(f"pip install {spec} failed (exit {process.returncode})")
+    version = installed_version(venv)
+    if version != REFERENCE_VERSION:
+        raise RuntimeError(f"{spec} installed but reports version {version!r}")
+    return version
+
+
+# --------------------------------------------------------------------------------------------------
+# Measurements in fresh processes
+
+
+def _run_json(argv: list[str], *, env: dict[str, str] | None = None, timeout: float) -> Any:
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"{Path(argv[1]).name if len(argv) > 1 else argv[0]} failed: {tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+IMPORT_PROBE = (
+    "import resource, sys, time\n_t, _c = time.perf_counter(), time.process_time()\n"
+    "import {module}\n"
+    "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000, "
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(sys.modules))"
+)
+
+
+def import_cost(python: str, module: str, runs: int, env: dict[str, str]) -> dict[str, float]:
+    """Median wall / CPU ms, peak RSS MB and modules loaded by `import module`, fresh processes."""
+    samples = []
+    for _ in range(runs + 1):  # the first writes .pyc files: not counted
+        done = subprocess.run(
+            [python, "-c", IMPORT_PROBE.format(module=module)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"import {module}: {done.stderr.strip().splitlines()[-1:]}")
+        samples.append([float(x) for x in done.stdout.split()])
+    samples = samples[1:]
+    return {
+        "wall_ms": median(s[0] for s in samples),
+        "cpu_ms": median(s[1] for s in samples),
+        "rss_mb": median(s[2] for s in samples),
+        "modules": median(s[3] for s in samples),
+    }
+
+
+def _our_env() -> dict[str, str]:
+    from bench.coldstart import LAMBDA_ENV
+
+    env = {**os.environ, **LAMBDA_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _reference_env(home: str | None = None) -> dict[str, str]:
+    """The reference's environment; a fresh PARLANT_HOME, so no evaluation cache from an
+    earlier run spares its boot the LLM evaluations."""
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PARLANT_HOME"] = home or tempfile.mkdtemp(prefix="parlant-home-")
+    return env
+
+
+@dataclass
+class Side:
+    name: str
+    version: str
+    status: str = "ok"
+    imports: dict[str, float] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)  # turns + cpu + memory, from the driver
+
+
+def measure_ours(spec_path: Path, latency_ms: float, runs: int) -> Side:
+    side = Side("Waypoint", _our_version())
+    side.imports = import_cost(sys.executable, "functions.worker", runs, _our_env())
+    side.run = _run_json(
+        [sys.executable, "-m", "bench.compare_ours", str(spec_path), str(latency_ms)],
+        env=_our_env(),
+        timeout=600,
+    )
+    return side
+
+
+def measure_reference(spec_path: Path, latency_ms: float, runs: int, version: str) -> Side:
+    side = Side(f"{REFERENCE_PACKAGE} (reference)", version)
+    python = str(venv_python())
+    try:
+        side.imports = import_cost(python, "parlant.sdk", runs, _reference_env())
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        side.status = f"import failed: {exc}"
+        return side
+    driver = ROOT / "bench" / "reference_driver.py"
+    try:
+        side.run = _run_json(
+            [python, str(driver), str(spec_path), str(latency_ms)],
+            env=_reference_env(),
+            timeout=1200,
+        )
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+        side.status = f"driving failed: {exc}"
+    return side
+
+
+def _our_version() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    return f"commit {done.stdout.strip()}" if done.returncode == 0 else "working tree"
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench compare",
+        description="Waypoint vs the reference engine (Parlant "
+        f"{REFERENCE_VERSION}) on the same agent and conversation; writes the `compare` block "
+        "of docs/BENCHMARKS.md. Installs the reference into .bench-venvs/parlant on first use.",
+    )
+    parser.add_argument("--latency-ms", type=float, default=400.0, help="per LLM call (400)")
+    parser.add_argument("--import-runs", type=int, default=5, help="fresh processes per import")
+    parser.add_argument("--output", type=Path, default=DOC)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+
+    from bench.compare_report import render
+
+    started = time.perf_counter()
+    spec_path = ROOT / ".bench-venvs" / "compare-agent.json"
+    spec_path.parent.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps(agent_spec(), indent=2), encoding="utf-8")
+    _say("our engine: imports and the conversation")
+    ours = measure_ours(spec_path, args.latency_ms, args.import_runs)
+    try:
+        version = ensure_reference()
+    except (RuntimeError, subprocess.SubprocessError, OSError) as exc:
+        theirs = Side(f"{REFERENCE_PACKAGE} (reference)", "not installed", f"install failed: {exc}")
+    else:
+        _say("reference engine: imports and the conversation")
+        theirs = measure_reference(spec_path, args.latency_ms, args.import_runs, version)
+    context = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}",
+        "load": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "latency_ms": args.latency_ms,
+        "seconds": time.perf_counter() - started,
+    }
+    body = render(ours, theirs, context)
+    print(body)
+    if not args.no_write:
+        update_block(args.output, BLOCK, body, heading=HEADING)
+        _say(f"wrote the `{BLOCK}` block of {args.output}")
+    return 0 if theirs.status == "ok" else 1
