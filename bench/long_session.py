@@ -1,7 +1,14 @@
 """One session, 1,000 turns, on the moto stack: does a turn's cost stay flat as the session grows?
 
-The banking concierge's ten-message conversation is sent again and again in ONE session (turn n
-sends message (n - 1) mod 10, so turns 10, 100 and 1,000 all send the same message). Every
+The workload is one customer of the banking concierge who keeps coming back to the same chat
+(`long_session_message`): turns 1–10 are the benchmarks' banking conversation (stock price, then
+a transfer that logs in and checks the balance first); from turn 11 on, the customer — logged in
+now — repeats a ten-message visit (`LONG_SESSION_VISIT`: greet, a stock price, the balance, a $5
+transfer, goodbye), answering each question the agent asks. Turns 10, 100 and 1,000 all send the
+visit's last message ("Thanks, that's all") right after a completed transfer. (Replaying the
+first conversation itself would not be a customer: logged in, the agent no longer asks for a
+username, so the scripted answers land on the wrong questions, a transfer of $1,234,324 fails,
+and the session sits at a retry confirmation nobody answers.) Every
 DynamoDB call the engine's stores make is counted by botocore event hooks on their client: items
 read (GetItem's item, Query's items), bytes read — the sizes of the items read as DynamoDB
 measures them for billing (attribute names plus values: `dynamodb_item_size`), whatever part of
@@ -15,7 +22,7 @@ transaction costs grow with the table (a real table's do not), so they are repor
 ("store time") instead of being counted as the engine's. moto's transaction is run with the
 local stack's fidelity patch (`infra.aws.moto_fidelity`: no deep copy of the table per
 transaction). Overhead is a wall-clock figure on a shared machine, so each checkpoint reports the
-median of the five turns ending at it (the same five messages at every checkpoint).
+median of the five turns ending at it (each ends with a completed transfer and the goodbye).
 
 Target: turn 1,000 costs at most 1.5× turn 10 on each of items read, bytes read and overhead.
 """
@@ -72,6 +79,30 @@ class LongSessionResult:
     @property
     def passed(self) -> bool:
         return all(self.ratio(f) <= LIMIT for f in ("items_read", "bytes_read", "overhead_ms"))
+
+
+# What the logged-in customer says on each later visit: every message answers the question the
+# agent just asked (or starts a new request), and the $5 transfer completes each time (the bank's
+# checking account holds $900 after the first conversation, enough for 180 visits).
+LONG_SESSION_VISIT = (
+    "Hello!",
+    "What is the price of Apple stock?",
+    "Apple",
+    "Thanks!",
+    "What is my balance?",
+    "Checking",
+    "I want to transfer money",
+    "1234324",
+    "5",
+    "Thanks, that's all",
+)
+
+
+def long_session_message(turn: int) -> str:
+    """The customer's message at `turn` (from 1): the banking conversation first, then visits."""
+    if turn <= len(BANKING_CONVERSATION):
+        return BANKING_CONVERSATION[turn - 1]
+    return LONG_SESSION_VISIT[(turn - 1) % len(LONG_SESSION_VISIT)]
 
 
 READ_UNIT = 4096  # bytes of one strongly consistent read capacity unit
@@ -174,7 +205,7 @@ async def run_long_session(
         await runner.open_session(state)
         timings: list[tuple[float, float]] = []  # (engine overhead, store time) per turn
         for n in range(1, turns + 1):
-            text = BANKING_CONVERSATION[(n - 1) % len(BANKING_CONVERSATION)]
+            text = long_session_message(n)
             meter.reset()
             sample = await runner.turn("long-session", text, agent=workload.label, turn=n)
             store_ms = sample.breakdown_ms["store_load"] + sample.breakdown_ms["store_commit"]
@@ -218,8 +249,9 @@ def sample_state_offset(runner: TurnRunner) -> int:
 def render(result: LongSessionResult) -> str:
     """The Markdown table and verdict (also what the console prints)."""
     lines = [
-        f"One session of {result.turns:,} turns (the banking conversation, repeated) on the moto "
-        "stack, zero-latency fake LLM. Reads and writes are the exact figures of the turn "
+        f"One session of {result.turns:,} turns on the moto stack, zero-latency fake LLM. "
+        + WORKLOAD
+        + " Reads and writes are the exact figures of the turn "
         "itself; bytes read are the sizes of the items read as DynamoDB bills them, and read "
         "units what those cost strongly consistent; engine overhead (store time excluded) and "
         "store time (moto's emulation of the calls) are medians of the five turns ending there. "
@@ -279,6 +311,19 @@ def render(result: LongSessionResult) -> str:
 def _ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}×" if base else "n/a"
 
+
+WORKLOAD = (
+    "The workload is one customer who keeps coming back to the same chat: turns 1–10 are the "
+    "banking conversation (stock price, then a transfer that runs login and the balance check "
+    "first), and from turn 11 on the customer, now logged in, repeats a ten-message visit — "
+    "greet, a stock price, the balance, a $5 transfer, goodbye — answering each question the "
+    "agent asks (`LONG_SESSION_VISIT` in bench/long_session.py). Turns 10, 100 and 1,000 all "
+    "send the goodbye right after a completed transfer. Replaying the first conversation "
+    "verbatim, as this benchmark first did, is no customer: once logged in the agent no longer "
+    "asks for a username, the scripted answers land on the wrong questions, a $1,234,324 "
+    "transfer fails and the session sits forever at a retry confirmation nobody answers, so "
+    "every reply carried the confirmation request."
+)
 
 BYTES_WHY = (
     "**Why bytes miss the 1.5× target.** A turn reads the same three items every time (agent "
