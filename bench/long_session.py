@@ -339,8 +339,11 @@ DIFFERS = (
     "its 30, and the META gains kept evidence — the tool results and messages that left the "
     "window and that later tool arguments may still be grounded on (in this workload the "
     "login, the message that gave the username, and the first conversation's funds check and "
-    "$100 transfer, whose arguments no later call repeats); kept evidence is capped. Neither "
-    "can be cut without cutting what the model sees or what grounds a consequential call."
+    "$100 transfer, whose arguments no later call repeats), at most 16 events and 8 KiB "
+    "(`engine/history.py`). The window is what the prompts show. Kept evidence follows the "
+    "grounding rule (the latest result of each distinct successful call); keeping less, such "
+    "as dropping a finished transfer's result, would be a grounding decision, not a storage "
+    "one, so it stays."
 )
 
 BYTES_WHY = (
