@@ -336,9 +336,35 @@ def studio(
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="print the page's address instead of opening it")
     ] = False,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            "--api",
+            help="a remote management API (a deployed stack's ManagementApiUrl): serve only the "
+            "page, pointed at it, and start no local stack. The API must allow this page's "
+            "origin (StudioOrigins).",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="with --api: its key, put in the page's address fragment"),
+    ] = None,
 ) -> None:
     """`serve`, and open the studio page in the browser: chat with the agent, list sessions,
-    inspect any turn (guidelines, journeys on their graphs, tool calls, LLM calls)."""
+    inspect any turn (guidelines, journeys on their graphs, tool calls, LLM calls). With
+    `--api URL`, only the page, against that (deployed) management API."""
+    if api is not None:
+        from waypoint.studio.page_cli import serve_page_only
+
+        if path is not None or tools is not None or data is not None or ephemeral:
+            console.print("[red]--api serves only the page: no agent, --tools, --data or "
+                          "--ephemeral (the remote stack has its own).[/red]")  # fmt: skip
+            raise typer.Exit(2)
+        serve_page_only(console, api, key, host, port, open_browser=not no_browser)
+        return
+    if key is not None:
+        console.print("[red]--key goes with --api (the local stack makes its own key).[/red]")
+        raise typer.Exit(2)
     _serve(path, tools, llm, host, port, data, ephemeral, open_browser=not no_browser)
 
 
