@@ -368,6 +368,25 @@ def studio(
     _serve(path, tools, llm, host, port, data, ephemeral, open_browser=not no_browser)
 
 
+def _local_server(
+    agent: Any, tools_module: str | None, host: str, port: int, key: str, generic: str,
+    data_dir: Path | None,
+) -> Any:  # fmt: skip
+    """The LocalServer `serve` and `studio` run (not started)."""
+    from waypoint.local_server import LocalServer
+
+    return LocalServer(
+        agent,
+        tools_module=tools_module,
+        host=host,
+        port=port,
+        management_api_key=key,
+        generic_secret=generic,
+        data_dir=data_dir,
+        log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+    )
+
+
 def _serve(
     path: str | None,
     tools: str | None,
@@ -379,8 +398,8 @@ def _serve(
     *,
     open_browser: bool,
 ) -> None:
+    from functions.management_cors import InvalidCorsOrigins
     from infra.aws.moto_persistence import LocalStateError
-    from waypoint.local_server import LocalServer
 
     if ephemeral and data is not None:
         console.print("[red]--data and --ephemeral exclude each other: choose one.[/red]")
@@ -389,16 +408,11 @@ def _serve(
     agent, tools_module = _load(path, tools)
     model = _choose_llm(llm)
     key, generic = _served_secrets(data_dir)
-    server = LocalServer(
-        agent,
-        tools_module=tools_module,
-        host=host,
-        port=port,
-        management_api_key=key,
-        generic_secret=generic,
-        data_dir=data_dir,
-        log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
-    )
+    try:
+        server = _local_server(agent, tools_module, host, port, key, generic, data_dir)
+    except InvalidCorsOrigins as exc:
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
     try:
         server.start()
     except LocalStateError as exc:

@@ -110,7 +110,9 @@ class LocalServer:
         from functions.management_cors import parse_origins
 
         self.agent = agent
-        # Pages on these origins may call the management API (a studio page served elsewhere).
+        # Pages on these origins may call the management API (a studio page served elsewhere);
+        # WAYPOINT_CORS_ORIGINS already set counts too, checked now rather than on each request.
+        parse_origins(os.environ.get("WAYPOINT_CORS_ORIGINS", ""))
         self.cors_origins = parse_origins(",".join(cors_origins))
         # One line per HTTP request and per turn (`waypoint serve`); None: quiet.
         self.log_line = log_line

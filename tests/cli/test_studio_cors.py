@@ -202,3 +202,13 @@ def test_waypoint_studio_with_api_refuses_local_stack_options(tmp_path: Path) ->
         command="studio",
     )  # fmt: skip
     assert "--api serves only the page" in banner
+
+
+def test_waypoint_serve_refuses_a_wildcard_in_the_environment_before_starting(
+    tmp_path: Path,
+) -> None:
+    banner = serve_banner(
+        "--ephemeral", "--port", "0", cwd=tmp_path, env_extra={"WAYPOINT_CORS_ORIGINS": "*"}
+    )
+    assert "WAYPOINT_CORS_ORIGINS: '*' is not an origin" in banner, banner
+    assert "Ctrl-C to stop" not in banner
