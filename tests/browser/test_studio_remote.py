@@ -1,7 +1,7 @@
 """The studio page served on its own (`waypoint studio --api`, the page-only server) against a
 management API on another origin — a LocalServer standing in for a deployed stack, allowing
 the page's origin through `WAYPOINT_CORS_ORIGINS` as the template's StudioOrigins does. In a
-real headless Chromium: the page connects cross-origin, a message gets the agent's reply; and a
+real headless Chromium: the page connects cross-origin, a message gets the agent's reply and its turn opens in the inspector; and a
 page on an origin the API does not allow is refused by the browser and says what to fix."""
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalServ
 def test_the_page_only_studio_chats_with_a_stack_on_another_origin(
     browser: Any, remote: tuple[LocalServer, int]
 ) -> None:
+    from selenium.webdriver.common.by import By
+
     server, page_port = remote
     with StudioPageServer(f"{server.base_url}/api", key=KEY, port=page_port) as page:
         assert page.origin != server.base_url  # another port: another origin
@@ -73,6 +75,10 @@ def test_the_page_only_studio_chats_with_a_stack_on_another_origin(
         session = browser.execute_script("return studio.chatSession")
         assert session  # the session lives on the remote stack, made through its API
         screenshot(browser, "remote-chat")
+        # The inspector reads the turn's trace cross-origin too.
+        first.find_element(By.CSS_SELECTOR, "a.inspect").click()
+        greet = wait_for(browser, '#guidelines tr.matched[data-guideline="greet"]')[0]
+        assert "matched" in greet.text
     events = [e["text"] for e in remote_events(server, session) if e.get("source") == "customer"]
     assert events == ["Hi", "Transfer money"]
 
