@@ -70,6 +70,7 @@ from functions.graph_api import add_graph_route
 from functions.handoff_api import HandoffView
 from functions.handoff_api import install as install_handoff_routes
 from functions.http_entry import http_lambda_handler
+from functions.management_cors import install as install_cors
 from functions.studio_api import router as studio_routes
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
@@ -280,6 +281,10 @@ async def require_api_key(request: Request, call_next: Any) -> Response:
         return refused
     response: Response = await call_next(request)
     return response
+
+
+# Outside the key check: a browser's preflight carries no key (WAYPOINT_CORS_ORIGINS).
+install_cors(app)
 
 
 def _route_path(request: Request) -> str:

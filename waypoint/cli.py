@@ -336,10 +336,55 @@ def studio(
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="print the page's address instead of opening it")
     ] = False,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            "--api",
+            help="a remote management API (a deployed stack's ManagementApiUrl): serve only the "
+            "page, pointed at it, and start no local stack. The API must allow this page's "
+            "origin (StudioOrigins).",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="with --api: its key, put in the page's address fragment"),
+    ] = None,
 ) -> None:
     """`serve`, and open the studio page in the browser: chat with the agent, list sessions,
-    inspect any turn (guidelines, journeys on their graphs, tool calls, LLM calls)."""
+    inspect any turn (guidelines, journeys on their graphs, tool calls, LLM calls). With
+    `--api URL`, only the page, against that (deployed) management API."""
+    if api is not None:
+        from waypoint.studio.page_cli import serve_page_only
+
+        if path is not None or tools is not None or data is not None or ephemeral:
+            console.print("[red]--api serves only the page: no agent, --tools, --data or "
+                          "--ephemeral (the remote stack has its own).[/red]")  # fmt: skip
+            raise typer.Exit(2)
+        serve_page_only(console, api, key, host, port, open_browser=not no_browser)
+        return
+    if key is not None:
+        console.print("[red]--key goes with --api (the local stack makes its own key).[/red]")
+        raise typer.Exit(2)
     _serve(path, tools, llm, host, port, data, ephemeral, open_browser=not no_browser)
+
+
+def _local_server(
+    agent: Any, tools_module: str | None, host: str, port: int, key: str, generic: str,
+    data_dir: Path | None,
+) -> Any:  # fmt: skip
+    """The LocalServer `serve` and `studio` run (not started)."""
+    from waypoint.local_server import LocalServer
+
+    return LocalServer(
+        agent,
+        tools_module=tools_module,
+        host=host,
+        port=port,
+        management_api_key=key,
+        generic_secret=generic,
+        data_dir=data_dir,
+        log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+    )
 
 
 def _serve(
@@ -353,8 +398,8 @@ def _serve(
     *,
     open_browser: bool,
 ) -> None:
+    from functions.management_cors import InvalidCorsOrigins
     from infra.aws.moto_persistence import LocalStateError
-    from waypoint.local_server import LocalServer
 
     if ephemeral and data is not None:
         console.print("[red]--data and --ephemeral exclude each other: choose one.[/red]")
@@ -363,16 +408,11 @@ def _serve(
     agent, tools_module = _load(path, tools)
     model = _choose_llm(llm)
     key, generic = _served_secrets(data_dir)
-    server = LocalServer(
-        agent,
-        tools_module=tools_module,
-        host=host,
-        port=port,
-        management_api_key=key,
-        generic_secret=generic,
-        data_dir=data_dir,
-        log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
-    )
+    try:
+        server = _local_server(agent, tools_module, host, port, key, generic, data_dir)
+    except InvalidCorsOrigins as exc:
+        console.print(f"[red]✗ {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
     try:
         server.start()
     except LocalStateError as exc:

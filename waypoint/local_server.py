@@ -105,8 +105,15 @@ class LocalServer:
         generic_secret: str | None = None,
         data_dir: Path | None = None,
         log_line: Callable[[str], None] | None = None,
+        cors_origins: Sequence[str] = (),
     ) -> None:
+        from functions.management_cors import parse_origins
+
         self.agent = agent
+        # Pages on these origins may call the management API (a studio page served elsewhere);
+        # WAYPOINT_CORS_ORIGINS already set counts too, checked now rather than on each request.
+        parse_origins(os.environ.get("WAYPOINT_CORS_ORIGINS", ""))
+        self.cors_origins = parse_origins(",".join(cors_origins))
         # One line per HTTP request and per turn (`waypoint serve`); None: quiet.
         self.log_line = log_line
         self.progress = TurnProgress()
@@ -149,6 +156,8 @@ class LocalServer:
         )
         if self.tools_module:
             env["WAYPOINT_TOOLS_MODULE"] = self.tools_module
+        if self.cors_origins:
+            env["WAYPOINT_CORS_ORIGINS"] = ",".join(self.cors_origins)
         self._set_env(env)
         self.stack = LocalStack(server=True, data_dir=self.data_dir)
         self.stack.start()

@@ -38,6 +38,11 @@ class _NoManagedPolicies:
 @pytest.fixture(scope="module")
 def transformed() -> dict[str, Any]:
     """The template after the SAM transform, with the s3:// URIs `sam package` would write."""
+    return _transform({})
+
+
+def _transform(parameters: dict[str, str]) -> dict[str, Any]:
+    """The SAM transform of the template deployed with these parameter values."""
     from samtranslator.translator.transform import transform
 
     template = copy.deepcopy(load_template())
@@ -47,7 +52,7 @@ def transformed() -> dict[str, Any]:
             resource["Properties"]["DefinitionUri"] = "s3://waypoint-artifacts/tools.asl.json"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        result: dict[str, Any] = transform(template, {}, _NoManagedPolicies())
+        result: dict[str, Any] = transform(template, parameters, _NoManagedPolicies())
     return result
 
 
@@ -294,3 +299,94 @@ def test_every_management_route_is_an_http_api_route_of_the_template() -> None:
         if e["Type"] == "HttpApi"
     }
     assert served == declared
+
+
+# --------------------------------------------------------------------------------------------------
+# CORS of the management API (StudioOrigins): what API Gateway will be given once CloudFormation
+# resolves the transformed template's conditions with the parameter values.
+
+
+def _resolve(value: Any, template: dict[str, Any], parameters: dict[str, str]) -> Any:
+    """`value` with the intrinsics the CORS configuration uses resolved as CloudFormation does
+    (Ref of a parameter or AWS::NoValue, Fn::If on a condition, Fn::Split, Fn::Equals, Fn::Not)."""
+    if isinstance(value, list):
+        items = [_resolve(v, template, parameters) for v in value]
+        return [i for i in items if i is not _NO_VALUE]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"Ref"}:
+        name = value["Ref"]
+        if name == "AWS::NoValue":
+            return _NO_VALUE
+        return parameters.get(name, template["Parameters"][name].get("Default"))
+    if set(value) == {"Condition"}:
+        condition = template["Conditions"][value["Condition"]]
+        return _resolve(condition, template, parameters)
+    if set(value) == {"Fn::If"}:
+        name, when_true, when_false = value["Fn::If"]
+        holds = _resolve(template["Conditions"][name], template, parameters)
+        return _resolve(when_true if holds else when_false, template, parameters)
+    if set(value) == {"Fn::Not"}:
+        return not _resolve(value["Fn::Not"][0], template, parameters)
+    if set(value) == {"Fn::Equals"}:
+        left, right = (_resolve(v, template, parameters) for v in value["Fn::Equals"])
+        return left == right
+    if set(value) == {"Fn::Split"}:
+        separator, text = (_resolve(v, template, parameters) for v in value["Fn::Split"])
+        return text.split(separator)
+    resolved = {k: _resolve(v, template, parameters) for k, v in value.items()}
+    return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+
+_NO_VALUE = object()
+
+
+def _management_api_cors(parameters: dict[str, str]) -> Any:
+    """The `x-amazon-apigateway-cors` API Gateway gets for the management API, or None."""
+    transformed = _transform(parameters)
+    body = transformed["Resources"]["ManagementApi"]["Properties"]["Body"]
+    resolved = _resolve({"cors": body.get("x-amazon-apigateway-cors")}, transformed, parameters)
+    return resolved.get("cors")
+
+
+def test_the_management_api_has_no_cors_by_default() -> None:
+    assert load_template()["Parameters"]["StudioOrigins"]["Default"] == ""
+    assert _management_api_cors({}) is None
+    env = load_template()["Resources"]["ManagementFunction"]["Properties"]["Environment"]
+    assert _resolve(env["Variables"]["WAYPOINT_CORS_ORIGINS"], load_template(), {}) == ""
+
+
+def test_studio_origins_give_the_management_api_cors_for_exactly_those_origins() -> None:
+    """The studio page on another origin may call the API with its key header; nothing else."""
+    from functions.management_cors import API_KEY_HEADER
+
+    origins = "http://localhost:8750,https://studio.example.com"
+    cors = _management_api_cors({"StudioOrigins": origins})
+    assert cors["allowOrigins"] == ["http://localhost:8750", "https://studio.example.com"]
+    assert API_KEY_HEADER.lower() in {h.lower() for h in cors["allowHeaders"]}
+    assert "content-type" in {h.lower() for h in cors["allowHeaders"]}
+    assert set(cors["allowMethods"]) == {"GET", "POST", "DELETE", "OPTIONS"}
+    assert cors["allowCredentials"] is False
+    assert 0 < cors["maxAge"] <= 3600
+    # The function gets the same origins, for its own CORS on any other host.
+    template = load_template()
+    env = template["Resources"]["ManagementFunction"]["Properties"]["Environment"]["Variables"]
+    assert _resolve(env["WAYPOINT_CORS_ORIGINS"], template, {"StudioOrigins": origins}) == origins
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "*",
+        "http://localhost:8750/",
+        "localhost:8750",
+        "http://a.example,*",
+        "http://x.example/studio",
+    ],
+)
+def test_studio_origins_refuse_wildcards_and_paths(value: str) -> None:
+    import re
+
+    pattern = load_template()["Parameters"]["StudioOrigins"]["AllowedPattern"]
+    assert re.fullmatch(pattern, value) is None
+    assert re.fullmatch(pattern, "http://localhost:8750,https://studio.example.com")

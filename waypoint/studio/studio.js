@@ -66,11 +66,23 @@ class ApiError extends Error {
 async function api(method, path, body) {
   const headers = { "X-Api-Key": studio.key };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(studio.base + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let response;
+  try {
+    response = await fetch(studio.base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (_) {
+    // The browser hides why (CORS refusal, DNS, offline); name the usual cause on another origin.
+    const crossOrigin = !studio.base.startsWith(location.origin);
+    throw new Error(
+      crossOrigin
+        ? `cannot reach ${studio.base} from this page: is it up, and does it allow the origin ` +
+            `${location.origin}? (deploy with StudioOrigins=${location.origin}; docs/studio.md)`
+        : `cannot reach ${studio.base}: is the server still running?`,
+    );
+  }
   const text = await response.text();
   let data = null;
   try {
