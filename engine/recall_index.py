@@ -16,9 +16,10 @@ journeys) in the agent's order, and resolves the others only if a supplemental r
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 
 from engine.model import AgentSnapshot, Guideline, agent_tag, journey_tag
 
@@ -42,13 +43,18 @@ class _Group:
     always: list[_Entry] = field(default_factory=list)  # apply in every conversation
     tagged: list[_Entry] = field(default_factory=list)  # apply if the session's tags meet theirs
 
-    def usable(self, session_tags: frozenset[str]) -> Iterator[_Entry]:
-        """The group's entries usable in a conversation with these tags, in the agent's order."""
+    def usable(self, session_tags: frozenset[str]) -> list[_Entry]:
+        """The group's entries usable in a conversation with these tags, in the agent's order
+        (the group's own list when nothing in it is tagged: callers only read it)."""
         if not self.tagged:
-            yield from self.always
-            return
+            return self.always
         met = [e for e in self.tagged if not e.audience.isdisjoint(session_tags)]
-        yield from heapq.merge(self.always, met, key=lambda e: e.position)
+        return sorted([*self.always, *met], key=_position)
+
+
+# Groups are sorted runs of distinct positions: `sorted` merges them in C (Timsort finds the runs),
+# giving what `heapq.merge` gave at a fraction of its per-item Python cost.
+_position = attrgetter("position")
 
 
 class RecallIndex:
@@ -83,7 +89,7 @@ class RecallIndex:
         ]
         if len(streams) == 1:
             return [e.guideline for e in streams[0]]
-        return [e.guideline for e in heapq.merge(*streams, key=lambda e: e.position)]
+        return [e.guideline for e in sorted(chain.from_iterable(streams), key=_position)]
 
     def in_agent_order(self, guideline_ids: Iterable[str]) -> list[str]:
         """The ids that are the agent's guidelines, in the agent's order (others dropped)."""
