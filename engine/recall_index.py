@@ -42,6 +42,7 @@ class _Entry:
 class _Group:
     always: list[_Entry] = field(default_factory=list)  # apply in every conversation
     tagged: list[_Entry] = field(default_factory=list)  # apply if the session's tags meet theirs
+    always_ids: frozenset[str] = frozenset()  # ids of `always`, set once the index is built
 
     def usable(self, session_tags: frozenset[str]) -> list[_Entry]:
         """The group's entries usable in a conversation with these tags, in the agent's order
@@ -50,6 +51,13 @@ class _Group:
             return self.always
         met = [e for e in self.tagged if not e.audience.isdisjoint(session_tags)]
         return sorted([*self.always, *met], key=_position)
+
+    def usable_ids(self, session_tags: frozenset[str]) -> frozenset[str] | set[str]:
+        """The ids of `usable(session_tags)` (callers only read the set)."""
+        if not self.tagged:
+            return self.always_ids
+        met = {e.guideline.id for e in self.tagged if not e.audience.isdisjoint(session_tags)}
+        return self.always_ids | met
 
 
 # Groups are sorted runs of distinct positions: `sorted` merges them in C (Timsort finds the runs),
@@ -62,6 +70,13 @@ class RecallIndex:
 
     def __init__(self, agent: AgentSnapshot) -> None:
         static = {agent_tag(agent.id), *(journey_tag(j.id) for j in agent.journeys)}
+        self.static_tags = frozenset(static)  # the tags every conversation of the agent has
+        # condition guideline id → the journeys it activates, in the agent's order
+        self.activates: dict[str, list[str]] = {}
+        for journey in agent.journeys:
+            for gid in dict.fromkeys(journey.condition_guideline_ids):
+                self.activates.setdefault(gid, []).append(journey.id)
+        self.journey_position = {j.id: i for i, j in enumerate(agent.journeys)}
         self.groups: dict[str | None, _Group] = {}
         self.scoped: dict[str, str | None] = {}  # guideline id → scoped journey
         self.condition_of: dict[str, str | None] = {}  # guideline id → journey it activates
@@ -79,6 +94,21 @@ class RecallIndex:
                 group.always.append(_Entry(position, g, frozenset()))
             else:
                 group.tagged.append(_Entry(position, g, audience))
+        for group in self.groups.values():
+            group.always_ids = frozenset(e.guideline.id for e in group.always)
+
+    def session_tags(self, channel: str, customer_tags: Iterable[str]) -> frozenset[str]:
+        """The conversation's tags (`engine.recall.conversation_tags`), the agent's and its
+        journeys' taken from the version instead of rebuilt per turn."""
+        tags = {f"channel:{channel}"}
+        tags.update(t if t.startswith("customer:") else f"customer:{t}" for t in customer_tags)
+        return self.static_tags | tags
+
+    def journeys_activated_by(self, guideline_ids: Iterable[str]) -> list[str]:
+        """The journeys one of whose condition guidelines is among `guideline_ids`, in the
+        agent's order."""
+        found = {j for gid in guideline_ids for j in self.activates.get(gid, ())}
+        return sorted(found, key=self.journey_position.__getitem__)
 
     def usable(
         self, session_tags: frozenset[str], journeys: Iterable[str | None]
@@ -101,7 +131,13 @@ class RecallIndex:
         return self.usable(session_tags, self.groups)
 
     def usable_ids(self, session_tags: frozenset[str], journeys: Iterable[str | None]) -> set[str]:
-        return {g.id for g in self.usable(session_tags, journeys)}
+        """The ids of `usable(session_tags, journeys)`, from each group's id set."""
+        ids: set[str] = set()
+        for j in dict.fromkeys(journeys):
+            group = self.groups.get(j)
+            if group is not None:
+                ids |= group.usable_ids(session_tags)
+        return ids
 
     def held_back(
         self, session_tags: frozenset[str], kept: Iterable[str | None]
