@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 
-from engine.model import AgentSnapshot, Guideline, agent_tag, journey_tag
+from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
 
 # A tag with one of these prefixes names an audience; any other tag is an organising label.
 AUDIENCE_PREFIXES = ("agent:", "channel:", "journey:", "customer:")
@@ -65,6 +65,27 @@ class _Group:
 _position = attrgetter("position")
 
 
+@dataclass(frozen=True)
+class PreselectionRole:
+    """What recall's preselection asks of a guideline, known from the guideline alone."""
+
+    condition_of: str | None  # the journey whose activation condition it is
+    agent_wide: bool  # neither a condition nor journey-scoped, and not high-criticality
+    continuous: bool  # matched every turn once applied (`metadata["continuous"]`)
+
+
+def preselection_role(g: Guideline) -> PreselectionRole:
+    """A guideline's `PreselectionRole` (computed once per version for the agent's own)."""
+    condition_of = g.condition_of_journey
+    return PreselectionRole(
+        condition_of,
+        condition_of is None
+        and g.scoped_journey_id is None
+        and g.criticality is not Criticality.HIGH,
+        bool(g.metadata.get("continuous")),
+    )
+
+
 class RecallIndex:
     """Guidelines of one agent version by scoped journey, tag-less/agent-wide apart (see module)."""
 
@@ -81,8 +102,11 @@ class RecallIndex:
         self.scoped: dict[str, str | None] = {}  # guideline id → scoped journey
         self.condition_of: dict[str, str | None] = {}  # guideline id → journey it activates
         self.position: dict[str, int] = {}  # guideline id → its place in agent.guidelines
+        # guideline id → what preselection needs of it (`preselection_role`)
+        self.roles: dict[str, PreselectionRole] = {}
         for position, g in enumerate(agent.guidelines):
             self.position[g.id] = position
+            self.roles[g.id] = preselection_role(g)
             scoped = g.scoped_journey_id
             self.scoped[g.id] = scoped
             self.condition_of[g.id] = g.condition_of_journey
@@ -197,4 +221,11 @@ def recall_index(agent: AgentSnapshot) -> RecallIndex:
     return index
 
 
-__all__ = ["AUDIENCE_PREFIXES", "RecallIndex", "is_audience_tag", "recall_index"]
+__all__ = [
+    "AUDIENCE_PREFIXES",
+    "PreselectionRole",
+    "RecallIndex",
+    "is_audience_tag",
+    "preselection_role",
+    "recall_index",
+]
