@@ -109,7 +109,7 @@ class InMemorySessionStore:
             trace = stored.traces.get(turn_id) if stored else None
             if trace is None or not self._alive(trace):
                 return None
-            return copy.deepcopy(trace.value)  # type: ignore[no-any-return]
+            return _copy_tree(trace.value)  # type: ignore[no-any-return]
 
     # ---- writes
 
@@ -168,11 +168,11 @@ class InMemorySessionStore:
             stored.turns[commit.turn_id] = _Stored(True, self._expiry(self._retention.session_idle))
             # A deep copy: the caller may keep mutating its trace dict after the commit.
             stored.traces[commit.turn_id] = _Stored(
-                copy.deepcopy(dict(commit.trace)), self._expiry(self._retention.traces)
+                _copy_tree(dict(commit.trace)), self._expiry(self._retention.traces)
             )
             for earlier, trace in commit.masked_traces.items():  # rewritten with a secret masked
                 stored.traces[earlier] = _Stored(
-                    copy.deepcopy(dict(trace)), self._expiry(self._retention.traces)
+                    _copy_tree(dict(trace)), self._expiry(self._retention.traces)
                 )
             self._summaries[session_id] = summarize_session(commit.state, commit.new_events)
         return True
@@ -283,3 +283,21 @@ def _message_ids(events: Sequence[Event]) -> list[str]:
 
 
 __all__ = ["InMemoryErasureReport", "InMemorySessionStore"]
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _copy_tree(value: Any) -> Any:
+    """A deep copy of a trace: dicts and lists copied all the way down, immutable scalars shared.
+
+    Traces are JSON trees (`TurnTrace.model_dump(mode="json")`), and `copy.deepcopy`'s generic
+    machinery cost more per turn than the rest of the commit; anything else still goes through it.
+    """
+    if type(value) is dict:  # exact types: a subclass keeps deepcopy's behaviour
+        return {k: _copy_tree(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy_tree(v) for v in value]
+    if type(value) in _SCALARS:
+        return value
+    return copy.deepcopy(value)

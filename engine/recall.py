@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.context import TurnContext, render_history, render_terms, render_variables
-from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
+from engine.model import AgentSnapshot, Guideline, agent_tag, journey_tag
 from engine.ports import Embedder, VectorIndex
-from engine.recall_index import RecallIndex, is_audience_tag, recall_index
+from engine.recall_index import RecallIndex, is_audience_tag, preselection_role, recall_index
 from engine.session import EventKind, EventSource, SessionState
 from engine.vectors import GUIDELINES, JOURNEYS, Array
 
@@ -196,17 +196,6 @@ class Preselection:
     held_back: list[str]  # ids recall left out this turn (agent-wide guidelines, conditions)
 
 
-def _always_matched(guideline: Guideline, session: SessionState) -> bool:
-    return (
-        guideline.criticality is Criticality.HIGH
-        or guideline.id in session.pending_customer_guideline_ids
-        or (
-            bool(guideline.metadata.get("continuous"))
-            and guideline.id in session.applied_guideline_ids
-        )
-    )
-
-
 async def preselect(
     ctx: TurnContext,
     candidates: Sequence[Guideline],
@@ -223,21 +212,26 @@ async def preselect(
     if (not config.guideline_top_k and not config.condition_top_k) or index is None:
         return Preselection(list(candidates), [])
     facts = facts or recall_index(ctx.agent)  # per-version answers: no tag loop per guideline
-    scoped, condition_of = facts.scoped, facts.condition_of
-    wide: list[Guideline] = []
-    conditions: dict[str, list[Guideline]] = {}
-    for g in candidates:  # (the properties are computed only for guidelines the index lacks)
-        journey_id = condition_of[g.id] if g.id in condition_of else g.condition_of_journey  # noqa: SIM401
+    roles = facts.roles
+    pending = set(session.pending_customer_guideline_ids)
+    applied = set(session.applied_guideline_ids)
+    wide: list[str] = []  # ids, as the rest of the stage needs them
+    conditions: dict[str, list[str]] = {}  # journey id → its condition guidelines' ids
+    for g in candidates:
+        gid = g.id
+        role = roles.get(gid) or preselection_role(g)  # (a guideline the index lacks)
+        journey_id = role.condition_of
         if journey_id is None:
-            own = scoped[g.id] if g.id in scoped else g.scoped_journey_id  # noqa: SIM401
-            if own is None and not _always_matched(g, session):
-                wide.append(g)
+            # always matched: high criticality (not agent_wide), awaiting the customer's data,
+            # or continuous and already applied
+            if role.agent_wide and gid not in pending and not (role.continuous and gid in applied):
+                wide.append(gid)
         elif journey_id not in high:
-            conditions.setdefault(journey_id, []).append(g)
+            conditions.setdefault(journey_id, []).append(gid)
 
     drop: set[str] = set()
     if config.guideline_top_k and len(wide) > config.guideline_top_k:
-        eligible = {g.id for g in wide}
+        eligible = set(wide)
         chosen = await _most_similar(
             index, GUIDELINES, query, eligible, config.guideline_top_k, len(ctx.agent.guidelines)
         )
@@ -250,11 +244,17 @@ async def preselect(
         )
         if chosen is not None:
             for journey_id in journeys.difference(chosen):
-                drop.update(g.id for g in conditions[journey_id])
+                drop.update(conditions[journey_id])
     if not drop:
         return Preselection(list(candidates), [])
-    kept = [g for g in candidates if g.id not in drop]
-    return Preselection(kept, [g.id for g in candidates if g.id in drop])
+    kept: list[Guideline] = []
+    held_back: list[str] = []
+    for g in candidates:
+        if g.id in drop:
+            held_back.append(g.id)
+        else:
+            kept.append(g)
+    return Preselection(kept, held_back)
 
 
 async def _most_similar(

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from engine.context import TurnContext, render_context
 from engine.matching import match_guidance as guide
+from engine.matching.guideline_lines import guideline_line, line_cost
 from engine.model import Guideline, GuidelineKind, LLMPurpose, Relationship, RelationshipKind
 from engine.session import SessionState
 
@@ -155,20 +156,26 @@ def classify(guideline: Guideline, session: SessionState) -> BatchKind:
     return BatchKind.ACTIONABLE
 
 
-def guideline_line(handle: str, g: Guideline) -> str:
-    """One guideline as listed in a prompt. Multi-line texts (a numbered list in a condition)
-    are laid on one line, so the list stays readable and the layout stays one line per part."""
-    line = f"- [{handle}] when: {one_line(g.condition)}"
-    if g.action:
-        line += f"\n    then: {one_line(g.action)}"
-    cd = g.customer_dependent
-    if cd:
-        line += f"\n    customer must: {one_line(cd.customer_action)}"
-    return line
+# id(relationships tuple) → (the tuple, disambiguation head id → target ids, in its order)
+_HEADS: dict[int, tuple[Sequence[Relationship], dict[str, list[str]]]] = {}
+_HEADS_LIMIT = 64
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+def _disambiguation_heads(relationships: Sequence[Relationship]) -> dict[str, list[str]]:
+    """Every disambiguation head's targets, once per agent version (an agent's relationships are
+    a tuple; thousands of dependencies need not be walked per turn to find no head)."""
+    cached = _HEADS.get(id(relationships))
+    if cached is not None and cached[0] is relationships:
+        return cached[1]
+    heads: dict[str, list[str]] = {}
+    for r in relationships:
+        if r.kind is RelationshipKind.DISAMBIGUATION:
+            heads.setdefault(r.source.id, []).append(r.target.id)
+    if isinstance(relationships, tuple):  # a list could change under the cache
+        if len(_HEADS) >= _HEADS_LIMIT:
+            _HEADS.pop(next(iter(_HEADS)))
+        _HEADS[id(relationships)] = (relationships, heads)
+    return heads
 
 
 def plan_batches(
@@ -179,10 +186,9 @@ def plan_batches(
 ) -> list[Batch]:
     """Route guidelines to kinds and pack each kind into as few batches as the budget allows."""
     by_id = {g.id: g for g in guidelines}
-    disambiguation: dict[str, list[str]] = {}
-    for r in relationships:
-        if r.kind is RelationshipKind.DISAMBIGUATION and r.source.id in by_id:
-            disambiguation.setdefault(r.source.id, []).append(r.target.id)
+    heads = _disambiguation_heads(relationships)
+    # (in the relationships' order of first appearance, as walking them would give)
+    disambiguation = {h: t for h, t in heads.items() if h in by_id} if heads else {}
     batches: list[Batch] = []
     claimed: set[str] = set()
     for head_id, target_ids in disambiguation.items():
@@ -223,7 +229,7 @@ def plan_batches(
 
 
 def _cost(g: Guideline) -> int:
-    return len(guideline_line("g00", g)) + 1
+    return line_cost(g) + 1
 
 
 def handles(batch: Batch) -> dict[str, Guideline]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from engine.context import TurnContext
 from engine.matching.journey_forced_moves import entry_step
+from engine.recall_index import recall_index
 from engine.stages.journey_progress import (
     apply_step,
     apply_verified,
@@ -99,14 +100,10 @@ def waiting_for_prerequisites(
 
 
 def newly_activated(state: TurnState, active_before: Sequence[str]) -> list[str]:
-    matched = set(state.matches)
-    newly = []
-    for j in state.agent.journeys:
-        if j.id in active_before:
-            continue
-        if matched.intersection(j.condition_guideline_ids):
-            newly.append(j.id)
-    return newly
+    """The journeys, not active before the turn, whose condition matched (the agent's order);
+    looked up from the matches in the version's index rather than by walking every journey."""
+    index = state.usable.index or recall_index(state.agent)
+    return [j for j in index.journeys_activated_by(state.matches) if j not in active_before]
 
 
 def apply_prerequisites(state: TurnState, newly: Sequence[str]) -> list[str]:

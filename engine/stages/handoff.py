@@ -35,6 +35,7 @@ from engine.model import (
     HANDOFF_TEMPLATE_TAG,
     HANDOFF_TOOL,
     HANDOFF_UNAVAILABLE_TAG,
+    Guideline,
 )
 from engine.relations import Resolution
 from engine.session import (
@@ -73,13 +74,32 @@ def handoff_request(state: TurnState, resolution: Resolution) -> HandoffRequest 
             # (a session handed back while the journey still sits at this step moves on)
             reason = node.action or f"the '{journey.title}' journey hands off at this step"
             return HandoffRequest("journey_step", reason, f"{journey_id}/{node_id}")
-    for g in agent.guidelines:
-        if g.id in resolution.guideline_ids and HANDOFF_TOOL in g.tools:
+    for g in _handing_off(agent.guidelines):
+        if g.id in resolution.guideline_ids:
             return HandoffRequest("guideline", g.action or g.condition, g.id)
     config = agent.config.handoff
     if any(asks_for_person(m.text, config) for m in state.messages):
         return HandoffRequest("customer_request", "the customer asked for a person")
     return None
+
+
+# guidelines tuple of an agent version → its guidelines naming the handoff tool, in its order
+_HANDING_OFF: dict[int, tuple[tuple[Guideline, ...], tuple[Guideline, ...]]] = {}
+_HANDING_OFF_LIMIT = 64
+
+
+def _handing_off(guidelines: tuple[Guideline, ...]) -> tuple[Guideline, ...]:
+    """The guidelines that name `hand_off_to_person`, once per agent version: few agents have
+    any, and a turn should not walk thousands of guidelines to find none (cached while the
+    version's tuple lives; the identity check guards against a reused id)."""
+    cached = _HANDING_OFF.get(id(guidelines))
+    if cached is not None and cached[0] is guidelines:
+        return cached[1]
+    if len(_HANDING_OFF) >= _HANDING_OFF_LIMIT:
+        _HANDING_OFF.pop(next(iter(_HANDING_OFF)))
+    found = tuple(g for g in guidelines if HANDOFF_TOOL in g.tools)
+    _HANDING_OFF[id(guidelines)] = (guidelines, found)
+    return found
 
 
 def begin_handoff(state: TurnState, request: HandoffRequest) -> Event:

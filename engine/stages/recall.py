@@ -15,7 +15,6 @@ from engine.model import Guideline
 from engine.ports import VectorIndex
 from engine.recall import (
     RecallQuery,
-    conversation_tags,
     high_probability_journeys,
     indexed_recall,
     preselect,
@@ -36,7 +35,7 @@ async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) 
     # The per-version index answers the tag filter and the pruning without walking every
     # guideline (engine.recall_index); entailment asks it for the usable ones in scope.
     index_of_version = recall_index(state.agent)
-    tags = frozenset(conversation_tags(state.agent, state.session))
+    tags = index_of_version.session_tags(state.session.channel, state.session.customer_tags)
     state.usable = UsableGuidelines(index_of_version, tags)
     query = RecallQuery(ctx, state.deps.embedder)
     prediction = await high_probability_journeys(

@@ -1,6 +1,7 @@
 """The per-version recall index (engine.recall_index) answers exactly what the straightforward
 walk answers: `indexed_recall` equals `prune_low_probability(tag_filter(...))` — same guidelines,
-same order, same held-back journeys — and the usable ids entailment sees are the same, over
+same order, same held-back journeys — and the usable ids entailment sees, the conversation's
+tags and the journeys a turn's matches activate are the same, over
 generated agents (every kind of audience tag, disabled guidelines, tags of journeys the agent
 does not have, journey conditions) and sessions, and over the benchmark's synthetic agents."""
 
@@ -66,10 +67,19 @@ def straightforward_usable_ids(
     }
 
 
+def journeys_walked(agent: AgentSnapshot, matched: set[str]) -> list[str]:
+    """Every journey one of whose conditions matched, by walking them all (what the turn did)."""
+    return [j.id for j in agent.journeys if matched.intersection(j.condition_guideline_ids)]
+
+
 def assert_equivalent(agent: AgentSnapshot, session: SessionState, high: list[str]) -> None:
     expected = prune_low_probability(tag_filter(agent, session), high)
     tags = frozenset(conversation_tags(agent, session))
     for index in (recall_index(agent), RecallIndex(agent)):  # cached and freshly built
+        assert index.session_tags(session.channel, session.customer_tags) == tags
+        conditions = [gid for j in agent.journeys for gid in j.condition_guideline_ids]
+        for matched in (set(), set(conditions), set(conditions[::2]), {"g0", *conditions[-1:]}):
+            assert index.journeys_activated_by(matched) == journeys_walked(agent, matched)
         got = indexed_recall(index, tags, high)
         assert [g.id for g in got.candidates] == [g.id for g in expected.candidates]
         assert {j: [g.id for g in gs] for j, gs in got.dropped.items()} == {
@@ -118,7 +128,9 @@ def test_indexed_recall_equals_the_filter_on_the_benchmark_agents() -> None:
     for shape in SCALE_SHAPES[:3]:
         agent = scale_agent(shape).snapshot
         journey_ids = [j.id for j in agent.journeys]
-        session = SessionState(id="s", agent_id=agent.id, customer_id="c")
+        session = SessionState(
+            id="s", agent_id=agent.id, customer_id="c", customer_tags=("vip", "customer:gold")
+        )
         for high in ([], journey_ids[:1], journey_ids[-2:]):
             assert_equivalent(agent, session, high)
 
