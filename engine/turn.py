@@ -160,15 +160,8 @@ class TurnPipeline:
             mask_events(state)
             handing_rule = request.source_id if request.trigger == "guideline" else None
             new_state = new_session_state(state, [handing_rule] if handing_rule else [])
-            trace.llm_rounds = len({c.round for c in trace.llm_calls})
             state.timed("handoff", t)
-            return TurnOutput(
-                new_state,
-                state.events,
-                reply,
-                masked_trace(state),
-                masked_events=tuple(state.masked_earlier_events.values()),
-            )
+            return _output(state, new_state, reply)
 
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
@@ -187,16 +180,8 @@ class TurnPipeline:
             reply = _announce(state.events, reply, version.notice)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
-        trace.llm_rounds = len({c.round for c in trace.llm_calls})
         state.timed("persist_prep", t)
-        return TurnOutput(
-            new_state,
-            state.events,
-            reply,
-            masked_trace(state),
-            masked_events=tuple(state.masked_earlier_events.values()),
-            scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
-        )
+        return _output(state, new_state, reply)
 
     async def _record_for_person(self, state: TurnState, index: VectorIndex | None) -> TurnOutput:
         """A `human`-mode turn: recall and match as usual (the trace shows what the agent would
@@ -210,15 +195,8 @@ class TurnPipeline:
         suppress_journeys(state, resolution)
         reply = record_for_person(state, resolution)
         mask_events(state)
-        state.trace.llm_rounds = len({c.round for c in state.trace.llm_calls})
         state.timed("human_mode", t)
-        return TurnOutput(
-            silent_session_state(state),
-            state.events,
-            reply,
-            masked_trace(state),
-            masked_events=tuple(state.masked_earlier_events.values()),
-        )
+        return _output(state, silent_session_state(state), reply)
 
 
 def attachments_data(message: InboundMessage) -> list[dict[str, Any]]:
@@ -335,6 +313,21 @@ class TurnEngine:
             except AgentNotFound:
                 pinned = None
         return choose_version(session, published, pinned)
+
+
+def _output(state: TurnState, new_state: SessionState, reply: Event | None) -> TurnOutput:
+    """The turn's result, however it ended (answered, handed off, recorded for a person): its
+    rounds counted, its trace masked, and earlier events a secret was masked in rewritten along
+    with the traces of their turns (which quote them in their prompts)."""
+    state.trace.llm_rounds = len({c.round for c in state.trace.llm_calls})
+    return TurnOutput(
+        new_state,
+        state.events,
+        reply,
+        masked_trace(state),
+        masked_events=tuple(state.masked_earlier_events.values()),
+        scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
+    )
 
 
 def _announce(events: list[Event], reply: Event, notice: str) -> Event:
