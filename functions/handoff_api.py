@@ -16,6 +16,7 @@ is 409 with what to do instead. Included in `functions.management` (same key, sa
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Query
@@ -164,19 +165,7 @@ async def list_handoffs(
     """Sessions handed off to a person, oldest first; `status` narrows the list."""
     listed = await current_runtime().sessions.waiting_for_person(agent_id)
     views = [
-        WaitingView(
-            session_id=w.session_id,
-            agent_id=w.agent_id,
-            channel=w.channel,
-            customer_id=w.customer_id,
-            status=w.status,  # type: ignore[arg-type]
-            reason=w.reason,
-            trigger=w.trigger,
-            since=w.since,
-            assignee=w.assignee,
-            ticket_id=w.ticket_id,
-            updated_at=w.updated_at,
-        )
+        WaitingView(**asdict(w), status=w.status)
         for w in listed
         if status is None or w.status == status
     ]

@@ -123,6 +123,21 @@ ToolsOption = Annotated[
     str | None,
     typer.Option("--tools", help="module with the tool registry, e.g. examples.banking.tools"),
 ]
+DEFAULT_DATA_DIR = Path(".waypoint")
+# What `serve` and `studio` share: where the local stack listens and where it keeps its data.
+HostOption = Annotated[str, typer.Option(help="interface to listen on")]
+PortOption = Annotated[int, typer.Option(help="HTTP port (0: any free port)")]
+DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help=f"directory keeping sessions, agents and queued messages across restarts "
+        f"(default: ./{DEFAULT_DATA_DIR})",
+    ),
+]
+EphemeralOption = Annotated[
+    bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
+]
 
 
 def _choose_llm(choice: LLMChoice) -> str:
@@ -265,7 +280,6 @@ def chat(
             session.close()
 
 
-DEFAULT_DATA_DIR = Path(".waypoint")
 SECRETS_FILE = "secrets.json"
 
 
@@ -296,19 +310,10 @@ def serve(
     path: AgentPath = None,
     tools: ToolsOption = None,
     llm: LLMOption = LLMChoice.AUTO,
-    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port (0: any free port)")] = 8750,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help=f"directory keeping sessions, agents and queued messages across restarts "
-            f"(default: ./{DEFAULT_DATA_DIR})",
-        ),
-    ] = None,
-    ephemeral: Annotated[
-        bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
-    ] = False,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8750,
+    data: DataOption = None,
+    ephemeral: EphemeralOption = False,
 ) -> None:
     """Serve webhooks, the management API, the studio page (at `/`) and the turn worker
     locally (for a real front end)."""
@@ -320,19 +325,10 @@ def studio(
     path: AgentPath = None,
     tools: ToolsOption = None,
     llm: LLMOption = LLMChoice.AUTO,
-    host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port (0: any free port)")] = 8750,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help=f"directory keeping sessions, agents and queued messages across restarts "
-            f"(default: ./{DEFAULT_DATA_DIR})",
-        ),
-    ] = None,
-    ephemeral: Annotated[
-        bool, typer.Option("--ephemeral", help="keep everything in memory (lost on exit)")
-    ] = False,
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8750,
+    data: DataOption = None,
+    ephemeral: EphemeralOption = False,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="print the page's address instead of opening it")
     ] = False,
