@@ -11,9 +11,20 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The local stack as the tests run it: the offline model, a cache of the test's own, quiet
+    Lambda logs. Autouse in every test module that imports it."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
 
 
 def run_cli(

@@ -13,20 +13,12 @@ import pytest
 
 from examples.banking import bank
 from infra.runtime import current_runtime, reset_runtime
-from tests.cli.chat_kit import ROOT, Lines, recording_console, run_cli
+from tests.cli.chat_kit import ROOT, Lines, offline, recording_console, run_cli  # noqa: F401 (offline: an autouse fixture)
 from waypoint.agent_source import AgentSource
 from waypoint.chat import Chat, WorkerStopped
 from waypoint.local_server import LocalServer
 
 PIZZA = ROOT / "examples" / "pizza"
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
 
 
 @pytest.fixture

@@ -16,18 +16,10 @@ import pytest
 from examples.banking import TOOLS_MODULE, bank
 from examples.banking import load as load_bank
 from infra.runtime import reset_runtime
-from tests.cli.chat_kit import serve_banner
+from tests.cli.chat_kit import offline, serve_banner  # noqa: F401 (offline: an autouse fixture)
 from waypoint.local_server import GenericChatClient, LocalServer
 
 KEY = "studio-page-test-key-0123456789"
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
 
 
 @pytest.fixture
