@@ -16,18 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import SchematicLLM
+from examples.banking import SEED_CONVERSATION
 from infra.offline import OfflineLLM
-
-# The seed conversation (examples/banking/tests/seed_transfer.conv.yaml), what the customer says.
-BANKING_TURNS = (
-    "Hi",
-    "Transfer money",
-    "seldo",
-    "monkey",
-    "Checking",
-    "To account ID 1234324",
-    "500",
-)
 
 
 class TimedLLM:
@@ -83,7 +73,7 @@ async def _one_run(llm: SchematicLLM) -> list[float]:
     deps = EngineDeps(llm=llm, embedder=HashingEmbedder(), tools=InProcessDispatcher(registry))
     engine = TurnEngine(agents, sessions, deps)
     turns_ms = []
-    for number, text in enumerate(BANKING_TURNS, start=1):
+    for number, text in enumerate(SEED_CONVERSATION, start=1):
         started = time.process_time()
         await engine.handle("s", [InboundMessage(event_id=f"m{number}", text=text)])
         turns_ms.append((time.process_time() - started) * 1000)

@@ -92,17 +92,6 @@ def _options(
         os.environ[DEBUG_ENV] = "1"
 
 
-SEED_CONVERSATION = [
-    "Hi",
-    "Transfer money",
-    "seldo",
-    "monkey",
-    "Checking",
-    "To account ID 1234324",
-    "500",
-]
-
-
 class LLMChoice(StrEnum):
     AUTO = "auto"
     OFFLINE = "offline"
@@ -190,7 +179,7 @@ def demo(
 ) -> None:
     """Run the banking concierge end to end on the local stack and print the transcript."""
     from engine.trace import explain, summarize
-    from examples.banking import TOOLS_MODULE, bank
+    from examples.banking import SEED_CONVERSATION, TOOLS_MODULE, bank
     from examples.banking import load as load_bank
     from waypoint.local_server import GenericChatClient, LocalServer
 

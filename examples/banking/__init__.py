@@ -10,6 +10,18 @@ from engine.model import AgentSnapshot
 AGENT_PATH = Path(__file__).with_name("agent.yaml")
 TOOLS_MODULE = "examples.banking.tools"
 
+# The seed conversation (tests/seed_transfer.conv.yaml), what the customer says: `waypoint demo`
+# plays it, and the offline model's CPU benchmark measures it.
+SEED_CONVERSATION = (
+    "Hi",
+    "Transfer money",
+    "seldo",
+    "monkey",
+    "Checking",
+    "To account ID 1234324",
+    "500",
+)
+
 
 def load() -> AgentSnapshot:
     """The validated concierge snapshot."""
