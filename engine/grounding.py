@@ -27,6 +27,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine.model import CollectedField, ToolParameter, ToolSpec
+from engine.session import Event
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,15 @@ class CustomerMessage:
 
     number: int  # the event offset, shown to people as "message #n"
     text: str
+
+    @classmethod
+    def of(cls, event: Event) -> CustomerMessage:
+        """A customer message event as grounding reads it. A button press is stored with its
+        option's id as its text (`engine.turn`); an id is not words — its meaning is the pick
+        itself (a collected value with its origin) — so option "3" never grounds a 3."""
+        choice = event.data.get("choice")
+        pressed = choice is not None and (event.text or "") == str(choice)
+        return cls(event.offset, "" if pressed else event.text or "")
 
 
 @dataclass(frozen=True)

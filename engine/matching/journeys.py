@@ -51,7 +51,7 @@ def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
     """The customer's messages of this turn: the only words a value ahead may come from."""
     first = ctx.session.next_offset()
     return [
-        CustomerMessage(e.offset, e.text or "")
+        CustomerMessage.of(e)
         for e in ctx.history
         if e.offset >= first and e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
     ]

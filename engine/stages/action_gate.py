@@ -17,7 +17,7 @@ from engine.errors import ToolArgumentError
 from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call, same_value
 from engine.model import ToolSpec
 from engine.secrets import MASK
-from engine.session import Event, EventKind, EventSource
+from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
 from engine.stages.state import TurnState
 from engine.tool_calls import missing_argument_question, validate_arguments
@@ -32,22 +32,12 @@ class ClearedCall:
     grounding: CallGrounding
 
 
-def _words_of(event: Event) -> str:
-    """What the customer said in a message. A button press is stored with its option's id as
-    its text (`engine.turn`); an id is not words — its meaning is the pick itself (a collected
-    value with its origin) — so option "3" never grounds a quantity of 3."""
-    choice = event.data.get("choice")
-    if choice is not None and (event.text or "") == str(choice):
-        return ""
-    return event.text or ""
-
-
 def evidence_for(state: TurnState) -> Evidence:
     """What this turn's arguments may be traced to: this sender's messages in the session,
     successful tool results by field name, context variables, the sender's principal, and the
     values the customer picked among offered options or submitted in a form."""
     messages = [
-        CustomerMessage(e.offset, _words_of(e))
+        CustomerMessage.of(e)
         for e in (*state.earlier_events(), *state.events)
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER and state.is_own(e)
     ]

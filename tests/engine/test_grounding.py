@@ -3,12 +3,14 @@ customer's words, a tool result or variable of the same name, or the principal â
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
 from engine.grounding import CustomerMessage, Evidence, ground_call
 from engine.model import ToolParameter, ToolSpec
+from engine.session import Event, EventKind, EventSource
 
 TRANSFER = ToolSpec(
     name="transfer_money",
@@ -200,3 +202,24 @@ def test_a_time_near_the_one_said_or_read_off_a_bare_number_is_refused(
     text: str, invented: str
 ) -> None:
     assert ground_call(BOOK, {"time": invented}, said(text)).ungrounded == ("time",), text
+
+
+def _customer_event(text: str, **data: object) -> Event:
+    return Event(
+        id="e7", offset=7, kind=EventKind.MESSAGE, source=EventSource.CUSTOMER,
+        created_at=datetime(2026, 11, 24, tzinfo=UTC), text=text, data=dict(data),
+    )  # fmt: skip
+
+
+def test_a_button_press_is_not_words_so_its_option_id_grounds_no_number() -> None:
+    """A pressed option "3" is stored with "3" as its text; a hostile model that then says the
+    quantity was 3 finds no such words (tests/hostile pizza-order-nudge found it)."""
+    pressed = CustomerMessage.of(_customer_event("3", choice="3"))
+    typed = CustomerMessage.of(_customer_event("3"))
+    assert pressed == CustomerMessage(7, "")
+    three = {"to_account_id": "1234324", "amount": 3.0}
+    assert ground_call(TRANSFER, three, Evidence((pressed,))).ungrounded == (
+        "to_account_id",
+        "amount",
+    )
+    assert ground_call(TRANSFER, three, Evidence((typed,))).ungrounded == ("to_account_id",)
