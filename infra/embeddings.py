@@ -61,17 +61,35 @@ def _terms(text: str) -> list[str]:
 
 
 def _features(text: str) -> Iterator[tuple[str, float]]:
+    """Every hashed feature of `text` with its weight (the definition `embed_one` computes from cached per-term buckets)."""
     terms = _terms(text)
     for term in terms:
-        yield "w:" + term, _WORD_WEIGHT
-        padded = f"<{term}>"
-        for i in range(len(padded) - 2):
-            yield "c:" + padded[i : i + 3], _TRIGRAM_WEIGHT
+        yield from _term_features(term)
     for left, right in itertools.pairwise(terms):
         yield f"p:{left} {right}", _PAIR_WEIGHT
     if not terms:
         # Keeps the unit-length promise for empty or stopword-only text.
         yield "empty", 1.0
+
+
+def _term_features(term: str) -> Iterator[tuple[str, float]]:
+    yield "w:" + term, _WORD_WEIGHT
+    padded = f"<{term}>"
+    for i in range(len(padded) - 2):
+        yield "c:" + padded[i : i + 3], _TRIGRAM_WEIGHT
+
+
+@lru_cache(maxsize=1 << 15)
+def _term_contributions(term: str, dimensions: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """A term's word and 3-gram features as (bucket, signed weight) columns: a conversation
+    repeats its words turn after turn, so each is hashed once."""
+    pairs = [_signed(feature, weight, dimensions) for feature, weight in _term_features(term)]
+    return tuple(i for i, _ in pairs), tuple(w for _, w in pairs)
+
+
+def _signed(feature: str, weight: float, dimensions: int) -> tuple[int, float]:
+    index, sign = _bucket(feature, dimensions)
+    return index, sign * weight
 
 
 @lru_cache(maxsize=1 << 16)
@@ -98,10 +116,25 @@ class HashingEmbedder:
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         """One L2-normalized float32 vector for `text`."""
-        vector = np.zeros(self._dimensions, dtype=np.float32)
-        for feature, weight in _features(text):
-            index, sign = _bucket(feature, self._dimensions)
-            vector[index] += sign * weight
+        dimensions = self._dimensions
+        indices: list[int] = []
+        weights: list[float] = []
+        terms = _terms(text)
+        for term in terms:
+            term_indices, term_weights = _term_contributions(term, dimensions)
+            indices += term_indices
+            weights += term_weights
+        for left, right in itertools.pairwise(terms):
+            index, weight = _signed(f"p:{left} {right}", _PAIR_WEIGHT, dimensions)
+            indices.append(index)
+            weights.append(weight)
+        if not terms:
+            index, weight = _signed("empty", 1.0, dimensions)
+            indices.append(index)
+            weights.append(weight)
+        # Weights are ±1, ±0.5 and ±0.25: their sums are exact in float64 and float32 alike, so
+        # summing per bucket at once gives the vector adding them one by one gave.
+        vector = np.bincount(indices, weights=weights, minlength=dimensions).astype(np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else vector
 

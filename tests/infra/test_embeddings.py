@@ -53,3 +53,30 @@ def test_vectors_are_identical_across_processes() -> None:
         for seed in ("1", "2")
     }
     assert len(runs) == 1
+
+
+def test_the_cached_bucket_sums_equal_adding_every_feature_one_by_one() -> None:
+    """embed_one sums per-term cached buckets at once (np.bincount); vectors written at publish
+    time must stay valid, so it must give exactly the vector of the feature-by-feature sum."""
+    from infra.embeddings import _bucket, _features
+
+    texts = [
+        "",
+        "the a to",
+        "I want to transfer money to my savings account",
+        "Transferring funds: transferred, transfers — stopping, stopped; bills & passes",
+        "Stock price lookup\nLook up the price of a stock\nORD-5521 arrived damaged twice",
+        "money money money transfer transfer",
+    ]
+    for dimensions in (16, 384):
+        embedder = HashingEmbedder(dimensions)
+        for text in texts:
+            expected = np.zeros(dimensions, dtype=np.float32)
+            for feature, weight in _features(text):
+                index, sign = _bucket(feature, dimensions)
+                expected[index] += sign * weight
+            norm = float(np.linalg.norm(expected))
+            expected = expected / norm if norm > 0 else expected
+            got = embedder.embed_one(text)
+            assert got.dtype == np.float32
+            assert np.array_equal(got, expected), text
