@@ -61,7 +61,8 @@ def _terms(text: str) -> list[str]:
 
 
 def _features(text: str) -> Iterator[tuple[str, float]]:
-    """Every hashed feature of `text` with its weight (the definition `embed_one` computes from cached per-term buckets)."""
+    """Every hashed feature of `text` with its weight: the definition `embed_one` computes
+    from cached per-term buckets."""
     terms = _terms(text)
     for term in terms:
         yield from _term_features(term)
