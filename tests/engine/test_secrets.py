@@ -425,3 +425,38 @@ async def test_a_typed_secret_is_masked_where_a_refused_call_quotes_its_source()
     (call,) = out.trace.tool_calls
     assert call.status == "ungrounded" and any(s.startswith("password") for s in call.sources)
     assert PASSWORD not in await everything_stored(h, [out.trace.turn_id])
+
+
+async def test_a_secret_typed_early_is_masked_in_earlier_traces_when_the_turn_hands_off() -> None:
+    """The turn that learns a typed text was a secret masks it where it was typed, in the
+    earlier turn's stored trace too — also when that turn ends by handing off to a person
+    (an ending that composes nothing) instead of answering."""
+    steps: list[Any] = [
+        ("user", "Ask for the username", {"collects": (CollectedField(name="username"),)}),
+        ("pass", "Ask for the password", {"collects": parse_password()}),
+        ("person", "tool:hand_off_to_person", {"action": "A person finishes the login"}),
+    ]
+    auth = chain_journey("auth", "Authenticate", "The customer needs to log in", steps)
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user")),
+        advance(
+            n("user"),
+            n("pass"),
+            n("person"),
+            collected={"username": "seldo", "password": PASSWORD},
+        ),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+
+    first = await h.say(f"I need to log in, my password is {PASSWORD}")
+    stored_first = await h.sessions.trace("s1", first.trace.turn_id)
+    assert PASSWORD in dumped(stored_first)  # not known to be a secret yet
+    second = await h.say("my username is seldo")
+
+    assert second.state.mode.value == "human"  # the turn ended by handing off
+    assert [e.offset for e in second.masked_events] == [0]
+    stored = await everything_stored(h, [first.trace.turn_id, second.trace.turn_id])
+    assert PASSWORD not in stored
+    assert f"my password is {MASK}" in stored
