@@ -219,6 +219,9 @@ class SessionState(BaseModel):
     principals: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # journey id → the tool step whose tool failed last; retrying a consequential one asks first
     failed_steps: dict[str, str] = Field(default_factory=dict)
+    # journeys whose failed step's retry the customer was offered and did not take up: the step
+    # is held (not run, not asked again) until they ask for it (`engine.stages.retry_offers`)
+    retries_not_taken: tuple[str, ...] = ()
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)

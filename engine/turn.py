@@ -44,6 +44,7 @@ from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
 from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
+from engine.stages.retry_offers import read_retry_answer
 from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
@@ -131,6 +132,7 @@ class TurnPipeline:
                 new_session_state(state, ()), state.events, reply, masked_trace(state)
             )
         read_answer(state)
+        read_retry_answer(state)
         if state.interrupt is not None:
             resume_interrupt(state)
         ctx = state.context()

@@ -241,6 +241,7 @@ def end_dangling(
             "pending_interrupt": interrupt,
             "pending_confirmation": confirmation,
             "failed_steps": failed,
+            "retries_not_taken": tuple(j for j in session.retries_not_taken if j in failed),
         }
     )
     return cleaned, tuple(_title(jid, previous) for jid in ended)

@@ -29,12 +29,15 @@ class FailedAction:
     action: str
     error: str
     markers: tuple[str, ...]
+    # False for a step whose retry was offered and not taken up: the offer is not repeated
+    offer_retry: bool = True
 
 
 def failed_actions(state: TurnState) -> list[FailedAction]:
     """Tools that failed this turn (and did not succeed on a later try), and journey steps that
     still sit on a failed tool from an earlier turn."""
     failed: dict[str, str] = {}
+    held: set[str] = set()
     for outcome in state.tool_results:
         if outcome.error is not None and outcome.tool not in state.succeeded_tools:
             failed.setdefault(outcome.tool, outcome.error)
@@ -44,13 +47,16 @@ def failed_actions(state: TurnState) -> list[FailedAction]:
         for tool in state.agent.journey(jid).node(node_id).tools:
             if tool not in state.succeeded_tools:
                 failed.setdefault(tool, "it did not go through")
+                if jid in state.retries_not_taken and tool not in state.executed_tools:
+                    held.add(tool)
     actions = []
     for tool, error in failed.items():
         if not state.agent.has_tool(tool):
             continue
         spec = state.agent.tool(tool)
         action = (spec.description or spec.name).rstrip(".")
-        actions.append(FailedAction(tool, action, error, success_markers(state.agent, tool)))
+        markers = success_markers(state.agent, tool)
+        actions.append(FailedAction(tool, action, error, markers, offer_retry=tool not in held))
     return actions
 
 
@@ -86,10 +92,12 @@ def claimed_failure(state: TurnState, text: str) -> FailedAction | None:
 
 
 def failure_reply(failed: FailedAction) -> str:
-    """The engine's own words when the model's reply claimed what failed."""
+    """The engine's own words when the model's reply claimed what failed (an offer to retry
+    that the customer did not take up is not made again)."""
+    again = " Would you like me to try again?" if failed.offer_retry else ""
     return (
         f"Sorry — {failed.action[:1].lower()}{failed.action[1:]} did not happen "
-        f"({failed.error}). Would you like me to try again?"
+        f"({failed.error}).{again}"
     )
 
 

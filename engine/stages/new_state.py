@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from engine.history import fold_history
 from engine.model import GuidelineKind
 from engine.session import SessionState, remember, window_event_ids, window_turn_ids
+from engine.stages.retry_offers import still_held
 from engine.stages.secret_masking import (
     masked_kept_evidence,
     stored_collected,
@@ -61,6 +62,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "pending_confirmation": stored_confirmation(state),
             "principals": dict(state.principals),
             "failed_steps": dict(state.failed_steps),
+            "retries_not_taken": still_held(state),
             # Only what the new window does not show itself (`SessionState.has_processed`).
             "processed_event_ids": remember(
                 session.processed_event_ids,

@@ -166,6 +166,8 @@ class TurnState:
             tuple[str, str]
         ] = []  # (journey, node) whose tools succeeded
         self.failed_steps: dict[str, str] = dict(session.failed_steps)  # journey → failed tool step
+        # journeys whose failed step's retry offer was not taken up (`engine.stages.retry_offers`)
+        self.retries_not_taken: list[str] = list(session.retries_not_taken)
         # sender → principal; written only from tool results (`control.principal`)
         self.principals: dict[str, dict[str, Any]] = dict(session.principals)
         # Confirmation: the call the customer agreed to this turn (load), the one asked now (tools).

@@ -41,6 +41,7 @@ from engine.stages.journey_progress import (
 )
 from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.relationships import resolve_relationships
+from engine.stages.retry_offers import held_note, retry_held
 from engine.stages.state import TurnState
 from engine.tool_calls import (
     ToolCallPlan,
@@ -127,8 +128,23 @@ def _journey_tool_steps(
         if node.kind is NodeKind.TOOL and not set(node.tools) & state.executed_tools:
             if any(awaits_result(state, t) for t in node.tools):
                 continue  # its form is out: the step completes when the result arrives
+            if retry_held(state, jid, node_id):
+                _hold(state, node)  # its retry was offered and not taken up: not asked again
+                continue
             steps.append((journey, node))
     return steps
+
+
+def _hold(state: TurnState, node: JourneyNode) -> None:
+    """Trace a held step and tell the reply it has not happened (once per turn)."""
+    for name in node.tools:
+        if any(c.tool == name and c.status == "retry_not_taken" for c in state.trace.tool_calls):
+            continue
+        spec = state.agent.tool(name)
+        trace_tool(
+            state, name, {}, "retry_not_taken", "failed before; held until the customer asks again"
+        )
+        state.notes_for_reply.append(held_note(spec.description or spec.name))
 
 
 def _guideline_tools(state: TurnState, resolution: Resolution) -> dict[str, str]:
