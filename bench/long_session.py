@@ -328,8 +328,9 @@ WORKLOAD = (
     "send the goodbye right after a completed transfer. Replaying the first conversation "
     "verbatim, as this benchmark first did, is no customer: once logged in the agent no longer "
     "asks for a username, the scripted answers land on the wrong questions, a $1,234,324 "
-    "transfer fails and the session sits forever at a retry confirmation nobody answers, so "
-    "every reply carried the confirmation request."
+    "transfer fails and the session sat forever at a retry confirmation nobody answered, so "
+    "every reply carried the confirmation request (since fixed in the engine: a retry offer "
+    "the customer does not take up is held, not asked again — tests/engine/test_retry_offers.py)."
 )
 
 DIFFERS = (
