@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine.handoff import MODE_CHANGED
-from engine.session import EventSource
+from engine.session import MAX_REMEMBERED_IDS, EventSource
 from functions import worker
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, session_id_for
@@ -299,6 +299,15 @@ def test_a_retried_message_is_answered_as_recorded_even_after_a_take_over(
     drain(stack)
     assert posts(platforms, body["text"]) == 1
     assert load_session(runtime, SESSION).handoff.assignee == "ben"
+    # Long after, once the session no longer remembers the change's id (its window of ids and
+    # events has moved on), the retry is still that change: found by its stored trace.
+    for _ in range(MAX_REMEMBERED_IDS + 2):
+        assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ben"})[0] == 200
+    assert not load_session(runtime, SESSION).has_committed(first["events"][0]["turn_id"])
+    status, late = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and late["replayed"]
+    drain(stack)
+    assert posts(platforms, body["text"]) == 1
 
 
 def test_a_persons_message_the_platform_refuses_for_now_is_sent_once_by_the_retry(
