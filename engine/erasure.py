@@ -3,7 +3,8 @@
 A session that is theirs alone is deleted whole (each store knows its items). In a group session
 their messages are overwritten with an erased marker at the same offset, so the conversation's
 order stays intact for the others, and what the session's state holds about them — their
-principal, their picks and collected values, their evidence, a question put to them — goes.
+principal, their picks and collected values, their evidence, a question put to them, where the
+conversation was last answered — goes.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def without_person(state: SessionState, person: str, opener: bool) -> SessionSta
                 None
                 if state.pending_confirmation and state.pending_confirmation.sender == person
                 else state.pending_confirmation
+            ),
+            # Where the conversation was last answered may hold their message's ids (or, in a
+            # generic group, their callback): forgotten; the others' next message teaches it.
+            "last_reply_to": None,
+            "handoff": (
+                state.handoff.model_copy(update={"reply_to": None}) if state.handoff else None
             ),
         }
     )

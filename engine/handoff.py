@@ -9,7 +9,9 @@ here runs a turn, and no model output can make one: only these functions, called
 management API or the support channel, write `source=human` events or set the mode back.
 
 Mode changes are status events (`data.status == "mode_changed"`) saying who (`by`), when
-(`created_at`) and why (`why`).
+(`created_at`) and why (`why`). Who has the session is a `handoff_taken` event: taking it,
+writing first to a waiting one, or taking it over from someone else (`from`, `take_over`) —
+only the person who has it writes and hands back, unless they take it over.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ HANDOFF_TAKEN = "handoff_taken"
 HANDOFF_TICKET = "handoff_ticket"
 SUPPORT_THREAD = "support_thread_opened"
 
+# An event a change records: kind, source, text, data.
+_Recorded = tuple[EventKind, EventSource, str | None, dict[str, Any]]
+
 # What counts as asking for a person, by default: "can I talk to a person", "speak with a real
 # human", "I want a human agent", "get me a representative", "operator please".
 _DEFAULT_REQUEST = re.compile(
@@ -59,6 +64,18 @@ _DEFAULT_REQUEST = re.compile(
 class HandoffStateError(WaypointError):
     """The operation does not fit the session's mode (e.g. a person's message while the agent
     has the session): take or start a handoff first."""
+
+
+class TakenByAnother(HandoffStateError):
+    """Another person has the session: they write and hand back, unless the caller takes it
+    over (`take_over`). `assignee` names who has it."""
+
+    def __init__(self, session_id: str, assignee: str, doing: str) -> None:
+        self.assignee = assignee
+        super().__init__(
+            f"session {session_id!r} is already taken by {assignee!r}: leave it to them, or "
+            f"send take_over: true to take it over{doing}"
+        )
 
 
 def asks_for_person(text: str, config: HandoffConfig) -> bool:
@@ -158,7 +175,7 @@ def _change(
     session: SessionState,
     change_id: str,
     now: datetime,
-    events: Sequence[tuple[EventKind, EventSource, str | None, dict[str, Any]]],
+    events: Sequence[_Recorded],
     **updates: Any,
 ) -> SessionChange:
     offset = session.next_offset()
@@ -202,9 +219,9 @@ def start_handoff(
     """A person (or an inbox tool) takes the session away from the agent."""
     if session.mode is SessionMode.HUMAN:
         raise HandoffStateError(f"session {session.id!r} is already with a person")
-    # Where the customer is answered is learned from their messages (it is never stored in an
-    # event): a handoff started from outside a turn learns it from the customer's next message.
-    handoff = Handoff(reason=reason, trigger=trigger, since=now)
+    # A person's messages go where the customer was last answered (never stored in an event);
+    # a session that has none (the API channel, or no message yet) learns it from their next.
+    handoff = Handoff(reason=reason, trigger=trigger, since=now, reply_to=session.last_reply_to)
     data = mode_event_data(SessionMode.HUMAN, by=by, why=reason, trigger=trigger)
     return _change(
         session,
@@ -218,61 +235,100 @@ def start_handoff(
     )
 
 
-def take(session: SessionState, change_id: str, now: datetime, *, person: str) -> SessionChange:
-    """`person` takes the handed-off session (refused when someone else has it)."""
-    handoff = _handed_off(session)
-    if handoff.assignee not in (None, person):
-        raise HandoffStateError(
-            f"session {session.id!r} is already taken by {handoff.assignee!r}; they can hand it "
-            "back, or post as themselves"
-        )
-    data = {"status": HANDOFF_TAKEN, "by": person}
-    return _change(
-        session,
-        change_id,
-        now,
-        [(EventKind.STATUS, EventSource.HUMAN, None, data)],
-        handoff=handoff.model_copy(update={"assignee": person, "taken_at": now}),
+def _claimed(
+    session: SessionState,
+    handoff: Handoff,
+    person: str,
+    now: datetime,
+    *,
+    take_over: bool,
+    doing: str,
+    why_first: str | None = None,
+) -> tuple[Handoff, list[_Recorded]]:
+    """The handoff with `person` as its assignee, and the `handoff_taken` event that records
+    it (none when they had it already). Someone else's session is refused (`TakenByAnother`)
+    unless `take_over`: then it is reassigned, the event naming whom it was taken from."""
+    current = handoff.assignee
+    if current == person:
+        return handoff, []
+    if current is not None and not take_over:
+        raise TakenByAnother(session.id, current, doing)
+    data: dict[str, Any] = {"status": HANDOFF_TAKEN, "by": person}
+    if current is not None:
+        data.update({"from": current, "take_over": True, "why": f"taken over from {current}"})
+    elif why_first:
+        data["why"] = why_first
+    claimed = handoff.model_copy(update={"assignee": person, "taken_at": now})
+    return claimed, [(EventKind.STATUS, EventSource.HUMAN, None, data)]
+
+
+def take(
+    session: SessionState, change_id: str, now: datetime, *, person: str, take_over: bool = False
+) -> SessionChange:
+    """`person` takes the handed-off session (refused when someone else has it, unless
+    `take_over`)."""
+    handoff, events = _claimed(
+        session, _handed_off(session), person, now, take_over=take_over, doing=""
     )
+    if not events:  # they have it already: recorded all the same (an inbox tool's click)
+        events = [
+            (EventKind.STATUS, EventSource.HUMAN, None, {"status": HANDOFF_TAKEN, "by": person})
+        ]
+    return _change(session, change_id, now, events, handoff=handoff)
 
 
 def person_message(
-    session: SessionState, change_id: str, now: datetime, *, person: str, text: str
+    session: SessionState,
+    change_id: str,
+    now: datetime,
+    *,
+    person: str,
+    text: str,
+    take_over: bool = False,
 ) -> SessionChange:
-    """A person's message to the customer (recorded as `source=human`; never runs a turn). An
-    untaken session is taken by the person who writes first."""
+    """A person's message to the customer (recorded as `source=human`; never runs a turn). Only
+    the person who has the session writes: a waiting one is taken by whoever writes first (a
+    `handoff_taken` event before the message), someone else's is refused unless `take_over`."""
     handoff = _handed_off(session)
     if not text.strip():
         raise HandoffStateError("a person's message needs text")
-    if handoff.assignee is None:
-        handoff = handoff.model_copy(update={"assignee": person, "taken_at": now})
-    data = {"person": person}
-    return _change(
+    handoff, events = _claimed(
         session,
-        change_id,
+        handoff,
+        person,
         now,
-        [(EventKind.MESSAGE, EventSource.HUMAN, text, data)],
-        handoff=handoff,
+        take_over=take_over,
+        doing=" and write",
+        why_first="wrote to the customer first",
     )
+    events.append((EventKind.MESSAGE, EventSource.HUMAN, text, {"person": person}))
+    return _change(session, change_id, now, events, handoff=handoff)
 
 
 def hand_back(
-    session: SessionState, change_id: str, now: datetime, *, by: str, why: str = ""
+    session: SessionState,
+    change_id: str,
+    now: datetime,
+    *,
+    by: str,
+    why: str = "",
+    take_over: bool = False,
 ) -> SessionChange:
     """The person gives the session back to the agent, which answers the next message with the
-    whole conversation (the person's messages included) in its history."""
+    whole conversation (the person's messages included) in its history. A session someone else
+    has is theirs to hand back, unless `take_over` (recorded as a take-over first); a waiting
+    one anyone may hand back."""
     handoff = _handed_off(session)
+    events: list[_Recorded] = []
+    if handoff.assignee is not None:
+        handoff, events = _claimed(
+            session, handoff, by, now, take_over=take_over, doing=" and hand it back"
+        )
     data = mode_event_data(
         SessionMode.AUTO, by=by, why=why or "handed back to the agent", reason=handoff.reason
     )
-    return _change(
-        session,
-        change_id,
-        now,
-        [(EventKind.STATUS, EventSource.HUMAN, None, data)],
-        mode=SessionMode.AUTO,
-        handoff=None,
-    )
+    events.append((EventKind.STATUS, EventSource.HUMAN, None, data))
+    return _change(session, change_id, now, events, mode=SessionMode.AUTO, handoff=None)
 
 
 def record_ticket(
@@ -283,7 +339,7 @@ def record_ticket(
     handoff = _handed_off(session)
     if handoff.ticket_id is not None:
         raise HandoffStateError(f"session {session.id!r} has a ticket already")
-    events: list[tuple[EventKind, EventSource, str | None, dict[str, Any]]] = [
+    events: list[_Recorded] = [
         (EventKind.STATUS, EventSource.SYSTEM, None, ticket_data(change_id, handoff, why))
     ]
     if notice:

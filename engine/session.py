@@ -6,6 +6,8 @@ under the session's `version` (optimistic concurrency) and its own `turn_id` (id
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -231,6 +233,12 @@ class SessionState(BaseModel):
     # `human` while a person has the conversation; changed only by mode events (`engine.handoff`)
     mode: SessionMode = SessionMode.AUTO
     handoff: Handoff | None = None
+    # Where the customer's channel last answered this conversation: the `reply_to` of the latest
+    # message a turn took that carried one (opaque here; the conversation's address — chat,
+    # topic, number — as the channel builds it, not a sender's). A handoff started outside a
+    # turn delivers a person's message there. Never in an event, a trace or a prompt; erasure
+    # clears it (`engine.erasure`).
+    last_reply_to: dict[str, Any] | None = None
 
     @property
     def active_journey_ids(self) -> list[str]:
@@ -260,6 +268,23 @@ class SessionState(BaseModel):
         """Whether a turn id committed: its events are in the window, or it is remembered
         beyond it (`committed_turn_ids`). Older turns are refused by the store's turn marker."""
         return turn_id in self.committed_turn_ids or any(e.turn_id == turn_id for e in self.events)
+
+
+# A remembered address larger than this (JSON characters) is not kept: platform addresses are
+# a few ids (a generic channel's callback URL is at most 2,048 characters).
+MAX_REPLY_TO_CHARS = 4096
+
+
+def latest_reply_to(messages: Sequence[InboundMessage]) -> dict[str, Any] | None:
+    """Where the channel answers the latest of `messages` that says (their `reply_to`
+    metadata), or None: none says (the API channel), or the address is too large to keep."""
+    for message in reversed(messages):
+        address = message.metadata.get("reply_to")
+        if isinstance(address, dict) and address:
+            if len(json.dumps(address, default=str)) > MAX_REPLY_TO_CHARS:
+                return None
+            return dict(address)
+    return None
 
 
 # Bounded windows for processed_event_ids / committed_turn_ids. A turn also recognises the ids

@@ -2,16 +2,23 @@
 
     GET  /handoffs[?agent_id=&status=]      sessions with a person (or waiting for one), oldest
                                             first: from an index item per session, never a scan
-    POST /sessions/{id}/handoff             hand the session to a person (body: reason, by)
-    POST /sessions/{id}/handoff/take        a person takes it (body: person)
+    POST /sessions/{id}/handoff             hand the session to a person (body: reason, by);
+                                            a person's messages go where the customer was last
+                                            answered
+    POST /sessions/{id}/handoff/take        a person takes it (body: person, take_over)
     POST /sessions/{id}/handoff/messages    a person writes to the customer (body: person, text,
-                                            event_id = idempotency key): recorded, then queued for
-                                            the turn worker, which delivers it on the customer's
-                                            channel through the outbox; never a turn
-    POST /sessions/{id}/handoff/release     hand it back to the agent (body: person, note)
+                                            event_id = idempotency key, take_over): recorded,
+                                            then queued for the turn worker, which delivers it on
+                                            the customer's channel through the outbox; never a
+                                            turn. Writing to a waiting handoff takes it.
+    POST /sessions/{id}/handoff/release     hand it back to the agent (body: person, note,
+                                            take_over)
 
-A mode that does not fit (writing while the agent has the session, taking one someone else has)
-is 409 with what to do instead. Included in `functions.management` (same key, same errors).
+A mode that does not fit (writing while the agent has the session) is 409 with what to do
+instead; so is taking, writing to or handing back a session someone else has, naming who, unless
+the body says `"take_over": true` (reassigned to the caller, recorded). A retry with the same
+`event_id` is the same change: answered with what it recorded, never refused, never sent twice.
+Included in `functions.management` (same key, same errors).
 """
 
 from __future__ import annotations
@@ -45,6 +52,11 @@ from infra.runtime import current_runtime
 router = APIRouter(tags=["handoff"])
 
 Person = Field(min_length=1, max_length=200, description="who acts: a name or an inbox user id")
+TakeOver = Field(
+    default=False,
+    description="someone else has the session: take it over (recorded as a `handoff_taken` "
+    "event naming whom it was taken from) instead of being refused with 409",
+)
 
 
 class HandoffView(BaseModel):
@@ -100,6 +112,7 @@ class StartHandoff(BaseModel):
 
 class TakeHandoff(BaseModel):
     person: str = Person
+    take_over: bool = TakeOver
 
 
 class PersonMessage(BaseModel):
@@ -111,11 +124,13 @@ class PersonMessage(BaseModel):
         max_length=200,
         description="idempotency key: the same event id again records and sends it once",
     )
+    take_over: bool = TakeOver
 
 
 class ReleaseHandoff(BaseModel):
     person: str = Person
     note: str = Field(default="", max_length=500)
+    take_over: bool = TakeOver
 
 
 class ChangeView(BaseModel):
@@ -184,10 +199,11 @@ async def start(session_id: str, body: StartHandoff) -> ChangeView:
 
 @router.post("/sessions/{session_id}/handoff/take", response_model=ChangeView)
 async def take_session(session_id: str, body: TakeHandoff) -> ChangeView:
-    """`person` takes the handed-off session; 409 when someone else has it."""
+    """`person` takes the handed-off session; 409 naming who has it when someone else does
+    (unless `take_over`)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
-        return take(s, cid, now, person=body.person)
+        return take(s, cid, now, person=body.person, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
 
@@ -195,10 +211,13 @@ async def take_session(session_id: str, body: TakeHandoff) -> ChangeView:
 @router.post("/sessions/{session_id}/handoff/messages", response_model=MessageView)
 async def post_person_message(session_id: str, body: PersonMessage) -> MessageView:
     """A person's message: recorded in the session and delivered to the customer on their
-    channel (through the outbox; a retry with the same `event_id` never sends twice)."""
+    channel (through the outbox; a retry with the same `event_id` never sends twice). A waiting
+    handoff is taken by the writer; someone else's is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
-        return person_message(s, cid, now, person=body.person, text=body.text)
+        return person_message(
+            s, cid, now, person=body.person, text=body.text, take_over=body.take_over
+        )
 
     applied = await _apply(session_id, "human", body.event_id, make)
     event = next((e for e in applied.events if e.text is not None), None)
@@ -222,10 +241,10 @@ async def post_person_message(session_id: str, body: PersonMessage) -> MessageVi
 @router.post("/sessions/{session_id}/handoff/release", response_model=ChangeView)
 async def release(session_id: str, body: ReleaseHandoff) -> ChangeView:
     """Hand the session back to the agent; it answers the customer's next message with the
-    person's messages in its history."""
+    person's messages in its history. Someone else's session is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
-        return hand_back(s, cid, now, by=body.person, why=body.note)
+        return hand_back(s, cid, now, by=body.person, why=body.note, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "release", None, make)))
 

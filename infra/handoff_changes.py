@@ -52,14 +52,24 @@ async def apply_change(
     change_id: str,
     make: Callable[[SessionState], SessionChange],
 ) -> AppliedChange:
-    """Load, compute (`make` may raise `HandoffStateError`), commit; retried on a racing turn."""
+    """Load, compute (`make` may raise `HandoffStateError`), commit; retried on a racing turn.
+    A change already committed is answered with what it recorded, never computed again (a
+    retried message after someone took the session over is not refused)."""
+    from engine.handoff import HandoffStateError  # (already loaded by every caller)
+
     for attempt in range(_CONFLICT_RETRIES):
         state = await sessions.load(session_id)
         if state is None:
             raise SessionMissing(f"no session {session_id[:100]!r}")
-        if change_id in state.committed_turn_ids:
+        if state.has_committed(change_id):
             return _replayed(state, change_id)
-        change = make(state)
+        try:
+            change = make(state)
+        except HandoffStateError:
+            # Committed longer ago than the session remembers ids: its stored trace says so.
+            if await sessions.trace(session_id, change_id) is not None:
+                return _replayed(state, change_id)
+            raise
         try:
             written = await sessions.commit(change.commit())
         except SessionConflict:

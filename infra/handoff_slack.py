@@ -12,6 +12,12 @@ people write back). The turn worker:
   channel) as a person's message: recorded, delivered on the customer's own channel through the
   outbox, never a turn. The button, or `handback` typed in the thread, hands back.
 
+The thread is the team's shared view of the conversation: a colleague replying in it (or
+pressing the button) acts in front of everyone, so it is an explicit take-over — delivered, and
+the session reassigned to them with a `handoff_taken` event naming whom it was taken from. (The
+management API, where people do not see each other's intent, refuses that with 409 unless the
+request says `take_over`.)
+
 The bot's own posts never come back as a person's reply: the Slack channel ignores messages from
 bots and from its own user. Each post goes through the outbox under its own record (the thread's
 under `{turn}.support-thread`, a customer's messages under `{turn}.support`), so a redelivered
@@ -239,14 +245,18 @@ async def person_wrote(runtime: Runtime, message: NormalizedMessage) -> OutsideT
                 runtime.sessions,
                 session_id,
                 change_id,
-                lambda s: hand_back(s, change_id, now, by=person, why="from the support thread"),
+                lambda s: hand_back(
+                    s, change_id, now, by=person, why="from the support thread", take_over=True
+                ),
             )
             return None
         applied = await apply_change(
             runtime.sessions,
             session_id,
             change_id,
-            lambda s: person_message_change(s, change_id, now, person=person, text=message.text),
+            lambda s: person_message_change(
+                s, change_id, now, person=person, text=message.text, take_over=True
+            ),
         )
     except HandoffStateError:
         return None

@@ -45,6 +45,7 @@ from engine.session import (
     Handoff,
     SessionMode,
     SessionState,
+    latest_reply_to,
     remember,
 )
 from engine.stages.journey_progress import apply_verified
@@ -211,6 +212,7 @@ def silent_session_state(state: TurnState) -> SessionState:
             "events": window,
             "kept_evidence": tuple(masked_kept_evidence(state, e) for e in kept),
             "handoff": state.handoff,
+            "last_reply_to": latest_reply_to(state.messages) or session.last_reply_to,
             "processed_event_ids": remember(
                 session.processed_event_ids, *(m.event_id for m in state.messages)
             ),
@@ -234,5 +236,6 @@ def _approved_text(state: TurnState, tag: str, default: str) -> str:
 
 
 def _reply_to(state: TurnState) -> dict[str, Any] | None:
-    address = state.messages[-1].metadata.get("reply_to") if state.messages else None
-    return dict(address) if isinstance(address, dict) and address else None
+    """Where a person's message reaches the customer: this turn's address, else the one the
+    session remembers (a message posted through the API carries none)."""
+    return latest_reply_to(state.messages) or state.session.last_reply_to

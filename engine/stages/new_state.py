@@ -2,7 +2,8 @@
 
 Applied and pending customer-dependent guidelines are updated from what the reply applied;
 journey progress, collected values (secrets masked), the pending interrupt and the idempotency
-memory (processed event ids, committed turn ids) are carried into a new session version.
+memory (processed event ids, committed turn ids) and where the customer was last answered
+are carried into a new session version.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from collections.abc import Sequence
 
 from engine.history import fold_history
 from engine.model import GuidelineKind
-from engine.session import SessionState, remember, window_event_ids, window_turn_ids
+from engine.session import (
+    SessionState,
+    latest_reply_to,
+    remember,
+    window_event_ids,
+    window_turn_ids,
+)
 from engine.stages.retry_offers import still_held
 from engine.stages.secret_masking import (
     masked_kept_evidence,
@@ -75,5 +82,6 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "agent_version": state.agent.version or session.agent_version,
             "mode": state.mode,
             "handoff": state.handoff,
+            "last_reply_to": latest_reply_to(state.messages) or session.last_reply_to,
         }
     )

@@ -8,13 +8,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.compose import ComposedReply
+from engine.erasure import without_person
 from engine.errors import InvalidAgentDefinition
 from engine.handoff import (
+    HANDOFF_TAKEN,
     MODE_CHANGED,
     HandoffStateError,
+    TakenByAnother,
     asks_for_person,
     hand_back,
     person_message,
+    start_handoff,
     take,
 )
 from engine.matching.guidelines import GuidelineMatchBatch
@@ -281,6 +285,98 @@ async def test_a_person_cannot_write_while_the_agent_has_the_session() -> None:
     out = await h.say("hello")
     with pytest.raises(HandoffStateError):
         person_message(out.state, "c1", datetime.now(UTC), person="dana", text="hi")
+
+
+# -- where a person's message goes, and who may write -------------------------------------------
+
+TELEGRAM = {"chat_id": 4242, "message_id": 7}
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+def from_chat(sender: str, message_id: int) -> dict:
+    return {"customer_id": sender, "reply_to": {"chat_id": 4242, "message_id": message_id}}
+
+
+async def test_the_session_remembers_where_its_customer_was_last_answered() -> None:
+    h = harness()
+    await h.start()
+    out = await h.say("hello", metadata={"customer_id": "ann", "reply_to": TELEGRAM})
+    assert out.state.last_reply_to == TELEGRAM
+    # A message through the API carries no address: the remembered one stays.
+    out = await h.say("hi from the studio")
+    assert out.state.last_reply_to == TELEGRAM
+    # Another sender in the same conversation: the address is the conversation's, as built.
+    out = await h.say("me too", metadata=from_chat("bob", 8))
+    assert out.state.last_reply_to == {"chat_id": 4242, "message_id": 8}
+    # An address too large to keep is not kept (no channel builds one): the last one stays.
+    huge = {"chat_id": 4242, "junk": "x" * 5000}
+    out = await h.say("and again", metadata={"reply_to": huge})
+    assert out.state.last_reply_to == {"chat_id": 4242, "message_id": 8}
+    # Never in the trace, nor in any prompt.
+    out = await h.say("ok", metadata={"reply_to": TELEGRAM})
+    assert all("4242" not in c.prompt for c in h.llm.calls)
+    assert "4242" not in out.trace.model_dump_json()
+
+    state = await h.sessions.load("s1")
+    started = start_handoff(state, "op1", NOW, by="lead", reason="upset customer")
+    assert started.state.handoff.reply_to == TELEGRAM
+    assert "4242" not in started.trace().model_dump_json()
+    await commit(h, started)
+    later = await h.say("hello?", metadata=from_chat("ann", 9))  # human mode: still learned
+    assert (
+        later.state.last_reply_to == later.state.handoff.reply_to == from_chat("ann", 9)["reply_to"]
+    )
+
+
+async def test_an_operator_handoff_on_a_session_without_an_address_has_none() -> None:
+    h = harness()
+    await h.start()
+    await h.say("hello")  # the API channel: clients read the session's events
+    state = await h.sessions.load("s1")
+    assert start_handoff(state, "op1", NOW, by="lead", reason="x").state.handoff.reply_to is None
+
+
+async def test_erasing_a_participant_forgets_where_the_conversation_was_answered() -> None:
+    h = harness()
+    await h.start()
+    await h.say("hello", metadata=from_chat("ann", 1))
+    await commit(h, start_handoff(await h.sessions.load("s1"), "op1", NOW, by="lead", reason="x"))
+    state = await h.sessions.load("s1")
+    assert state.last_reply_to and state.handoff.reply_to
+    cleaned = without_person(state, "ann", opener=False)
+    assert cleaned.last_reply_to is None and cleaned.handoff.reply_to is None
+    assert cleaned.mode is SessionMode.HUMAN  # the handoff itself stays for the others
+
+
+async def test_only_the_assignee_writes_or_hands_back_unless_taking_over() -> None:
+    h = harness()
+    await h.start()
+    state = (await h.say("talk to a human")).state
+    written = person_message(state, "c1", NOW, person="ana", text="Ana here")
+    assert [e.data.get("status") for e in written.new_events] == [HANDOFF_TAKEN, None]
+    state = written.state
+    assert state.handoff.assignee == "ana"
+    for refused in (
+        lambda: person_message(state, "c2", NOW, person="ben", text="Ben here"),
+        lambda: hand_back(state, "c2", NOW, by="ben"),
+        lambda: take(state, "c2", NOW, person="ben"),
+    ):
+        with pytest.raises(TakenByAnother) as taken:
+            refused()
+        assert taken.value.assignee == "ana"
+    again = person_message(state, "c2", NOW, person="ana", text="still me")
+    assert [e.source for e in again.new_events] == [EventSource.HUMAN]  # no second take event
+    over = person_message(state, "c3", NOW, person="ben", text="Ben here", take_over=True)
+    assert over.state.handoff.assignee == "ben"
+    assert over.new_events[0].data["from"] == "ana" and over.new_events[0].data["take_over"]
+    back = hand_back(over.state, "c4", NOW, by="ana", take_over=True)
+    assert [e.data["status"] for e in back.new_events] == [HANDOFF_TAKEN, MODE_CHANGED]
+    assert back.state.mode is SessionMode.AUTO
+    # A waiting handoff anyone may hand back, with nothing but the mode change recorded.
+    waiting = (await h.say("talk to a human")).state
+    assert waiting.handoff is not None and waiting.handoff.assignee is None
+    plain = hand_back(waiting, "c5", NOW, by="ben")
+    assert [e.data["status"] for e in plain.new_events] == [MODE_CHANGED]
 
 
 # -- no one available --------------------------------------------------------------------------

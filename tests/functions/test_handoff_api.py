@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine.handoff import MODE_CHANGED
-from engine.session import EventSource
+from engine.session import MAX_REMEMBERED_IDS, EventSource
 from functions import worker
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime, session_id_for
@@ -134,11 +134,180 @@ def test_an_operator_starts_a_handoff_and_a_second_person_cannot_take_it(
     assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "a"})[0] == 200
     status, refused = call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "b"})
     assert status == 409 and "already taken by 'a'" in refused["error"]
-    # The customer's address is learned from their next message: until then nothing is sent.
+
+
+# -- an operator's handoff reaches the customer now ------------------------------------------------
+
+
+def test_an_operator_started_handoff_reaches_the_customer_before_they_write_again(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    say("hello", 1)
+    drain(stack)
+    # A message posted through the API (the studio) carries no address: the Telegram one stays.
+    assert call("POST", f"/sessions/{SESSION}/messages", {"text": "hi", "event_id": "s1"})[0] == 200
+    status, _ = call("POST", f"/sessions/{SESSION}/handoff", {"reason": "upset", "by": "lead"})
+    assert status == 201
+    body = {"person": "lee", "text": "Lee here, I'm sorting this out for you.", "event_id": "l1"}
+    calls_before = llm.calls
+    status, posted = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and posted["delivery"] == "queued"
+    assert drain(stack) == [{"batchItemFailures": []}]  # the customer wrote nothing since
+    (sent,) = [r.json() for r in platforms.replies("telegram") if r.json()["text"] == body["text"]]
+    assert sent["chat_id"] == CHAT
+    assert llm.calls == calls_before
+    # The inbox tool retries (a lost response): still one message on Telegram.
+    assert call("POST", f"/sessions/{SESSION}/handoff/messages", body)[1]["replayed"]
+    drain(stack)
+    assert telegram_texts(platforms).count(body["text"]) == 1
+    # Where Telegram answers is never shown: not in the session view, nor in a trace.
+    # (the customer id is the chat id in a private chat: it is the address that must not show)
+    view = str(call("GET", f"/sessions/{SESSION}")[1])
+    assert "reply_to" not in view and "chat_id" not in view
+    change_id = posted["events"][-1]["turn_id"]
+    assert "chat_id" not in str(call("GET", f"/sessions/{SESSION}/traces/{change_id}")[1])
+
+
+def test_a_handoff_on_an_api_session_is_not_delivered_and_says_why(runtime: Runtime) -> None:
+    call("POST", "/sessions", {"customer_id": "web-user-9", "session_id": "web-9"})
+    assert call("POST", "/sessions/web-9/messages", {"text": "hi", "event_id": "w1"})[0] == 200
+    assert call("POST", "/sessions/web-9/handoff", {"reason": "VIP", "by": "lead"})[0] == 201
     status, posted = call(
-        "POST", f"/sessions/{SESSION}/handoff/messages", {"person": "a", "text": "hi"}
+        "POST", "/sessions/web-9/handoff/messages", {"person": "lee", "text": "Lee here."}
     )
-    assert posted["delivery"] == "not_delivered"
+    assert status == 200 and posted["delivery"] == "not_delivered"
+    assert posted["delivery_error"] == "clients of this session read its events"
+    assert posted["events"][-1]["text"] == "Lee here."  # recorded for those clients
+
+
+def test_erasing_the_customer_forgets_where_they_were_answered(
+    runtime: Runtime, stack: Any
+) -> None:
+    say("hello", 1)
+    drain(stack)
+    assert load_session(runtime, SESSION).last_reply_to["chat_id"] == CHAT
+    assert any(f'"chat_id":{CHAT}' in item for item in stored_items())
+    assert call("DELETE", f"/customers/telegram/{CHAT}")[0] == 200
+    assert not any(f'"chat_id":{CHAT}' in item for item in stored_items())
+    status, _ = call("POST", f"/sessions/{SESSION}/handoff", {"reason": "upset", "by": "lead"})
+    assert status == 404
+
+
+def stored_items() -> list[str]:
+    """Every item of the state table, its gzipped body (the session state) decoded."""
+    import gzip
+    import os
+
+    from infra.aws.clients import client
+
+    texts = []
+    for item in client("dynamodb").scan(TableName=os.environ["WAYPOINT_TABLE"])["Items"]:
+        text = repr(item)
+        if "body_gz" in item:
+            text += gzip.decompress(item["body_gz"]["B"]).decode()
+        texts.append(text)
+    return texts
+
+
+# -- who has the session writes -------------------------------------------------------------------
+
+
+def posts(platforms: FakePlatforms, text: str) -> int:
+    return telegram_texts(platforms).count(text)
+
+
+def test_only_the_person_who_has_the_session_writes_or_hands_it_back(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    handed_off(stack, platforms)
+    assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ana"})[0] == 200
+    version = load_session(runtime, SESSION).version
+    body = {"person": "ben", "text": "Ben here!", "event_id": "b1"}
+    status, refused = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 409 and "already taken by 'ana'" in refused["error"]
+    assert "take_over" in refused["error"]
+    status, refused = call("POST", f"/sessions/{SESSION}/handoff/release", {"person": "ben"})
+    assert status == 409 and "already taken by 'ana'" in refused["error"]
+    drain(stack)
+    state = load_session(runtime, SESSION)
+    assert state.version == version and state.handoff.assignee == "ana"  # nothing recorded
+    assert state.mode.value == "human" and posts(platforms, "Ben here!") == 0  # nor sent
+
+
+def test_taking_over_reassigns_the_session_and_is_recorded(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    handed_off(stack, platforms)
+    call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ana"})
+    body = {"person": "ben", "text": "Ben here, taking over.", "event_id": "b1", "take_over": True}
+    status, posted = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and posted["delivery"] == "queued"
+    assert posted["handoff"]["assignee"] == "ben"
+    taken, message = posted["events"]
+    assert taken["data"] == {
+        "status": "handoff_taken",
+        "by": "ben",
+        "from": "ana",
+        "take_over": True,
+        "why": "taken over from ana",
+    }
+    assert message["text"] == body["text"] and message["data"]["person"] == "ben"
+    drain(stack)
+    assert posts(platforms, body["text"]) == 1
+    # Now ana is the one refused, and a take-over to hand back is recorded the same way.
+    status, refused = call("POST", f"/sessions/{SESSION}/handoff/release", {"person": "ana"})
+    assert status == 409 and "already taken by 'ben'" in refused["error"]
+    status, released = call(
+        "POST", f"/sessions/{SESSION}/handoff/release", {"person": "ana", "take_over": True}
+    )
+    assert status == 200 and released["mode"] == "auto"
+    assert [e["data"]["status"] for e in released["events"]] == ["handoff_taken", MODE_CHANGED]
+    assert released["events"][0]["data"]["from"] == "ben"
+
+
+def test_writing_to_a_waiting_handoff_takes_it(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    handed_off(stack, platforms)
+    body = {"person": "ana", "text": "Ana here.", "event_id": "a1"}
+    status, posted = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and posted["handoff"]["assignee"] == "ana"
+    assert posted["events"][0]["data"] == {
+        "status": "handoff_taken",
+        "by": "ana",
+        "why": "wrote to the customer first",
+    }
+    assert call("GET", "/handoffs", query={"status": "taken"})[1]["sessions"][0]["assignee"] == (
+        "ana"
+    )
+    status, _ = call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ben"})
+    assert status == 409
+
+
+def test_a_retried_message_is_answered_as_recorded_even_after_a_take_over(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    handed_off(stack, platforms)
+    body = {"person": "ana", "text": "Ana here, one moment.", "event_id": "a1"}
+    first = call("POST", f"/sessions/{SESSION}/handoff/messages", body)[1]
+    drain(stack)
+    call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ben", "take_over": True})
+    # ana's inbox tool lost the first response and retries: the same change, not a 409.
+    status, again = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and again["replayed"]
+    assert [e["id"] for e in again["events"]] == [e["id"] for e in first["events"]]
+    drain(stack)
+    assert posts(platforms, body["text"]) == 1
+    assert load_session(runtime, SESSION).handoff.assignee == "ben"
+    # Long after, once the session no longer remembers the change's id (its window of ids and
+    # events has moved on), the retry is still that change: found by its stored trace.
+    for _ in range(MAX_REMEMBERED_IDS + 2):
+        assert call("POST", f"/sessions/{SESSION}/handoff/take", {"person": "ben"})[0] == 200
+    assert not load_session(runtime, SESSION).has_committed(first["events"][0]["turn_id"])
+    status, late = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 200 and late["replayed"]
+    drain(stack)
+    assert posts(platforms, body["text"]) == 1
 
 
 def test_a_persons_message_the_platform_refuses_for_now_is_sent_once_by_the_retry(

@@ -194,3 +194,39 @@ def test_what_the_inbox_tool_and_the_sweep_send_also_shows_in_the_thread(
     assert in_thread[0].startswith("Sent by the agent: No one from our team is available")
     assert in_thread[1] == "Team (lee): Lee here, picking this up."
     assert telegram_texts(platforms)[-1] == "Lee here, picking this up."
+
+
+def test_a_colleague_replying_in_the_thread_takes_the_session_over(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    """In the thread everyone sees who writes: a colleague's reply is an explicit take-over —
+    delivered, the session reassigned to them, recorded — never refused."""
+    from tests.functions.test_management import call
+
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    person_writes(stack, "Dana here.", thread_ts, 1)
+    person_writes(stack, "Lee here, I know this case.", thread_ts, 2, user="ULEE")
+    assert telegram_texts(platforms)[-2:] == ["Dana here.", "Lee here, I know this case."]
+    state = load_session(runtime, SESSION)
+    assert state.handoff.assignee == "slack:ULEE"
+    (taken_over,) = [e for e in state.events if e.data.get("take_over")]
+    assert taken_over.data["from"] == "slack:UDANA" and taken_over.data["by"] == "slack:ULEE"
+    # The inbox tool, where people do not see each other, is refused without take_over.
+    body = {"person": "dana", "text": "Dana again", "event_id": "d9"}
+    status, refused = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
+    assert status == 409 and "already taken by 'slack:ULEE'" in refused["error"]
+    # Slack delivering the reply again (same event id) changes nothing and sends nothing.
+    again = slack_event(
+        "Lee here, I know this case.",
+        event_type="message",
+        event_id="EvP2",
+        channel=SUPPORT,
+        user="ULEE",
+        ts="1700000100.000002",
+        thread_ts=thread_ts,
+    )
+    assert invoke_webhook(signed.slack(again))["statusCode"] == 200
+    drain(stack)
+    assert telegram_texts(platforms).count("Lee here, I know this case.") == 1
+    assert load_session(runtime, SESSION).version == state.version
