@@ -32,7 +32,8 @@ NOT_LIKE_FOR_LIKE = (
     "model's are long, so completion sizes are not comparable; prompt sizes are.",
     "The reference sends a preamble message in its first turns and when replies are slow, "
     "after a deliberate 1.5–2 s delay (its perceived-performance policy); that delay is in "
-    "its wall time (turns of ≈ 2.2 s). Its wall time ends at its last message of the turn.",
+    'its wall time (the turns marked "preamble" turn by turn). A turn '
+    "ends when it reports its processing completed; its wall time ends at its last message.",
     "The reference runs as its SDK's server (uvicorn, its REST API, long-polled events, tools "
     "served over local HTTP by its plugin server); ours runs `TurnEngine` in the process on "
     "in-memory ports. Its wall time includes its HTTP hops and event polling; ours includes "
@@ -128,7 +129,8 @@ def _agreement_lines(ours: Side, theirs: Side) -> list[str]:
         "Same decisions? The reference's fake follows what our engine decided on each turn "
         "(bench/reference_fake.py); this is what the reference then did — the conditions its "
         "guideline checks said hold, the step each journey it kept active is at after the turn "
-        "(its session's agent state), the tools that ran (with their arguments):",
+        "(its session's agent state; – when none is active, as after a journey completed), the "
+        "tools that ran (with their arguments):",
         "",
         "| # | guidelines matched: ours / reference / agreed | journey step: ours / reference "
         "| tools run: ours / reference | same? |",
@@ -208,6 +210,8 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
             if ref
             else "–"
         )
+        if ref and "CannedResponsePreambleSchema" in ref.get("schemas", {}):
+            cell += " (preamble)"
         lines.append(
             f"| {i + 1} | {turn['message']} | {turn['calls']} / {turn['rounds']} / "
             f"{turn['prompt_tokens']:,} / {turn['wall_ms']:,.0f} | {cell} |"

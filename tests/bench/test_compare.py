@@ -69,7 +69,13 @@ def test_the_report_sets_both_sides_side_by_side_with_ratios(tmp_path: Path) -> 
         "engine_cpu_ms": 4.0,
     }
     ours = Side("Waypoint", "commit x", imports={"wall_ms": 500.0}, run={"turns": [turn]})
-    theirs_turn = {**turn, "calls": 16, "prompt_tokens": 48000, "engine_cpu_ms": 60.0}
+    theirs_turn = {
+        **turn,
+        "calls": 16,
+        "prompt_tokens": 48000,
+        "engine_cpu_ms": 60.0,
+        "schemas": {"CannedResponsePreambleSchema": 1},
+    }
     theirs = Side(
         "parlant (reference)",
         "3.3.1",
@@ -82,6 +88,7 @@ def test_the_report_sets_both_sides_side_by_side_with_ratios(tmp_path: Path) -> 
     assert "| prompt tokens (chars/4) | 3,000 | 48,000 | 16.0× (ours 0.06×) |" in body
     assert "| import wall ms (median) | 500 | 4,000 | 8.0× (ours 0.12×) |" in body
     assert "102 LLM calls" in body and "3.3.1" in body
+    assert "| 1 | hi | 4 / 2 / 3,000 / 800 | 16 / 2 / 48,000 / 800 (preamble) |" in body
     assert all(item in body for item in NOT_LIKE_FOR_LIKE)
     failed = render(ours, Side("parlant (reference)", "?", "install failed: x"), context)
     assert "**Reference side incomplete:** install failed: x" in failed
