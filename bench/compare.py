@@ -6,14 +6,18 @@ virtual environment on first use (`.bench-venvs/parlant`, pip's progress shown),
 1. exports one agent — the reference's 30-guideline worked example as bench/synthetic.py builds
    it for us (25 actionable, 2 observational, 2 previously applied, the return journey with a
    tool step, one tool on a guideline) — to a neutral JSON spec;
-2. drives our engine (`bench.compare_ours`, a fresh process) and the reference
-   (`bench/reference_driver.py`, a fresh process of the reference's venv, through its SDK's
-   server and REST API) through the same five live customer messages, each with a fake LLM at
-   the same latency model (400 ms per call) that answers every schema schema-validly;
-3. measures per turn: LLM calls, sequential rounds, prompt tokens (chars/4 on both sides: the
+2. drives our engine (`bench.compare_ours`, a fresh process) through the five customer
+   messages with our fake LLM, recording per turn what it decided (guidelines matched, journey
+   steps, tools run with their arguments, the reply); writes that into the spec as `script`;
+3. drives the reference (`bench/reference_driver.py`, a fresh process of the reference's venv,
+   through its SDK's server and REST API) through the same messages with a fake that follows
+   the script (`bench/reference_fake.py`) and records what the reference then did; both fakes
+   at the same latency model (400 ms per call);
+4. measures per turn: LLM calls, sequential rounds, prompt tokens (chars/4 on both sides: the
    unit of the reference figures), wall time; then engine CPU, import time and peak memory;
-4. writes the side-by-side tables, ratios and what is not like for like into the marked
-   `compare` block of docs/BENCHMARKS.md (kept when `python -m bench` rewrites the file).
+5. writes the side-by-side tables, ratios, whether the decisions agreed and what is not like
+   for like into the marked `compare` block of docs/BENCHMARKS.md (kept when `python -m bench`
+   rewrites the file).
 
 If installing or driving the reference fails, what did work is still written, with the failure.
 """
@@ -106,9 +110,17 @@ def agent_spec() -> dict[str, Any]:
         "guidelines": guidelines,
         "journeys": journeys,
         "tools": tools,
-        "applied": [g["id"] for g in guidelines if g["id"].startswith("applied")],
+        "applied": [g["id"] for g in guidelines if str(g["id"]).startswith("applied")],
         "messages": list(MESSAGES),
     }
+
+
+def with_script(spec: dict[str, Any], our_run: dict[str, Any]) -> dict[str, Any]:
+    """The spec with `script`: per customer message, what our engine decided on that turn (the
+    guidelines that matched, where its journeys went, the tools it ran, its reply). The
+    reference's fake (bench/reference_fake.py) answers by it."""
+    script = [{"message": t["message"], **t["decisions"]} for t in our_run.get("turns", [])]
+    return {**spec, "script": script}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -313,9 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     spec_path = ROOT / ".bench-venvs" / "compare-agent.json"
     spec_path.parent.mkdir(parents=True, exist_ok=True)
-    spec_path.write_text(json.dumps(agent_spec(), indent=2), encoding="utf-8")
+    spec = agent_spec()
+    spec_path.write_text(json.dumps(spec, indent=2), encoding="utf-8")
     _say("our engine: imports and the conversation")
     ours = measure_ours(spec_path, args.latency_ms, args.import_runs)
+    # The reference's fake follows what our engine decided, turn by turn.
+    spec_path.write_text(json.dumps(with_script(spec, ours.run), indent=2), encoding="utf-8")
     try:
         version = ensure_reference()
     except (RuntimeError, subprocess.SubprocessError, OSError) as exc:

@@ -4,7 +4,8 @@ SPEC.json LATENCY_MS`.
 The reference scenario's agent (the one the spec was exported from), a new session, the spec's
 customer messages one turn each through the real `TurnEngine` on in-memory ports, the fake LLM
 at the latency model. Prints one JSON line: per turn calls, rounds, prompt tokens (chars/4, the
-reference's unit), wall ms and engine CPU ms (process CPU minus the fake's own); peak RSS.
+reference's unit), wall ms and engine CPU ms (process CPU minus the fake's own), and what the
+engine decided (`decisions`: the script the reference's fake follows); peak RSS.
 """
 
 from __future__ import annotations
@@ -22,8 +23,67 @@ from bench.harness import TurnRunner
 from bench.ports import in_memory_ports
 from bench.synthetic import SyntheticTools, reference_agent
 from bench.tokens import EstimateCounter
+from engine.model import AgentSnapshot
 from engine.session import SessionState
+from engine.trace import TraceTitles
+from engine.turn import TurnOutput
 from infra.embeddings import HashingEmbedder
+
+# Tool statuses of a call that ran (the others were refused, asked about or left for later).
+RAN = ("ok", "error", "interrupted")
+
+
+def _step(agent: AgentSnapshot, journey_id: str, node_id: str) -> dict[str, Any]:
+    node = next(n for n in agent.journey(journey_id).nodes if n.id == node_id)
+    return {"id": node.id, "action": node.action, "tools": list(node.tools)}
+
+
+def decisions(output: TurnOutput, agent: AgentSnapshot) -> dict[str, Any]:
+    """What the engine decided on one turn, from its trace: the guidelines that matched (ids
+    and conditions: the reference has ids of its own), the actions it applied, where each
+    active journey went (the steps it passed this turn, in order, the last being where it is,
+    and how), the tools that ran with their arguments, and the reply."""
+    trace = output.trace
+    titles = TraceTitles(agent)
+    guidelines = [
+        {"id": gid, "condition": titles.condition(gid)}
+        for gid in trace.matched_guideline_ids
+        if titles.condition(gid)
+    ]
+    applied = [
+        agent.guideline(gid).action
+        for gid in trace.applied_guideline_ids
+        if agent.has_guideline(gid) and agent.guideline(gid).action
+    ]
+    journeys = []
+    for journey_id in dict.fromkeys(t.journey_id for t in trace.journeys):
+        moves = [t for t in trace.journeys if t.journey_id == journey_id]
+        before, after = moves[0].previous_path, moves[-1].new_path
+        passed = [n for n in after[len(before) :] if n is not None]
+        if after[: len(before)] != before:  # went back: only where it is now says anything
+            passed = [n for n in after[-1:] if n is not None]
+        if not passed and moves[-1].node_id is not None:  # stayed at its step
+            passed = [moves[-1].node_id]
+        journeys.append(
+            {
+                "id": journey_id,
+                "title": agent.journey(journey_id).title,
+                "steps": [_step(agent, journey_id, n) for n in passed],
+                "node": moves[-1].node_id,
+                "how": moves[-1].how,
+            }
+        )
+    tools = [
+        {"name": c.tool, "arguments": c.arguments} for c in trace.tool_calls if c.status in RAN
+    ]
+    reply = output.reply.text or "" if output.reply else ""
+    return {
+        "guidelines": guidelines,
+        "applied_actions": applied,
+        "journeys": journeys,
+        "tools": tools,
+        "reply": reply,
+    }
 
 
 async def converse(spec: dict[str, Any], latency_ms: float) -> dict[str, Any]:
@@ -40,6 +100,7 @@ async def converse(spec: dict[str, Any], latency_ms: float) -> dict[str, Any]:
         sample = await runner.turn("cmp", text, agent="compare", turn=n)
         cpu_ms = (time.process_time() - cpu) * 1000
         fake_ms = sum(c.self_cpu_ms for c in llm.calls[first:])
+        assert runner.last_output is not None
         turns.append(
             {
                 "message": text,
@@ -50,6 +111,7 @@ async def converse(spec: dict[str, Any], latency_ms: float) -> dict[str, Any]:
                 "engine_cpu_ms": max(0.0, cpu_ms - fake_ms),
                 "schemas": sample.calls_by_schema,
                 "reply": sample.reply[:120],
+                "decisions": decisions(runner.last_output, snapshot),
             }
         )
     return {

@@ -9,19 +9,31 @@ if TYPE_CHECKING:
     from bench.compare import Side
 
 NOT_LIKE_FOR_LIKE = (
-    "The fakes do NOT make the same decisions everywhere. Ours (bench/fake_llm.py) reads our "
-    "prompts and decides matching, journey steps, tool calls and replies lexically. The "
-    "reference's (bench/reference_driver.py) decides only the guideline checks (from the "
-    "output template its matching prompts carry and the topic words of the customer's latest "
-    "message); every other schema gets its minimal valid instance: its journey step selection "
-    "never advances the return journey, its tool batches call no tool (no consequential "
-    "`SingleToolBatch`, ≈ 10k prompt tokens each in the notes), its draft is a fixed text. So "
-    "the reference's calls, tokens and rounds here are a lower bound of what this "
-    "conversation costs it with a model that follows the journey and calls the tool; ours "
-    "include the journey's steps and the tool calls.",
+    'The fakes make the same decisions, and the "Same decisions?" table checks that they '
+    "did. Ours (bench/fake_llm.py) decides matching, journey steps, tool calls and replies "
+    "lexically from our prompts; our side records what our engine decided on each turn, and "
+    "the reference's fake (bench/reference_fake.py) answers by that script. Its guideline "
+    "checks (actionable, observational, previously applied, customer dependent, low "
+    "criticality) apply iff our engine matched a guideline with the same condition text (a "
+    "condition without counterpart would fall back to topic words shared with the message). "
+    "Its response analysis says applied iff our engine applied that action. At boot, its "
+    "journey indexing (`ReachableNodesEvaluationSchema`) gets conditions that name the step "
+    "they lead to, so its step selection (`JourneyNextStepSelectionSchema`) picks the one "
+    'that leads to our step of the turn: "0" to stay, the completing one when ours '
+    'completed, "None" when ours had no such journey active. Its backtrack checks say no. '
+    "Its tool batches run the tool with our arguments iff ours ran it; the SDK's tools are "
+    "non-consequential by default, so that is the light `NonConsequentialToolBatchSchema` "
+    "(≈ 2k prompt tokens), not the consequential `SingleToolBatchSchema` (≈ 10k in the "
+    "notes). Its draft is our reply text. Still minimal valid instances (false, placeholder "
+    "text): the boot-time proposers our engine has no counterpart for (continuous, customer "
+    "dependent, agent intention, relative action, tool-running action), so none of its "
+    "guidelines or steps is continuous or customer dependent; and its preamble is a fixed "
+    '"One moment." (ours sends none). The fake\'s rationales are a few words where a '
+    "model's are long, so completion sizes are not comparable; prompt sizes are.",
     "The reference sends a preamble message in its first turns and when replies are slow, "
     "after a deliberate 1.5–2 s delay (its perceived-performance policy); that delay is in "
-    "its wall time (turns of ≈ 2.2 s). Its wall time ends at its last message of the turn.",
+    'its wall time (the turns marked "preamble" turn by turn). A turn '
+    "ends when it reports its processing completed; its wall time ends at its last message.",
     "The reference runs as its SDK's server (uvicorn, its REST API, long-polled events, tools "
     "served over local HTTP by its plugin server); ours runs `TurnEngine` in the process on "
     "in-memory ports. Its wall time includes its HTTP hops and event polling; ours includes "
@@ -59,6 +71,80 @@ def _totals(run: dict[str, Any]) -> dict[str, float]:
         "wall_ms": sum(t["wall_ms"] for t in turns) / n,
         "engine_cpu_ms": sum(t["engine_cpu_ms"] for t in turns) / n,
     }
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .\"'")
+
+
+def _calls(tools: list[dict[str, Any]]) -> list[str]:
+    return sorted(
+        f"{t['name']}({', '.join(f'{k}={v}' for k, v in sorted(t['arguments'].items()))})"
+        for t in tools
+    )
+
+
+def agreement(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """Whether one turn's decisions were the same on both sides: `ours` is our engine's
+    `decisions`, `theirs` what the reference did (`did`: the conditions its guideline checks
+    said hold, the step of each journey it kept active, the tools it ran)."""
+    our_conditions = {_key(g["condition"]) for g in ours.get("guidelines", [])}
+    their_conditions = {_key(c) for c in theirs.get("guidelines", [])}
+    our_steps = sorted(
+        str(j["node"]) for j in ours.get("journeys", []) if j.get("node") is not None
+    )
+    their_steps = sorted(str(s) for s in theirs.get("journeys", []))
+    our_tools, their_tools = _calls(ours.get("tools", [])), _calls(theirs.get("tools", []))
+    differs = [
+        name
+        for name, same in (
+            ("guidelines", our_conditions == their_conditions),
+            ("journey step", our_steps == their_steps),
+            ("tools", our_tools == their_tools),
+        )
+        if not same
+    ]
+    return {
+        "guidelines": (
+            len(our_conditions),
+            len(their_conditions),
+            len(our_conditions & their_conditions),
+        ),
+        "steps": (our_steps, their_steps),
+        "tools": (our_tools, their_tools),
+        "differs": differs,
+    }
+
+
+def _agreement_lines(ours: Side, theirs: Side) -> list[str]:
+    pairs = [
+        (t, other)
+        for t, other in zip(ours.run.get("turns", []), theirs.run.get("turns", []), strict=False)
+        if "decisions" in t and "did" in other
+    ]
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "Same decisions? The reference's fake follows what our engine decided on each turn "
+        "(bench/reference_fake.py); this is what the reference then did — the conditions its "
+        "guideline checks said hold, the step each journey it kept active is at after the turn "
+        "(its session's agent state; – when none is active, as after a journey completed), the "
+        "tools that ran (with their arguments):",
+        "",
+        "| # | guidelines matched: ours / reference / agreed | journey step: ours / reference "
+        "| tools run: ours / reference | same? |",
+        "|---|---|---|---|---|",
+    ]
+    for i, (t, other) in enumerate(pairs):
+        a = agreement(t["decisions"], other["did"])
+        steps = " / ".join(", ".join(side) or "–" for side in a["steps"])
+        tools = " / ".join(", ".join(side) or "–" for side in a["tools"])
+        same = "yes" if not a["differs"] else "no: " + ", ".join(a["differs"])
+        lines.append(
+            f"| {i + 1} | {' / '.join(map(str, a['guidelines']))} | {steps} | {tools} | {same} |"
+        )
+    return lines
 
 
 def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
@@ -124,13 +210,23 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
             if ref
             else "–"
         )
+        if ref and "CannedResponsePreambleSchema" in ref.get("schemas", {}):
+            cell += " (preamble)"
         lines.append(
             f"| {i + 1} | {turn['message']} | {turn['calls']} / {turn['rounds']} / "
             f"{turn['prompt_tokens']:,} / {turn['wall_ms']:,.0f} | {cell} |"
         )
+    lines += _agreement_lines(ours, theirs)
     if theirs.run.get("schemas"):
         schemas = ", ".join(f"{k} {v}" for k, v in sorted(theirs.run["schemas"].items()))
         lines += ["", f"Reference calls by schema over the conversation: {schemas}."]
+    if theirs.run.get("minimal"):
+        minimal = ", ".join(f"{k} {v}" for k, v in sorted(theirs.run["minimal"].items()))
+        lines += [
+            "",
+            "Reference calls its fake answered with a minimal valid instance or a fixed text, "
+            f"not by the script: {minimal}.",
+        ]
     lines += ["", "**Not like for like:**", ""]
     lines += [f"- {item}" for item in NOT_LIKE_FOR_LIKE]
     return "\n".join(lines)

@@ -9,15 +9,22 @@ customer messages through the server's REST API one at a time, waiting for each 
 the engine to go quiet. Prints one JSON line: per turn calls, rounds, prompt tokens (chars/4),
 wall ms and process CPU minus the fake's own; the boot's calls; peak RSS.
 
-The fake answers a schema by filling the JSON output template the reference's prompts carry
-(placeholders such as "<BOOL>" decided lexically: an item applies when the topic words of its
-condition are in the customer's latest message), else by the schema's minimal valid instance.
+The fake follows the spec's `script` — what our engine decided on the same turn — through the
+pure rules of `bench/reference_fake.py` (guideline checks, response analysis, the journey's
+reachable-step conditions at boot and its step selection, tool calls, the reply draft); a
+schema it has no rule for gets its minimal valid instance (counted per schema). It also records
+what the reference then did per turn: the conditions its checks were told hold, the step each
+journey is at (the session's agent state, read in the process), the tools that ran (the tool
+functions record their calls) — so the report can say whether both engines decided alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import itertools
 import json
+import os
 import re
 import resource
 import socket
@@ -36,58 +43,62 @@ from parlant.core.nlp.generation_info import GenerationInfo, UsageInfo
 from parlant.core.nlp.moderation import ModerationService, NoModeration
 from parlant.core.nlp.service import NLPService
 from parlant.core.nlp.tokenization import EstimatingTokenizer
+from parlant.core.sessions import SessionId, SessionStore
+
+
+def _load_fake() -> Any:
+    """bench/reference_fake.py, by path: this process has the reference's venv, not Waypoint."""
+    path = Path(__file__).with_name("reference_fake.py")
+    spec = importlib.util.spec_from_file_location("reference_fake", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reference_fake"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+fake = _load_fake()
 
 LATENCY_S = 0.4
-CURRENT = {"message": "", "phase": "boot"}
+CURRENT: dict[str, Any] = {"message": "", "phase": "boot", "turn": None}
 CALLS: list[dict[str, Any]] = []
-STOPWORDS = {
-    "customer", "about", "their", "which", "would", "there", "asks", "wants", "agent", "order",
-    "account", "clearly", "mention", "offer", "explain",
-}  # fmt: skip
+SCRIPT: list[Any] = []  # reference_fake.TurnScript per customer message
+SPEC_JOURNEYS: list[Any] = []  # the spec's journeys (our node ids, actions, tools)
+KNOWN: frozenset[str] = frozenset()  # our agent's conditions (the others are decided lexically)
+STEP_IDS: dict[str, str] = {}  # the reference's journey step id → action, learnt at indexing
+# What the reference did, per phase: conditions its checks were told hold, the steps its step
+# selections chose, the tools that ran.
+DID: dict[str, dict[str, list[Any]]] = {}
 
 
-# Optional fields a minimal instance would leave empty, and the engine needs to act like a
-# model that answered: the draft's text (without it no message is sent and the draft retried).
+# Fields a minimal instance would leave empty, and the engine needs to act like a model that
+# answered: the preamble's and the draft's text (without it no message is sent).
 OVERRIDES: dict[str, dict[str, Any]] = {
+    "CannedResponsePreambleSchema": {"preamble": "One moment."},
     "CannedResponseDraftSchema": {"response_body": "Thanks for your message. How can I help?"},
 }
 
 
-def words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 5} - STOPWORDS
+def _did(kind: str) -> list[Any]:
+    phase = DID.setdefault(CURRENT["phase"], {"guidelines": [], "steps": [], "tools": []})
+    return phase[kind]
 
 
-def relevant(text: str) -> bool:
-    return bool(words(text) & words(CURRENT["message"]))
+_DUMPED = itertools.count()
+
+
+def _dump(schema: str, prompt: str, answer: str) -> None:
+    """With REFERENCE_PROMPTS_DIR set, every prompt and the fake's answer, one file each (for
+    reading what the reference asks while changing the fake)."""
+    folder = os.environ.get("REFERENCE_PROMPTS_DIR")
+    if folder:
+        name = f"{next(_DUMPED):04d}-{CURRENT['phase']}-{schema}.txt"
+        Path(folder, name).write_text(f"{prompt}\n\n=== ANSWER ===\n{answer}\n", encoding="utf-8")
 
 
 class CharTokenizer(EstimatingTokenizer):
     async def estimate_token_count(self, prompt: str) -> int:
         return len(prompt) // 4
-
-
-def _json_templates(prompt: str) -> list[Any]:
-    found = []
-    for block in re.findall(r"```json\s*(.*?)```", prompt, flags=re.S):
-        try:
-            found.append(json.loads(block))
-        except ValueError:
-            continue
-    return found
-
-
-def _fill(template: Any, context: str = "") -> Any:
-    """Replace the template's placeholders, deciding booleans by relevance."""
-    if isinstance(template, dict):
-        text = " ".join(str(v) for v in template.values() if isinstance(v, str))
-        return {k: _fill(v, text or context) for k, v in template.items()}
-    if isinstance(template, list):
-        return [_fill(v, context) for v in template]
-    if isinstance(template, str) and template.startswith("<") and template.endswith(">"):
-        if "BOOL" in template.upper():
-            return relevant(context)
-        return "fake"
-    return template
 
 
 def _minimal(schema: dict[str, Any], defs: Mapping[str, Any]) -> Any:
@@ -122,22 +133,16 @@ class FakeGenerator(SchematicGenerator[T]):
     ) -> SchematicGenerationResult[Any]:
         text = prompt if isinstance(prompt, str) else prompt.build()
         started, cpu = time.perf_counter(), time.process_time()
-        content = None
-        # Only the guideline checks are decided from the prompt's output template (its ids and
-        # conditions); other schemas' templates carry few-shot ids that do not fit this agent.
-        templates = _json_templates(text) if "GuidelineMatches" in self._schema.__name__ else []
-        for template in reversed(templates):
-            try:
-                content = self._schema.model_validate(_fill(template))
-                break
-            except Exception:
-                continue
+        name = self._schema.__name__
+        content = self._scripted(name, text)
+        followed = content is not None
         if content is None:
             json_schema = self._schema.model_json_schema()
             data = _minimal(json_schema, json_schema.get("$defs", {}))
-            data.update(OVERRIDES.get(self._schema.__name__, {}))
+            data.update(OVERRIDES.get(name, {}))
             content = self._schema.model_validate(data)
         fake_cpu = (time.process_time() - cpu) * 1000
+        _dump(self._schema.__name__, text, content.model_dump_json(indent=1))
         await asyncio.sleep(LATENCY_S)
         CALLS.append(
             {
@@ -147,6 +152,7 @@ class FakeGenerator(SchematicGenerator[T]):
                 "start": started,
                 "end": time.perf_counter(),
                 "fake_cpu_ms": fake_cpu,
+                "followed": followed,
             }
         )
         output = content.model_dump_json()
@@ -159,6 +165,34 @@ class FakeGenerator(SchematicGenerator[T]):
                 usage=UsageInfo(input_tokens=len(text) // 4, output_tokens=len(output) // 4),
             ),
         )
+
+    def _scripted(self, name: str, text: str) -> Any:
+        """The answer by the script's rules (reference_fake), validated; None if it has none."""
+        turn = CURRENT["turn"]
+        if fake.is_guideline_check(name):
+            # Without a script for this turn, every condition is decided lexically.
+            turn = turn or fake.TurnScript.of({"message": CURRENT["message"]})
+            for candidate in fake.guideline_check_answers(text, turn, KNOWN):
+                try:
+                    content = self._schema.model_validate(candidate)
+                except Exception:
+                    continue
+                if "GuidelineMatches" in name:
+                    _did("guidelines").extend(fake.decided_conditions(candidate))
+                return content
+            return None
+        data = fake.answer(name, text, turn, KNOWN)
+        if data is None:
+            return None
+        try:
+            content = self._schema.model_validate(data)
+        except Exception:
+            return None
+        if name == "ReachableNodesEvaluationSchema":
+            STEP_IDS.update(fake.step_ids(text))
+        if name == "JourneyNextStepSelectionSchema":
+            _did("steps").append(fake.chosen_target(text, data))
+        return content
 
     @property
     def id(self) -> str:
@@ -230,17 +264,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _record_tool(name: str, arguments: dict[str, Any]) -> None:
+    """The reference ran a tool (its plugin server serves them in this process)."""
+    _did("tools").append({"name": name, "arguments": arguments})
+
+
 def _tool(spec: Mapping[str, Any]) -> Any:
     """An SDK tool named and shaped like the spec's (its result like our synthetic tools')."""
     name = spec["name"]
     params = [x["name"] for x in spec["parameters"]]
     args = ", ".join(f"{x}: str" for x in params)
+    recorded = ", ".join(f"{x!r}: {x}" for x in params)
     source = (
         f"async def {name}(context: p.ToolContext, {args}) -> p.ToolResult:\n"
         f"    {spec['description']!r}\n"
+        f"    _record({name!r}, {{{recorded}}})\n"
         f"    return p.ToolResult({{'status': 'shipped', 'accepted': True}})\n"
     )
-    namespace: dict[str, Any] = {"p": p}
+    namespace: dict[str, Any] = {"p": p, "_record": _record_tool}
     # dont_inherit: this module's `from __future__ import annotations` would turn the tool's
     # annotations into strings, and the SDK checks them as types.
     exec(compile(source, name, "exec", dont_inherit=True), namespace)
@@ -302,7 +343,43 @@ async def _quiet(seconds: float = 1.5) -> None:
         await asyncio.sleep(seconds - idle + 0.05)
 
 
-async def _talk(port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str, Any]) -> None:
+async def _completed(http: httpx.AsyncClient, session: str, offset: int) -> dict[str, Any]:
+    """Wait for the engine's "ready" status with stage "completed" after `offset`; its data
+    (what the turn matched: guideline ids, the journeys active, their steps)."""
+    deadline = time.perf_counter() + 120
+    while time.perf_counter() < deadline:
+        got = await http.get(
+            f"/sessions/{session}/events",
+            params={"min_offset": offset, "kinds": "status", "wait_for_data": 0},
+        )
+        for event in got.json() if got.status_code == 200 else []:
+            data = event.get("data") or {}
+            if data.get("status") == "ready" and (data.get("data") or {}).get("stage"):
+                return dict(data["data"])
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the reference did not complete the turn after event {offset}")
+
+
+async def _journey_steps(container: Any, session: str, active: Sequence[str]) -> list[str]:
+    """The step each journey the turn kept active is at, from the session's last agent state,
+    as our node id (the spec's step with the same action; else the reference's action text).
+    A journey left or completed is not active (its stored path keeps its last step)."""
+    if container is None:
+        return []
+    stored = await container[SessionStore].read_session(SessionId(session))
+    if not stored.agent_states:
+        return []
+    steps = []
+    for journey, path in stored.agent_states[-1].journey_paths.items():
+        if path and path[-1] and str(journey) in active:
+            action = STEP_IDS.get(str(path[-1]), str(path[-1]))
+            steps.append(fake.our_step_id(SPEC_JOURNEYS, action) or action)
+    return steps
+
+
+async def _talk(
+    port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str, Any], container: Any
+) -> None:
     """The customer's side, once the server answers: the spec's messages one turn each."""
     base = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=base, timeout=120) as http:
@@ -320,7 +397,8 @@ async def _talk(port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str
         session = created.json()["id"]
         turns = []
         for n, text in enumerate(spec["messages"]):
-            CURRENT.update(message=text, phase=f"turn{n}")
+            turn_script = SCRIPT[n] if n < len(SCRIPT) else None
+            CURRENT.update(message=text, phase=f"turn{n}", turn=turn_script)
             first = len(CALLS)
             cpu, posted_at = time.process_time(), datetime.now(UTC)
             posted = await http.post(
@@ -329,11 +407,11 @@ async def _talk(port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str
             )
             posted.raise_for_status()
             offset = posted.json()["offset"] + 1
-            # The turn is over when the engine has gone quiet (the post-reply analysis
-            # included); its wall time ends at the agent's last message (server clock).
-            deadline = time.perf_counter() + 120
-            while len(CALLS) == first and time.perf_counter() < deadline:
-                await asyncio.sleep(0.05)
+            # The turn is over when the engine said it completed (status "ready", stage
+            # "completed": after a preamble it pauses on purpose, so going quiet is not enough)
+            # and then went quiet (the post-reply analysis included); its wall time ends at
+            # the agent's last message (server clock).
+            ready = await _completed(http, session, offset)
             await _quiet()
             got = await http.get(
                 f"/sessions/{session}/events",
@@ -351,6 +429,7 @@ async def _talk(port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str
             schemas: dict[str, int] = {}
             for c in turn_calls:
                 schemas[c["schema"]] = schemas.get(c["schema"], 0) + 1
+            did = DID.get(f"turn{n}", {"guidelines": [], "steps": [], "tools": []})
             turns.append(
                 {
                     "message": text,
@@ -361,6 +440,16 @@ async def _talk(port: int, agent_id: str, spec: Mapping[str, Any], out: dict[str
                     "engine_cpu_ms": max(0.0, cpu_ms - sum(c["fake_cpu_ms"] for c in turn_calls)),
                     "schemas": schemas,
                     "reply": reply[:120],
+                    "did": {
+                        "guidelines": sorted(set(did["guidelines"])),
+                        "steps_chosen": did["steps"],
+                        "journeys": await _journey_steps(
+                            container,
+                            session,
+                            [str(j["id"]) for j in ready.get("matched_journeys", [])],
+                        ),
+                        "tools": did["tools"],
+                    },
                 }
             )
         out["turns"] = turns
@@ -373,10 +462,14 @@ async def converse(spec: Mapping[str, Any]) -> dict[str, Any]:
     serving = asyncio.current_task()
     assert serving is not None
     failure: list[BaseException] = []
+    kept: dict[str, Any] = {}
+
+    async def keep(container: Any) -> None:  # the session store, to read its agent states
+        kept["container"] = container
 
     async def customer(agent_id: str) -> None:
         try:
-            await _talk(port, agent_id, spec, out)
+            await _talk(port, agent_id, spec, out, kept.get("container"))
         except BaseException as exc:  # reported after the server stops
             failure.append(exc)
         finally:
@@ -393,6 +486,7 @@ async def converse(spec: Mapping[str, Any]) -> dict[str, Any]:
             tool_service_port=tools_port,
             nlp_service=factory,
             log_level=p.LogLevel.ERROR,
+            initialize_container=keep,
         ) as server:
             agent = await build_agent(server, spec)
             talking = asyncio.get_running_loop().create_task(customer(agent.id))
@@ -402,18 +496,26 @@ async def converse(spec: Mapping[str, Any]) -> dict[str, Any]:
     if failure:
         raise RuntimeError(f"talking to the reference server failed: {failure[0]!r}")
     all_schemas: dict[str, int] = {}
+    minimal: dict[str, int] = {}  # calls answered by the minimal instance, not the script
     for c in CALLS:
         if c["phase"] != "boot":
             all_schemas[c["schema"]] = all_schemas.get(c["schema"], 0) + 1
+        if not c["followed"]:
+            key = f"{c['schema']} ({'boot' if c['phase'] == 'boot' else 'turns'})"
+            minimal[key] = minimal.get(key, 0) + 1
     return {
         "turns": out.get("turns", []),
         "boot": out.get("boot", {}),
         "schemas": all_schemas,
+        "minimal": minimal,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
 if __name__ == "__main__":
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    SCRIPT = list(fake.scripts(spec))
+    KNOWN = fake.known_conditions(spec)
+    SPEC_JOURNEYS = list(spec.get("journeys", []))
     LATENCY_S = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else LATENCY_S
     print(json.dumps(asyncio.run(converse(spec))))
