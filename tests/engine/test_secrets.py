@@ -240,11 +240,11 @@ async def test_a_secret_needed_in_a_later_turn_is_asked_again_never_reused_maske
     assert PASSWORD not in await everything_stored(h, turns)
 
 
-async def test_a_secret_typed_before_the_turn_that_collects_it_is_masked_where_it_was_typed() -> (
-    None
-):
-    LOGINS.clear()
-    auth = auth_journey()
+async def password_typed_before_it_is_asked(tool_name: str) -> tuple[Harness, Any]:
+    """The customer types their password with the request, before the journey asks for it
+    (their next message, the username, lets the journey collect it and reach its last step, a
+    `tool_name` step); the harness and that first turn."""
+    auth = auth_journey(tool_name=tool_name)
     n = lambda node: step_number(auth[0], node)  # noqa: E731
     llm = auth_llm(
         advance(n("user")),
@@ -257,8 +257,14 @@ async def test_a_secret_typed_before_the_turn_that_collects_it_is_masked_where_i
     )
     h = tool_harness(llm, login, journeys=[auth])
     await h.start()
+    return h, await h.say(f"I need to log in, my password is {PASSWORD}")
 
-    first = await h.say(f"I need to log in, my password is {PASSWORD}")
+
+async def test_a_secret_typed_before_the_turn_that_collects_it_is_masked_where_it_was_typed() -> (
+    None
+):
+    LOGINS.clear()
+    h, first = await password_typed_before_it_is_asked("login")
     assert PASSWORD in first.new_events[0].text  # not known to be a secret yet
     second = await h.say("my username is seldo")
 
@@ -431,28 +437,10 @@ async def test_a_secret_typed_early_is_masked_in_earlier_traces_when_the_turn_ha
     """The turn that learns a typed text was a secret masks it where it was typed, in the
     earlier turn's stored trace too — also when that turn ends by handing off to a person
     (an ending that composes nothing) instead of answering."""
-    steps: list[Any] = [
-        ("user", "Ask for the username", {"collects": (CollectedField(name="username"),)}),
-        ("pass", "Ask for the password", {"collects": parse_password()}),
-        ("person", "tool:hand_off_to_person", {"action": "A person finishes the login"}),
-    ]
-    auth = chain_journey("auth", "Authenticate", "The customer needs to log in", steps)
-    n = lambda node: step_number(auth[0], node)  # noqa: E731
-    llm = auth_llm(
-        advance(n("user")),
-        advance(
-            n("user"),
-            n("pass"),
-            n("person"),
-            collected={"username": "seldo", "password": PASSWORD},
-        ),
-    )
-    h = tool_harness(llm, login, journeys=[auth])
-    await h.start()
-
-    first = await h.say(f"I need to log in, my password is {PASSWORD}")
-    stored_first = await h.sessions.trace("s1", first.trace.turn_id)
-    assert PASSWORD in dumped(stored_first)  # not known to be a secret yet
+    LOGINS.clear()
+    h, first = await password_typed_before_it_is_asked("hand_off_to_person")
+    assert PASSWORD in first.new_events[0].text  # not known to be a secret yet
+    assert PASSWORD in dumped(await h.sessions.trace("s1", first.trace.turn_id))
     second = await h.say("my username is seldo")
 
     assert second.state.mode.value == "human"  # the turn ended by handing off
