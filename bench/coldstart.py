@@ -35,7 +35,7 @@ PLANNED_HANDLERS = {
 }
 COMPONENTS = {
     "engine.turn": "component: the engine alone",
-    "infra.aws.dynamo_store": "component: DynamoDB stores (boto3)",
+    "infra.aws.dynamo_sessions": "component: DynamoDB session store (boto3)",
     "infra.llm.openai_llm": "component: OpenAI adapter",
 }
 

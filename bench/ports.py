@@ -40,7 +40,8 @@ def in_memory_ports(embedder: HashingEmbedder) -> Ports:
 @asynccontextmanager
 async def moto_ports(embedder: HashingEmbedder) -> AsyncIterator[tuple[Ports, MotoPublisher]]:
     """DynamoDB stores + S3 vector index on a fresh in-process moto stack."""
-    from infra.aws.dynamo_store import DynamoAgentStore, DynamoSessionStore
+    from infra.aws.dynamo_agents import DynamoAgentStore
+    from infra.aws.dynamo_sessions import DynamoSessionStore
     from infra.aws.local_stack import LocalStack
     from infra.aws.s3_vectors import S3VectorIndex
 

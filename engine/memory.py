@@ -1,7 +1,7 @@
 """In-memory stores with exactly the semantics of the DynamoDB adapters.
 
 They back the engine's unit tests and the offline demo, and they run the same contract tests as
-`infra.aws.dynamo_store` (tests/contracts/), so a behavior pinned here holds in production:
+`infra.aws.dynamo_*` (tests/contracts/), so a behavior pinned here holds in production:
 optimistic concurrency (`SessionConflict`), idempotent replay of a turn (`commit` → False),
 immutable agent versions, inbox claims that expire.
 

@@ -1,5 +1,5 @@
 """Rules every store implementation shares, so the in-memory stores (`engine.memory`) and the
-DynamoDB adapters (`infra.aws.dynamo_store`) check and word things identically."""
+DynamoDB adapters (`infra.aws.dynamo_*`) check and word things identically."""
 
 from __future__ import annotations
 

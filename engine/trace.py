@@ -33,7 +33,7 @@ class LLMCallRecord(BaseModel):
 
 
 # Enough to read a prompt whole in all but the largest agents, small enough that a turn's trace
-# (a handful of calls) stays well inside an item body (`infra.aws.dynamo_store.ItemBodies`).
+# (a handful of calls) stays well inside an item body (`infra.aws.dynamo_table.ItemBodies`).
 MAX_RECORDED_PROMPT_CHARS = 24_000
 MAX_RECORDED_ANSWER_CHARS = 8_000
 

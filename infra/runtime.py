@@ -53,12 +53,10 @@ if TYPE_CHECKING:  # the real imports happen where each part is built
     from engine.ports import Clock, Embedder, SchematicLLM, ToolDispatcher, VectorIndex
     from engine.toolkit import ToolRegistry
     from engine.turn import TurnEngine
-    from infra.aws.dynamo_store import (
-        DynamoAgentStore,
-        DynamoInboxStore,
-        DynamoSessionStore,
-        DynamoVariableStore,
-    )
+    from infra.aws.dynamo_agents import DynamoAgentStore
+    from infra.aws.dynamo_inbox import DynamoInboxStore
+    from infra.aws.dynamo_sessions import DynamoSessionStore
+    from infra.aws.dynamo_variables import DynamoVariableStore
     from infra.channels.base import Channel
     from infra.outbox import DynamoOutbox
 
@@ -297,25 +295,25 @@ class Runtime:
 
     @cached_property
     def agents(self) -> DynamoAgentStore:
-        from infra.aws.dynamo_store import DynamoAgentStore
+        from infra.aws.dynamo_agents import DynamoAgentStore
 
         return DynamoAgentStore(clock=self.clock)
 
     @cached_property
     def sessions(self) -> DynamoSessionStore:
-        from infra.aws.dynamo_store import DynamoSessionStore
+        from infra.aws.dynamo_sessions import DynamoSessionStore
 
         return DynamoSessionStore(clock=self.clock)
 
     @cached_property
     def inbox(self) -> DynamoInboxStore:
-        from infra.aws.dynamo_store import DynamoInboxStore
+        from infra.aws.dynamo_inbox import DynamoInboxStore
 
         return DynamoInboxStore(clock=self.clock)
 
     @cached_property
     def variables(self) -> DynamoVariableStore:
-        from infra.aws.dynamo_store import DynamoVariableStore
+        from infra.aws.dynamo_variables import DynamoVariableStore
 
         return DynamoVariableStore()
 

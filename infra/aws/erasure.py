@@ -38,13 +38,8 @@ from typing import Any
 from engine.erasure import ERASED, erased_copy, is_theirs, others_wrote, without_person
 from engine.errors import SessionConflict
 from engine.session import Event, EventSource
-from infra.aws.dynamo_store import (
-    META,
-    DynamoSessionStore,
-    Item,
-    customer_pk,
-    session_pk,
-)
+from infra.aws.dynamo_sessions import DynamoSessionStore
+from infra.aws.dynamo_table import META, Item, customer_pk, session_pk
 from infra.aws.handoff_index import handoff_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
@@ -188,7 +183,9 @@ class CustomerErasure:
         turns = {e.turn_id for e in theirs if e.turn_id}
         for event in theirs:
             self._check_time()
-            put = self._store._event_puts(session_id, [erased_copy(event)], rewrite=True)[0]["Put"]
+            put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
+                "Put"
+            ]
             self._table.ddb.put_item(**put)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)

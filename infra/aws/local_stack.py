@@ -383,7 +383,7 @@ class LocalStack:
 
 def _forget_warm_state() -> None:
     # A fresh stack is a fresh world: drop clients and warm-container caches of the old one.
-    from infra.aws.dynamo_store import clear_warm_caches
+    from infra.aws.dynamo_agents import clear_warm_caches
     from infra.aws.s3_vectors import clear_warm_vectors
 
     clients.reset_clients()

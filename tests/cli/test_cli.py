@@ -170,12 +170,12 @@ def test_demo_verbose_shows_the_full_trace_by_titles_with_the_password_masked() 
 def test_a_failure_nobody_planned_for_is_one_line_and_debug_shows_the_traceback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import waypoint.cli as cli
+    import waypoint.cli.running as running  # where `demo` looks `_choose_llm` up
 
     def explode(choice: object) -> str:
         raise KeyError("provider")
 
-    monkeypatch.setattr(cli, "_choose_llm", explode)
+    monkeypatch.setattr(running, "_choose_llm", explode)
     monkeypatch.setenv("WAYPOINT_DEBUG", "")  # --debug sets it; restored (unset) afterwards
     quiet = runner.invoke(app, ["demo"])
     assert quiet.exit_code == 1

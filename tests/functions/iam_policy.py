@@ -351,7 +351,7 @@ def recording(
 
 def forget_clients() -> None:
     """Drop every cached client and warm-container cache, as a new Lambda container starts."""
-    from infra.aws.dynamo_store import clear_warm_caches
+    from infra.aws.dynamo_agents import clear_warm_caches
     from infra.aws.s3_vectors import clear_warm_vectors
 
     clients.reset_clients()  # every client, Step Functions' too, comes from infra.aws.clients

@@ -13,17 +13,16 @@ from botocore.exceptions import ClientError
 
 from engine.errors import SessionConflict
 from engine.session import EventSource
-from infra.aws.dynamo_store import (
+from infra.aws.dynamo_agents import DynamoAgentStore
+from infra.aws.dynamo_inbox import DynamoInboxStore
+from infra.aws.dynamo_sessions import (
     MAX_EVENTS_PER_COMMIT,
-    DynamoAgentStore,
-    DynamoInboxStore,
     DynamoSessionStore,
-    DynamoVariableStore,
-    ItemBodies,
-    ItemTooLarge,
     SessionIntegrityError,
     TurnTooLarge,
 )
+from infra.aws.dynamo_table import ItemBodies, ItemTooLarge
+from infra.aws.dynamo_variables import DynamoVariableStore
 from infra.aws.local_stack import LocalStack
 from tests.contracts.customer_state_contract import ManualClock
 from tests.contracts.factories import make_agent, message, new_session, turn_commit

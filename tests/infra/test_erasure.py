@@ -11,7 +11,9 @@ import pytest
 
 from engine.session import Event, EventKind, EventSource, SessionState
 from infra.aws.clients import client
-from infra.aws.dynamo_store import DynamoInboxStore, DynamoSessionStore, DynamoVariableStore
+from infra.aws.dynamo_inbox import DynamoInboxStore
+from infra.aws.dynamo_sessions import DynamoSessionStore
+from infra.aws.dynamo_variables import DynamoVariableStore
 from infra.aws.erasure import CustomerErasure
 from infra.aws.local_stack import LocalStack
 from infra.aws.retention import DAY, InvalidRetention, Retention

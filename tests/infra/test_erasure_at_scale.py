@@ -13,7 +13,9 @@ import pytest
 
 from engine.session import Event, EventKind, EventSource, SessionState
 from infra.aws.clients import client
-from infra.aws.dynamo_store import DynamoInboxStore, DynamoSessionStore, session_pk
+from infra.aws.dynamo_inbox import DynamoInboxStore
+from infra.aws.dynamo_sessions import DynamoSessionStore
+from infra.aws.dynamo_table import session_pk
 from infra.aws.erasure import CustomerErasure
 from infra.aws.local_stack import LocalStack
 from tests.contracts.customer_state_contract import ManualClock
@@ -69,7 +71,7 @@ async def seed_long_session(
     items: list[dict[str, Any]] = []
     for n in range(turns):
         events = _turn_events(n, clock.now())
-        items += [put["Put"]["Item"] for put in store._event_puts(SESSION, events)]
+        items += [put["Put"]["Item"] for put in store._items.event_puts(SESSION, events)]
         items.append({"pk": pk, "sk": {"S": f"TURN#d{n}"}, "version": {"N": str(n + 1)}})
         items.append({"pk": pk, "sk": {"S": f"TRACE#d{n}"}, "body": {"S": f'{{"turn": {n}}}'}})
     _batch_put(items)

@@ -11,7 +11,8 @@ import pytest
 from engine.errors import AgentNotFound, SessionConflict
 from engine.ports import TurnCommit
 from engine.session import SessionState
-from infra.aws.dynamo_store import MAX_EVENTS_PER_COMMIT, DynamoAgentStore, DynamoSessionStore
+from infra.aws.dynamo_agents import DynamoAgentStore
+from infra.aws.dynamo_sessions import MAX_EVENTS_PER_COMMIT, DynamoSessionStore
 from infra.aws.in_flight import IN_FLIGHT_TTL_SECONDS, SHARDS, shard_of, shard_pk
 from infra.aws.local_stack import LocalStack
 from tests.contracts.customer_state_contract import ManualClock

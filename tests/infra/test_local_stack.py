@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra.aws import clients
-from infra.aws.dynamo_store import DynamoSessionStore
+from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.local_stack import (
     BUCKET,
     QUEUE,

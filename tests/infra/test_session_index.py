@@ -4,7 +4,7 @@ one Query a page, gone from the list when the idle session expires (before TTL d
 from __future__ import annotations
 
 from engine.session_index import SessionIndex
-from infra.aws.dynamo_store import DynamoSessionStore
+from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.local_stack import LocalStack
 from infra.aws.retention import Retention
 from tests.contracts.customer_state_contract import ManualClock

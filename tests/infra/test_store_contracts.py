@@ -1,5 +1,5 @@
 """Every store implementation runs the same contracts: in-memory (engine/memory.py) and DynamoDB
-(infra/aws/dynamo_store.py, on in-process moto) — turns, retention, erasure and rollback."""
+(infra/aws/dynamo_*.py, on in-process moto) — turns, retention, erasure and rollback."""
 
 from __future__ import annotations
 
@@ -14,12 +14,10 @@ from engine.memory import (
     InMemorySessionStore,
     InMemoryVariableStore,
 )
-from infra.aws.dynamo_store import (
-    DynamoAgentStore,
-    DynamoInboxStore,
-    DynamoSessionStore,
-    DynamoVariableStore,
-)
+from infra.aws.dynamo_agents import DynamoAgentStore
+from infra.aws.dynamo_inbox import DynamoInboxStore
+from infra.aws.dynamo_sessions import DynamoSessionStore
+from infra.aws.dynamo_variables import DynamoVariableStore
 from infra.aws.erasure import CustomerErasure
 from infra.aws.local_stack import LocalStack
 from tests.contracts.agent_store_contract import AgentStoreContract

@@ -267,7 +267,7 @@ def marks_sent(kwargs: dict[str, Any]) -> bool:
 def install_faulty_dynamodb(monkeypatch: pytest.MonkeyPatch) -> FaultyDynamoDB:
     """Every store built from now on (sessions, inbox, outbox, agents) talks to DynamoDB through
     one `FaultyDynamoDB` (the real client of the current local stack underneath)."""
-    from infra.aws import clients, dynamo_store
+    from infra.aws import clients, dynamo_table
 
     real_client = clients.client
     faulty = FaultyDynamoDB(real_client("dynamodb"))
@@ -276,5 +276,5 @@ def install_faulty_dynamodb(monkeypatch: pytest.MonkeyPatch) -> FaultyDynamoDB:
         return faulty if service == "dynamodb" else real_client(service)
 
     monkeypatch.setattr(clients, "client", client)
-    monkeypatch.setattr(dynamo_store, "client", client)
+    monkeypatch.setattr(dynamo_table, "client", client)  # ItemBodies, _Table look it up there
     return faulty
