@@ -193,7 +193,11 @@ def _change(
         for i, (kind, source, text, data) in enumerate(events)
     )
     window, kept = fold_history(
-        session.kept_evidence, session.events, list(new_events), session.collected
+        session.kept_evidence,
+        session.events,
+        list(new_events),
+        session.collected,
+        requests=session.request_offsets(),
     )
     state = session.model_copy(
         update={

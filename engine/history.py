@@ -9,7 +9,9 @@ read from older history is folded into that state when it leaves the window:
 - a successful tool result a later turn may ground an argument on, or must not repeat
   (`own_earlier_results`, `_already_called`) is kept: the latest per (tool, sender, arguments);
 - a customer message holding a value a journey step collected is kept while that value is, so
-  the value stays grounded in the customer's own words.
+  the value stays grounded in the customer's own words;
+- the customer's messages that asked for a journey suspended for a prerequisite are kept while
+  that journey waits and runs (`SessionState.said_with_request`): values said with the request.
 
 Kept events are real events at their own offsets, in evidence form (`evidence_form`: only what
 grounding and the repeated-call check read); `TurnState.earlier_events` puts them before the
@@ -25,7 +27,7 @@ without it (`without_channel_payload`); the history API and a replayed turn read
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from engine.grounding import value_in_text
@@ -101,13 +103,18 @@ def fold_history(
     window: Sequence[Event],
     new_events: Sequence[Event],
     collected: Sequence[CollectedValue],
+    *,
+    requests: Collection[int] = (),
 ) -> tuple[tuple[Event, ...], tuple[Event, ...]]:
     """(the new window, the new kept evidence) after appending `new_events` to a session whose
-    loaded state is `kept` + `window`."""
+    loaded state is `kept` + `window`. `requests`: offsets of customer messages a waiting
+    journey may still take values from (`SessionState.said_with_request`)."""
     every = [*window, *new_events]
     new_window = tuple(every[-EVENT_WINDOW:])
     leaving = every[: max(0, len(every) - EVENT_WINDOW)]
-    return new_window, keep_evidence([*kept, *leaving], collected, window=new_window)
+    return new_window, keep_evidence(
+        [*kept, *leaving], collected, window=new_window, requests=requests
+    )
 
 
 def _call_key(event: Event) -> tuple[str, str, str]:
@@ -129,10 +136,12 @@ def keep_evidence(
     collected: Sequence[CollectedValue],
     *,
     window: Sequence[Event] = (),
+    requests: Collection[int] = (),
 ) -> tuple[Event, ...]:
     """The events (outside the window) later turns may still need, oldest first, bounded, in
-    evidence form: the latest result of each distinct successful call, and for each collected
-    value the latest customer message holding it — unless `window` holds a newer one."""
+    evidence form: the latest result of each distinct successful call, for each collected
+    value the latest customer message holding it — unless `window` holds a newer one — and
+    the customer messages at `requests` (a waiting journey's request)."""
     in_window = {_call_key(e) for e in window if _is_evidence_result(e)}
     tool_results: dict[tuple[str, str, str], Event] = {}
     for event in events:
@@ -156,14 +165,22 @@ def keep_evidence(
         for c in collected
         if not c.secret and c.origin is None and id(c) not in held_in_window
     ]
-    messages: list[Event] = []
+    in_window_offsets = {e.offset for e in window}
+    messages = [
+        e
+        for e in events
+        if e.offset in requests
+        and e.offset not in in_window_offsets
+        and e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
+    ]
     for event in reversed(events):
         if not unsourced:
             break
         if event.kind is not EventKind.MESSAGE or event.source is not EventSource.CUSTOMER:
             continue
         held = [v for v in unsourced if value_in_text(v, event.text or "")]
-        if held:
+        if held and event not in messages:
             messages.append(event)
             unsourced = [v for v in unsourced if v not in held]
     kept = sorted([*tool_results.values(), *messages], key=lambda e: e.offset)

@@ -209,6 +209,10 @@ class SessionState(BaseModel):
     completed_by: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     # a journey waiting for a prerequisite journey to complete, to be resumed afterwards
     suspended_journeys: tuple[str, ...] = ()
+    # journey id → the offsets of the customer's messages of the turn that asked for it while a
+    # prerequisite ran first: its run may take values said with the request from them
+    # (`engine.matching.journeys.said_ahead_messages`); kept until that run ends.
+    said_with_request: dict[str, tuple[int, ...]] = Field(default_factory=dict)
     applied_guideline_ids: tuple[str, ...] = ()
     # customer-dependent guidelines whose agent part is done but the customer's is not
     pending_customer_guideline_ids: tuple[str, ...] = ()
@@ -253,6 +257,10 @@ class SessionState(BaseModel):
             if (journey_id is None or c.journey_id == journey_id) and not c.secret:
                 values[c.name] = c.value
         return values
+
+    def request_offsets(self) -> frozenset[int]:
+        """The offsets of every waiting journey's request messages (`said_with_request`)."""
+        return frozenset(o for offsets in self.said_with_request.values() for o in offsets)
 
     def next_offset(self) -> int:
         return self.events[-1].offset + 1 if self.events else 0

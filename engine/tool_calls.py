@@ -261,11 +261,46 @@ def resolve_pick(
     return partial[0]["value"] if len(partial) == 1 else None
 
 
+def named_option(
+    options: Sequence[Mapping[str, Any]], texts: Sequence[str]
+) -> Mapping[str, Any] | None:
+    """The one option the customer's words name: its label (or a plain text value) as whole
+    words, case and spacing ignored — "a large with ham" names "large". None when no option or
+    several are named ("large or medium"; "extra large" when "large" is offered too), when a
+    label is only part of a word ("larger"), and for labels without a letter: a number said
+    with other words answers something else (a quantity, a PIN), never a pick."""
+    named = []
+    for option in options:
+        value = option.get("value")
+        names = {str(option["label"]), *([value] if isinstance(value, str) else [])}
+        if any(_names(n, t) for n in names if any(ch.isalpha() for ch in n) for t in texts):
+            named.append(option)
+    return named[0] if len(named) == 1 else None
+
+
+def _names(name: str, text: str) -> bool:
+    """Whether `text` says `name` as whole words, not qualified by the word before it: "a large
+    with ham" names "large"; "extra large" and "not large" do not (the customer wants something
+    else than the option)."""
+    pattern = r"(?<!\w)" + re.escape(name.strip().casefold()).replace(r"\ ", r"\s+") + r"(?!\w)"
+    lowered = text.casefold()
+    for m in re.finditer(pattern, lowered):
+        before = re.search(r"([\w']+)\s*$", lowered[: m.start()])
+        if before is None or _LEAD_IN.fullmatch(before.group(1)):
+            return True
+    return False
+
+
 # Words around a pick that say nothing about which option it is: courtesy, articles, "one",
 # and the verbs of choosing ("I'll take the large one, please" → "large").
 _PICK_FILLER = re.compile(
     r"\b(please|thanks|thank you|ok|okay|sure|yes|the|a|an|one|option|i'?ll|i'?d|i|will|would|"
     r"like|take|have|go|with|want|get|choose|pick|let'?s|me|give|number|no\.?)\b"
+)
+# The words that may come right before an option named among other words ("I'd like a large",
+# "make it large", "2 large pizzas"): any other word may qualify it ("extra large").
+_LEAD_IN = re.compile(
+    _PICK_FILLER.pattern + r"|to|it|for|and|or|just|make|order|size|\d+|two|three|four|five"
 )
 _ORDINALS = {
     "first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6,

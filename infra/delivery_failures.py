@@ -60,7 +60,13 @@ async def record_delivery_failure(
             turn_id=marker,
             data=data,
         )
-        window, kept = fold_history(state.kept_evidence, state.events, [event], state.collected)
+        window, kept = fold_history(
+            state.kept_evidence,
+            state.events,
+            [event],
+            state.collected,
+            requests=state.request_offsets(),
+        )
         new_state = state.model_copy(
             update={
                 "version": state.version + 1,

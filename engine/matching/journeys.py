@@ -27,7 +27,7 @@ from engine.matching.values_ahead import collect_values, pass_satisfied_steps
 from engine.model import Journey, LLMPurpose
 from engine.session import EventKind, EventSource
 
-__all__ = ["JourneyStepResult", "select_journey_step"]
+__all__ = ["JourneyStepResult", "said_ahead_messages", "select_journey_step"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,22 @@ class JourneyStepResult:
 
 
 def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
-    """The customer's messages of this turn: the only words a value ahead may come from."""
+    """The customer's messages of this turn."""
+    return said_ahead_messages(ctx, None)
+
+
+def said_ahead_messages(ctx: TurnContext, journey_id: str | None) -> list[CustomerMessage]:
+    """The only words a value ahead of its step may come from, for `journey_id`: the customer's
+    messages of this turn, and those of the turn that asked for the journey while a prerequisite
+    ran first (`SessionState.said_with_request`, kept until the journey's run ends)."""
     first = ctx.session.next_offset()
+    request = set(ctx.session.said_with_request.get(journey_id or "", ()))
     return [
         CustomerMessage.of(e)
         for e in ctx.history
-        if e.offset >= first and e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+        if (e.offset >= first or e.offset in request)
+        and e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
     ]
 
 
@@ -106,7 +116,8 @@ async def select_journey_step(
     if step.outcome == "exit":
         notes = ("dropped the values given for an exited journey",) if selection.collected else ()
         return JourneyStepResult(journey.id, step, {}, selection.rationale, True, notes)
-    got = collect_values(journey, views, step, selection.collected, messages_this_turn(ctx))
+    said = said_ahead_messages(ctx, journey.id)
+    got = collect_values(journey, views, step, selection.collected, said)
     ahead_for = (
         _given_ahead_before(ctx, journey.id, previous_path)
         if given_ahead is None

@@ -2,7 +2,8 @@
 destination also answers the amount step that comes after it.
 
 - A value for a field of a step the journey has not reached — but can reach from where it now
-  stands — is kept only when it is found in the customer's own messages of this turn
+  stands — is kept only when it is found in the customer's own messages of this turn, or of the
+  turn that asked for the journey while a prerequisite ran first
   (`engine.grounding.ground_collected`): a model that invents a value for a later step fills
   nothing, and the step will ask.
 - Once the walk stops on a chat step every field of which was given ahead (or in this very
@@ -83,7 +84,8 @@ def collect_values(
     messages: Sequence[CustomerMessage],
 ) -> CollectedThisTurn:
     """The typed values the model reported for the steps reached in this run, plus those for
-    steps ahead that the customer's messages of this turn contain."""
+    steps ahead that `messages` contain: the customer's messages of this turn, and those of the
+    request a prerequisite delayed (`engine.matching.journeys.said_ahead_messages`)."""
     reached = reached_nodes(step.path)
     ahead_nodes = nodes_ahead(views, step.node_id, reached)
     values, refused, notes = coerce_items(journey, items, (*reached, *ahead_nodes))

@@ -3,7 +3,8 @@ round for journeys nobody predicted.
 
 Every journey whose condition guideline matched activates. A journey whose prerequisites have not
 completed is suspended and its first unmet prerequisite is entered instead; when that completes,
-the suspended journey resumes by itself — the customer is not asked again. Journeys activated
+the suspended journey resumes by itself — the customer is not asked again, and the messages that
+asked for it stay evidence of the values they said ahead (`remember_request`). Journeys activated
 outside recall's prediction get one more round (their scoped guidelines and their entry step).
 Writes journey progress (`paths`, `steps`, `suspended`, `completed`, `collected`).
 """
@@ -14,8 +15,10 @@ import asyncio
 from collections.abc import Sequence
 
 from engine.context import TurnContext
+from engine.grounding import CustomerMessage
 from engine.matching.journey_forced_moves import entry_step
 from engine.recall_index import recall_index
+from engine.session import EventKind, EventSource
 from engine.stages.journey_progress import (
     apply_step,
     apply_verified,
@@ -28,6 +31,9 @@ from engine.stages.match import StepResults, absorb_matches, match_guidelines
 from engine.stages.recall import Recalled
 from engine.stages.state import TurnState
 from engine.trace import JourneyTransitionRecord
+
+# A request's messages kept for the journey it asked for: one turn's, and at most this many.
+MAX_REQUEST_MESSAGES = 4
 
 
 async def activate(
@@ -99,6 +105,23 @@ def waiting_for_prerequisites(
     return waiting
 
 
+def remember_request(state: TurnState, journey_id: str) -> None:
+    """The customer's typed messages of this turn — the request a prerequisite now delays —
+    stay evidence of values said ahead for `journey_id` until its run ends ("a large pizza with
+    mushrooms" before the login): by offset, so the stored text is the log's, secrets masked."""
+    offsets = tuple(
+        e.offset
+        for e in state.events
+        if e.kind is EventKind.MESSAGE
+        and e.source is EventSource.CUSTOMER
+        and CustomerMessage.of(e).text  # a button press is no words
+    )[-MAX_REQUEST_MESSAGES:]
+    if offsets:
+        state.said_with_request[journey_id] = offsets
+    else:
+        state.said_with_request.pop(journey_id, None)
+
+
 def newly_activated(state: TurnState, active_before: Sequence[str]) -> list[str]:
     """The journeys, not active before the turn, whose condition matched (the agent's order);
     looked up from the matches in the version's index rather than by walking every journey."""
@@ -117,6 +140,7 @@ def apply_prerequisites(state: TurnState, newly: Sequence[str]) -> list[str]:
             continue
         if target != jid and jid not in state.suspended:
             state.suspended.append(jid)
+            remember_request(state, jid)
             state.trace.journeys.append(
                 JourneyTransitionRecord(
                     journey_id=jid,

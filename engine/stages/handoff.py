@@ -204,7 +204,11 @@ def silent_session_state(state: TurnState) -> SessionState:
     moved (journeys, collected values, applied guidelines stay as the person found them)."""
     session = state.session
     window, kept = fold_history(
-        session.kept_evidence, session.events, state.events, session.collected
+        session.kept_evidence,
+        session.events,
+        state.events,
+        session.collected,
+        requests=session.request_offsets(),
     )
     return session.model_copy(
         update={

@@ -2,7 +2,10 @@
 the customer answers; the answer resumes it without running the tool again.
 
 - A selector's step completes when the customer picks one of its options (button, list reply,
-  number or label). The pick is stored as a collected value named by the tool's `pick_name`
+  number or label, or one option named among other words: "a large with ham"). When the step is
+  reached and the customer already named exactly one option — in this turn's messages, or in
+  the request a prerequisite delayed — that is the pick and the options are not shown
+  (`engine.tool_calls.named_option`; two options named, or none, show them). The pick is stored as a collected value named by the tool's `pick_name`
   (`fills`, else the tool's name without a `choose_`/`pick_`/`select_` prefix), so later tools get
   it by that name, and it counts as grounded evidence ("customer pick from choose_size").
 - An interrupter's step (a form, a link) completes only when its result arrives: a message whose
@@ -22,12 +25,14 @@ from typing import Any
 
 from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import auto_return
+from engine.matching.journey_graph import current_run
+from engine.matching.journeys import messages_this_turn, said_ahead_messages
 from engine.model import ToolKind
 from engine.ports import ToolCall, ToolOutcome
 from engine.session import CollectedValue, PendingInterrupt
 from engine.stages.journey_progress import apply_verified
 from engine.stages.state import TurnState
-from engine.tool_calls import resolve_pick, selector_options
+from engine.tool_calls import named_option, resolve_pick, selector_options
 
 
 def pick_origin(tool: str) -> str:
@@ -71,6 +76,15 @@ def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> N
     options = selector_options(outcome) if spec.kind is ToolKind.SELECTOR else []
     if spec.kind is ToolKind.SELECTOR and not options:
         return  # nothing to choose from: the LLM sees the (empty) data and explains
+    journey_id, node_id = location
+    selector = spec.kind is ToolKind.SELECTOR
+    if (
+        selector
+        and journey_id
+        and node_id
+        and _picked_ahead(state, call, journey_id, node_id, options)
+    ):
+        return  # the customer named one already: the step is done, no options are shown
     state.interrupt = PendingInterrupt(
         tool=call.tool,
         call_id=call.id,
@@ -91,6 +105,38 @@ def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> N
         state.questions.append(
             str(outcome.control.get("prompt") or "Ask the customer to complete the step shown")
         )
+
+
+def _picked_ahead(
+    state: TurnState,
+    call: ToolCall,
+    journey_id: str,
+    node_id: str,
+    options: list[dict[str, Any]],
+) -> bool:
+    """A selector step the journey just reached takes the one option the customer named in the
+    words a value ahead may come from ("I want to order a large pizza" — this turn's messages,
+    or the request a prerequisite delayed) as its pick, as the answer to the shown options would
+    be. Only the customer's words count (`named_option`), never the model's."""
+    ctx = state.context()
+    run = current_run(state.paths.get(journey_id, ()))
+    # The request's words answer the step once: a loop back to it reads this turn's words only.
+    words = (
+        said_ahead_messages(ctx, journey_id) if run.count(node_id) <= 1 else messages_this_turn(ctx)
+    )
+    option = named_option(options, [m.text for m in words])
+    if option is None:
+        return False
+    name = state.agent.tool(call.tool).pick_name
+    _store_values(state, journey_id, node_id, {name: pick_value(option["value"])}, call.tool)
+    state.tool_results.append(
+        ToolOutcome(call_id=call.id, tool=call.tool, data={"selected": option["value"]})
+    )
+    state.trace.notes.append(
+        f"{call.tool}: the customer named {str(option['label'])!r} already; "
+        "taken as the pick, the options are not shown"
+    )
+    return True
 
 
 def _reply_to(state: TurnState) -> dict[str, Any] | None:
@@ -122,6 +168,10 @@ def _resume_selector(state: TurnState, pending: PendingInterrupt) -> None:
         state.trace.notes.append(f"{pending.tool}: a message from another sender is not a pick")
         return
     picked = resolve_pick(pending.options, message.choice, message.text)
+    if picked is None and message.choice is None:
+        # Other words around one option's name ("a large with ham") still pick it.
+        named = named_option(pending.options, [message.text or ""])
+        picked = named["value"] if named is not None else None
     if picked is None:
         labels = "; ".join(str(o["label"]) for o in pending.options)
         state.questions.append(f"The customer still has to pick one of: {labels}")
@@ -170,22 +220,7 @@ def _complete(
 ) -> None:
     """The interrupt is answered: its values are stored (and are evidence), the tool step is
     performed, and the journey moves on from it without running the tool again."""
-    for name, value in values.items():
-        upsert_collected(
-            state.collected,
-            CollectedValue(
-                journey_id=pending.journey_id or "",
-                node_id=pending.node_id or "",
-                name=name,
-                value=value,
-                turn_id=state.turn_id,
-                origin=origin,
-                sender=state.sender,
-            ),
-        )
-        if pending.journey_id:
-            masked = state.secrets.mask_named({name: value})[name]
-            state.trace.collected[f"{pending.journey_id}.{name}"] = masked
+    _store_values(state, pending.journey_id or "", pending.node_id or "", values, origin=origin)
     state.tool_results.append(
         ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": selected})
     )
@@ -205,6 +240,34 @@ def _complete(
         )
         if step is not None:
             apply_verified(state, journey.id, step, "auto_return")
+
+
+def _store_values(
+    state: TurnState,
+    journey_id: str,
+    node_id: str,
+    values: Mapping[str, Any],
+    tool: str = "",
+    *,
+    origin: str = "",
+) -> None:
+    """Store a pick's or a form's values with their origin (evidence for tool arguments)."""
+    for name, value in values.items():
+        upsert_collected(
+            state.collected,
+            CollectedValue(
+                journey_id=journey_id,
+                node_id=node_id,
+                name=name,
+                value=value,
+                turn_id=state.turn_id,
+                origin=origin or pick_origin(tool),
+                sender=state.sender,
+            ),
+        )
+        if journey_id:
+            masked = state.secrets.mask_named({name: value})[name]
+            state.trace.collected[f"{journey_id}.{name}"] = masked
 
 
 def release_stale_interrupt(state: TurnState) -> None:

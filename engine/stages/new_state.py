@@ -52,7 +52,19 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             applied_ids.append(gid)
     collected = stored_collected(state)
     # The new window; events leaving it are kept only as far as later turns need them.
-    window, kept = fold_history(session.kept_evidence, session.events, state.events, collected)
+    # A waiting or running journey keeps its request's messages; an ended one lets them go.
+    requests = {
+        j: offsets
+        for j, offsets in state.said_with_request.items()
+        if j in state.suspended or j in state.active()
+    }
+    window, kept = fold_history(
+        session.kept_evidence,
+        session.events,
+        state.events,
+        collected,
+        requests={o for offsets in requests.values() for o in offsets},
+    )
     return session.model_copy(
         update={
             "version": session.version + 1,
@@ -62,6 +74,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "completed_journeys": tuple(state.completed),
             "completed_by": dict(state.completed_by),
             "suspended_journeys": tuple(state.suspended),
+            "said_with_request": requests,
             "applied_guideline_ids": tuple(applied_ids),
             "pending_customer_guideline_ids": tuple(pending),
             "collected": collected,

@@ -145,6 +145,7 @@ class TurnState:
         self.completed: list[str] = list(session.completed_journeys)
         self.completed_by: dict[str, tuple[str, ...]] = dict(session.completed_by)
         self.suspended: list[str] = list(session.suspended_journeys)
+        self.said_with_request: dict[str, tuple[int, ...]] = dict(session.said_with_request)
         self.collected: list[CollectedValue] = list(session.collected)
         # Recall: the guidelines this turn may match, and those it may use at all (enabled and
         # allowed by their tags: what entailment may add).
