@@ -47,15 +47,19 @@ class JourneyStepResult:
     refused: tuple[tuple[str, str], ...] = ()
 
 
-def messages_this_turn(ctx: TurnContext) -> list[CustomerMessage]:
-    """The customer's messages of this turn."""
-    return said_ahead_messages(ctx, None)
+def messages_this_turn(ctx: TurnContext, *, sender: str | None = None) -> list[CustomerMessage]:
+    """The customer's messages of this turn (only `sender`'s, when given)."""
+    return said_ahead_messages(ctx, None, sender=sender)
 
 
-def said_ahead_messages(ctx: TurnContext, journey_id: str | None) -> list[CustomerMessage]:
+def said_ahead_messages(
+    ctx: TurnContext, journey_id: str | None, *, sender: str | None = None
+) -> list[CustomerMessage]:
     """The only words a value ahead of its step may come from, for `journey_id`: the customer's
     messages of this turn, and those of the turn that asked for the journey while a prerequisite
-    ran first (`SessionState.said_with_request`, kept until the journey's run ends)."""
+    ran first (`SessionState.said_with_request`, kept until the journey's run ends). With
+    `sender`, only that sender's (where one session has several, a message's sender is its
+    event's `sender`, else the session's customer)."""
     first = ctx.session.next_offset()
     request = set(ctx.session.said_with_request.get(journey_id or "", ()))
     return [
@@ -64,6 +68,7 @@ def said_ahead_messages(ctx: TurnContext, journey_id: str | None) -> list[Custom
         if (e.offset >= first or e.offset in request)
         and e.kind is EventKind.MESSAGE
         and e.source is EventSource.CUSTOMER
+        and (sender is None or str(e.data.get("sender") or ctx.session.customer_id) == sender)
     ]
 
 

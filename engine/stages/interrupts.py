@@ -121,8 +121,13 @@ def _picked_ahead(
     ctx = state.context()
     run = current_run(state.paths.get(journey_id, ()))
     # The request's words answer the step once: a loop back to it reads this turn's words only.
+    # Only the words of the sender this turn answers: in a session of several senders another's
+    # "large" is theirs, as their "2" is no pick of options shown to someone else.
+    sender = state.sender
     words = (
-        said_ahead_messages(ctx, journey_id) if run.count(node_id) <= 1 else messages_this_turn(ctx)
+        said_ahead_messages(ctx, journey_id, sender=sender)
+        if run.count(node_id) <= 1
+        else messages_this_turn(ctx, sender=sender)
     )
     option = named_option(options, [m.text for m in words])
     if option is None:

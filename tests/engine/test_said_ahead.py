@@ -14,7 +14,7 @@ from engine.history import fold_history
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField, ToolKind
-from engine.session import Event, EventKind, EventSource
+from engine.session import Event, EventKind, EventSource, InboundMessage
 from engine.testing import ScriptedLLM
 from engine.tool_calls import named_option
 from engine.toolkit import ToolResult, tool
@@ -268,3 +268,37 @@ def test_a_waiting_journeys_request_is_kept_when_it_leaves_the_window() -> None:
     assert [e.offset for e in kept] == [3]
     assert kept[0].text == "message 3"
     assert nothing == ()
+
+
+async def test_another_senders_words_never_make_the_pick() -> None:
+    """In one session of several senders, the journey that reaches the selector answers the
+    turn's sender: a size another person said in the same burst is theirs, not this pick."""
+    h = harness([advance(steps("choose"))])
+    await h.start()
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="b1", text="large", metadata={"customer_id": "bea"}),
+            InboundMessage(
+                event_id="a1", text="I want to order a pizza", metadata={"customer_id": "ann"}
+            ),
+        ],
+    )
+
+    assert out.state.pending_interrupt is not None  # the options are shown to ann
+    assert out.state.pending_interrupt.sender == "ann"
+    assert "size" not in out.state.collected_values("order")
+
+    h2 = harness([advance(steps("choose"))])
+    await h2.start()
+    own = await h2.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="a2", text="a large one", metadata={"customer_id": "ann"}),
+            InboundMessage(
+                event_id="a3", text="I want to order a pizza", metadata={"customer_id": "ann"}
+            ),
+        ],
+    )
+    assert own.state.collected_values("order") == {"size": "large"}  # ann's own words pick
