@@ -72,6 +72,18 @@ def handler_modules(template: Path = ROOT / "template.yaml") -> dict[str, str]:
     return modules
 
 
+# The reference engine's SDK, measured beside our handlers when `python -m bench compare` has
+# installed it (its own virtual environment, nothing of ours on its path): the handler import
+# target is a share of it, compared within one run.
+REFERENCE_MODULE = "parlant.sdk"
+REFERENCE_ROLE = "reference engine's SDK (Parlant, .bench-venvs/parlant; not ours)"
+REFERENCE_PYTHON = ROOT / ".bench-venvs" / "parlant" / "bin" / "python"
+
+
+def _reference_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
 def _env() -> dict[str, str]:
     env = {**os.environ, **LAMBDA_ENV}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -86,21 +98,24 @@ def _present(module: str) -> bool:
         return False
 
 
-def _fresh_python(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run `python *args` in a fresh interpreter from the repository root."""
+def _fresh_python(
+    *args: str, timeout: float, reference: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run `python *args` in a fresh interpreter from the repository root (the reference's
+    interpreter and environment with `reference`)."""
     return subprocess.run(
-        [sys.executable, *args],
+        [str(REFERENCE_PYTHON) if reference else sys.executable, *args],
         cwd=ROOT,
-        env=_env(),
+        env=_reference_env() if reference else _env(),
         capture_output=True,
         text=True,
         timeout=timeout,
     )
 
 
-def _last_output_line(*args: str, timeout: float) -> str:
+def _last_output_line(*args: str, timeout: float, reference: bool = False) -> str:
     """The last line `python *args` prints; RuntimeError with its last error line if it fails."""
-    done = _fresh_python(*args, timeout=timeout)
+    done = _fresh_python(*args, timeout=timeout, reference=reference)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise RuntimeError(last[:200])
@@ -114,7 +129,8 @@ def _import_once(module: str) -> tuple[float, float]:
         f"import {module}\n"
         "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000)"
     )
-    wall, cpu = _last_output_line("-c", code, timeout=120).split()
+    reference = module == REFERENCE_MODULE
+    wall, cpu = _last_output_line("-c", code, timeout=120, reference=reference).split()
     return float(wall), float(cpu)
 
 
@@ -156,11 +172,13 @@ def measure_imports(
     """Median of `runs` fresh-process imports per module. Runs are interleaved across modules
     (round robin), so a burst of load from elsewhere on the machine hits every module alike."""
     modules = {**handler_modules(), **(COMPONENTS if components else {})}
+    if REFERENCE_PYTHON.exists():
+        modules[REFERENCE_MODULE] = REFERENCE_ROLE
     rows: dict[str, ImportRow] = {}
     walls: dict[str, list[float]] = {}
     cpus: dict[str, list[float]] = {}
     for module, role in modules.items():
-        if not _present(module):
+        if module != REFERENCE_MODULE and not _present(module):
             rows[module] = ImportRow(module, role, "not present")
             progress(f"import {module}: not present")
             continue

@@ -12,7 +12,10 @@ measurements, and are labelled so in the report:
   tool inference (`SingleToolBatch`), so the same as the worked example;
 - two journeys active: a second `JourneyNextStepSelection` ∥ `JourneyBacktrackCheck` pair in
   round A (≈ 5.1k + 4.8k tokens) → 21–24 calls, 3 rounds, ≈ 70–80k.
-Its import cost: `import parlant.sdk` takes 4.0–4.5 s (§5).
+Its import cost: `import parlant.sdk` took 4.0–4.5 s when the notes were written (§5); with the
+releases `python -m bench compare` installed on 2026-11-24 (Parlant 3.3.1 and its newest matching
+dependencies) it took 2.4–2.9 s here, fresh processes — the figure below, when a run has not
+measured it itself.
 """
 
 from __future__ import annotations
@@ -35,5 +38,5 @@ THEIRS = {
     "two_journeys": TheirFigures("21–24", "3", "≈70–80k", derived=True),
 }
 
-THEIR_IMPORT = "4.0–4.5 s (`import parlant.sdk`)"
-THEIR_IMPORT_MS = (4_000.0, 4_500.0)
+THEIR_IMPORT = "2.4–2.9 s (`import parlant.sdk`, measured 2026-11-24)"
+THEIR_IMPORT_MS = (2_400.0, 2_900.0)

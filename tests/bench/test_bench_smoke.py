@@ -248,3 +248,32 @@ def test_the_offline_model_cpu_is_reported_per_call_and_per_turn(result: BenchRe
     assert cpu.model_per_turn_ms > 0
     report = console_report(result)
     assert "Offline model: CPU per call and per turn" in report
+
+
+def test_the_handler_import_target_is_a_share_of_the_reference_measured_in_the_same_run() -> None:
+    """With the reference SDK measured beside our handlers (its venv installed by `bench
+    compare`), the limit is a share of that measurement; without it, of the low end of its
+    recorded figure — never of a stale, larger one."""
+    from bench.coldstart import REFERENCE_MODULE
+    from bench.reference_figures import THEIR_IMPORT_MS
+    from bench.results import ImportRow
+    from bench.targets import HANDLER_IMPORT_SHARE, _handlers_vs_reference
+
+    ours = [
+        ImportRow("functions.worker", "turn worker", "ok", median_ms=200.0),
+        ImportRow("functions.management", "management API", "ok", median_ms=420.0),
+    ]
+    measured = BenchResult(machine={}, config={}, started_at="")
+    measured.imports = [*ours, ImportRow(REFERENCE_MODULE, "reference", "ok", median_ms=2_500.0)]
+    target = _handlers_vs_reference(measured)
+    assert target is not None and "measured in this run: 2,500 ms" in target.name
+    assert target.status == "MISS"  # 420 > 0.15 × 2,500 = 375
+    assert "0.168×" in target.measured
+
+    recorded = BenchResult(machine={}, config={}, started_at="")
+    recorded.imports = list(ours)
+    fallback = _handlers_vs_reference(recorded)
+    assert fallback is not None and "not measured in this run" in fallback.name
+    limit = HANDLER_IMPORT_SHARE * THEIR_IMPORT_MS[0]
+    assert fallback.status == ("PASS" if 420.0 <= limit else "MISS")
+    assert f"{limit:,.0f} ms" in fallback.limit
