@@ -12,11 +12,12 @@ aliases and in nesting depth. Each refusal names its limit.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
-
-import yaml
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.errors import InvalidAgentDefinition
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 """An agent document's size limit, in bytes of UTF-8 text."""
@@ -41,19 +42,25 @@ class _AliasBudgetSpent(Exception):
     pass
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that counts the aliases it composes and stops past `MAX_ALIASES`."""
+def _bounded_loader(text: str) -> Any:
+    """A SafeLoader over `text` that counts the aliases it composes and stops past
+    `MAX_ALIASES`. PyYAML is imported on the first YAML document, not with this module: the
+    management API's cold start reads JSON and YAML bodies alike, and most turns none."""
+    import yaml
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.aliases = 0
+    class BoundedLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.aliases = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_ALIASES:
-                raise _AliasBudgetSpent
-        return super().compose_node(parent, index)
+        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    raise _AliasBudgetSpent
+            return super().compose_node(parent, index)
+
+    return BoundedLoader(text)
 
 
 def parse_document_text(text: str | bytes, kind: DocumentKind, where: str) -> Any:
@@ -69,6 +76,11 @@ def parse_document_text(text: str | bytes, kind: DocumentKind, where: str) -> An
                 "documents; split the agent or shorten its texts"
             ]
         )
+    yaml_error: type[Exception] = ValueError  # JSON errors are ValueErrors already
+    if kind == "yaml":
+        import yaml
+
+        yaml_error = yaml.YAMLError
     try:
         decoded = text.decode("utf-8") if isinstance(text, bytes) else text
         return _parse_yaml(decoded, where) if kind == "yaml" else json.loads(decoded)
@@ -76,12 +88,12 @@ def parse_document_text(text: str | bytes, kind: DocumentKind, where: str) -> An
         raise DocumentTooComplex(
             [f"{where}: the document is nested too deeply to read; flatten it"]
         ) from None
-    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+    except (UnicodeDecodeError, ValueError, yaml_error) as error:
         raise InvalidAgentDefinition([f"{where}: not valid {kind.upper()}: {error}"]) from None
 
 
 def _parse_yaml(text: str, where: str) -> Any:
-    loader = _BoundedLoader(text)
+    loader = _bounded_loader(text)
     try:
         try:
             node = loader.get_single_node()
@@ -134,8 +146,7 @@ def _check_expansion(root: yaml.Node, where: str) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [part for pair in node.value for part in pair]
-    return []
+    value = node.value  # a sequence's nodes, a mapping's (key, value) pairs, or a scalar's text
+    if not isinstance(value, list):
+        return []
+    return [part for item in value for part in (item if isinstance(item, tuple) else (item,))]
