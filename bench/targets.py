@@ -396,6 +396,18 @@ IMPORT_FIX = {
         "`APIGatewayHttpResolver` (≈ 136 ms to import, ≈ 350 ms less than FastAPI + Mangum per "
         "the same notes) and keep FastAPI for the local server only."
     ),
+    "functions.management": (
+        "FastAPI with Mangum is about 250 ms of it before a route exists (`fastapi.routing` → "
+        "`params` → `openapi.models`, its `opentelemetry` telemetry and, on the first route, its "
+        "`pydantic.v1` compatibility check, ≈ 25 ms); building its ~26 routes' dependants and "
+        "response TypeAdapters is ≈ 30 ms more and the engine models the responses name ≈ 50 ms. "
+        "What is ours and not needed by a request (the platform adapters, PyYAML) is already "
+        "imported on use. The rest needs a lighter router in Lambda — aws_lambda_powertools' "
+        "`APIGatewayHttpResolver` (≈ 136 ms) for the management API, FastAPI kept for the "
+        "local server — which the project's fixed choice (FastAPI + Mangum on Lambda) rules out "
+        "today; or pydantic's `defer_build` on the engine models the responses do not name "
+        "(≈ 20–40 ms)."
+    ),
     "functions.worker": (
         "The largest single item is the module-level `Tracer(service=...)`: constructing "
         "Powertools' Tracer "
