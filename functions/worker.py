@@ -49,7 +49,8 @@ from functions.worker_telemetry import logger, metrics, tracer
 from infra.channels.base import ReplyOption
 from infra.channels.support_channel import is_support_message
 from infra.handoff_changes import QueuedPersonMessage
-from infra.runtime import QueuedMessage, Runtime, current_runtime
+from infra.runtime import Runtime, current_runtime
+from infra.turn_queue import QueuedMessage
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput

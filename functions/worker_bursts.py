@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from engine.errors import WaypointError
 from infra.handoff_changes import QueuedPersonMessage
-from infra.runtime import QueuedMessage
+from infra.turn_queue import QueuedMessage
 
 
 class MalformedQueueMessage(WaypointError):

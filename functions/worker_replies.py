@@ -11,7 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from engine.session import Event, EventKind, EventSource, SessionState
 from functions.worker_telemetry import logger, metrics
 from infra.channels.base import DeliveryReceipt
-from infra.runtime import QueuedMessage
+from infra.turn_queue import QueuedMessage
 
 PLAIN_FALLBACKS_METRIC = "RenderedRepliesRefused"  # a renderer bug: the reply went out as text
 

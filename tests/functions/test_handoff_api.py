@@ -14,7 +14,8 @@ from engine.handoff import MODE_CHANGED
 from engine.session import MAX_REMEMBERED_IDS, EventSource
 from functions.worker_delivery import SENDS_PER_INVOCATION
 from infra.outbox import OutboxStatus
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,

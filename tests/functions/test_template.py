@@ -17,7 +17,11 @@ from functions import webhook, worker_delivery, worker_telemetry
 from infra.aws.local_stack import load_template
 from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
 from infra.channels.registry import ChannelSecrets
-from infra.runtime import MANAGEMENT_API_KEY_ENV, TOOL_STATE_MACHINE_ENV, load_tool_registry
+from infra.runtime_settings import (
+    MANAGEMENT_API_KEY_ENV,
+    TOOL_STATE_MACHINE_ENV,
+    load_tool_registry,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 

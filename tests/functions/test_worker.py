@@ -24,7 +24,8 @@ from infra.aws.lambda_routing import LocalLambdaContext
 from infra.channels.base import DeliveryReceipt, NormalizedMessage
 from infra.channels.options import compact_choice_id
 from infra.outbox import OutboxStatus, outbound_reply
-from infra.runtime import QueuedMessage, Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import QueuedMessage, session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,

@@ -26,7 +26,9 @@ from functions.worker_delivery import (
 from functions.worker_telemetry import SERVICE
 from infra.aws.local_stack import load_template
 from infra.outbox import Lease, LeaseOutcome, OutboxStatus
-from infra.runtime import Runtime, RuntimeSettings, session_id_for
+from infra.runtime import Runtime
+from infra.runtime_settings import RuntimeSettings
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import (
     API_KEY,
     CountingLLM,
