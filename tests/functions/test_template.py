@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from functions import webhook, worker_delivery, worker_telemetry
-from infra.aws.local_stack import load_template
+from infra.aws.cfn_template import load_template
 from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
 from infra.channels.registry import ChannelSecrets
 from infra.runtime_settings import (

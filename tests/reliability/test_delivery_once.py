@@ -24,7 +24,7 @@ from functions.worker_delivery import (
     SENDS_PER_INVOCATION,
 )
 from functions.worker_telemetry import SERVICE
-from infra.aws.local_stack import load_template
+from infra.aws.cfn_template import load_template
 from infra.outbox import Lease, LeaseOutcome, OutboxStatus
 from infra.runtime import Runtime
 from infra.runtime_settings import RuntimeSettings
