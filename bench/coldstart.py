@@ -55,7 +55,7 @@ def handler_modules(template: Path = ROOT / "template.yaml") -> dict[str, str]:
     """Module → role for every function in template.yaml, plus the planned ones."""
     modules: dict[str, str] = {}
     try:
-        from infra.aws.local_stack import load_template
+        from infra.aws.cfn_template import load_template
 
         resources = load_template(template).get("Resources", {})
     except Exception:  # no template or unreadable: the planned list still applies

@@ -25,7 +25,8 @@ from functions.management_errors import ErrorBody, logger
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
-from infra.runtime import QueuedMessage, check_session_id, current_runtime
+from infra.runtime import current_runtime
+from infra.turn_queue import QueuedMessage, check_session_id
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput  # the engine loads on the first turn, not at import

@@ -26,7 +26,8 @@ from engine.session_index import (
     SessionIndex,
     SessionPage,
 )
-from infra.runtime import check_session_id, current_runtime
+from infra.runtime import current_runtime
+from infra.turn_queue import check_session_id
 
 router = APIRouter()
 

@@ -39,7 +39,8 @@ from infra.channels.errors import PayloadTooLarge, WebhookRejected
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from infra.channels.registry import lookup_channel
 from infra.channels.support_channel import is_support_message
-from infra.runtime import QueuedMessage, Runtime, current_runtime, session_id_for
+from infra.runtime import Runtime, current_runtime
+from infra.turn_queue import QueuedMessage, session_id_for
 
 # Meta redelivers for up to 7 days, Telegram keeps updates 24 h: 8 days covers every platform.
 INBOX_TTL_SECONDS = 8 * 24 * 3600

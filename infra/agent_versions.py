@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from engine.errors import AgentNotFound, WaypointError
 from engine.model import AgentSnapshot
 from engine.version_diff import PublishCheck, check_publish
-from infra.runtime import PublishedAgent, Runtime, load_tool_registry
+from infra.runtime import PublishedAgent, Runtime
+from infra.runtime_settings import load_tool_registry
 
 TOOL_FUNCTION_ENV = "WAYPOINT_TOOL_FUNCTION"
 

@@ -26,32 +26,38 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
+
+The settings are read by `infra.runtime_settings.RuntimeSettings`; the turn queue's message is
+`infra.turn_queue.QueuedMessage`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
-import re
 import threading
-from collections.abc import Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
-from engine.errors import WaypointError
-from infra.channels.base import NormalizedMessage
+from infra.runtime_settings import (
+    AGENT_ID_ENV,
+    CHANNEL_AGENTS_ENV,
+    LLM_SECRET_NAMES,
+    MANAGEMENT_API_KEY_ENV,
+    MANAGEMENT_SECRET_NAMES,
+    RuntimeConfigurationError,
+    RuntimeSettings,
+    load_tool_registry,
+)
 
 if TYPE_CHECKING:  # the real imports happen where each part is built
     import httpx
 
     from engine.model import AgentSnapshot
     from engine.ports import Clock, Embedder, SchematicLLM, ToolDispatcher, VectorIndex
-    from engine.toolkit import ToolRegistry
     from engine.turn import TurnEngine
     from infra.aws.dynamo_agents import DynamoAgentStore
     from infra.aws.dynamo_inbox import DynamoInboxStore
@@ -59,158 +65,12 @@ if TYPE_CHECKING:  # the real imports happen where each part is built
     from infra.aws.dynamo_variables import DynamoVariableStore
     from infra.channels.base import Channel
     from infra.outbox import DynamoOutbox
+    from infra.turn_queue import QueuedMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-AGENT_ID_ENV = "WAYPOINT_AGENT_ID"
-CHANNEL_AGENTS_ENV = "WAYPOINT_CHANNEL_AGENTS"
-TOOLS_MODULE_ENV = "WAYPOINT_TOOLS_MODULE"
-TOOL_STATE_MACHINE_ENV = "WAYPOINT_TOOL_STATE_MACHINE_ARN"  # = infra.aws.sfn_dispatcher's
-TOOL_DISPATCH_MODE_ENV = "WAYPOINT_TOOL_DISPATCH_MODE"
-PUBLIC_BASE_URL_ENV = "WAYPOINT_PUBLIC_BASE_URL"
-CALLBACK_HOSTS_ENV = "WAYPOINT_CALLBACK_HOSTS"
-SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
-REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
-MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
-
-# The secrets each part reads from the secrets path (template.yaml grants each function exactly
-# the parameters of the parts it uses; tests/functions/test_iam_derived.py checks it).
-LLM_SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
-MANAGEMENT_SECRET_NAMES = (MANAGEMENT_API_KEY_ENV,)
 _SSM_MAX_NAMES = 10  # GetParameters takes at most 10 names per call
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # also a valid SQS MessageGroupId
-
-
-class RuntimeConfigurationError(WaypointError):
-    """A setting the requested part needs is missing or malformed; the message names it."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Settings
-
-
-def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def parse_channel_agents(raw: str | None) -> dict[str, str]:
-    """`telegram=bank, slack=helpdesk` → {"telegram": "bank", "slack": "helpdesk"}."""
-    agents: dict[str, str] = {}
-    for item in (raw or "").split(","):
-        if not item.strip():
-            continue
-        channel, sep, agent = item.partition("=")
-        if not sep or not channel.strip() or not agent.strip():
-            raise RuntimeConfigurationError(
-                f"{CHANNEL_AGENTS_ENV}: {item.strip()!r} is not `channel=agent_id` "
-                "(example: telegram=bank,slack=helpdesk)"
-            )
-        agents[channel.strip()] = _setting_agent_id(agent.strip(), CHANNEL_AGENTS_ENV)
-    return agents
-
-
-def _setting_agent_id(value: str, setting: str) -> str:
-    from engine.agent_id import agent_id_problem
-
-    problem = agent_id_problem(value)
-    if problem is not None:
-        raise RuntimeConfigurationError(f"{setting}: {problem}")
-    return value
-
-
-@dataclass(frozen=True)
-class RuntimeSettings:
-    """The non-secret configuration, read once from the environment."""
-
-    agent_id: str | None = None
-    channel_agents: dict[str, str] = field(default_factory=dict)
-    tools_module: str | None = None
-    tool_state_machine_arn: str | None = None
-    tool_dispatch_mode: Literal["sync", "poll"] | None = None
-    public_base_url: str | None = None
-    callback_hosts: tuple[str, ...] | None = None
-    secrets_path: str | None = None
-    reply_per_message: bool = False
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
-        env = os.environ if environ is None else environ
-        mode = (env.get(TOOL_DISPATCH_MODE_ENV) or "").strip().lower() or None
-        if mode not in (None, "sync", "poll"):
-            raise RuntimeConfigurationError(
-                f"{TOOL_DISPATCH_MODE_ENV} must be 'sync' (AWS) or 'poll' (moto), got {mode!r}"
-            )
-        hosts = env.get(CALLBACK_HOSTS_ENV)
-        return cls(
-            agent_id=(
-                _setting_agent_id(env[AGENT_ID_ENV], AGENT_ID_ENV)
-                if env.get(AGENT_ID_ENV)
-                else None
-            ),
-            channel_agents=parse_channel_agents(env.get(CHANNEL_AGENTS_ENV)),
-            tools_module=env.get(TOOLS_MODULE_ENV) or None,
-            tool_state_machine_arn=env.get(TOOL_STATE_MACHINE_ENV) or None,
-            tool_dispatch_mode=mode,  # type: ignore[arg-type]
-            public_base_url=env.get(PUBLIC_BASE_URL_ENV) or None,
-            callback_hosts=(
-                tuple(h.strip() for h in hosts.split(",") if h.strip()) if hosts else None
-            ),
-            secrets_path=env.get(SECRETS_PATH_ENV) or None,
-            reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
-        )
-
-
-# --------------------------------------------------------------------------------------------------
-# The turn queue's message (webhook / management API → worker)
-
-
-class QueuedMessage(BaseModel):
-    """One SQS FIFO message: a normalized customer message for a session.
-
-    Group id = `session_id` (turns of a session run in order); dedup id = `dedup_id` (a retried
-    webhook is dropped by SQS too, within its 5-minute window)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    v: Literal[1] = 1
-    session_id: str
-    agent_id: str
-    message: NormalizedMessage
-
-    @property
-    def dedup_id(self) -> str:
-        return hashlib.sha256(self.message.dedup_key.encode()).hexdigest()
-
-
-def session_id_for(agent_id: str, channel: str, conversation_key: str) -> str:
-    """The session of a channel conversation with an agent: `{channel}-{32 hex}`.
-
-    A digest, not the key itself: conversation keys hold phone numbers and chat ids (they stay out
-    of keys and logs), can be long, and may contain characters SQS group ids refuse. The agent is
-    part of it, so pointing a channel at another agent starts fresh conversations."""
-    digest = hashlib.sha256(f"{agent_id}\x1f{channel}\x1f{conversation_key}".encode()).hexdigest()
-    return f"{channel}-{digest[:32]}"
-
-
-def check_session_id(session_id: str) -> str:
-    """`session_id` if usable as a key and an SQS group id, else `ValueError`."""
-    if not _SESSION_ID.match(session_id):
-        raise ValueError("a session id is 1-100 characters of A-Z a-z 0-9 _ . : -")
-    return session_id
-
-
-# --------------------------------------------------------------------------------------------------
-# Tool registry
-
-
-def load_tool_registry(module_path: str) -> ToolRegistry:
-    """The `ToolRegistry` of a module exposing `registry` or `TOOLS` (like the tool Lambda)."""
-    from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
-
-    try:
-        return registry_from_module(module_path, setting=TOOLS_MODULE_ENV)
-    except ToolRegistryNotConfigured as exc:
-        raise RuntimeConfigurationError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------------------------------

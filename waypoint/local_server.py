@@ -375,7 +375,7 @@ class GenericChatClient:
 
     @property
     def session_id(self) -> str:
-        from infra.runtime import session_id_for
+        from infra.turn_queue import session_id_for
 
         # The generic channel's conversation key (infra/channels/generic.py).
         return session_id_for(self.server.agent.id, "generic", f"generic:{self.conversation_id}")

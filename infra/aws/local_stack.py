@@ -17,6 +17,9 @@ shipped in a Lambda.
 With `data_dir`, the server's DynamoDB, SQS and S3 state is restored from that directory at start
 and written back after every change (`infra.aws.moto_persistence`); resources the template declares
 that are already there are kept as they are.
+
+The template is read by `infra.aws.cfn_template`; each resource is created from its properties by
+`infra.aws.local_resources`.
 """
 
 from __future__ import annotations
@@ -26,21 +29,20 @@ import logging
 import os
 import re
 import urllib.request
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
-
-from engine.errors import WaypointError
 from infra.aws import clients
-from infra.aws.stack_files import stack_file
-
-TEMPLATE_ENV = "WAYPOINT_TEMPLATE"
-DEFAULT_TEMPLATE = stack_file("template.yaml")  # the checkout's, or the wheel's copy
-ACCOUNT_ID = "123456789012"  # moto's default account
+from infra.aws.cfn_template import BUCKET, QUEUE, TABLE, declared_resources, load_template
+from infra.aws.local_resources import (
+    ACCOUNT_ID,
+    CREATORS,
+    LocalResource,
+    TemplateNotSupported,
+    resource_name,
+)
 
 # Logical ids of the resources the adapters use (template.yaml).
 STATE_TABLE = "StateTable"
@@ -48,9 +50,6 @@ EMBEDDINGS_BUCKET = "EmbeddingsBucket"
 TURN_QUEUE = "TurnQueue"
 TURN_DEAD_LETTER_QUEUE = "TurnDeadLetterQueue"
 
-TABLE = "AWS::DynamoDB::Table"
-BUCKET = "AWS::S3::Bucket"
-QUEUE = "AWS::SQS::Queue"
 
 MOTO_CONFIG: dict[str, Any] = {
     "lambda": {"use_docker": False},  # no Docker here: Lambda invokes echo unless patched
@@ -58,71 +57,8 @@ MOTO_CONFIG: dict[str, Any] = {
 }
 
 
-class TemplateNotSupported(WaypointError):
-    """template.yaml uses something the local stack cannot create; extend infra/aws/local_stack.py."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading the template
-
-
-class CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # no PyYAML stubs
-    """A YAML loader that turns CloudFormation short tags (!Ref, !Sub, !GetAtt …) into their
-    long JSON form ({"Ref": …}, {"Fn::Sub": …}, {"Fn::GetAtt": [resource, attribute]})."""
-
-
-def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-    value: Any
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
-    return {key: value}
-
-
-CloudFormationLoader.add_multi_constructor("!", _construct_tag)
-
-
-def template_path() -> Path:
-    """`WAYPOINT_TEMPLATE`, else Waypoint's own template.yaml (checkout or wheel)."""
-    return Path(os.environ.get(TEMPLATE_ENV) or DEFAULT_TEMPLATE)
-
-
-def load_template(path: str | Path | None = None) -> dict[str, Any]:
-    """The template as plain data, short tags expanded."""
-    with open(path or template_path(), encoding="utf-8") as f:
-        template: dict[str, Any] = yaml.load(f, Loader=CloudFormationLoader)
-    return template
-
-
-def declared_resources(template: Mapping[str, Any], *types: str) -> dict[str, dict[str, Any]]:
-    """Logical id → resource, for the resources of the given types, in template order."""
-    resources: dict[str, dict[str, Any]] = template.get("Resources", {})
-    return {lid: res for lid, res in resources.items() if res.get("Type") in types}
-
-
 # --------------------------------------------------------------------------------------------------
 # The stack
-
-
-@dataclass(frozen=True)
-class LocalResource:
-    """One created resource: `ref` is what !Ref returns (name, or URL for a queue)."""
-
-    logical_id: str
-    type: str
-    name: str
-    arn: str
-    url: str | None = None
-
-    @property
-    def ref(self) -> str:
-        return self.url or self.name
 
 
 class LocalStack:
@@ -309,11 +245,11 @@ class LocalStack:
             raise TemplateNotSupported(f"circular reference: {' → '.join(pending)} → {logical_id}")
         resource = self.template.get("Resources", {}).get(logical_id)
         kind = resource.get("Type") if resource else None
-        create = _CREATORS.get(kind or "")
+        create = CREATORS.get(kind or "")
         if resource is None or create is None:
             raise TemplateNotSupported(
                 f"{logical_id} ({kind or 'not in template'}) is not emulated by the local stack; "
-                f"supported types: {', '.join(_CREATORS)}"
+                f"supported types: {', '.join(CREATORS)}"
             )
         resolve = _Resolver(self, (*pending, logical_id)).resolve
         properties = resolve(resource.get("Properties", {}))
@@ -326,7 +262,7 @@ class LocalStack:
         resource = self.template.get("Resources", {}).get(logical_id) or {}
         kind = resource.get("Type")
         properties = _Resolver(self, (*pending, logical_id)).resolve(resource.get("Properties", {}))
-        name = _resource_name(self, logical_id, kind, properties)
+        name = resource_name(self, logical_id, kind, properties)
         from botocore.exceptions import ClientError
 
         try:
@@ -450,141 +386,3 @@ class _Resolver:
             return self.ref(name)
 
         return re.sub(r"\$\{([^}]+)\}", replace, text)
-
-
-# --------------------------------------------------------------------------------------------------
-# Creating resources from their CloudFormation properties
-
-
-def _check_properties(
-    logical_id: str, properties: Mapping[str, Any], used: set[str], ignored: set[str]
-) -> None:
-    # Unknown properties fail loudly: silently dropping one would make local differ from AWS.
-    unknown = set(properties) - used - ignored
-    if unknown:
-        raise TemplateNotSupported(
-            f"{logical_id}: properties {sorted(unknown)} are not emulated by the local stack; "
-            "map them in infra/aws/local_stack.py (or list them as ignored if local needs none)"
-        )
-
-
-def _resource_name(
-    stack: LocalStack, logical_id: str, kind: str | None, props: Mapping[str, Any]
-) -> str:
-    """The physical name CloudFormation would give (the declared one, else a stack-derived one)."""
-    if kind == TABLE:
-        return str(props.get("TableName") or f"{stack.stack_name}-{logical_id}")
-    if kind == BUCKET:
-        return str(props.get("BucketName") or f"{stack.stack_name}-{logical_id.lower()}")
-    fifo = bool(props.get("FifoQueue", False))
-    return str(
-        props.get("QueueName") or f"{stack.stack_name}-{logical_id}" + (".fifo" if fifo else "")
-    )
-
-
-def _create_table(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
-    used = {
-        "TableName",
-        "AttributeDefinitions",
-        "KeySchema",
-        "BillingMode",
-        "ProvisionedThroughput",
-        "GlobalSecondaryIndexes",
-        "LocalSecondaryIndexes",
-        "StreamSpecification",
-        "TimeToLiveSpecification",
-    }
-    ignored = {
-        "SSESpecification",
-        "PointInTimeRecoverySpecification",
-        "Tags",
-        "DeletionProtectionEnabled",
-        "ContributorInsightsSpecification",
-        "TableClass",
-    }
-    _check_properties(logical_id, props, used, ignored)
-    name = _resource_name(stack, logical_id, TABLE, props)
-    kwargs: dict[str, Any] = {
-        "TableName": name,
-        "AttributeDefinitions": props["AttributeDefinitions"],
-        "KeySchema": props["KeySchema"],
-        "BillingMode": props.get("BillingMode", "PROVISIONED"),
-    }
-    for key in ("ProvisionedThroughput", "GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
-        if key in props:
-            kwargs[key] = props[key]
-    if "StreamSpecification" in props:
-        kwargs["StreamSpecification"] = {"StreamEnabled": True, **props["StreamSpecification"]}
-    ddb = stack.client("dynamodb")
-    arn = ddb.create_table(**kwargs)["TableDescription"]["TableArn"]
-    ttl = props.get("TimeToLiveSpecification")
-    if ttl:
-        ddb.update_time_to_live(
-            TableName=name,
-            TimeToLiveSpecification={
-                "AttributeName": ttl["AttributeName"],
-                "Enabled": bool(ttl.get("Enabled", True)),
-            },
-        )
-    return LocalResource(logical_id, TABLE, name, arn)
-
-
-def _create_bucket(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
-    ignored = {
-        "BucketEncryption",
-        "PublicAccessBlockConfiguration",
-        "VersioningConfiguration",
-        "LifecycleConfiguration",
-        "OwnershipControls",
-        "Tags",
-    }
-    _check_properties(logical_id, props, {"BucketName"}, ignored)
-    name = _resource_name(stack, logical_id, BUCKET, props)
-    kwargs: dict[str, Any] = {"Bucket": name}
-    if stack.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
-        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": stack.region}
-    stack.client("s3").create_bucket(**kwargs)
-    return LocalResource(logical_id, BUCKET, name, f"arn:aws:s3:::{name}")
-
-
-_QUEUE_ATTRIBUTES = {
-    "FifoQueue",
-    "ContentBasedDeduplication",
-    "DeduplicationScope",
-    "FifoThroughputLimit",
-    "VisibilityTimeout",
-    "MessageRetentionPeriod",
-    "DelaySeconds",
-    "MaximumMessageSize",
-    "ReceiveMessageWaitTimeSeconds",
-    "RedrivePolicy",
-    "RedriveAllowPolicy",
-    "SqsManagedSseEnabled",
-    "KmsMasterKeyId",
-    "KmsDataKeyReusePeriodSeconds",
-}
-
-
-def _queue_attribute(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return json.dumps(value)
-    return str(value)
-
-
-def _create_queue(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
-    _check_properties(logical_id, props, {"QueueName", *_QUEUE_ATTRIBUTES}, {"Tags"})
-    name = _resource_name(stack, logical_id, QUEUE, props)
-    attributes = {k: _queue_attribute(v) for k, v in props.items() if k in _QUEUE_ATTRIBUTES}
-    sqs = stack.client("sqs")
-    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-    arn = f"arn:aws:sqs:{stack.region}:{ACCOUNT_ID}:{name}"
-    return LocalResource(logical_id, QUEUE, name, arn, url)
-
-
-_CREATORS: dict[str, Callable[[LocalStack, str, dict[str, Any]], LocalResource]] = {
-    TABLE: _create_table,
-    BUCKET: _create_bucket,
-    QUEUE: _create_queue,
-}

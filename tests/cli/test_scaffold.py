@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from infra.aws.local_stack import CloudFormationLoader, load_template
+from infra.aws.cfn_template import CloudFormationLoader, load_template
 from waypoint.cli import app
 from waypoint.scaffold import ScaffoldError, deployable_template, init_project
 

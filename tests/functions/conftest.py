@@ -23,7 +23,8 @@ from infra.aws.lambda_routing import LocalLambdaContext
 from infra.aws.local_stack import LocalStack
 from infra.channels.registry import ChannelSecrets, build_channels
 from infra.offline import OfflineLLM
-from infra.runtime import Runtime, RuntimeSettings, install_runtime, reset_runtime
+from infra.runtime import Runtime, install_runtime, reset_runtime
+from infra.runtime_settings import RuntimeSettings
 from tests.channels.payloads import tg_text_update
 from tests.channels.signed import ALL_SECRETS, PUBLIC_BASE_URL, channel_secrets
 from tests.functions import signed_events as signed

@@ -23,7 +23,8 @@ import botocore.session
 from botocore.exceptions import ClientError
 
 from infra.aws import clients
-from infra.aws.local_stack import ACCOUNT_ID, LocalStack, TemplateNotSupported, _Resolver
+from infra.aws.local_resources import ACCOUNT_ID, TemplateNotSupported
+from infra.aws.local_stack import LocalStack, _Resolver
 
 # --------------------------------------------------------------------------------------------------
 # The template's policies

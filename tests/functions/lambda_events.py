@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from infra.runtime import QueuedMessage
+from infra.turn_queue import QueuedMessage
 from waypoint.local_server import queue_records
 
 API_HOST = "abcdef1234.execute-api.us-east-1.amazonaws.com"

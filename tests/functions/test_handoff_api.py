@@ -12,9 +12,10 @@ import pytest
 
 from engine.handoff import MODE_CHANGED
 from engine.session import MAX_REMEMBERED_IDS, EventSource
-from functions import worker
+from functions.worker_delivery import SENDS_PER_INVOCATION
 from infra.outbox import OutboxStatus
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,
@@ -315,7 +316,7 @@ def test_a_persons_message_the_platform_refuses_for_now_is_sent_once_by_the_retr
 ) -> None:
     handed_off(stack, platforms)
     # Telegram is down for every send of the first invocation (it retries once in-process).
-    platforms.fail_next(worker.SENDS_PER_INVOCATION, status=503)
+    platforms.fail_next(SENDS_PER_INVOCATION, status=503)
     body = {"person": "dana", "text": "One moment please.", "event_id": "e-7"}
     status, posted = call("POST", f"/sessions/{SESSION}/handoff/messages", body)
     assert status == 200 and posted["delivery"] == "queued"

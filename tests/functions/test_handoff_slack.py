@@ -12,7 +12,8 @@ import pytest
 from engine.session import SessionMode
 from examples.banking import bank
 from infra.handoff_slack import HAND_BACK_CHOICE, SUPPORT_CHANNEL_ENV
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.channels.payloads import slack_block_actions, slack_event, slack_form
 from tests.functions import signed_events as signed
 from tests.functions.conftest import CountingLLM, drain, invoke_webhook, load_session, telegram_says

@@ -24,15 +24,9 @@ from engine.ports import ToolCall, ToolContext
 from engine.session import EventSource, SessionState
 from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
 from infra.channels import registry
-from infra.runtime import (
-    LLM_SECRET_NAMES,
-    MANAGEMENT_SECRET_NAMES,
-    Runtime,
-    RuntimeSettings,
-    install_runtime,
-    reset_runtime,
-    session_id_for,
-)
+from infra.runtime import Runtime, install_runtime, reset_runtime
+from infra.runtime_settings import LLM_SECRET_NAMES, MANAGEMENT_SECRET_NAMES, RuntimeSettings
+from infra.turn_queue import session_id_for
 from tests.channels.payloads import (
     generic_message,
     slack_event,

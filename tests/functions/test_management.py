@@ -12,7 +12,8 @@ import pytest
 from engine.history import EVENT_WINDOW
 from engine.session import PendingInterrupt, SessionState
 from examples.banking import bank
-from infra.runtime import QueuedMessage, Runtime
+from infra.runtime import Runtime
+from infra.turn_queue import QueuedMessage
 from tests.functions.conftest import (
     API_KEY,
     CountingLLM,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.session import EventKind, EventSource
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.channels.payloads import tg_text_update
 from tests.functions import signed_events as signed
 from tests.functions.conftest import drain, invoke_webhook, load_session

@@ -17,14 +17,9 @@ from examples.banking import load as load_bank
 from infra.aws.s3_vectors import S3VectorIndex
 from infra.aws.sfn_dispatcher import StepFunctionsDispatcher
 from infra.channels.registry import DisabledChannel
-from infra.runtime import (
-    Runtime,
-    RuntimeConfigurationError,
-    RuntimeSettings,
-    check_session_id,
-    parse_channel_agents,
-    session_id_for,
-)
+from infra.runtime import Runtime
+from infra.runtime_settings import RuntimeConfigurationError, RuntimeSettings, parse_channel_agents
+from infra.turn_queue import check_session_id, session_id_for
 
 REPO = Path(__file__).resolve().parents[2]
 

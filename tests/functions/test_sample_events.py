@@ -17,8 +17,8 @@ from urllib.parse import parse_qsl
 import pytest
 
 from examples.banking import load as load_bank
+from infra.aws.cfn_template import load_template
 from infra.aws.lambda_routing import LocalLambdaContext
-from infra.aws.local_stack import load_template
 from infra.channels.signing import sign_generic, sign_meta, sign_slack, sign_twilio
 from infra.runtime import Runtime
 from tests.channels.signed import (

@@ -13,11 +13,15 @@ from typing import Any
 
 import pytest
 
-from functions import webhook, worker
-from infra.aws.local_stack import load_template
+from functions import webhook, worker_delivery, worker_telemetry
+from infra.aws.cfn_template import load_template
 from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
 from infra.channels.registry import ChannelSecrets
-from infra.runtime import MANAGEMENT_API_KEY_ENV, TOOL_STATE_MACHINE_ENV, load_tool_registry
+from infra.runtime_settings import (
+    MANAGEMENT_API_KEY_ENV,
+    TOOL_STATE_MACHINE_ENV,
+    load_tool_registry,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -248,8 +252,10 @@ def test_the_turn_queue_outlasts_the_worker_six_times_and_leaves_room_for_every_
     worker_timeout = resources["WorkerFunction"]["Properties"]["Timeout"]
     assert queue["VisibilityTimeout"] >= 6 * worker_timeout  # AWS's guidance for SQS → Lambda
     # A dead worker's outbox lease runs out before SQS hands its record to another worker.
-    assert queue["VisibilityTimeout"] > worker.DELIVERY_LEASE_SECONDS
-    receives_to_give_up = math.ceil(worker.MAX_DELIVERY_ATTEMPTS / worker.SENDS_PER_INVOCATION)
+    assert queue["VisibilityTimeout"] > worker_delivery.DELIVERY_LEASE_SECONDS
+    receives_to_give_up = math.ceil(
+        worker_delivery.MAX_DELIVERY_ATTEMPTS / worker_delivery.SENDS_PER_INVOCATION
+    )
     max_receives = queue["RedrivePolicy"]["maxReceiveCount"]
     assert max_receives >= max(5, receives_to_give_up + 3)  # deferrals, throttles, crashes
     # A webhook's inbox claim is taken over only once its Lambda is certainly dead.
@@ -273,8 +279,8 @@ def test_the_alarms_watch_the_dead_letter_queue_and_the_metric_the_worker_emits(
     failed = resources["DeliveryFailedAlarm"]["Properties"]
     worker_env = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
     assert failed["Namespace"] == worker_env["POWERTOOLS_METRICS_NAMESPACE"]
-    assert failed["MetricName"] == worker.DELIVERIES_FAILED_METRIC
-    assert failed["Dimensions"] == [{"Name": "service", "Value": worker.SERVICE}]
+    assert failed["MetricName"] == worker_delivery.DELIVERIES_FAILED_METRIC
+    assert failed["Dimensions"] == [{"Name": "service", "Value": worker_telemetry.SERVICE}]
     assert (failed["Statistic"], failed["Threshold"]) == ("Sum", 0)
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from infra.channels.signing import sign_slack
-from infra.runtime import QueuedMessage, Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import QueuedMessage, session_id_for
 from tests.channels.payloads import (
     generic_message,
     slack_block_actions,

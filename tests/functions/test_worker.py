@@ -15,12 +15,17 @@ from engine.session import Event, EventKind, EventSource, PendingInterrupt, Sess
 from examples.banking import bank
 from examples.banking import load as load_bank
 from functions import worker
-from functions.worker import TurnWorker, plan_bursts, replies_for
+from functions.worker import TurnWorker
+from functions.worker_bursts import plan_bursts
+from functions.worker_delivery import SENDS_PER_INVOCATION
+from functions.worker_replies import PLAIN_FALLBACKS_METRIC, note_plain_fallbacks, replies_for
+from functions.worker_telemetry import metrics
 from infra.aws.lambda_routing import LocalLambdaContext
 from infra.channels.base import DeliveryReceipt, NormalizedMessage
 from infra.channels.options import compact_choice_id
 from infra.outbox import OutboxStatus, outbound_reply
-from infra.runtime import QueuedMessage, Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import QueuedMessage, session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,
@@ -259,14 +264,14 @@ def test_a_delivery_failure_after_the_commit_retries_the_send_not_the_turn(
 ) -> None:
     say("hi", 1)
     # Telegram is down for every send of the first invocation (it retries once in-process).
-    platforms.fail_next(worker.SENDS_PER_INVOCATION, status=503)
+    platforms.fail_next(SENDS_PER_INVOCATION, status=503)
 
     (first,) = drain(stack)
     assert len(first["batchItemFailures"]) == 1
     (reply,) = agent_messages(runtime)  # the turn committed before the send failed
     entry = runtime.run(runtime.outbox.get(SESSION, reply.turn_id or ""))
     assert entry is not None
-    assert (entry.status, entry.attempts) == (OutboxStatus.PENDING, worker.SENDS_PER_INVOCATION)
+    assert (entry.status, entry.attempts) == (OutboxStatus.PENDING, SENDS_PER_INVOCATION)
     calls_after_the_turn = llm.calls
 
     assert drain(stack) == [{"batchItemFailures": []}]  # SQS redelivers the message
@@ -344,7 +349,7 @@ def test_an_undelivered_older_reply_goes_out_before_the_answer_to_a_newer_messag
     runtime: Runtime, stack: Any, platforms: FakePlatforms
 ) -> None:
     say("hi", 1)
-    platforms.fail_next(worker.SENDS_PER_INVOCATION, status=503)
+    platforms.fail_next(SENDS_PER_INVOCATION, status=503)
     assert len(drain(stack)[0]["batchItemFailures"]) == 1
     say("what is the price of AAPL", 2)  # arrives while the first reply is still pending
 
@@ -488,13 +493,13 @@ def test_a_reply_sent_as_plain_text_after_a_refusal_is_logged_and_counted(
     receipt = DeliveryReceipt(
         channel="whatsapp", message_ids=["wamid.1"], plain_fallbacks=["131009: not valid"]
     )
-    worker.metrics.clear_metrics()
-    worker.note_plain_fallbacks(receipt, "t1")
-    assert worker.metrics.metric_set[worker.PLAIN_FALLBACKS_METRIC]["Value"] == [1.0]
+    metrics.clear_metrics()
+    note_plain_fallbacks(receipt, "t1")
+    assert metrics.metric_set[PLAIN_FALLBACKS_METRIC]["Value"] == [1.0]
     assert any("plain numbered text" in r.message for r in caplog.records)
-    worker.metrics.clear_metrics()
-    worker.note_plain_fallbacks(DeliveryReceipt(channel="whatsapp"), "t2")
-    assert worker.PLAIN_FALLBACKS_METRIC not in worker.metrics.metric_set
+    metrics.clear_metrics()
+    note_plain_fallbacks(DeliveryReceipt(channel="whatsapp"), "t2")
+    assert PLAIN_FALLBACKS_METRIC not in metrics.metric_set
 
 
 def test_the_customer_sees_typing_from_pickup_until_the_reply(

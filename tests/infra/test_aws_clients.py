@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra.aws import clients
-from infra.aws.local_stack import load_template
+from infra.aws.cfn_template import load_template
 
 REPO = Path(__file__).resolve().parents[2]
 # boto3.client(…), Session().client(…), session.resource(…), botocore Config(…)

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 
 from infra.aws import clients
+from infra.aws.cfn_template import BUCKET, QUEUE, TABLE, declared_resources, load_template
 from infra.aws.dynamo_sessions import DynamoSessionStore
-from infra.aws.local_stack import (
-    BUCKET,
-    QUEUE,
-    TABLE,
-    LocalStack,
-    TemplateNotSupported,
-    declared_resources,
-    load_template,
-)
+from infra.aws.local_resources import TemplateNotSupported
+from infra.aws.local_stack import LocalStack
 from tests.contracts.factories import new_session, turn_commit
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ import pytest
 
 from examples.banking import load as load_bank
 from infra.aws.local_stack import LocalStack
-from infra.runtime import Runtime, RuntimeSettings, install_runtime, reset_runtime
+from infra.runtime import Runtime, install_runtime, reset_runtime
+from infra.runtime_settings import RuntimeSettings
 
 # The Lambda fixtures of tests/functions, shared rather than copied: importing them into this
 # conftest registers them for the tests in this folder.

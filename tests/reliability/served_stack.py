@@ -31,7 +31,9 @@ from infra.channels.base import ChannelRequest, NormalizedMessage
 from infra.channels.registry import build_channels
 from infra.channels.signing import generic_headers
 from infra.offline import OfflineLLM
-from infra.runtime import Runtime, RuntimeSettings, install_runtime, session_id_for
+from infra.runtime import Runtime, install_runtime
+from infra.runtime_settings import RuntimeSettings
+from infra.turn_queue import session_id_for
 from tests.channels.signed import GENERIC_SECRET, channel_secrets
 from tests.functions.conftest import API_KEY
 from tests.functions.platforms import BASE_URLS, FakePlatforms

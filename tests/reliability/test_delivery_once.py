@@ -16,11 +16,19 @@ from engine.compose import ComposedReply
 from engine.ports import Generation, TurnCommit
 from engine.session import EventSource, SessionState
 from examples.banking import load as load_bank
-from functions import worker
-from functions.worker import Burst, TurnWorker, plan_bursts
-from infra.aws.local_stack import load_template
+from functions.worker import TurnWorker
+from functions.worker_bursts import Burst, plan_bursts
+from functions.worker_delivery import (
+    DELIVERY_LEASE_SECONDS,
+    MAX_DELIVERY_ATTEMPTS,
+    SENDS_PER_INVOCATION,
+)
+from functions.worker_telemetry import SERVICE
+from infra.aws.cfn_template import load_template
 from infra.outbox import Lease, LeaseOutcome, OutboxStatus
-from infra.runtime import Runtime, RuntimeSettings, session_id_for
+from infra.runtime import Runtime
+from infra.runtime_settings import RuntimeSettings
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import (
     API_KEY,
     CountingLLM,
@@ -161,7 +169,7 @@ def test_the_documented_window_a_worker_killed_after_the_platform_accepted_sends
     stack.client("sqs").change_message_visibility(  # the visibility timeout runs out
         QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
     )
-    clock.advance(worker.DELIVERY_LEASE_SECONDS)  # it outlasts the dead worker's outbox lease
+    clock.advance(DELIVERY_LEASE_SECONDS)  # it outlasts the dead worker's outbox lease
 
     assert drain(stack) == [{"batchItemFailures": []}]
 
@@ -352,8 +360,8 @@ def test_an_undeliverable_reply_is_marked_failed_after_5_tries_and_the_session_m
     record."""
     llm.crashes = 0  # type: ignore[attr-defined]
     say("hi", 1)
-    platforms.fail_next(worker.MAX_DELIVERY_ATTEMPTS, status=503)
-    invocations = -(-worker.MAX_DELIVERY_ATTEMPTS // worker.SENDS_PER_INVOCATION)  # ceil
+    platforms.fail_next(MAX_DELIVERY_ATTEMPTS, status=503)
+    invocations = -(-MAX_DELIVERY_ATTEMPTS // SENDS_PER_INVOCATION)  # ceil
 
     for _ in range(invocations - 1):
         assert len(drain(stack)[0]["batchItemFailures"]) == 1
@@ -362,12 +370,12 @@ def test_an_undeliverable_reply_is_marked_failed_after_5_tries_and_the_session_m
     assert queue_depth(stack) == 0
     # The alarmed metric (template.yaml: DeliveryFailedAlarm), with the dimension it watches.
     (alarmed,) = [m for m in emitted_metrics(capsys.readouterr().out) if "DeliveriesFailed" in m]
-    assert (alarmed["DeliveriesFailed"], alarmed["service"]) == ([1.0], worker.SERVICE)
+    assert (alarmed["DeliveriesFailed"], alarmed["service"]) == ([1.0], SERVICE)
 
     (failed_turn,) = [e.turn_id for e in session(runtime).events if e.source is EventSource.AGENT]
     entry = runtime.run(runtime.outbox.get(SESSION, failed_turn or ""))
     assert entry is not None
-    assert (entry.status, entry.attempts) == (OutboxStatus.FAILED, worker.MAX_DELIVERY_ATTEMPTS)
+    assert (entry.status, entry.attempts) == (OutboxStatus.FAILED, MAX_DELIVERY_ATTEMPTS)
     assert platforms.replies() == []
 
     # The customer writes again: the session's queue is not blocked, the new message is answered.
@@ -382,7 +390,7 @@ def test_an_undeliverable_reply_is_marked_failed_after_5_tries_and_the_session_m
     assert [(e["data"]["status"], e["data"]["turn_id"]) for e in statuses] == [
         ("delivery_failed", failed_turn)
     ]
-    assert statuses[0]["data"]["attempts"] == worker.MAX_DELIVERY_ATTEMPTS
+    assert statuses[0]["data"]["attempts"] == MAX_DELIVERY_ATTEMPTS
     assert "503" in statuses[0]["data"]["error"]
 
 

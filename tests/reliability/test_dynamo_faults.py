@@ -16,7 +16,8 @@ from engine.errors import SessionConflict
 from engine.ports import TurnCommit
 from engine.session import EventKind, EventSource, InboundMessage, SessionState
 from infra.outbox import OutboxStatus
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import (
     CountingLLM,
     drain,

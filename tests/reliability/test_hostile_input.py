@@ -24,7 +24,7 @@ from infra.channels.signing import (
     twilio_headers,
 )
 from infra.channels.text import MAX_INBOUND_CHARS
-from infra.runtime import QueuedMessage
+from infra.turn_queue import QueuedMessage
 from tests.channels.payloads import (
     json_body,
     slack_event,

@@ -19,7 +19,8 @@ from examples.banking import load as load_bank
 from functions import webhook
 from infra.aws import clients
 from infra.aws.local_stack import LocalStack
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import drain, inbox_items, load_session, queue_depth, telegram_says
 from tests.functions.platforms import FakePlatforms
 from tests.reliability.faults import ShiftedClock

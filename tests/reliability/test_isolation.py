@@ -24,7 +24,8 @@ from engine.tool_calls import ToolCallPlan
 from examples.banking import bank
 from examples.banking import load as load_bank
 from infra.offline import OfflineLLM
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.channels.payloads import slack_event, tg_text_update
 from tests.engine.pipeline_kit import match_when
 from tests.functions import signed_events as signed

@@ -18,7 +18,8 @@ from engine.compose import FALLBACK_REPLY
 from engine.session import EventKind, EventSource, SessionState
 from infra.llm.openai_llm import OpenAISchematicLLM
 from infra.outbox import OutboxStatus
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.fakes.openai_server import (
     Behavior,
     Hang,

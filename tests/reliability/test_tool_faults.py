@@ -16,7 +16,8 @@ from engine.session import Event, EventKind, EventSource, SessionState
 from engine.toolkit import MAX_RESULT_CHARS, InProcessDispatcher, ToolRegistry, ToolResult, tool
 from examples.banking import tools as bank_tools
 from infra.outbox import OutboxStatus
-from infra.runtime import Runtime, session_id_for
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
 from tests.functions.conftest import drain, load_session, queue_depth, telegram_says
 from tests.functions.platforms import FakePlatforms
 

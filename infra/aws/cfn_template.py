@@ -1,0 +1,63 @@
+"""Reading a SAM / CloudFormation template (`template.yaml`) as plain data.
+
+Short tags (!Ref, !Sub, !GetAtt …) are expanded to their long JSON form, so the local stack
+(`infra.aws.local_stack`) and the tests read the template like CloudFormation does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.aws.stack_files import stack_file
+
+TEMPLATE_ENV = "WAYPOINT_TEMPLATE"
+DEFAULT_TEMPLATE = stack_file("template.yaml")  # the checkout's, or the wheel's copy
+
+TABLE = "AWS::DynamoDB::Table"
+BUCKET = "AWS::S3::Bucket"
+QUEUE = "AWS::SQS::Queue"
+
+
+class CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # no PyYAML stubs
+    """A YAML loader that turns CloudFormation short tags (!Ref, !Sub, !GetAtt …) into their
+    long JSON form ({"Ref": …}, {"Fn::Sub": …}, {"Fn::GetAtt": [resource, attribute]})."""
+
+
+def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
+    return {key: value}
+
+
+CloudFormationLoader.add_multi_constructor("!", _construct_tag)
+
+
+def template_path() -> Path:
+    """`WAYPOINT_TEMPLATE`, else Waypoint's own template.yaml (checkout or wheel)."""
+    return Path(os.environ.get(TEMPLATE_ENV) or DEFAULT_TEMPLATE)
+
+
+def load_template(path: str | Path | None = None) -> dict[str, Any]:
+    """The template as plain data, short tags expanded."""
+    with open(path or template_path(), encoding="utf-8") as f:
+        template: dict[str, Any] = yaml.load(f, Loader=CloudFormationLoader)
+    return template
+
+
+def declared_resources(template: Mapping[str, Any], *types: str) -> dict[str, dict[str, Any]]:
+    """Logical id → resource, for the resources of the given types, in template order."""
+    resources: dict[str, dict[str, Any]] = template.get("Resources", {})
+    return {lid: res for lid, res in resources.items() if res.get("Type") in types}
