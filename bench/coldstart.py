@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -81,7 +82,11 @@ REFERENCE_PYTHON = ROOT / ".bench-venvs" / "parlant" / "bin" / "python"
 
 
 def _reference_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """The reference's own environment; its home (which importing its SDK creates, else as
+    `parlant-data/` in the working directory) in a temporary directory."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PARLANT_HOME"] = str(Path(tempfile.gettempdir()) / "waypoint-bench-parlant-home")
+    return env
 
 
 def _env() -> dict[str, str]:
