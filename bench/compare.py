@@ -263,11 +263,20 @@ class Side:
     status: str = "ok"
     imports: dict[str, float] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)  # turns + cpu + memory, from the driver
+    # every Lambda handler's `import` (template.yaml): module → median wall ms (ours only)
+    handlers: dict[str, float] = field(default_factory=dict)
 
 
 def measure_ours(spec_path: Path, latency_ms: float, runs: int) -> Side:
+    from bench.coldstart import handler_modules
+
     side = Side("Waypoint", _our_version())
     side.imports = import_cost(sys.executable, "functions.worker", runs, _our_env())
+    for module in handler_modules():
+        if module == "functions.worker":
+            side.handlers[module] = side.imports["wall_ms"]
+            continue
+        side.handlers[module] = import_cost(sys.executable, module, runs, _our_env())["wall_ms"]
     side.run = _run_json(
         [sys.executable, "-m", "bench.compare_ours", str(spec_path), str(latency_ms)],
         env=_our_env(),

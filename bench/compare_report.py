@@ -48,8 +48,9 @@ NOT_LIKE_FOR_LIKE = (
     "shared/notes/reference-engine.md); ours measured by a real BPE run 1.05× that.",
     "Engine CPU = the process's CPU during the turn minus the fake LLM's own; the reference's "
     "includes its server, HTTP and background tasks (it is one process), ours only the engine.",
-    "Import time: `import parlant.sdk` against `import functions.worker` (our heaviest turn "
-    "path); memory: peak RSS of the process that ran the conversation.",
+    "Import time: `import parlant.sdk` against `import functions.worker` (the turn path), and "
+    "each of our Lambda handlers' imports as a share of it (issue #22's target: at most "
+    "0.15×); memory: peak RSS of the process that ran the conversation.",
 )
 
 
@@ -189,6 +190,10 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
             f"{fmt.format(y) if y is not None else '–'} | "
             f"{_ratio(x, y) if x is not None and y is not None else '–'} |"
         )
+    their_import = theirs.imports.get("wall_ms")
+    for module, ms in sorted(ours.handlers.items(), key=lambda kv: -kv[1]):
+        share = f"{ms / their_import:.3f}× of theirs" if their_import else "–"
+        lines.append(f"| import {module} (median wall ms) | {ms:,.0f} | – | {share} |")
     x, y = ours.run.get("peak_rss_mb"), theirs.run.get("peak_rss_mb")
     lines.append(
         f"| peak RSS of the conversation's process, MB | {x or 0:.0f} | "

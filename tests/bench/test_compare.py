@@ -56,6 +56,8 @@ def test_our_side_runs_the_conversation_in_a_fresh_process(ours: Side) -> None:
     assert all(t["calls"] >= 2 and 1 <= t["rounds"] <= 3 for t in turns)
     assert all(t["prompt_tokens"] > 0 and t["reply"] for t in turns)
     assert ours.imports["wall_ms"] > 0 and ours.imports["modules"] > 100
+    assert {"functions.worker", "functions.webhook", "functions.management"} <= set(ours.handlers)
+    assert all(ms > 0 for ms in ours.handlers.values())
     assert ours.run["peak_rss_mb"] > 0
 
 
@@ -68,7 +70,13 @@ def test_the_report_sets_both_sides_side_by_side_with_ratios(tmp_path: Path) -> 
         "wall_ms": 800.0,
         "engine_cpu_ms": 4.0,
     }
-    ours = Side("Waypoint", "commit x", imports={"wall_ms": 500.0}, run={"turns": [turn]})
+    ours = Side(
+        "Waypoint",
+        "commit x",
+        imports={"wall_ms": 500.0},
+        run={"turns": [turn]},
+        handlers={"functions.worker": 500.0, "functions.management": 700.0},
+    )
     theirs_turn = {
         **turn,
         "calls": 16,
@@ -88,6 +96,9 @@ def test_the_report_sets_both_sides_side_by_side_with_ratios(tmp_path: Path) -> 
     assert "| prompt tokens (chars/4) | 3,000 | 48,000 | 16.0× (ours 0.06×) |" in body
     assert "| import wall ms (median) | 500 | 4,000 | 8.0× (ours 0.12×) |" in body
     assert "102 LLM calls" in body and "3.3.1" in body
+    # every handler's import as a share of the reference's, the heaviest first
+    assert "| import functions.management (median wall ms) | 700 | – | 0.175× of theirs |" in body
+    assert body.index("functions.management (median") < body.index("functions.worker (median")
     assert "| 1 | hi | 4 / 2 / 3,000 / 800 | 16 / 2 / 48,000 / 800 (preamble) |" in body
     assert all(item in body for item in NOT_LIKE_FOR_LIKE)
     failed = render(ours, Side("parlant (reference)", "?", "install failed: x"), context)
