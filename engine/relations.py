@@ -10,8 +10,10 @@ every container whatever the hash order:
 1. closure: the matched guidelines plus everything they entail, transitively — only guidelines
    this turn may use at all (`usable`: enabled, tags allow them, their journey in scope);
 2. support: the greatest subset in which every member's dependencies are members and every
-   entailed-only member is still entailed by a member (removal until nothing changes: the set
-   only shrinks, so this ends, and the greatest such set is unique);
+   entailed-only member is entailed, through members, from a matched guideline or an active
+   journey (removal until nothing changes: the set only shrinks, so this ends, and the greatest
+   such set is unique; two guidelines entailing each other do not keep each other alive once
+   what entailed them is gone);
 3. priority: a target of a priority whose source is in that set is suppressed (priority is judged
    among what holds now: g1 > g2 > g3 all holding leaves only g1), then support runs again on
    what is left (a guideline depending on a suppressed one goes too);
@@ -186,19 +188,33 @@ def resolve(
                     frontier.append(target)
     base = matched | journeys
 
+    def grounded(members_: set[Key]) -> set[Key]:
+        """The members reachable from the matched guidelines and active journeys among them by
+        entailments whose sources are members: two guidelines entailing each other do not
+        keep each other once nothing that holds entails either."""
+        reached = members_ & base
+        frontier = sorted(reached)
+        while frontier:
+            key = frontier.pop()
+            for _, targets in index.entails.get(key, ()):
+                for target in sorted(targets & members_):
+                    if target not in reached:
+                        reached.add(target)
+                        frontier.append(target)
+        return reached
+
     def support(members_: set[Key]) -> set[Key]:
-        """The greatest subset where dependencies hold and entailed members stay entailed."""
+        """The greatest subset where dependencies hold and every entailed-only member is
+        entailed, through members, from what matched."""
         current = set(members_)
         while True:
             unmet = {
-                k
-                for k in current
-                if any(not req.met(current) for req in index.depends.get(k, ()))
-                or (k not in base and not any(src in current for _, src in entailed_by[k]))
+                k for k in current if any(not req.met(current) for req in index.depends.get(k, ()))
             }
-            if not unmet:
+            kept = grounded(current - unmet)
+            if kept == current:
                 return current
-            current -= unmet
+            current = kept
 
     held = support(closure)
     # 3. Priority among what holds now (before any suppression), then support again.

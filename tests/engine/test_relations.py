@@ -75,6 +75,27 @@ def test_what_an_entity_dropped_by_its_dependency_entailed_goes_with_it() -> Non
     assert result.guideline_ids == set()
 
 
+def test_guidelines_entailing_each_other_go_when_what_entailed_them_goes() -> None:
+    # j0 entails g0; g0 and g1 entail each other; j0 depends on g2, which does not hold. j0 is
+    # dropped, so nothing that holds entails g0 or g1: their cycle does not keep them alive
+    # (found by tests/engine/test_numeric_priority.py::test_equal_numbers_change_nothing).
+    rels = [
+        rel(ENTAILS, "g0", "g1"),
+        rel(ENTAILS, "g1", "g0"),
+        rel(ENTAILS, "j0", "g0"),
+        rel(DEPENDS, "j0", "g2"),
+    ]
+    known = {"g0", "g1", "g2", "g3"}
+    result = resolve(rels, set(), ["j0", "j1"], known_guidelines=known)
+    assert result.guideline_ids == set() and result.journey_ids == {"j1"}
+    assert result.dropped_journeys == {"j0"}
+    # With something that holds entailing one of them, both hold.
+    held = resolve(rels, {"g3"}, ["j0"], known_guidelines=known)
+    assert held.guideline_ids == {"g3"}
+    kept = resolve([*rels, rel(ENTAILS, "g3", "g1")], {"g3"}, [], known_guidelines=known)
+    assert kept.guideline_ids == {"g0", "g1", "g3"}
+
+
 def test_only_the_unmet_dependency_is_named_in_the_trace() -> None:
     rels = [rel(DEPENDS, "g1", "g_met"), rel(DEPENDS, "g1", "g_unmet")]
     result = resolve(rels, {"g1", "g_met"}, [], known_guidelines={"g1", "g_met", "g_unmet"})
