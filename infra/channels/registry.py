@@ -32,11 +32,6 @@ from infra.channels.errors import (
     ChannelNotFound,
     DeliveryRejected,
 )
-from infra.channels.generic import GenericChannel
-from infra.channels.slack import SLACK_API, SlackChannel
-from infra.channels.telegram import TELEGRAM_API, TelegramChannel
-from infra.channels.twilio import TWILIO_API, TWILIO_MESSAGING_API, TwilioChannel
-from infra.channels.whatsapp import GRAPH_API, WhatsAppChannel
 
 if TYPE_CHECKING:
     import httpx
@@ -137,25 +132,43 @@ def build_channels(
     `callback_resolver` replaces DNS for its address check (tests)."""
     clock = clock or SystemClock()
     urls = dict(base_urls or {})
-    factories: dict[str, Callable[[], Channel]] = {
-        "telegram": lambda: TelegramChannel(
+    # Each platform's module is imported when its channel is built, i.e. only if it is enabled:
+    # a deployment answering Telegram alone does not load the other four adapters on a cold
+    # start.
+
+    def telegram() -> Channel:
+        from infra.channels.telegram import TELEGRAM_API, TelegramChannel
+
+        return TelegramChannel(
             secret_token=secrets.get("telegram_secret_token"),
             bot_token=secrets.get("telegram_bot_token"),
             base_url=urls.get("telegram", TELEGRAM_API),
-        ),
-        "slack": lambda: SlackChannel(
+        )
+
+    def slack() -> Channel:
+        from infra.channels.slack import SLACK_API, SlackChannel
+
+        return SlackChannel(
             signing_secret=secrets.get("slack_signing_secret"),
             bot_token=secrets.get("slack_bot_token"),
             clock=clock,
             base_url=urls.get("slack", SLACK_API),
-        ),
-        "whatsapp": lambda: WhatsAppChannel(
+        )
+
+    def whatsapp() -> Channel:
+        from infra.channels.whatsapp import GRAPH_API, WhatsAppChannel
+
+        return WhatsAppChannel(
             app_secret=secrets.get("whatsapp_app_secret"),
             verify_token=secrets.get("whatsapp_verify_token"),
             access_token=secrets.get("whatsapp_access_token"),
             base_url=urls.get("whatsapp", GRAPH_API),
-        ),
-        "twilio": lambda: TwilioChannel(
+        )
+
+    def twilio() -> Channel:
+        from infra.channels.twilio import TWILIO_API, TWILIO_MESSAGING_API, TwilioChannel
+
+        return TwilioChannel(
             auth_token=secrets.get("twilio_auth_token"),
             account_sid=secrets.get("twilio_account_sid"),
             public_base_url=public_base_url,
@@ -164,13 +177,24 @@ def build_channels(
             messaging_base_url=urls.get(
                 "twilio_messaging", urls.get("twilio", TWILIO_MESSAGING_API)
             ),
-        ),
-        "generic": lambda: GenericChannel(
+        )
+
+    def generic() -> Channel:
+        from infra.channels.generic import GenericChannel
+
+        return GenericChannel(
             secret=secrets.get("generic_secret"),
             clock=clock,
             callback_hosts=callback_hosts,
             resolve=callback_resolver,
-        ),
+        )
+
+    factories: dict[str, Callable[[], Channel]] = {
+        "telegram": telegram,
+        "slack": slack,
+        "whatsapp": whatsapp,
+        "twilio": twilio,
+        "generic": generic,
     }
     channels: dict[str, Channel] = {}
     for name, factory in factories.items():
