@@ -262,6 +262,11 @@ class SessionState(BaseModel):
         """The offsets of every waiting journey's request messages (`said_with_request`)."""
         return frozenset(o for offsets in self.said_with_request.values() for o in offsets)
 
+    def sender_of(self, event: Event) -> str:
+        """Who wrote an event: its `sender`, else the session's customer (events from before
+        senders were recorded, and sessions of one customer)."""
+        return str(event.data.get("sender") or self.customer_id)
+
     def next_offset(self) -> int:
         return self.events[-1].offset + 1 if self.events else 0
 

@@ -58,8 +58,7 @@ def said_ahead_messages(
     """The only words a value ahead of its step may come from, for `journey_id`: the customer's
     messages of this turn, and those of the turn that asked for the journey while a prerequisite
     ran first (`SessionState.said_with_request`, kept until the journey's run ends). With
-    `sender`, only that sender's (where one session has several, a message's sender is its
-    event's `sender`, else the session's customer)."""
+    `sender`, only that sender's (`SessionState.sender_of`)."""
     first = ctx.session.next_offset()
     request = set(ctx.session.said_with_request.get(journey_id or "", ()))
     return [
@@ -68,7 +67,7 @@ def said_ahead_messages(
         if (e.offset >= first or e.offset in request)
         and e.kind is EventKind.MESSAGE
         and e.source is EventSource.CUSTOMER
-        and (sender is None or str(e.data.get("sender") or ctx.session.customer_id) == sender)
+        and (sender is None or ctx.session.sender_of(e) == sender)
     ]
 
 

@@ -57,9 +57,7 @@ def read_answer(state: TurnState) -> None:
     pending = state.session.pending_confirmation
     if pending is None:
         return
-    own = [
-        m for m in state.messages if (m.sender_id or state.session.customer_id) == pending.sender
-    ]
+    own = state.messages_from(pending.sender)
     if pending.agreed:
         if own:  # the agreeing sender answered: the call may run once its secret is given again
             state.confirmed = pending

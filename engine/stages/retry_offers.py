@@ -53,7 +53,7 @@ def asks_before_retry(state: TurnState, journey_id: str, node_id: str) -> bool:
 def read_retry_answer(state: TurnState) -> None:
     """Load stage, after the answer to a pending confirmation is read: does this sender's
     message take up the offer to retry each failed step, or leave it (then the step is held)?"""
-    own = [m for m in state.messages if (m.sender_id or state.session.customer_id) == state.sender]
+    own = state.messages_from(state.sender)
     if not own:
         return
     message = own[-1]

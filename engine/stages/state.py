@@ -265,7 +265,13 @@ class TurnState:
     def is_own(self, event: Event) -> bool:
         """Whether an event belongs to this turn's sender (events from before senders were
         recorded belong to the session's customer)."""
-        return str(event.data.get("sender") or self.session.customer_id) == self.sender
+        return self.session.sender_of(event) == self.sender
+
+    def messages_from(self, sender: str) -> list[InboundMessage]:
+        """This turn's messages written by `sender` (a message that names nobody is the
+        session's customer's)."""
+        customer = self.session.customer_id
+        return [m for m in self.messages if (m.sender_id or customer) == sender]
 
     @property
     def principal(self) -> dict[str, Any] | None:
