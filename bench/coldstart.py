@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,14 @@ def handler_modules(template: Path = ROOT / "template.yaml") -> dict[str, str]:
 REFERENCE_MODULE = "parlant.sdk"
 REFERENCE_ROLE = "reference engine's SDK (Parlant, .bench-venvs/parlant; not ours)"
 REFERENCE_PYTHON = ROOT / ".bench-venvs" / "parlant" / "bin" / "python"
+
+
+def reference_import(rows: Iterable[ImportRow]) -> ImportRow | None:
+    """The reference SDK's import measured in this run, if it was."""
+    return next(
+        (r for r in rows if r.module == REFERENCE_MODULE and r.status == "ok" and r.median_ms),
+        None,
+    )
 
 
 def _reference_env() -> dict[str, str]:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bench.coldstart import REFERENCE_MODULE
+from bench.coldstart import REFERENCE_MODULE, reference_import
 from bench.harness import BREAKDOWN
 from bench.ports import IN_MEMORY, MOTO
 from bench.reference_figures import THEIR_IMPORT, THEIRS
@@ -433,9 +433,7 @@ def _reference(result: BenchResult) -> Table:
             ]
         )
     worker = next((i for i in result.imports if i.module == "functions.worker"), None)
-    reference = next(
-        (i for i in result.imports if i.module == REFERENCE_MODULE and i.status == "ok"), None
-    )
+    reference = reference_import(result.imports)
     theirs = (
         f"{_ms(reference.median_ms, 0)} ms (`import {REFERENCE_MODULE}`, this run)"
         if reference is not None

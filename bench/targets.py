@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench.coldstart import REFERENCE_MODULE
+from bench.coldstart import REFERENCE_MODULE, reference_import
 from bench.harness import TurnSample
 from bench.ports import IN_MEMORY, MOTO
 from bench.reference_figures import THEIR_IMPORT, THEIR_IMPORT_MS
@@ -266,16 +266,9 @@ def _handlers_vs_reference(result: BenchResult) -> TargetResult | None:
     ]
     if not rows:
         return None
-    measured = next(
-        (
-            r.median_ms
-            for r in result.imports
-            if r.module == REFERENCE_MODULE and r.status == "ok" and r.median_ms
-        ),
-        None,
-    )
-    if measured is not None:
-        theirs = measured
+    measured = reference_import(result.imports)
+    if measured is not None and measured.median_ms:
+        theirs = measured.median_ms
         basis = f"`import {REFERENCE_MODULE}` measured in this run: {theirs:,.0f} ms median"
     else:
         theirs = THEIR_IMPORT_MS[0]
