@@ -66,6 +66,11 @@ def _features(text: str) -> Iterator[tuple[str, float]]:
     terms = _terms(text)
     for term in terms:
         yield from _term_features(term)
+    yield from _phrase_features(terms)
+
+
+def _phrase_features(terms: list[str]) -> Iterator[tuple[str, float]]:
+    """The features of the terms together: their word pairs, or "empty" when there are none."""
     for left, right in itertools.pairwise(terms):
         yield f"p:{left} {right}", _PAIR_WEIGHT
     if not terms:
@@ -125,14 +130,10 @@ class HashingEmbedder:
             term_indices, term_weights = _term_contributions(term, dimensions)
             indices += term_indices
             weights += term_weights
-        for left, right in itertools.pairwise(terms):
-            index, weight = _signed(f"p:{left} {right}", _PAIR_WEIGHT, dimensions)
+        for feature, weight in _phrase_features(terms):
+            index, signed = _signed(feature, weight, dimensions)
             indices.append(index)
-            weights.append(weight)
-        if not terms:
-            index, weight = _signed("empty", 1.0, dimensions)
-            indices.append(index)
-            weights.append(weight)
+            weights.append(signed)
         # Weights are ±1, ±0.5 and ±0.25: their sums are exact in float64 and float32 alike, so
         # summing per bucket at once gives the vector adding them one by one gave.
         vector = np.bincount(indices, weights=weights, minlength=dimensions).astype(np.float32)
