@@ -78,7 +78,10 @@ def handler_modules(template: Path = ROOT / "template.yaml") -> dict[str, str]:
 # target is a share of it, compared within one run.
 REFERENCE_MODULE = "parlant.sdk"
 REFERENCE_ROLE = "reference engine's SDK (Parlant, .bench-venvs/parlant; not ours)"
-REFERENCE_PYTHON = ROOT / ".bench-venvs" / "parlant" / "bin" / "python"
+REFERENCE_VENV = ROOT / ".bench-venvs" / "parlant"  # `python -m bench compare` installs it
+REFERENCE_PYTHON = REFERENCE_VENV / "bin" / "python"
+# Importing its SDK creates its home (else `parlant-data/` in the working directory).
+_IMPORT_HOME = str(Path(tempfile.gettempdir()) / "waypoint-bench-parlant-home")
 
 
 def reference_import(rows: Iterable[ImportRow]) -> ImportRow | None:
@@ -89,11 +92,12 @@ def reference_import(rows: Iterable[ImportRow]) -> ImportRow | None:
     )
 
 
-def _reference_env() -> dict[str, str]:
-    """The reference's own environment; its home (which importing its SDK creates, else as
-    `parlant-data/` in the working directory) in a temporary directory."""
+def reference_env(home: str | None = None) -> dict[str, str]:
+    """The reference's own environment (nothing of ours on its path), its PARLANT_HOME `home`
+    or else a fresh temporary directory — so no evaluation cache of an earlier run spares its
+    server's boot the LLM evaluations."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PARLANT_HOME"] = str(Path(tempfile.gettempdir()) / "waypoint-bench-parlant-home")
+    env["PARLANT_HOME"] = home or tempfile.mkdtemp(prefix="parlant-home-")
     return env
 
 
@@ -119,7 +123,7 @@ def _fresh_python(
     return subprocess.run(
         [str(REFERENCE_PYTHON) if reference else sys.executable, *args],
         cwd=ROOT,
-        env=_reference_env() if reference else _env(),
+        env=reference_env(_IMPORT_HOME) if reference else _env(),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.blocks import update_block
+from bench.coldstart import REFERENCE_VENV, handler_modules, reference_env
 from bench.document import COMPARE_BLOCK as BLOCK
 from bench.document import COMPARE_HEADING as HEADING
 from bench.document import DOC
 from bench.stats import median
 
 ROOT = Path(__file__).resolve().parents[1]
-VENV = ROOT / ".bench-venvs" / "parlant"
+VENV = REFERENCE_VENV
 REFERENCE_PACKAGE = "parlant"
 REFERENCE_VERSION = "3.3.1"
 MESSAGES = (
@@ -246,16 +247,6 @@ def _our_env() -> dict[str, str]:
     return env
 
 
-def _reference_env(home: str | None = None) -> dict[str, str]:
-    """The reference's environment; a fresh PARLANT_HOME, so no evaluation cache from an
-    earlier run spares its boot the LLM evaluations."""
-    import tempfile
-
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PARLANT_HOME"] = home or tempfile.mkdtemp(prefix="parlant-home-")
-    return env
-
-
 @dataclass
 class Side:
     name: str
@@ -268,8 +259,6 @@ class Side:
 
 
 def measure_ours(spec_path: Path, latency_ms: float, runs: int) -> Side:
-    from bench.coldstart import handler_modules
-
     side = Side("Waypoint", _our_version())
     side.imports = import_cost(sys.executable, "functions.worker", runs, _our_env())
     for module in handler_modules():
@@ -289,7 +278,7 @@ def measure_reference(spec_path: Path, latency_ms: float, runs: int, version: st
     side = Side(f"{REFERENCE_PACKAGE} (reference)", version)
     python = str(venv_python())
     try:
-        side.imports = import_cost(python, "parlant.sdk", runs, _reference_env())
+        side.imports = import_cost(python, "parlant.sdk", runs, reference_env())
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         side.status = f"import failed: {exc}"
         return side
@@ -297,7 +286,7 @@ def measure_reference(spec_path: Path, latency_ms: float, runs: int, version: st
     try:
         side.run = _run_json(
             [python, str(driver), str(spec_path), str(latency_ms)],
-            env=_reference_env(),
+            env=reference_env(),
             timeout=1200,
         )
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
