@@ -7,7 +7,7 @@ under the session's `version` (optimistic concurrency) and its own `turn_id` (id
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -252,11 +252,7 @@ class SessionState(BaseModel):
     def collected_values(self, journey_id: str | None = None) -> dict[str, Any]:
         """Latest value per field name (corrections overwrite), optionally for one journey.
         Secrets are not values of a stored session: they were masked when it was stored."""
-        values: dict[str, Any] = {}
-        for c in self.collected:
-            if (journey_id is None or c.journey_id == journey_id) and not c.secret:
-                values[c.name] = c.value
-        return values
+        return latest_values(self.collected, journey_id)
 
     def request_offsets(self) -> frozenset[int]:
         """The offsets of every waiting journey's request messages (`said_with_request`)."""
@@ -286,6 +282,18 @@ class SessionState(BaseModel):
 # A remembered address larger than this (JSON characters) is not kept: platform addresses are
 # a few ids (a generic channel's callback URL is at most 2,048 characters).
 MAX_REPLY_TO_CHARS = 4096
+
+
+def latest_values(
+    collected: Iterable[CollectedValue], journey_id: str | None = None
+) -> dict[str, Any]:
+    """Latest value per field name among `collected` (corrections overwrite), optionally for
+    one journey; secrets left out."""
+    values: dict[str, Any] = {}
+    for c in collected:
+        if (journey_id is None or c.journey_id == journey_id) and not c.secret:
+            values[c.name] = c.value
+    return values
 
 
 def latest_reply_to(messages: Sequence[InboundMessage]) -> dict[str, Any] | None:

@@ -16,10 +16,8 @@ releases it. A held step is still a failed step: no reply may claim it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
 
-from engine.session import CollectedValue, InboundMessage
+from engine.session import InboundMessage, latest_values
 from engine.stages.confirmation import agreement
 from engine.stages.state import TurnState
 
@@ -85,8 +83,8 @@ def retry_held(state: TurnState, journey_id: str, node_id: str) -> bool:
     if journey_id not in state.retries_not_taken or state.failed_steps.get(journey_id) != node_id:
         return False
     moved = state.paths.get(journey_id) != state.session.journey_paths.get(journey_id)
-    before = _values(state.session.collected, journey_id)
-    if moved or _values(state.collected, journey_id) != before:
+    before = state.session.collected_values(journey_id)
+    if moved or latest_values(state.collected, journey_id) != before:
         state.retries_not_taken.remove(journey_id)
         state.trace.notes.append(f"{journey_id}.{node_id} has new inputs: a new attempt")
         return False
@@ -109,11 +107,3 @@ def still_held(state: TurnState) -> tuple[str, ...]:
         for j in dict.fromkeys(state.retries_not_taken)
         if j in state.failed_steps and state.paths.get(j, (None,))[-1:] == (state.failed_steps[j],)
     )
-
-
-def _values(collected: Iterable[CollectedValue], journey_id: str) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for c in collected:
-        if c.journey_id == journey_id and not c.secret:
-            values[c.name] = c.value
-    return values
