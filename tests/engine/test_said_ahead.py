@@ -273,32 +273,21 @@ def test_a_waiting_journeys_request_is_kept_when_it_leaves_the_window() -> None:
 async def test_another_senders_words_never_make_the_pick() -> None:
     """In one session of several senders, the journey that reaches the selector answers the
     turn's sender: a size another person said in the same burst is theirs, not this pick."""
-    h = harness([advance(steps("choose"))])
-    await h.start()
 
-    out = await h.engine.handle(
-        "s1",
-        [
-            InboundMessage(event_id="b1", text="large", metadata={"customer_id": "bea"}),
-            InboundMessage(
-                event_id="a1", text="I want to order a pizza", metadata={"customer_id": "ann"}
-            ),
-        ],
-    )
+    async def burst(*said: tuple[str, str]) -> Any:
+        """A fresh pizza session that receives these (sender, text) messages in one turn."""
+        h = harness([advance(steps("choose"))])
+        await h.start()
+        messages = [
+            InboundMessage(event_id=f"m{n}", text=text, metadata={"customer_id": sender})
+            for n, (sender, text) in enumerate(said)
+        ]
+        return await h.engine.handle("s1", messages)
 
+    out = await burst(("bea", "large"), ("ann", "I want to order a pizza"))
     assert out.state.pending_interrupt is not None  # the options are shown to ann
     assert out.state.pending_interrupt.sender == "ann"
     assert "size" not in out.state.collected_values("order")
 
-    h2 = harness([advance(steps("choose"))])
-    await h2.start()
-    own = await h2.engine.handle(
-        "s1",
-        [
-            InboundMessage(event_id="a2", text="a large one", metadata={"customer_id": "ann"}),
-            InboundMessage(
-                event_id="a3", text="I want to order a pizza", metadata={"customer_id": "ann"}
-            ),
-        ],
-    )
+    own = await burst(("ann", "a large one"), ("ann", "I want to order a pizza"))
     assert own.state.collected_values("order") == {"size": "large"}  # ann's own words pick
