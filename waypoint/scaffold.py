@@ -11,8 +11,9 @@ filled in — and what deploys it:
   Lambda layer, and the defaults name this project's agent and tools module;
 - `runtime/requirements.txt` and `runtime/wheels/`: what the layer installs — the Waypoint wheel
   (given with `--wheel`, else built from the checkout this runs from) and the tools' own
-  dependencies. Never `waypoint==VERSION` from the package index: that name on PyPI is another
-  project (a Halo Waypoint client), so a name lookup would install someone else's code;
+  dependencies — and `runtime/Makefile`, how `sam build` builds it (for arm64, with bytecode).
+  Never `waypoint==VERSION` from the package index: that name on PyPI is another project (a Halo
+  Waypoint client), so a name lookup would install someone else's code;
 - `statemachine/tools.asl.json`: the tool state machine, copied from the installed Waypoint.
 
 Nothing is overwritten: a target folder that exists and is not empty is refused.
@@ -47,8 +48,9 @@ _WHEEL_NAME = re.compile(r"^waypoint-(?P<version>[^-]+)-.+\.whl$")
 # tests/cli/test_scaffold.py) instead of yielding a template that deploys the wrong code.
 _LAYER_RESOURCE = """\
   # ------------------------------------------------------------------------------------------------
-  # Waypoint and its dependencies, installed from runtime/requirements.txt by `sam build`. The
-  # functions' own code is only this project's folder (tools.py); the layer is shared by all four.
+  # Waypoint and its dependencies, installed from runtime/requirements.txt and compiled to
+  # bytecode by runtime/Makefile when `sam build` runs. The functions' own code is only this
+  # project's folder (tools.py); the layer is shared by all four.
   WaypointLayer:
     Type: AWS::Serverless::LayerVersion
     Properties:
@@ -61,7 +63,7 @@ _LAYER_RESOURCE = """\
         - arm64
       RetentionPolicy: Delete
     Metadata:
-      BuildMethod: python3.11
+      BuildMethod: makefile   # runtime/Makefile: install for arm64, then compile the bytecode
       BuildArchitecture: arm64
 
 """
@@ -231,9 +233,9 @@ def _installed_from() -> Path | None:
 
 def _requirement(wheel_name: str) -> str:
     return (
-        "# Waypoint, from its wheel in runtime/wheels/ (a path relative to the project folder: run\n"
-        "# `sam build` there). Not `waypoint==…`: that name on PyPI belongs to another project.\n"
-        f"./{WHEELS_DIR}/{wheel_name}"
+        "# Waypoint, from its wheel in wheels/ (a path relative to this folder, where the layer's\n"
+        "# Makefile runs pip). Not `waypoint==…`: that name on PyPI belongs to another project.\n"
+        f"./wheels/{wheel_name}"
     )
 
 

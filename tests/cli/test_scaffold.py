@@ -25,9 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 # Size targets of a `sam build` of the scaffold (docs/deploy.md, "Your own agent"): Lambda allows
-# 250 MB unzipped for a function and its layers together.
+# 250 MB unzipped for a function and its layers together. The layer's bytecode (~28 MB) is what
+# takes it past half of that: it saves ~0.4–0.9 s of every cold start.
 FUNCTION_CODE_TARGET_MB = 5
-FUNCTION_WITH_LAYER_TARGET_MB = 125
+FUNCTION_WITH_LAYER_TARGET_MB = 150
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +135,7 @@ def test_init_creates_the_project_with_the_agent_named_after_it(project: Path, w
         ".gitignore",
         "README.md",
         "agent.yaml",
+        "runtime/Makefile",
         "runtime/requirements.txt",
         f"runtime/wheels/{wheel.name}",
         "statemachine/tools.asl.json",
@@ -158,8 +160,87 @@ def test_the_layer_installs_the_copied_wheel_by_path_never_by_name(
         for ln in (project / "runtime/requirements.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    assert lines == [f"./runtime/wheels/{wheel.name}"]
-    assert (project / lines[0]).read_bytes() == wheel.read_bytes()
+    assert lines == [f"./wheels/{wheel.name}"]  # relative to runtime/, where the Makefile runs
+    assert (project / "runtime" / lines[0]).read_bytes() == wheel.read_bytes()
+
+
+# The layer's bytecode. Lambda's layers are read-only: a module without a usable .pyc is compiled
+# from source on every cold start (docs/BENCHMARKS.md: ~2.5× the handlers' import time).
+
+_COUNT_COMPILED = """
+import importlib._bootstrap_external as ext, sys
+compiled = []
+_compile = ext.SourceLoader.source_to_code
+def source_to_code(self, data, path, *args, **kwargs):
+    compiled.append(path)
+    return _compile(self, data, path, *args, **kwargs)
+ext.SourceLoader.source_to_code = source_to_code
+import functions.management, functions.worker, functions.webhook
+layer = sys.argv[1]
+assert functions.management.__file__.startswith(layer), functions.management.__file__
+print(sum(1 for m in sys.modules.values() if (getattr(m, "__file__", None) or "").startswith(layer)))
+print("\\n".join(p for p in compiled if p.startswith(layer)))
+"""
+
+
+def _pyc_flags(pyc: Path) -> int:
+    return int.from_bytes(pyc.read_bytes()[4:8], "little")  # PEP 552: bit 0 hash, bit 1 checked
+
+
+def test_the_layer_makefile_ships_bytecode_the_read_only_layer_loads_without_compiling(
+    project: Path, tmp_path: Path
+) -> None:
+    # What `sam build` runs for the layer (BuildMethod: makefile), with pip kept offline: only the
+    # Waypoint wheel is installed; its dependencies come from this environment.
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    scratch = tmp_path / "scratch"
+    shutil.copytree(project / "runtime", scratch)  # SAM builds in a copy of ContentUri
+    artifacts = tmp_path / "artifacts"
+    built = subprocess.run(
+        [
+            make,
+            "build-WaypointLayer",
+            f"ARTIFACTS_DIR={artifacts}",
+            f"PYTHON={sys.executable}",
+            "PIP_OPTIONS=--no-deps --no-index",
+        ],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    layer = artifacts / "python"
+    sources = [p for p in layer.rglob("*.py") if "tests" not in p.relative_to(layer).parts]
+    assert len(sources) > 100
+    tag = sys.implementation.cache_tag
+    for source in sources:
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        assert pyc.is_file(), source
+        assert _pyc_flags(pyc) == 0b01, pyc  # hash-based, source never checked
+    # The zip round trip changes mtimes: timestamp-checked bytecode would be ignored after it.
+    for source in sources:
+        os.utime(source, (1_000_000_000, 1_000_000_000))
+    for path in [layer, *layer.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)  # read-only, like /opt in Lambda
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _COUNT_COMPILED, str(layer)],
+            cwd=tmp_path,  # not the checkout, whose own packages would shadow the layer's
+            env={**os.environ, "PYTHONPATH": str(layer), "AWS_DEFAULT_REGION": "us-east-1"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        for path in [layer, *layer.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+    assert run.returncode == 0, run.stderr[-2000:]
+    loaded, *compiled = run.stdout.strip().splitlines()
+    assert int(loaded) > 30  # the handlers' modules came from the layer ...
+    assert compiled == []  # ... and none of them was compiled from source
 
 
 def test_init_refuses_a_folder_that_is_not_empty_and_touches_nothing(tmp_path: Path) -> None:
@@ -274,7 +355,8 @@ def test_the_projects_template_deploys_waypoints_functions_with_its_tools_and_th
     assert ours["Parameters"]["AgentId"]["Default"] == "demo-shop"
     layer = ours["Resources"]["WaypointLayer"]
     assert layer["Properties"]["ContentUri"] == "runtime/"
-    assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "arm64"}
+    # runtime/Makefile: the layer's packages for arm64, then their bytecode (see the tests above)
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
 
 
 def _layer_id(transformed: dict[str, Any]) -> str:
@@ -335,6 +417,11 @@ def test_sam_build_of_a_new_project_stays_under_the_size_targets(project: Path) 
     for package in ("engine", "infra", "functions", "waypoint", "numpy", "pydantic"):
         assert (layer / package).is_dir(), package
     assert not (layer / "tests").exists() and not (layer / "moto").exists()
+    tag = "cpython-311"  # the functions' runtime, whatever runs this test
+    for package in ("engine", "infra", "functions", "fastapi", "pydantic", "botocore"):
+        for source in (layer / package).rglob("*.py"):
+            pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+            assert pyc.is_file() and _pyc_flags(pyc) == 0b01, source
     layer_mb = _megabytes(built / "WaypointLayer")
     for function in ("WebhookFunction", "WorkerFunction", "ManagementFunction", "ToolFunction"):
         code_mb = _megabytes(built / function)
