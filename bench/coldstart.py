@@ -139,15 +139,22 @@ def _last_output_line(*args: str, timeout: float, reference: bool = False) -> st
     return done.stdout.strip().splitlines()[-1]
 
 
-def _import_once(module: str) -> tuple[float, float]:
-    """(wall ms, CPU ms) of `import module` in a fresh interpreter."""
+def _import_once(module: str, *, bytecode: bool = True) -> tuple[float, float]:
+    """(wall ms, CPU ms) of `import module` in a fresh interpreter. Without `bytecode`, the
+    interpreter finds no .pyc and writes none (its bytecode cache is an empty folder), so it
+    compiles every module it imports from source: a Lambda whose read-only package has none."""
     code = (
         "import time\n_t, _c = time.perf_counter(), time.process_time()\n"
         f"import {module}\n"
         "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000)"
     )
     reference = module == REFERENCE_MODULE
-    wall, cpu = _last_output_line("-c", code, timeout=120, reference=reference).split()
+    if bytecode:
+        line = _last_output_line("-c", code, timeout=120, reference=reference)
+    else:
+        with tempfile.TemporaryDirectory(prefix="waypoint-no-pyc-") as empty:
+            line = _last_output_line("-B", "-X", f"pycache_prefix={empty}", "-c", code, timeout=240)
+    wall, cpu = line.split()
     return float(wall), float(cpu)
 
 
@@ -185,9 +192,11 @@ def measure_imports(
     components: bool = True,
     parallel: bool = False,
     only: tuple[str, ...] = (),
+    source_runs: int = 3,
 ) -> list[ImportRow]:
     """Median of `runs` fresh-process imports per module. Runs are interleaved across modules
-    (round robin), so a burst of load from elsewhere on the machine hits every module alike."""
+    (round robin), so a burst of load from elsewhere on the machine hits every module alike.
+    Each handler is also imported `source_runs` times without bytecode (`_import_once`)."""
     modules = {**handler_modules(), **(COMPONENTS if components else {})}
     if REFERENCE_PYTHON.exists():
         modules[REFERENCE_MODULE] = REFERENCE_ROLE
@@ -243,7 +252,29 @@ def measure_imports(
             f"import {module}: median {row.median_ms:.0f} ms wall, {row.cpu_median_ms:.0f} ms "
             f"CPU over {runs} fresh processes"
         )
+    _measure_without_bytecode(
+        [rows[m] for m in walls if m.startswith("functions.")], source_runs, progress
+    )
     return [rows[m] for m in modules]
+
+
+def _measure_without_bytecode(rows: list[ImportRow], runs: int, progress: Progress) -> None:
+    """Each row's import compiled from source, `runs` times interleaved (median)."""
+    times: dict[str, list[float]] = {row.module: [] for row in rows}
+    for _ in range(runs):
+        for row in rows:
+            try:
+                times[row.module].append(_import_once(row.module, bytecode=False)[0])
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+                progress(f"import {row.module} without bytecode: error: {exc}")
+    for row in rows:
+        if times[row.module]:
+            row.source_median_ms = median(times[row.module])
+            row.source_runs = len(times[row.module])
+            progress(
+                f"import {row.module} without bytecode: median {row.source_median_ms:.0f} ms "
+                f"over {row.source_runs} fresh processes"
+            )
 
 
 def measure_first_turn(runs: int, progress: Progress, *, warmup: bool = True) -> FirstTurnRow:

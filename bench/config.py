@@ -43,6 +43,7 @@ class BenchConfig:
     import_components: bool = True  # also engine / boto3 / openai modules, to explain handlers
     import_parallel: bool = False  # measure modules concurrently (smoke test only: skews times)
     import_only: tuple[str, ...] = ()  # measure just these modules (others: "skipped"); () = all
+    import_source_runs: int = 3  # each handler imported with no .pyc (compiled from source)
     first_turn_runs: int = 5
     throughput_sessions: int = 20
     throughput_turns: int = 3  # per session: the banking conversation's stock-price turns
@@ -73,6 +74,7 @@ QUICK = replace(
     embedding_sizes=(1_000, 10_000),
     topk_queries=20,
     import_runs=2,
+    import_source_runs=1,
     import_profile=False,
     import_components=False,
     first_turn_runs=2,
@@ -99,6 +101,7 @@ TINY = replace(
     embedding_sizes=(1_000,),
     topk_queries=5,
     import_runs=1,
+    import_source_runs=1,
     import_warmup=False,
     import_profile=False,
     import_components=False,

@@ -189,6 +189,7 @@ def tables(result: BenchResult) -> list[Table]:
                     "median ms",
                     "min–max ms",
                     "CPU median ms",
+                    "without .pyc, median ms",
                     "heaviest packages (ms)",
                 ],
                 [
@@ -199,6 +200,7 @@ def tables(result: BenchResult) -> list[Table]:
                         _ms(r.median_ms, 0),
                         f"{_ms(r.min_ms, 0)}–{_ms(r.max_ms, 0)}" if r.runs else "–",
                         _ms(r.cpu_median_ms, 0),
+                        _ms(r.source_median_ms, 0),
                         ", ".join(
                             f"{m} {ms:g}" for m, ms in r.heaviest if m != r.module.split(".")[0]
                         )[:90]
@@ -212,7 +214,11 @@ def tables(result: BenchResult) -> list[Table]:
                     "shared VM slows them too (the same module measured up to ~2× apart across "
                     "runs of one day). Heaviest packages: cumulative "
                     "`-X importtime` of each top-level package's first import (inflated "
-                    "~1.3–1.5× by the instrumentation; overlapping)."
+                    "~1.3–1.5× by the instrumentation; overlapping). Without .pyc: the "
+                    "handler imported with no bytecode to load (an empty `pycache_prefix`, `-B`), "
+                    "so every module is compiled from source — what each Lambda cold start pays "
+                    "when the read-only package ships no .pyc (the layer's Makefile compiles "
+                    "them at `sam build`; docs/deploy.md §8)."
                 ],
             )
         )

@@ -105,6 +105,10 @@ class ImportRow:
     max_ms: float | None = None
     cpu_median_ms: float | None = None  # process CPU time: what the import costs without contention
     runs: int = 0
+    # Handlers only: the same import with no .pyc to load (every module compiled from source), as
+    # in Lambda when the deployed package ships no bytecode: its files are read-only there.
+    source_median_ms: float | None = None
+    source_runs: int = 0
     heaviest: list[tuple[str, float]] = field(default_factory=list)  # (module, cumulative ms)
 
 

@@ -62,6 +62,7 @@ def run(config: BenchConfig, progress: Progress | None = None) -> BenchResult:
             components=config.import_components,
             parallel=config.import_parallel,
             only=config.import_only,
+            source_runs=config.import_source_runs,
         )
         result.first_turn = measure_first_turn(
             config.first_turn_runs, say, warmup=config.import_warmup
