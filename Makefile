@@ -27,6 +27,7 @@ format: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine
+	$(BIN)/mypy functions infra
 
 test: lint typecheck
 	$(BIN)/python -m pytest

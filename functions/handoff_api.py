@@ -257,7 +257,7 @@ def install(app: FastAPI) -> None:
             app.add_api_route(
                 route.path,
                 route.endpoint,
-                methods=sorted(route.methods),
+                methods=sorted(route.methods or ()),
                 response_model=route.response_model,
                 status_code=route.status_code,
                 tags=list(route.tags),

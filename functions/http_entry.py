@@ -8,14 +8,14 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from mangum import Mangum
-from starlette.types import ASGIApp
+from starlette.applications import Starlette
 
 from infra.runtime import current_runtime
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-def http_lambda_handler(app: ASGIApp, logger: Logger) -> LambdaHandler:
+def http_lambda_handler(app: Starlette, logger: Logger) -> LambdaHandler:
     asgi = Mangum(app, lifespan="off")
 
     @logger.inject_lambda_context(clear_state=True)

@@ -157,7 +157,7 @@ async def api_index(request: Request) -> ApiIndex:
     """What this API offers and where its reference is (instead of a bare 404)."""
     root = request.scope.get("root_path", "").rstrip("/")
     operations = [
-        f"{method} {root}{route.path}"
+        f"{method} {root}{getattr(route, 'path', '')}"
         for route in app.routes
         if getattr(route, "include_in_schema", False)
         for method in sorted(getattr(route, "methods", ()) or ())

@@ -34,8 +34,15 @@ def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dic
         value = loader.construct_scalar(node)
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
-    else:
+    elif isinstance(node, yaml.MappingNode):
         value = loader.construct_mapping(node, deep=True)
+    else:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"!{suffix} on an unexpected YAML node ({type(node).__name__})",
+            node.start_mark,
+        )
     if suffix == "GetAtt" and isinstance(value, str):
         value = value.split(".", 1)
     key = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"

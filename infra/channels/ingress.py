@@ -119,7 +119,7 @@ def unix_time(value: int | float | str | None) -> datetime | None:
     """A platform's unix timestamp (seconds, possibly as a string like Slack's "1595926230.0096")
     as a UTC datetime; None when absent, zero or unrepresentable: it is informative only."""
     try:
-        seconds = float(value) if value not in (None, "") else 0.0
+        seconds = 0.0 if value is None or value == "" else float(value)
         return datetime.fromtimestamp(seconds, UTC) if seconds > 0 else None
     except (TypeError, ValueError, OverflowError, OSError):
         return None
