@@ -40,6 +40,7 @@ def test_the_page_and_its_assets_are_served_beside_webhooks_and_the_api(
     for name, kind in (
         ("studio.js", "javascript"),
         ("inspector.js", "javascript"),
+        ("handoffs.js", "javascript"),
         ("studio.css", "css"),
     ):
         asset = httpx.get(f"{server.base_url}/studio/{name}")

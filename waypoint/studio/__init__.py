@@ -13,6 +13,7 @@ STUDIO_DIR = Path(__file__).resolve().parent
 ASSETS = (
     "studio.js",
     "inspector.js",
+    "handoffs.js",
     "studio.css",
 )  # what `/studio/{name}` serves; nothing else is reachable
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}

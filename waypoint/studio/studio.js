@@ -132,6 +132,7 @@ function show(view) {
     tab.classList.toggle("active", tab.dataset.view === view);
   }
   if (view === "sessions") loadSessions(true).catch(fail);
+  if (view === "handoffs") loadHandoffs().catch(fail);
   if (view === "graphs") showGraphs().catch(fail);
 }
 
@@ -174,6 +175,7 @@ async function sendMessage(text, choice) {
     const turn = await api("POST", `/sessions/${enc(sessionId)}/messages`, body);
     showReply(sessionId, turn);
     setStatus("");
+    await afterChatTurn(sessionId, turn); // handoffs.js: a person's messages, while they have it
   } catch (error) {
     addLine("error", `the turn failed: ${error.message}`);
     fail(error);
@@ -287,6 +289,10 @@ async function openSession(sessionId) {
     el("p", {}, `agent ${state.agent_id} (version ${state.agent_version || "—"}${state.pinned ? ", pinned" : ""}) · `,
       `channel ${state.channel} · ${state.events} events · journeys in flight: `,
       state.active_journeys.join(", ") || "none"),
+    el("p", {}, state.mode === "human"
+      ? el("a", { href: "#", id: "session-handoff", text: "With a person: open its handoff",
+        onclick: (event) => { event.preventDefault(); show("handoffs"); openHandoff(sessionId).catch(fail); } })
+      : handToPersonForm(sessionId)),
     el("h3", { text: "Turns" }),
     el("table", { id: "turns-table" },
       el("thead", {}, el("tr", {}, el("th", { text: "Turn" }), el("th", { text: "Time" }),
@@ -358,6 +364,7 @@ async function connect() {
 
 function resetChat() {
   studio.chatSession = null;
+  if (typeof resetChatHandoff === "function") resetChatHandoff(); // handoffs.js, loaded after
   $("#transcript").replaceChildren();
   $("#chat-session").textContent = "a new session starts with your first message";
 }
