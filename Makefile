@@ -65,3 +65,9 @@ scaffold-check: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
+
+# `sam build` of this repository's template builds its WaypointLayer here (BuildMethod: makefile;
+# samconfig.toml builds it in place): the recipe a `waypoint init` project's runtime/Makefile runs,
+# installing this checkout instead of a wheel.
+LAYER_INSTALL := .
+include waypoint/scaffold_template/runtime/Makefile

@@ -46,26 +46,28 @@ _WHEEL_NAME = re.compile(r"^waypoint-(?P<version>[^-]+)-.+\.whl$")
 # The edits that turn Waypoint's template into a project's: (what, exact old text, new text).
 # Each old text must occur exactly once, so a changed template fails loudly here (and in
 # tests/cli/test_scaffold.py) instead of yielding a template that deploys the wrong code.
-_LAYER_RESOURCE = """\
-  # ------------------------------------------------------------------------------------------------
-  # Waypoint and its dependencies, installed from runtime/requirements.txt and compiled to
-  # bytecode by runtime/Makefile when `sam build` runs. The functions' own code is only this
-  # project's folder (tools.py); the layer is shared by all four.
-  WaypointLayer:
-    Type: AWS::Serverless::LayerVersion
-    Properties:
-      LayerName: !Sub "waypoint-${Stage}-runtime"
-      Description: Waypoint (engine, adapters, Lambda handlers) and its runtime dependencies
-      ContentUri: runtime/
-      CompatibleRuntimes:
-        - python3.11
-      CompatibleArchitectures:
-        - arm64
-      RetentionPolicy: Delete
-    Metadata:
-      BuildMethod: makefile   # runtime/Makefile: install for arm64, then compile the bytecode
-      BuildArchitecture: arm64
-
+_ROOT_CODE = """\
+    # The code every function runs is Waypoint itself, in WaypointLayer (below); the function
+    # package holds only the README of this folder, so a deploy uploads one layer, not the
+    # checkout once per function.
+    CodeUri: infra/aws/function_code/
+"""
+_PROJECT_CODE = """\
+    # Each function's code is this project's folder (tools.py; sam build leaves out .venv and
+    # caches); Waypoint and its dependencies are in WaypointLayer (below).
+    CodeUri: .
+"""
+_ROOT_LAYER = """\
+  # Waypoint and its dependencies for the functions' platform, compiled to bytecode, built by
+  # `sam build` with the Makefile's build-WaypointLayer target (the recipe in
+  # waypoint/scaffold_template/runtime/Makefile; docs/deploy.md §1). Lambda's layers are
+  # read-only: without bytecode, every cold start would compile each module it imports again.
+"""
+_PROJECT_LAYER = """\
+  # Waypoint and its dependencies for the functions' platform, installed from
+  # runtime/requirements.txt and compiled to bytecode by runtime/Makefile when `sam build` runs.
+  # Lambda's layers are read-only: without bytecode, every cold start would compile each module
+  # it imports again.
 """
 
 
@@ -81,17 +83,12 @@ def _template_edits(agent_id: str) -> list[tuple[str, str, str]]:
             "    Default: examples.banking.tools\n",
             "    Default: tools   # tools.py in this project\n",
         ),
+        ("where each function's code comes from", _ROOT_CODE, _PROJECT_CODE),
+        ("what the layer is", _ROOT_LAYER, _PROJECT_LAYER),
         (
-            "where each function's code comes from",
-            "    CodeUri: .\n",
-            "    CodeUri: .       # this project: tools.py (sam build leaves out .venv, caches)\n"
-            "    Layers:\n"
-            "      - !Ref WaypointLayer   # Waypoint itself, from runtime/requirements.txt\n",
-        ),
-        (
-            "the layer",
-            "Resources:\n",
-            "Resources:\n" + _LAYER_RESOURCE,
+            "where the layer is built from",
+            "      ContentUri: .\n",
+            "      ContentUri: runtime/   # runtime/Makefile, runtime/requirements.txt\n",
         ),
     ]
 

@@ -203,8 +203,8 @@ def test_the_layer_makefile_ships_bytecode_the_read_only_layer_loads_without_com
             make,
             "build-WaypointLayer",
             f"ARTIFACTS_DIR={artifacts}",
-            f"PYTHON={sys.executable}",
-            "PIP_OPTIONS=--no-deps --no-index",
+            f"LAYER_PYTHON={sys.executable}",
+            "LAYER_PIP_OPTIONS=--no-deps --no-index",
         ],
         cwd=scratch,
         capture_output=True,
@@ -373,7 +373,11 @@ def test_a_changed_waypoint_template_fails_loudly_instead_of_deploying_the_wrong
     with pytest.raises(ScaffoldError, match="cannot set the tools module"):
         deployable_template(text.replace("examples.banking.tools", "bank.tools"), agent_id="x")
     with pytest.raises(ScaffoldError, match="where each function's code comes from"):
-        deployable_template(text.replace("    CodeUri: .\n", ""), agent_id="x")
+        deployable_template(
+            text.replace("CodeUri: infra/aws/function_code/", "CodeUri: ."), agent_id="x"
+        )
+    with pytest.raises(ScaffoldError, match="where the layer is built from"):
+        deployable_template(text.replace("ContentUri: .\n", "ContentUri: x/\n"), agent_id="x")
     # The text is still YAML CloudFormation after the edits.
     assert yaml.load(deployable_template(text, agent_id="x"), Loader=CloudFormationLoader)
 

@@ -54,6 +54,8 @@ def _transform(parameters: dict[str, str]) -> dict[str, Any]:
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::Serverless::StateMachine":
             resource["Properties"]["DefinitionUri"] = "s3://waypoint-artifacts/tools.asl.json"
+        if resource["Type"] == "AWS::Serverless::LayerVersion":
+            resource["Properties"]["ContentUri"] = "s3://waypoint-artifacts/layer.zip"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
         result: dict[str, Any] = transform(template, parameters, _NoManagedPolicies())
@@ -224,15 +226,37 @@ def test_the_outputs_name_a_webhook_url_per_channel_and_the_management_api() -> 
     assert outputs["ManagementApiUrl"]["Value"]["Fn::Sub"].startswith("https://${ManagementApi}")
 
 
-def test_requirements_txt_matches_the_project_dependencies() -> None:
-    import tomllib
+def test_every_function_runs_waypoint_from_the_layer_the_makefile_builds() -> None:
+    # What `sam build` packages: each function an (almost) empty folder, and one layer built by
+    # the Makefile's build-WaypointLayer target, installing this checkout with bytecode
+    # (tests/cli/test_scaffold.py runs that recipe and checks the bytecode a read-only layer loads).
+    import shutil
+    import subprocess
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
-    lines = (root / "requirements.txt").read_text().splitlines()
-    listed = [line for line in lines if line.strip() and not line.startswith("#")]
-    assert listed == declared, "regenerate requirements.txt (see docs/deploy.md §1)"
+    template = load_template()
+    code = root / template["Globals"]["Function"]["CodeUri"]
+    assert sorted(p.name for p in code.iterdir()) == ["README.md"]
+    assert template["Globals"]["Function"]["Layers"] == [{"Ref": "WaypointLayer"}]
+    for function in _resources(template, "AWS::Serverless::Function").values():
+        assert "CodeUri" not in function["Properties"] and "Layers" not in function["Properties"]
+    layer = template["Resources"]["WaypointLayer"]
+    assert layer["Properties"]["ContentUri"] == "."
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    recipe = subprocess.run(
+        [make, "-n", "build-WaypointLayer", "ARTIFACTS_DIR=/artifacts"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert '--target "/artifacts/python"' in recipe and "--platform manylinux2014_aarch64" in recipe
+    assert recipe.split("\n")[2].rstrip().endswith(" .")  # this checkout, with its dependencies
+    assert "--invalidation-mode unchecked-hash" in recipe
 
 
 def test_the_agent_id_parameters_follow_the_one_agent_id_rule() -> None:
