@@ -45,7 +45,6 @@ from engine.session import (
     Handoff,
     SessionMode,
     SessionState,
-    latest_reply_to,
     remember,
 )
 from engine.stages.journey_progress import apply_verified
@@ -121,7 +120,7 @@ def begin_handoff(state: TurnState, request: HandoffRequest) -> Event:
         trigger=request.trigger,
         source_id=request.source_id,
         since=now,
-        reply_to=_reply_to(state),
+        reply_to=state.reply_address,
     )
     by = "customer" if request.trigger == "customer_request" else "agent"
     state.add_event(
@@ -180,7 +179,7 @@ def record_for_person(state: TurnState, resolution: Resolution) -> Event | None:
     handoff = state.handoff
     if handoff is None:  # a human session always has one; stay silent all the same
         return None
-    address = _reply_to(state)
+    address = state.reply_address
     if address:
         handoff = handoff.model_copy(update={"reply_to": address})
     state.handoff = handoff
@@ -216,7 +215,7 @@ def silent_session_state(state: TurnState) -> SessionState:
             "events": window,
             "kept_evidence": tuple(masked_kept_evidence(state, e) for e in kept),
             "handoff": state.handoff,
-            "last_reply_to": latest_reply_to(state.messages) or session.last_reply_to,
+            "last_reply_to": state.reply_address,
             "processed_event_ids": remember(
                 session.processed_event_ids, *(m.event_id for m in state.messages)
             ),
@@ -237,9 +236,3 @@ def _move_past_step(state: TurnState, source_id: str) -> None:
 
 def _approved_text(state: TurnState, tag: str, default: str) -> str:
     return approved_notice(state.agent, tag, default)
-
-
-def _reply_to(state: TurnState) -> dict[str, Any] | None:
-    """Where a person's message reaches the customer: this turn's address, else the one the
-    session remembers (a message posted through the API carries none)."""
-    return latest_reply_to(state.messages) or state.session.last_reply_to

@@ -94,7 +94,7 @@ def maybe_interrupt(state: TurnState, call: ToolCall, outcome: ToolOutcome) -> N
         node_id=location[1],
         prompt=str(outcome.control.get("prompt") or ""),
         sender=state.sender,
-        reply_to=_reply_to(state),
+        reply_to=state.reply_address,
     )
     state.reply_options = options
     state.reply_view = outcome.view
@@ -142,11 +142,6 @@ def _picked_ahead(
         "taken as the pick, the options are not shown"
     )
     return True
-
-
-def _reply_to(state: TurnState) -> dict[str, Any] | None:
-    address = state.messages[-1].metadata.get("reply_to") if state.messages else None
-    return dict(address) if isinstance(address, Mapping) and address else None
 
 
 def resume_interrupt(state: TurnState) -> None:

@@ -14,7 +14,6 @@ from engine.history import fold_history
 from engine.model import GuidelineKind
 from engine.session import (
     SessionState,
-    latest_reply_to,
     remember,
     window_event_ids,
     window_turn_ids,
@@ -95,6 +94,6 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "agent_version": state.agent.version or session.agent_version,
             "mode": state.mode,
             "handoff": state.handoff,
-            "last_reply_to": latest_reply_to(state.messages) or session.last_reply_to,
+            "last_reply_to": state.reply_address,
         }
     )

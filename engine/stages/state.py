@@ -35,6 +35,7 @@ from engine.session import (
     PendingInterrupt,
     SessionMode,
     SessionState,
+    latest_reply_to,
 )
 from engine.trace import StageTiming, TurnTrace
 
@@ -272,6 +273,13 @@ class TurnState:
         session's customer's)."""
         customer = self.session.customer_id
         return [m for m in self.messages if (m.sender_id or customer) == sender]
+
+    @property
+    def reply_address(self) -> dict[str, Any] | None:
+        """Where the customer is answered: the channel address of this turn's latest message that
+        carries one (bounded: `latest_reply_to`), else the one the session remembers (a message
+        posted through the API carries none)."""
+        return latest_reply_to(self.messages) or self.session.last_reply_to
 
     @property
     def principal(self) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline, ToolKind, ToolSpec
+from engine.session import SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan, resolve_pick
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
@@ -126,6 +127,24 @@ async def test_interrupter_returns_an_action_and_a_later_event_resumes() -> None
     assert done.state.journey_paths["move"] == ("form", "thanks")
     assert "Thank the customer" in done.reply.text
     assert done.state.collected_values()["street"] == "Main St 1"
+
+
+async def test_an_interrupter_answers_where_the_session_answers_its_customer() -> None:
+    # The result's reply goes where the session answers: the turn's address if it carries one,
+    # else the one remembered (a message through the API carries none), never an oversized one.
+    journey = MOVE[0]
+    form = step_number(journey, "form")
+    h, _ = harness(MOVE, {"Change address": [advance(form)]})
+    await h.agents.publish(h.agent)
+    remembered = {"chat_id": 7}  # where an earlier turn answered
+    await h.sessions.create(
+        SessionState(id="s1", agent_id=h.agent.id, customer_id="c1", last_reply_to=remembered)
+    )
+
+    asked = await h.say("I moved to a new place", metadata={"reply_to": {"x": "y" * 5000}})
+
+    assert asked.state.pending_interrupt is not None
+    assert asked.state.pending_interrupt.reply_to == {"chat_id": 7}
 
 
 def test_pick_resolution_is_strict_about_ambiguity() -> None:
