@@ -33,12 +33,13 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 import parlant.sdk as p
+from parlant.core.common import DefaultBaseModel
 from parlant.core.nlp.embedding import Embedder, EmbeddingResult
-from parlant.core.nlp.generation import SchematicGenerationResult, SchematicGenerator, T
+from parlant.core.nlp.generation import SchematicGenerationResult, SchematicGenerator
 from parlant.core.nlp.generation_info import GenerationInfo, UsageInfo
 from parlant.core.nlp.moderation import ModerationService, NoModeration
 from parlant.core.nlp.service import NLPService
@@ -120,12 +121,17 @@ def _minimal(schema: dict[str, Any], defs: Mapping[str, Any]) -> Any:
     )
 
 
-class FakeGenerator(SchematicGenerator[T]):
+# FakeGenerator's own type parameter (the reference's `T`, re-declared): its genericity does not
+# depend on the reference being installed where mypy runs (without it, its base is Any).
+Schema = TypeVar("Schema", bound=DefaultBaseModel)
+
+
+class FakeGenerator(SchematicGenerator[Schema], Generic[Schema]):
     def __init__(self, schema: type[Any]) -> None:
         self._schema = schema
 
     @property
-    def schema(self) -> type[Any]:  # type: ignore[override]
+    def schema(self) -> type[Any]:
         return self._schema
 
     async def generate(
@@ -246,7 +252,7 @@ class FakeService(NLPService):
 
     async def get_schematic_generator(self, t: type[Any], hints: Any = None) -> Any:
         # Parametrized per schema: the server registers each generator under its own type.
-        return FakeGenerator[t](t)  # type: ignore[valid-type]
+        return FakeGenerator[t](t)  # type: ignore[valid-type]  # a type known at run time only
 
     async def get_streaming_text_generator(self, hints: Any = None) -> Any:
         raise NotImplementedError("the fake does not stream")

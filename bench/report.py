@@ -285,7 +285,7 @@ def tables(result: BenchResult) -> list[Table]:
             )
         )
     if result.offline_cpu is not None:
-        c = result.offline_cpu
+        cpu = result.offline_cpu
         out.append(
             Table(
                 "Offline model: CPU per call and per turn (banking seed conversation, in-memory ports)",
@@ -300,13 +300,13 @@ def tables(result: BenchResult) -> list[Table]:
                 ],
                 [
                     [
-                        c.status,
-                        f"{c.turns} ({c.runs} runs)",
-                        f"{c.calls_per_turn:.1f}",
-                        _ms(c.call_p50_ms, 2),
-                        _ms(c.call_max_ms, 2),
-                        _ms(c.model_per_turn_ms, 2),
-                        _ms(c.turn_p50_ms, 1),
+                        cpu.status,
+                        f"{cpu.turns} ({cpu.runs} runs)",
+                        f"{cpu.calls_per_turn:.1f}",
+                        _ms(cpu.call_p50_ms, 2),
+                        _ms(cpu.call_max_ms, 2),
+                        _ms(cpu.model_per_turn_ms, 2),
+                        _ms(cpu.turn_p50_ms, 1),
                     ]
                 ],
                 [
