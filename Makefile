@@ -28,6 +28,7 @@ format: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine
 	$(BIN)/mypy functions infra
+	$(BIN)/mypy waypoint bench
 
 test: lint typecheck
 	$(BIN)/python -m pytest

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from bench.blocks import read_block
 from bench.ports import IN_MEMORY, MOTO
-from bench.report import Table, render_markdown, tables
+from bench.report import tables
 from bench.results import BenchResult
+from bench.table import Table, render_markdown
 from bench.targets import FIX, IMPORT_FIX
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"

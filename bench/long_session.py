@@ -189,17 +189,13 @@ async def run_long_session(
     from infra.aws import moto_fidelity
 
     moto_fidelity.install()  # as the local stack's server does: transactions without deep copies
-    async with moto_ports(embedder) as (ports, publisher):
+    async with moto_ports(embedder) as (ports, stack):
         llm = BenchLLM(LatencyModel(0.0), EstimateCounter())
         runner = TurnRunner(ports, llm, tools=workload.tools, embedder=embedder)
         await runner.publish(workload.snapshot)
-        await publisher.embeddings(workload.snapshot)
+        await stack.publish_embeddings(workload.snapshot)
         meter = ReadMeter()
-        clients = {
-            id(store._table.ddb): store._table.ddb for store in (ports.sessions, ports.agents)
-        }  # type: ignore[attr-defined]
-        for ddb in clients.values():
-            meter.attach(ddb)
+        meter.attach(stack.dynamodb)
         workload.reset()
         state, _ = workload.conversation(0, "long-session")
         await runner.open_session(state)

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from bench.harness import Ports
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
@@ -38,8 +39,9 @@ def in_memory_ports(embedder: HashingEmbedder) -> Ports:
 
 
 @asynccontextmanager
-async def moto_ports(embedder: HashingEmbedder) -> AsyncIterator[tuple[Ports, MotoPublisher]]:
+async def moto_ports(embedder: HashingEmbedder) -> AsyncIterator[tuple[Ports, MotoStack]]:
     """DynamoDB stores + S3 vector index on a fresh in-process moto stack."""
+    from infra.aws.clients import client
     from infra.aws.dynamo_agents import DynamoAgentStore
     from infra.aws.dynamo_sessions import DynamoSessionStore
     from infra.aws.local_stack import LocalStack
@@ -54,8 +56,11 @@ async def moto_ports(embedder: HashingEmbedder) -> AsyncIterator[tuple[Ports, Mo
                 async def index_for(agent: AgentSnapshot) -> VectorIndex | None:
                     return S3VectorIndex(agent.id, agent.version)  # warm cache after the first
 
-                ports = Ports(MOTO, DynamoAgentStore(), DynamoSessionStore(), index_for)
-                yield ports, MotoPublisher(stack.bucket, embedder)
+                dynamodb = client("dynamodb")  # one client for both stores: one to meter
+                agents = DynamoAgentStore(dynamodb=dynamodb)
+                sessions = DynamoSessionStore(dynamodb=dynamodb)
+                ports = Ports(MOTO, agents, sessions, index_for)
+                yield ports, MotoStack(stack.bucket, dynamodb, embedder)
         finally:
             if saved is None:
                 os.environ.pop("WAYPOINT_CACHE_DIR", None)
@@ -63,14 +68,16 @@ async def moto_ports(embedder: HashingEmbedder) -> AsyncIterator[tuple[Ports, Mo
                 os.environ["WAYPOINT_CACHE_DIR"] = saved
 
 
-class MotoPublisher:
-    """Publishes an agent's embeddings to S3, as `waypoint publish` does."""
+class MotoStack:
+    """The moto stack under the ports: the DynamoDB client its stores call (what a benchmark
+    meters), and the bucket it publishes an agent's embeddings to, as `waypoint publish` does."""
 
-    def __init__(self, bucket: str, embedder: HashingEmbedder) -> None:
+    def __init__(self, bucket: str, dynamodb: Any, embedder: HashingEmbedder) -> None:
         self.bucket = bucket
+        self.dynamodb = dynamodb  # a boto3 client: boto3 ships no types of its own
         self.embedder = embedder
 
-    async def embeddings(self, agent: AgentSnapshot) -> None:
+    async def publish_embeddings(self, agent: AgentSnapshot) -> None:
         from infra.aws.clients import client
         from infra.aws.s3_vectors import publish_embeddings
 

@@ -2,10 +2,11 @@
 decisions our engine made on the same turn (the spec's `script`, one entry per customer message).
 
 Standard library only: `bench/reference_driver.py` runs inside the reference's own virtual
-environment and imports this module by path, and our tests import it without the reference
-installed. Every function here is pure — a prompt text or an output template and the turn's
-script in, an answer (plain JSON data) out — so the answers are testable with short prompts
-shaped like the reference's.
+environment and imports this module from its own folder (its fake NLP service,
+`bench/reference_nlp.py`, asks it), and our tests import it without the reference installed.
+Every function here is pure — a prompt text or an output template and the turn's script in, an
+answer (plain JSON data) out — so the answers are testable with short prompts shaped like the
+reference's.
 
 What each kind of question gets:
 

@@ -119,10 +119,10 @@ async def run_turn_suite(
         *(w for a, w in work.scale if a.shape.guidelines in config.moto_shapes),
         *(w for w in work.reference if named and w.label == f"reference: {EXACT}"),
     ]
-    async with moto_ports(embedder) as (ports, publisher):
+    async with moto_ports(embedder) as (ports, stack):
         runner = TurnRunner(ports, BenchLLM(LatencyModel(0.0), tokens), embedder=embedder)
         for workload in moto_work:
-            await publisher.embeddings(workload.snapshot)
+            await stack.publish_embeddings(workload.snapshot)
             samples = await _warm_then_run(runner, workload, config, progress, pass_="moto")
             moto_samples[workload.label] = samples
             suite.overhead.append(_overhead(workload.label, MOTO, samples))

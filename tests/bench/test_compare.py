@@ -204,6 +204,38 @@ def test_the_reference_fakes_modules_are_the_standard_librarys_only() -> None:
     assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
+def _run_time_imports(body: list[ast.stmt]) -> set[str]:
+    """Top-level names these statements import when they run (`if TYPE_CHECKING:` aside)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add((node.module or "").split(".")[0])
+        elif isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            names |= _run_time_imports(node.orelse)
+        else:
+            names |= _run_time_imports(
+                [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt)]
+            )
+    return names
+
+
+def test_the_reference_driver_loads_its_own_modules_and_nothing_of_waypoint() -> None:
+    folder = Path(fake.__file__).parent
+    reference_packages = {"parlant", "httpx"}  # what the reference's venv installs with it
+    loaded, pending = set(), ["reference_driver"]
+    while pending:
+        name = pending.pop()
+        loaded.add(name)
+        imported = _run_time_imports(ast.parse((folder / f"{name}.py").read_text("utf-8")).body)
+        beside = {n for n in imported if (folder / f"{n}.py").exists()}
+        outside = imported - beside - set(sys.stdlib_module_names) - {"__future__"}
+        assert outside <= reference_packages, f"{name} imports {outside}"
+        pending += sorted(beside - loaded)
+    assert {"reference_fake", "reference_nlp", "reference_agent", "reference_run"} <= loaded
+
+
 def test_a_guideline_check_applies_iff_our_engine_matched_that_condition() -> None:
     turn = _turn(guidelines=[{"id": "act0", "condition": SHIPMENT}])
     known = frozenset(fake.normalized(c) for c in (SHIPMENT, RETURN))

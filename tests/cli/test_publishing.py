@@ -95,6 +95,21 @@ def test_diff_with_a_tools_module_names_a_tool_the_registry_lacks(agent_file) ->
     assert "tool 'send_money' is not in the deployed tool registry" in result.output
 
 
+def test_diff_reads_a_python_agent_file_as_chat_does(tmp_path: Path) -> None:
+    new = tmp_path / "bank_in_python.py"
+    new.write_text(
+        "from examples.banking import load\n"
+        "from examples.banking.tools import registry\n\n"
+        "agent = load()\n"
+    )
+
+    result = runner.invoke(app, ["diff", str(AGENT_PATH), str(new)])
+
+    assert result.exit_code == 0, result.output
+    assert f"agent bank: {V1} → {V1}" in result.output
+    assert "no changes" in result.output
+
+
 def test_publish_refuses_a_tool_the_deployment_lacks_unless_forced(
     agent_file, stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:

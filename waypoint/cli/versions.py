@@ -86,7 +86,7 @@ def _load_declared(path: Path, tools: str | None) -> AgentSnapshot:
     try:
         return load_agent(path)
     except (InvalidAgentDefinition, OSError):
-        return _load(path, tools)[0]
+        return _load(str(path), tools)[0]
 
 
 def rollback(

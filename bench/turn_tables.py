@@ -1,0 +1,269 @@
+"""The report's tables of what a turn costs: LLM calls, rounds and tokens per turn; the engine's
+own overhead and its stages; how both scale with the number of guidelines; the reference's
+scenarios side by side with its figures; the offline model's CPU; the overhead's profile."""
+
+from __future__ import annotations
+
+import math
+
+from bench.coldstart import REFERENCE_MODULE, reference_import
+from bench.harness import BREAKDOWN
+from bench.offline_cpu import OfflineCpuRow
+from bench.ports import IN_MEMORY, MOTO
+from bench.reference_figures import THEIR_IMPORT, THEIRS
+from bench.results import BenchResult
+from bench.table import Table, count_cell, ms_cell
+
+STAGE_TITLES = {
+    "store_load": "store load",
+    "load": "load",
+    "recall": "recall",
+    "match_round_1": "match r1",
+    "match_supplemental": "suppl.",
+    "relationships": "relations",
+    "tools": "tools",
+    "compose": "compose",
+    "persist_prep": "persist prep",
+    "pipeline_setup": "turn setup",
+    "trace_dump": "other",
+    "store_commit": "store commit",
+}
+
+
+def per_turn_table(result: BenchResult) -> Table:
+    """LLM calls, rounds and tokens per turn of each agent under the latency model."""
+    latency = result.config.get("latency_ms", 0)
+    return Table(
+        f"Per turn with the latency model ({latency:g} ms per LLM call), in-memory ports",
+        [
+            "agent",
+            "turns",
+            "wall p50 ms",
+            "wall p95 ms",
+            "rounds p50/max",
+            "LLM calls mean/max",
+            "prompt tokens mean (max)",
+            "chars/4 mean",
+            "completion mean",
+            "turns w/ tools",
+            "speculative node selections discarded",
+            "saved by the similarity threshold (entered later)",
+        ],
+        [
+            [
+                t.agent,
+                str(t.turns),
+                ms_cell(t.wall_p50_ms, 0),
+                ms_cell(t.wall_p95_ms, 0),
+                f"{t.rounds_p50:g}/{t.rounds_max}",
+                f"{t.calls_mean:.1f}/{t.calls_max}",
+                f"{t.prompt_tokens_mean:,.0f} ({t.prompt_tokens_max:,})",
+                count_cell(t.prompt_est_mean),
+                count_cell(t.completion_tokens_mean),
+                str(t.tool_turns),
+                str(t.speculative_discarded),
+                f"{t.speculation_saved} ({t.speculation_late})",
+            ]
+            for t in result.turns
+        ],
+        [
+            f"Tokens: {result.tokenizer}. Rounds = distinct sequential LLM rounds on the "
+            "critical path (trace.llm_rounds). Calls, rounds and tokens do not depend on "
+            "latency; they are averaged over every in-memory turn of the agent."
+        ],
+    )
+
+
+def overhead_table(result: BenchResult) -> Table:
+    """The engine's own time per turn (zero-latency LLM), per agent and port set."""
+    return Table(
+        "Engine overhead per turn (zero-latency LLM): wall time minus the LLM's own time",
+        ["agent", "ports", "turns", "p50 ms", "p95 ms", "max ms", "fake LLM CPU p50 ms"],
+        [
+            [
+                o.agent,
+                o.ports,
+                str(o.turns),
+                ms_cell(o.p50_ms),
+                ms_cell(o.p95_ms),
+                ms_cell(o.max_ms),
+                ms_cell(o.llm_self_p50_ms),
+            ]
+            for o in result.overhead
+        ],
+        [
+            "One warm-up conversation per agent and port set is not counted. On moto the "
+            "store load/commit columns measure moto's in-process emulation of DynamoDB, "
+            "not network round trips. p95/max include generation-2 garbage-collection "
+            "pauses (100–250 ms measured on moto, whose in-memory tables grow as the run "
+            "writes items; smaller but present in memory with the large agents)."
+        ],
+    )
+
+
+def stages_table(result: BenchResult) -> Table:
+    """The overhead split by pipeline stage, per agent and port set."""
+    return Table(
+        "Overhead by stage, p50 ms (store load/commit measured around TurnEngine; "
+        "the rest from trace.stages minus the fake LLM's CPU)",
+        ["agent", "ports", *(STAGE_TITLES[s] for s in BREAKDOWN)],
+        [
+            [o.agent, o.ports, *(ms_cell(o.stages_p50_ms.get(s), 2) for s in BREAKDOWN)]
+            for o in result.overhead
+        ],
+        [
+            "turn setup = TurnPipeline.run before the first stage (`TurnState.__init__`: node "
+            "views of every journey); other = TurnEngine serializing the trace, the glue "
+            "around the stores, and any stage this benchmark does not name."
+        ],
+    )
+
+
+def scale_table(result: BenchResult) -> Table:
+    """The synthetic agents from 10 to 5,000 guidelines: what a turn evaluates, asks and costs."""
+    rows = []
+    for r in result.scale:
+        rows.append(
+            [
+                f"{r.guidelines:,}",
+                str(r.journeys),
+                str(r.global_guidelines),
+                f"{r.evaluated_mean:,.0f}",
+                f"{r.calls_mean:.1f}",
+                str(r.rounds_max),
+                f"{r.prompt_tokens_mean:,.0f}",
+                f"{r.prompt_est_mean:,.0f}",
+                "–" if math.isnan(r.ratio_vs_100) else f"{r.ratio_vs_100:.2f}×",
+                f"{r.completion_tokens_mean:,.0f} ({r.critical_completion_mean:,.0f})",
+                f"{ms_cell(r.overhead_p50_ms.get(IN_MEMORY))} / {ms_cell(r.overhead_p95_ms.get(IN_MEMORY))}",
+                f"{ms_cell(r.overhead_p50_ms.get(MOTO))} / {ms_cell(r.overhead_p95_ms.get(MOTO))}",
+            ]
+        )
+    return Table(
+        "Scale: synthetic agents (most guidelines journey-scoped)",
+        [
+            "guidelines",
+            "journeys",
+            "agent-wide",
+            "evaluated/turn",
+            "LLM calls/turn",
+            "rounds max",
+            "prompt tokens/turn",
+            "chars/4/turn",
+            "vs 100",
+            "completion tokens/turn (on the critical path)",
+            "overhead p50/p95 ms in-memory",
+            "overhead p50/p95 ms moto",
+        ],
+        rows,
+        [
+            "evaluated/turn = guideline verdicts the matcher produced: agent-wide guidelines and "
+            "other journeys' conditions up to the recall caps (guideline_top_k = 30, "
+            "condition_top_k = 20, the most similar to the conversation), scoped guidelines of "
+            "the active or predicted journey only. Completion tokens on the critical path = the largest answer of each "
+            "sequential round, summed: what a per-token latency waits for (see "
+            "--latency-per-token-ms)."
+        ],
+    )
+
+
+def reference_table(result: BenchResult) -> Table:
+    """The reference's scenarios rebuilt as our agents, beside the reference's published figures."""
+    rows = []
+    for r in result.reference:
+        derived = " (derived)" if THEIRS[r.scenario].derived else ""
+        rows.append(
+            [
+                r.scenario,
+                f"{r.calls} / {r.theirs_calls}{derived}",
+                f"{r.rounds} / {r.theirs_rounds}",
+                f"{r.prompt_tokens:,} ({r.prompt_est:,}) / {r.theirs_prompt_tokens}",
+                f"{r.completion_tokens:,}",
+                ms_cell(r.wall_p50_ms, 0),
+            ]
+        )
+    worker = next((i for i in result.imports if i.module == "functions.worker"), None)
+    reference = reference_import(result.imports)
+    theirs = (
+        f"{ms_cell(reference.median_ms, 0)} ms (`import {REFERENCE_MODULE}`, this run)"
+        if reference is not None
+        else THEIR_IMPORT
+    )
+    if worker is not None:
+        ours = f"{ms_cell(worker.median_ms, 0)} ms" if worker.status == "ok" else worker.status
+        rows.append(
+            [
+                "import of the turn-serving code",
+                "–",
+                "–",
+                f"{ours} (functions.worker) / {theirs}",
+                "–",
+                "–",
+            ]
+        )
+    latency = result.config.get("latency_ms", 0)
+    return Table(
+        "Side by side with the reference implementation (ours / theirs)",
+        [
+            "scenario",
+            "LLM calls",
+            "rounds",
+            "prompt tokens: ours tokenizer (chars/4) / theirs chars/4",
+            "completion tokens (ours)",
+            f"our wall p50 ms @ {latency:g} ms/call",
+        ],
+        rows,
+        [
+            "Theirs: shared/notes/reference-engine.md §2 (30 guidelines + 1 active journey + 1 "
+            "tool call ≈ 19–22 calls, 3 rounds, 60–70k prompt tokens as chars/4; import 4–4.5 s). "
+            "'derived' = our arithmetic from that section's per-call prompt sizes (see "
+            "bench/reference_figures.py), not a measurement."
+        ],
+    )
+
+
+def offline_cpu_table(cpu: OfflineCpuRow) -> Table:
+    """The offline model's CPU per call and per turn (what `make demo` and tests pay)."""
+    return Table(
+        "Offline model: CPU per call and per turn (banking seed conversation, in-memory ports)",
+        [
+            "status",
+            "turns",
+            "model calls / turn",
+            "CPU per call p50 ms",
+            "CPU per call max ms",
+            "model CPU per turn ms",
+            "whole turn CPU p50 ms",
+        ],
+        [
+            [
+                cpu.status,
+                f"{cpu.turns} ({cpu.runs} runs)",
+                f"{cpu.calls_per_turn:.1f}",
+                ms_cell(cpu.call_p50_ms, 2),
+                ms_cell(cpu.call_max_ms, 2),
+                ms_cell(cpu.model_per_turn_ms, 2),
+                ms_cell(cpu.turn_p50_ms, 1),
+            ]
+        ],
+        [
+            "`bench/offline_cpu.py`: the offline model (`infra.offline`) answers every "
+            "schema of the turn; a call's CPU is `time.thread_time` around the model "
+            "only, a turn's is `time.process_time` around `TurnEngine.handle` (engine, "
+            "prompt building, verification, tools and the model). The first run warms "
+            "caches and is not counted. What `make demo`, `waypoint chat` and every "
+            "offline test pay per turn."
+        ],
+    )
+
+
+def profile_table(result: BenchResult) -> Table:
+    """Where the engine's overhead goes, by function, per turn."""
+    return Table(
+        f"Profile of the engine overhead: {result.profile_label}",
+        ["function", "calls/turn", "own ms/turn", "cumulative ms/turn"],
+        [
+            [p.function, f"{p.calls:,.1f}", ms_cell(p.own_ms, 2), ms_cell(p.cumulative_ms, 2)]
+            for p in result.profile
+        ],
+    )
