@@ -25,9 +25,10 @@ from typing import Any
 
 from engine.authoring import END_JOURNEY, Agent
 from engine.authoring.journey_builder import JourneyBuilder
-from engine.model import AgentSnapshot, ToolParameter, ToolSpec
+from engine.model import AgentSnapshot
 from engine.ports import ToolCall, ToolContext, ToolOutcome
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.tool_spec import ToolParameter, ToolSpec
 
 # --------------------------------------------------------------------------------------------------
 # Topic words

@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from engine.agent_config import CompositionMode
 from engine.context import TurnContext, render_context
-from engine.model import AgentSnapshot, CompositionMode, Guideline, Journey, JourneyNode
+from engine.model import AgentSnapshot, Guideline, Journey, JourneyNode
 
 _RESTRICTIVENESS = {
     CompositionMode.FLUID: 0,

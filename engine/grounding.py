@@ -26,8 +26,9 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine.model import CollectedField, ToolParameter, ToolSpec
+from engine.model import CollectedField
 from engine.session import Event
+from engine.tool_spec import ToolParameter, ToolSpec
 
 
 @dataclass(frozen=True)

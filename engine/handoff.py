@@ -23,9 +23,10 @@ from datetime import datetime, time
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from engine.agent_config import BusinessHours, HandoffConfig
 from engine.errors import WaypointError
 from engine.history import fold_history
-from engine.model import AgentSnapshot, BusinessHours, HandoffConfig
+from engine.model import AgentSnapshot
 from engine.session import (
     Event,
     EventKind,

@@ -9,12 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from engine.model import (
-    HANDOFF_TEMPLATE_TAG,
-    HANDOFF_TOOL,
-    HANDOFF_UNAVAILABLE_TAG,
-    AgentSnapshot,
-)
+from engine.agent_config import HANDOFF_TEMPLATE_TAG, HANDOFF_TOOL, HANDOFF_UNAVAILABLE_TAG
+from engine.model import AgentSnapshot
 
 
 def handoff_problems(snapshot: AgentSnapshot) -> Iterator[str]:

@@ -21,8 +21,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from engine.agent_config import AgentConfig, LLMPurpose
 from engine.errors import LLMBudgetExceeded, LLMError, LLMOutputInvalid, LLMTransientError
-from engine.model import AgentConfig, LLMPurpose
 from engine.ports import Generation, SchematicLLM, Usage
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,

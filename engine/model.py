@@ -1,8 +1,12 @@
 """The behavior model: what an agent is made of.
 
-Everything here is an immutable pydantic model. An `AgentSnapshot` is the compiled, validated and
-versionable form of an agent — the unit that is published to storage and loaded by a turn. Authoring
-(the Python builder and the YAML/JSON form in `engine.authoring`) always ends in a snapshot.
+Everything here is an immutable pydantic model: guidelines, journeys (their steps, transitions and
+the fields a step collects), relationships between them, glossary terms, context variables and
+canned responses. An `AgentSnapshot` holds them all, with the signatures of the agent's tools
+(`engine.tool_spec`) and its run-time settings (`engine.agent_config`); it is the compiled,
+validated and versionable form of an agent — the unit that is published to storage and loaded by a
+turn. Authoring (the Python builder and the YAML/JSON form in `engine.authoring`) always ends in a
+snapshot.
 """
 
 from __future__ import annotations
@@ -14,15 +18,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+# Part of the authoring API as `engine.model.<name>` (the builder takes them, the docs name them),
+# so they stay importable from here too.
+from engine.agent_config import AgentConfig as AgentConfig
+from engine.agent_config import CompositionMode as CompositionMode
+from engine.tool_spec import ToolKind as ToolKind
+from engine.tool_spec import ToolParameter as ToolParameter
+from engine.tool_spec import ToolSpec as ToolSpec
+
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-class CompositionMode(StrEnum):
-    """How the reply is written: freely, preferring approved templates, or only from templates."""
-
-    FLUID = "fluid"
-    CANNED_FLUID = "canned_fluid"
-    CANNED_STRICT = "canned_strict"
 
 
 class Criticality(StrEnum):
@@ -264,7 +268,7 @@ class Relationship(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Glossary, variables, canned responses, tools
+# Glossary, variables, canned responses
 
 
 class Term(BaseModel):
@@ -300,177 +304,8 @@ class CannedResponse(BaseModel):
         return tuple(dict.fromkeys(re.findall(r"{{\s*([\w.]+)\s*}}", self.template)))
 
 
-ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
-
-
-class ToolParameter(BaseModel):
-    model_config = _FROZEN
-    name: str
-    type: ParameterType = "string"
-    description: str = ""
-    enum: tuple[str, ...] = ()
-    required: bool = True
-    default: Any = None
-    # The model phrases this value itself (a search query): exempt from grounding. Only on
-    # non-consequential tools; validation refuses it elsewhere.
-    composed: bool = False
-    # A secret (a password): the tool receives it, nothing stored or shown to a model keeps it.
-    secret: bool = False
-
-
-class ToolKind(StrEnum):
-    GENERAL = "general"  # never interrupts the turn
-    SELECTOR = "selector"  # interrupts: the customer picks one item of a list
-    INTERRUPTER = "interrupter"  # interrupts: returns an action (link, form); a later event resumes
-
-
-ConfirmPolicy = Literal["always", "when_inferred", "never"]
-
-# A selector named for what the customer chooses ("choose_size") fills that thing ("size").
-_PICK_PREFIXES = ("choose_", "pick_", "select_")
-
-
-class ToolSpec(BaseModel):
-    """What the engine knows of a tool: its typed signature. The implementation lives elsewhere.
-
-    `confirm` says when the customer must agree to the exact call first: `always`,
-    `when_inferred` (some value was derived rather than said as is) or `never`. Unset, it is
-    `when_inferred` for consequential tools and `never` for the others.
-
-    `fills` (selectors and interrupters) names the collected value the customer's pick, or an
-    interrupter's single result, is stored as, so later tools get it by that name; unset, it is
-    the tool's name without a `choose_` / `pick_` / `select_` prefix (see `pick_name`)."""
-
-    model_config = _FROZEN
-    name: str
-    description: str = ""
-    parameters: tuple[ToolParameter, ...] = ()
-    kind: ToolKind = ToolKind.GENERAL
-    consequential: bool = False
-    confirm: ConfirmPolicy | None = None
-    fills: str | None = None
-    timeout_seconds: float = 10.0
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.parameters if p.required)
-
-    @property
-    def confirmation(self) -> ConfirmPolicy:
-        if self.confirm is not None:
-            return self.confirm
-        return "when_inferred" if self.consequential else "never"
-
-    @property
-    def pick_name(self) -> str:
-        """The value a pick from this tool fills: `fills`, else the name without its prefix."""
-        if self.fills:
-            return self.fills
-        for prefix in _PICK_PREFIXES:
-            if self.name.startswith(prefix) and len(self.name) > len(prefix):
-                return self.name[len(prefix) :]
-        return self.name
-
-
 # --------------------------------------------------------------------------------------------------
-# Agent configuration and snapshot
-
-
-class LLMPurpose(StrEnum):
-    """What an LLM call is for; the unit of model routing and of trace accounting."""
-
-    MATCH_GUIDELINES = "match_guidelines"
-    DISAMBIGUATE = "disambiguate"
-    SELECT_JOURNEY_NODE = "select_journey_node"
-    CALL_TOOLS = "call_tools"
-    COMPOSE = "compose"
-
-
-class TurnBudget(BaseModel):
-    """Upper bounds on one turn's cost. When a stage would exceed them, the turn composes with what
-    it has and the trace says so. One call is always reserved for composing the reply."""
-
-    model_config = _FROZEN
-    max_llm_calls: int = 12
-    max_prompt_tokens: int = 60_000
-
-
-# The built-in handoff action: named in a guideline's `tools` or as a journey tool step, it hands
-# the conversation to a person (`engine.handoff`) instead of calling anything.
-HANDOFF_TOOL = "hand_off_to_person"
-HANDOFF_TEMPLATE_TAG = "handoff"  # canned modes: the approved template that announces a handoff
-HANDOFF_UNAVAILABLE_TAG = "handoff_unavailable"  # … and the one for "no one is available"
-
-
-class BusinessHours(BaseModel):
-    """When people are there to take a handed-off conversation (local time of `timezone`)."""
-
-    model_config = _FROZEN
-    timezone: str = "UTC"
-    days: tuple[int, ...] = (0, 1, 2, 3, 4)  # 0 = Monday … 6 = Sunday
-    opens: str = Field(default="09:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
-    closes: str = Field(default="17:00", pattern=r"^([01][0-9]|2[0-4]):[0-5][0-9]$")
-
-
-class HandoffConfig(BaseModel):
-    """How the agent steps aside for a person (`engine.handoff`)."""
-
-    model_config = _FROZEN
-    # The customer asking for a person ("can I talk to a human?") hands off, without a rule.
-    customer_request: bool = True
-    # Extra wordings that count as asking for a person (case-insensitive phrases).
-    request_phrases: tuple[str, ...] = ()
-    # What the customer is told when handed off (canned modes: a template tagged `handoff`).
-    message: str = "I'm passing you to a person from our team. They'll reply right here."
-    # … when no one is there (out of hours, or no one picked it up in time); a ticket is recorded.
-    unavailable_message: str = (
-        "No one from our team is available right now. We've recorded your request and a person "
-        "will get back to you here as soon as possible."
-    )
-    business_hours: BusinessHours | None = None  # None: someone is always there
-    # No person took it within this many seconds: a ticket is recorded and the customer told.
-    pickup_timeout_seconds: int = Field(default=900, ge=60)
-
-
-class AgentConfig(BaseModel):
-    model_config = _FROZEN
-    composition_mode: CompositionMode = CompositionMode.FLUID
-    journey_top_k: int = 1
-    # A journey is predicted by vector recall (its node selection run speculatively in round 1)
-    # only when what the customer said this turn is at least this similar to it (cosine). Below
-    # it the prediction is hopeless ("thanks", "hello") and the call would be discarded; a journey
-    # the turn enters anyway is matched in a supplemental round. Default from the offline
-    # embedder on the banking and synthetic runs (docs/BENCHMARKS.md): closings and greetings
-    # score ≤ 0.16 against every journey, requests that enter one ≥ 0.21.
-    # -1 = always predict the top journeys (the behaviour before the threshold).
-    journey_min_similarity: float = Field(default=0.18, ge=-1.0, le=1.0)
-    # Recall on large agents: when more agent-wide guidelines (or more journeys' activation
-    # conditions) than this reach a turn, only the most similar to the conversation are matched
-    # (vector top-k; pending, continuous-applied and high-criticality guidelines always are).
-    # 0 = match them all, every turn.
-    guideline_top_k: int = Field(default=30, ge=0)
-    condition_top_k: int = Field(default=20, ge=0)
-    max_tool_iterations: int = 3
-    max_journey_depth: int = 5  # BFS depth of the node map shown to the LLM
-    batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section
-    budget: TurnBudget = Field(default_factory=TurnBudget)
-    models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
-    default_model: str = "gpt-4o-mini"
-    explain: bool = False  # verbose rationales in LLM outputs, for debugging only
-    # what canned_strict sends when no approved template fits (it never sends free text)
-    no_match_response: str = "Sorry, I can't help with that here. Could you rephrase?"
-    # what a message of only files the agent cannot read (a voice note, a photo without a
-    # caption, a document) is answered with, instead of silence
-    unsupported_media_response: str = (
-        "Sorry, I can't open attachments like that here. Could you type what you need?"
-    )
-    max_canned_candidates: int = 30
-    max_concurrent_llm_calls: int = 8
-    llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
-    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
-
-    def model_for(self, purpose: LLMPurpose) -> str:
-        return self.models.get(purpose, self.default_model)
+# Snapshot
 
 
 class JourneyMigration(BaseModel):

@@ -20,7 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.model import AgentSnapshot, ToolSpec
+from engine.model import AgentSnapshot
+from engine.tool_spec import ToolSpec
 
 MASK = "•••"
 

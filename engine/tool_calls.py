@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 
 from engine.context import TurnContext, render_context
 from engine.errors import ToolArgumentError
-from engine.model import ToolParameter, ToolSpec
 from engine.ports import ToolOutcome
+from engine.tool_spec import ToolParameter, ToolSpec
 
 
 class ToolArgument(BaseModel):

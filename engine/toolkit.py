@@ -25,8 +25,8 @@ from decimal import Decimal
 from typing import Any, Literal, get_args, get_origin
 
 from engine.errors import InvalidAgentDefinition, WaypointError
-from engine.model import ConfirmPolicy, ParameterType, ToolKind, ToolParameter, ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
+from engine.tool_spec import ConfirmPolicy, ParameterType, ToolKind, ToolParameter, ToolSpec
 
 MAX_RESULT_CHARS = 20_000  # a huge result is cut before it reaches the LLM
 

@@ -12,12 +12,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import partial
 
+from engine.agent_config import HANDOFF_TOOL
 from engine.agent_id import agent_id_problem
 from engine.errors import InvalidAgentDefinition
 from engine.handoff_validation import handoff_problems
 from engine.model import (
     END_OF_JOURNEY,
-    HANDOFF_TOOL,
     JOURNEY_TAG_PREFIX,
     AgentSnapshot,
     CollectedField,
@@ -28,8 +28,8 @@ from engine.model import (
     JourneyNode,
     NodeKind,
     RelationshipKind,
-    ToolKind,
 )
+from engine.tool_spec import ToolKind
 from engine.versioning import migration_problems
 
 Check = Callable[[AgentSnapshot], Iterable[str]]

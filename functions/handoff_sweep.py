@@ -19,6 +19,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from engine.agent_config import HANDOFF_UNAVAILABLE_TAG
 from engine.errors import AgentNotFound
 from engine.handoff import (
     HandoffStateError,
@@ -26,7 +27,7 @@ from engine.handoff import (
     pickup_overdue,
     record_ticket,
 )
-from engine.model import HANDOFF_UNAVAILABLE_TAG, AgentSnapshot
+from engine.model import AgentSnapshot
 from engine.session import EventSource, SessionState
 from infra.handoff_changes import apply_change, change_id_for, person_message_job
 from infra.runtime import Runtime, current_runtime

@@ -267,10 +267,10 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
 
 async def _start(test: ConversationTest, models: Models) -> tuple[Any, str]:
     """A fresh engine for the test's agent; returns `say(text, choice)` and the judge's model."""
+    from engine.agent_config import LLMPurpose
     from engine.authoring import load_agent
     from engine.errors import InvalidAgentDefinition
     from engine.memory import InMemoryAgentStore, InMemorySessionStore
-    from engine.model import LLMPurpose
     from engine.session import InboundMessage, SessionState
     from engine.toolkit import InProcessDispatcher, registry_from_module
     from engine.turn import EngineDeps, TurnEngine, TurnOutput

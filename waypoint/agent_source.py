@@ -27,7 +27,8 @@ from types import ModuleType
 from typing import Any
 
 from engine.errors import InvalidAgentDefinition
-from engine.model import AgentSnapshot, ToolSpec
+from engine.model import AgentSnapshot
+from engine.tool_spec import ToolSpec
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
 PYTHON_ATTRIBUTES = ("agent", "build")

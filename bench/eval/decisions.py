@@ -29,6 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from bench.eval.cases import EvalCase, agent, context, journey_path
+from engine.agent_config import LLMPurpose
 from engine.compose import (
     CannedChoice,
     CompositionInput,
@@ -42,7 +43,6 @@ from engine.errors import ToolArgumentError
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journeys import select_journey_step
-from engine.model import LLMPurpose
 from engine.tool_calls import ToolCallPlan, build_tool_call_prompt, coerce_argument
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from bench.eval.cases import KINDS, EvalCase, iter_cases
 from bench.eval.decisions import EVALUATORS
+from engine.agent_config import AgentConfig, TurnBudget
 from engine.errors import LLMError
 from engine.llm import TurnLLM
-from engine.model import AgentConfig, TurnBudget
 from engine.ports import SchematicLLM
 from engine.trace import TurnTrace
 

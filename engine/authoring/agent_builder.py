@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
+from engine.agent_config import AgentConfig, CompositionMode
 from engine.authoring.canonical import (
     canonical_guidelines,
     canonical_relationships,
@@ -44,10 +45,8 @@ from engine.authoring.relatable import GuidelineBuilder
 from engine.authoring.tool_refs import ToolRef, ToolRefs, declared_spec
 from engine.model import (
     JOURNEY_CONDITION_KEY,
-    AgentConfig,
     AgentSnapshot,
     CannedResponse,
-    CompositionMode,
     ContextVariable,
     Criticality,
     EntityKind,
@@ -57,10 +56,10 @@ from engine.model import (
     Relationship,
     RelationshipKind,
     Term,
-    ToolSpec,
     journey_tag,
 )
 from engine.projection import journey_condition_guideline_id
+from engine.tool_spec import ToolSpec
 from engine.validation import validate_snapshot
 
 # What a relationship can name: a guideline or journey handle, or a reference to either.

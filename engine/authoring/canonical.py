@@ -26,8 +26,8 @@ from engine.model import (
     Journey,
     Relationship,
     RelationshipKind,
-    ToolSpec,
 )
+from engine.tool_spec import ToolSpec
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,9 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.model import (
-    AgentConfig,
-    CompositionMode,
-    ContextVariable,
-    Criticality,
-    JourneyMigration,
-    RelationshipKind,
-    Term,
-    ToolSpec,
-)
+from engine.agent_config import AgentConfig, CompositionMode
+from engine.model import ContextVariable, Criticality, JourneyMigration, RelationshipKind, Term
+from engine.tool_spec import ToolSpec
 
 # An id of a guideline or a journey, `{guideline: id}` / `{journey: id}` when the id is both, or
 # `{tag: name}`: every guideline and journey carrying the tag.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
+from engine.agent_config import HANDOFF_TOOL
 from engine.authoring.agent_builder import Agent, Related
 from engine.authoring.document import (
     RELATION_KEYS,
@@ -36,8 +37,9 @@ from engine.authoring.ids import (
 from engine.authoring.journey_builder import END_JOURNEY, JourneyBuilder
 from engine.authoring.tool_declarations import resolve_tools
 from engine.errors import InvalidAgentDefinition
-from engine.model import HANDOFF_TOOL, EntityKind, EntityRef, ToolSpec
+from engine.model import EntityKind, EntityRef
 from engine.projection import journey_condition_guideline_id
+from engine.tool_spec import ToolSpec
 
 T = TypeVar("T")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine.agent_config import CompositionMode
 from engine.authoring.canonical import AGENT_LEVEL, journey_dependency, place_guideline
 from engine.authoring.customer_dependent import derived_customer_dependent
 from engine.authoring.document import RELATION_KEYS, Reference
@@ -19,7 +20,6 @@ from engine.authoring.ids import END_STATE_NAME, default_transition_id
 from engine.model import (
     AgentSnapshot,
     CollectedField,
-    CompositionMode,
     Criticality,
     CustomerDependentAction,
     EntityKind,

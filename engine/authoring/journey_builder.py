@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack, overload
 
+from engine.agent_config import CompositionMode
 from engine.authoring.construct import construct
 from engine.authoring.customer_dependent import CustomerDependentSpec, customer_dependent_action
 from engine.authoring.fields import FieldsSpec, collected_fields
@@ -25,7 +26,6 @@ from engine.authoring.tool_refs import ToolRefs
 from engine.errors import InvalidAgentDefinition
 from engine.model import (
     END_OF_JOURNEY,
-    CompositionMode,
     EntityKind,
     EntityRef,
     Journey,

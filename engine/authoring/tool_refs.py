@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.model import ToolSpec
+from engine.tool_spec import ToolSpec
 
 ToolRef = ToolSpec | str | Callable[..., Any]
 ToolRefs = ToolRef | Sequence[ToolRef]

@@ -16,10 +16,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from engine.agent_config import LLMPurpose
 from engine.context import TurnContext, render_context
 from engine.matching import match_guidance as guide
 from engine.matching.guideline_lines import guideline_line, line_cost
-from engine.model import Guideline, GuidelineKind, LLMPurpose, Relationship, RelationshipKind
+from engine.model import Guideline, GuidelineKind, Relationship, RelationshipKind
 from engine.session import SessionState
 
 MATCH_THRESHOLD = 5  # a verdict with applies=True and a lower score is treated as a weak non-match

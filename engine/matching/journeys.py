@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.agent_config import LLMPurpose
 from engine.context import TurnContext
 from engine.grounding import CustomerMessage
 from engine.llm import TurnLLM
@@ -24,7 +25,7 @@ from engine.matching.journey_graph import build_node_views, current_run
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.values_ahead import collect_values, pass_satisfied_steps
-from engine.model import Journey, LLMPurpose
+from engine.model import Journey
 from engine.session import EventKind, EventSource
 
 __all__ = ["JourneyStepResult", "said_ahead_messages", "select_journey_step"]

@@ -15,12 +15,12 @@ from typing import Any
 
 from engine.errors import ToolArgumentError
 from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call, same_value
-from engine.model import ToolSpec
 from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
 from engine.stages.state import TurnState
 from engine.tool_calls import missing_argument_question, validate_arguments
+from engine.tool_spec import ToolSpec
 from engine.trace import ToolCallRecord
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from engine.agent_config import CompositionMode, LLMPurpose
 from engine.compose import (
     FALLBACK_REPLY,
     CannedChoice,
@@ -30,16 +31,7 @@ from engine.compose import (
 )
 from engine.context import TurnContext
 from engine.errors import LLMError
-from engine.model import (
-    CompositionMode,
-    Guideline,
-    GuidelineKind,
-    Journey,
-    JourneyNode,
-    LLMPurpose,
-    NodeKind,
-    journey_tag,
-)
+from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.recall_index import recall_index
 from engine.relations import Resolution

@@ -17,10 +17,10 @@ from decimal import Decimal
 from typing import Any
 
 from engine.grounding import CallGrounding
-from engine.model import ToolSpec
 from engine.secrets import MASK
 from engine.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
+from engine.tool_spec import ToolSpec
 
 CONFIRM_CHOICE = "confirm"
 CANCEL_CHOICE = "cancel"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.agent_config import HANDOFF_TEMPLATE_TAG, HANDOFF_TOOL, HANDOFF_UNAVAILABLE_TAG
 from engine.handoff import (
     approved_notice,
     asks_for_person,
@@ -31,12 +32,7 @@ from engine.handoff import (
 )
 from engine.history import fold_history
 from engine.matching.journey_forced_moves import auto_return
-from engine.model import (
-    HANDOFF_TEMPLATE_TAG,
-    HANDOFF_TOOL,
-    HANDOFF_UNAVAILABLE_TAG,
-    Guideline,
-)
+from engine.model import Guideline
 from engine.relations import Resolution
 from engine.session import (
     Event,

@@ -27,12 +27,12 @@ from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import current_run
 from engine.matching.journeys import messages_this_turn, said_ahead_messages
-from engine.model import ToolKind
 from engine.ports import ToolCall, ToolOutcome
 from engine.session import CollectedValue, PendingInterrupt
 from engine.stages.journey_progress import apply_verified
 from engine.stages.state import TurnState
 from engine.tool_calls import named_option, resolve_pick, selector_options
+from engine.tool_spec import ToolKind
 
 
 def pick_origin(tool: str) -> str:

@@ -13,20 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from engine.agent_config import HANDOFF_TOOL, LLMPurpose
 from engine.context import llm_view_of
 from engine.errors import LLMError
 from engine.history import RESPONSE_ONLY
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_walk import VerifiedStep
-from engine.model import (
-    END_OF_JOURNEY,
-    HANDOFF_TOOL,
-    Journey,
-    JourneyNode,
-    LLMPurpose,
-    NodeKind,
-    ToolSpec,
-)
+from engine.model import END_OF_JOURNEY, Journey, JourneyNode, NodeKind
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
 from engine.relations import Resolution
 from engine.secrets import MASK
@@ -50,6 +43,7 @@ from engine.tool_calls import (
     known_values,
     missing_argument_question,
 )
+from engine.tool_spec import ToolSpec
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 

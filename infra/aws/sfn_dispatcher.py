@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal
 
-from engine.model import ToolSpec
 from engine.ports import ToolCall, ToolContext, ToolOutcome
+from engine.tool_spec import ToolSpec
 
 log = logging.getLogger(__name__)
 

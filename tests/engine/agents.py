@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.authoring import END_JOURNEY, Agent
-from engine.model import AgentSnapshot, Journey, ToolParameter, ToolSpec
+from engine.model import AgentSnapshot, Journey
+from engine.tool_spec import ToolParameter, ToolSpec
 
 DATA = Path(__file__).parent / "data"
 BANK_CONCIERGE_YAML = DATA / "bank_concierge.yaml"

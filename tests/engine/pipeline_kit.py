@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from engine.agent_config import AgentConfig
 from engine.clock import FixedClock, SequentialIds
 from engine.matching.journey_graph import build_node_views
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import (
-    AgentConfig,
     AgentSnapshot,
     CustomerDependentAction,
     EntityKind,
@@ -31,11 +31,11 @@ from engine.model import (
     NodeKind,
     Relationship,
     RelationshipKind,
-    ToolSpec,
 )
 from engine.projection import journey_condition_guideline_id
 from engine.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
+from engine.tool_spec import ToolSpec
 from engine.turn import EngineDeps, TurnEngine
 from engine.vectors import (
     InMemoryVectorIndex,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.agent_config import AgentConfig
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.model import AgentConfig, Guideline
+from engine.model import Guideline
 from engine.session import Attachment, EventKind, EventSource
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from engine.agent_config import CompositionMode
 from engine.authoring import (
     END_JOURNEY,
     Agent,
@@ -16,7 +17,6 @@ from engine.errors import InvalidAgentDefinition
 from engine.model import (
     AgentSnapshot,
     CollectedField,
-    CompositionMode,
     CustomerDependentAction,
     EntityKind,
     EntityRef,

@@ -10,7 +10,7 @@ import pytest
 
 from engine.authoring import load_agent
 from engine.errors import InvalidAgentDefinition
-from engine.model import ToolSpec
+from engine.tool_spec import ToolSpec
 from engine.toolkit import ToolResult, spec_of, tool
 
 

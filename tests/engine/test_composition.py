@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.agent_config import AgentConfig, CompositionMode
 from engine.compose import (
     CannedChoice,
     ComposedReply,
@@ -12,14 +13,7 @@ from engine.compose import (
     merge_fragments,
 )
 from engine.matching.guidelines import GuidelineMatchBatch
-from engine.model import (
-    AgentConfig,
-    CannedResponse,
-    CompositionMode,
-    Guideline,
-    JourneyNode,
-    NodeKind,
-)
+from engine.model import CannedResponse, Guideline, JourneyNode, NodeKind
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool

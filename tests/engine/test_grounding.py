@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 
 from engine.grounding import CustomerMessage, Evidence, ground_call
-from engine.model import ToolParameter, ToolSpec
 from engine.session import Event, EventKind, EventSource
+from engine.tool_spec import ToolParameter, ToolSpec
 
 TRANSFER = ToolSpec(
     name="transfer_money",

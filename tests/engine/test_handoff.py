@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from engine.agent_config import AgentConfig, BusinessHours, HandoffConfig
 from engine.compose import ComposedReply
 from engine.erasure import without_person
 from engine.errors import InvalidAgentDefinition
@@ -23,16 +24,10 @@ from engine.handoff import (
 )
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.model import (
-    AgentConfig,
-    BusinessHours,
-    CannedResponse,
-    Guideline,
-    HandoffConfig,
-    ToolKind,
-)
+from engine.model import CannedResponse, Guideline
 from engine.session import EventSource, SessionMode
 from engine.testing import ScriptedLLM
+from engine.tool_spec import ToolKind
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
 from engine.validation import validate_snapshot
 from tests.engine.pipeline_kit import (

@@ -11,10 +11,11 @@ from engine.compose import ComposedReply
 from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.model import Guideline, ToolKind, ToolSpec
+from engine.model import Guideline
 from engine.session import SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan, resolve_pick
+from engine.tool_spec import ToolKind, ToolSpec
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
 from tests.engine.pipeline_kit import (
     Harness,

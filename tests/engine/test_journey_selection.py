@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from engine.agent_config import AgentConfig, LLMPurpose
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.llm import TurnLLM
@@ -23,7 +24,7 @@ from engine.matching.journey_answer import JourneyNodeSelection
 from engine.matching.journey_graph import build_node_views
 from engine.matching.journey_prompt import build_node_selection_prompt, transition_map_text
 from engine.matching.journeys import select_journey_step
-from engine.model import AgentConfig, AgentSnapshot, CollectedField, Journey, LLMPurpose
+from engine.model import AgentSnapshot, CollectedField, Journey
 from engine.ports import ToolOutcome
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM

@@ -5,11 +5,12 @@ agents published without guideline vectors are unchanged."""
 
 from __future__ import annotations
 
+from engine.agent_config import AgentConfig
 from engine.compose import ComposedReply
 from engine.context import TurnContext
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.model import AgentConfig, AgentSnapshot, Criticality, Guideline
+from engine.model import AgentSnapshot, Criticality, Guideline
 from engine.recall import RecallQuery, preselect, prune_low_probability, tag_filter
 from engine.session import SessionState
 from engine.testing import ScriptedLLM

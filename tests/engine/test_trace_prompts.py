@@ -8,8 +8,8 @@ import json
 
 from pydantic import BaseModel
 
+from engine.agent_config import AgentConfig, LLMPurpose
 from engine.llm import TurnLLM
-from engine.model import AgentConfig, LLMPurpose
 from engine.testing import ScriptedLLM
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,

@@ -403,7 +403,8 @@ def test_find_cycles_reports_each_cycle_once() -> None:
 
 
 def test_a_composed_parameter_on_a_consequential_tool_is_refused() -> None:
-    from engine.model import AgentSnapshot, ToolParameter, ToolSpec
+    from engine.model import AgentSnapshot
+    from engine.tool_spec import ToolParameter, ToolSpec
     from engine.validation import problems
 
     spec = ToolSpec(

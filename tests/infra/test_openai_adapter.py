@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
+from engine.agent_config import AgentConfig, LLMPurpose, TurnBudget
 from engine.errors import (
     LLMBudgetExceeded,
     LLMError,
@@ -24,7 +25,6 @@ from engine.errors import (
     LLMTransientError,
 )
 from engine.llm import RetryPolicy, TurnLLM
-from engine.model import AgentConfig, LLMPurpose, TurnBudget
 from engine.trace import TurnTrace
 from infra.llm.openai_embedder import OpenAIEmbedder
 from infra.llm.openai_llm import OpenAISchematicLLM

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.model import AgentConfig, Guideline
+from engine.agent_config import AgentConfig
+from engine.model import Guideline
 from engine.vectors import GUIDELINES, JOURNEYS, TERMS
 from infra.aws.local_stack import LocalStack
 from infra.aws.s3_vectors import (

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from engine.model import AgentSnapshot, ToolSpec
+from engine.model import AgentSnapshot
+from engine.tool_spec import ToolSpec
 from waypoint.agent_source import AgentSource
 from waypoint.cli.program import console
 

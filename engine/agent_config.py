@@ -1,0 +1,121 @@
+"""How the engine runs an agent, as opposed to what the agent says and does (`engine.model`).
+
+`AgentConfig` holds the run-time settings of one agent: its default `CompositionMode` (guidelines
+and journeys may override it), recall thresholds on large agents, the `TurnBudget`, per-purpose
+model routing (`LLMPurpose`), the replies it falls back on (no template fits, unreadable files),
+and how a conversation is handed to a person (`HandoffConfig`, `BusinessHours`, the built-in
+handoff tool and its template tags). One `AgentConfig` travels in each `AgentSnapshot`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class CompositionMode(StrEnum):
+    """How the reply is written: freely, preferring approved templates, or only from templates."""
+
+    FLUID = "fluid"
+    CANNED_FLUID = "canned_fluid"
+    CANNED_STRICT = "canned_strict"
+
+
+class LLMPurpose(StrEnum):
+    """What an LLM call is for; the unit of model routing and of trace accounting."""
+
+    MATCH_GUIDELINES = "match_guidelines"
+    DISAMBIGUATE = "disambiguate"
+    SELECT_JOURNEY_NODE = "select_journey_node"
+    CALL_TOOLS = "call_tools"
+    COMPOSE = "compose"
+
+
+class TurnBudget(BaseModel):
+    """Upper bounds on one turn's cost. When a stage would exceed them, the turn composes with what
+    it has and the trace says so. One call is always reserved for composing the reply."""
+
+    model_config = _FROZEN
+    max_llm_calls: int = 12
+    max_prompt_tokens: int = 60_000
+
+
+# The built-in handoff action: named in a guideline's `tools` or as a journey tool step, it hands
+# the conversation to a person (`engine.handoff`) instead of calling anything.
+HANDOFF_TOOL = "hand_off_to_person"
+HANDOFF_TEMPLATE_TAG = "handoff"  # canned modes: the approved template that announces a handoff
+HANDOFF_UNAVAILABLE_TAG = "handoff_unavailable"  # … and the one for "no one is available"
+
+
+class BusinessHours(BaseModel):
+    """When people are there to take a handed-off conversation (local time of `timezone`)."""
+
+    model_config = _FROZEN
+    timezone: str = "UTC"
+    days: tuple[int, ...] = (0, 1, 2, 3, 4)  # 0 = Monday … 6 = Sunday
+    opens: str = Field(default="09:00", pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+    closes: str = Field(default="17:00", pattern=r"^([01][0-9]|2[0-4]):[0-5][0-9]$")
+
+
+class HandoffConfig(BaseModel):
+    """How the agent steps aside for a person (`engine.handoff`)."""
+
+    model_config = _FROZEN
+    # The customer asking for a person ("can I talk to a human?") hands off, without a rule.
+    customer_request: bool = True
+    # Extra wordings that count as asking for a person (case-insensitive phrases).
+    request_phrases: tuple[str, ...] = ()
+    # What the customer is told when handed off (canned modes: a template tagged `handoff`).
+    message: str = "I'm passing you to a person from our team. They'll reply right here."
+    # … when no one is there (out of hours, or no one picked it up in time); a ticket is recorded.
+    unavailable_message: str = (
+        "No one from our team is available right now. We've recorded your request and a person "
+        "will get back to you here as soon as possible."
+    )
+    business_hours: BusinessHours | None = None  # None: someone is always there
+    # No person took it within this many seconds: a ticket is recorded and the customer told.
+    pickup_timeout_seconds: int = Field(default=900, ge=60)
+
+
+class AgentConfig(BaseModel):
+    model_config = _FROZEN
+    composition_mode: CompositionMode = CompositionMode.FLUID
+    journey_top_k: int = 1
+    # A journey is predicted by vector recall (its node selection run speculatively in round 1)
+    # only when what the customer said this turn is at least this similar to it (cosine). Below
+    # it the prediction is hopeless ("thanks", "hello") and the call would be discarded; a journey
+    # the turn enters anyway is matched in a supplemental round. Default from the offline
+    # embedder on the banking and synthetic runs (docs/BENCHMARKS.md): closings and greetings
+    # score ≤ 0.16 against every journey, requests that enter one ≥ 0.21.
+    # -1 = always predict the top journeys (the behaviour before the threshold).
+    journey_min_similarity: float = Field(default=0.18, ge=-1.0, le=1.0)
+    # Recall on large agents: when more agent-wide guidelines (or more journeys' activation
+    # conditions) than this reach a turn, only the most similar to the conversation are matched
+    # (vector top-k; pending, continuous-applied and high-criticality guidelines always are).
+    # 0 = match them all, every turn.
+    guideline_top_k: int = Field(default=30, ge=0)
+    condition_top_k: int = Field(default=20, ge=0)
+    max_tool_iterations: int = 3
+    max_journey_depth: int = 5  # BFS depth of the node map shown to the LLM
+    batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section
+    budget: TurnBudget = Field(default_factory=TurnBudget)
+    models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
+    default_model: str = "gpt-4o-mini"
+    explain: bool = False  # verbose rationales in LLM outputs, for debugging only
+    # what canned_strict sends when no approved template fits (it never sends free text)
+    no_match_response: str = "Sorry, I can't help with that here. Could you rephrase?"
+    # what a message of only files the agent cannot read (a voice note, a photo without a
+    # caption, a document) is answered with, instead of silence
+    unsupported_media_response: str = (
+        "Sorry, I can't open attachments like that here. Could you type what you need?"
+    )
+    max_canned_candidates: int = 30
+    max_concurrent_llm_calls: int = 8
+    llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
+    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
+
+    def model_for(self, purpose: LLMPurpose) -> str:
+        return self.models.get(purpose, self.default_model)
