@@ -1,14 +1,15 @@
 """Telegram Bot API: webhook updates in, `sendMessage` out.
 
 Inbound: one `Update` per POST, authenticated by the static secret given to `setWebhook`, echoed
-in `X-Telegram-Bot-Api-Secret-Token`. No HMAC and no timestamp, so there is no replay window:
-deduplication on `update_id` is the only replay defence. Text messages and inline-keyboard clicks
-(`callback_query`, choice = its `callback_data`) become messages; everything else is ignored
-(reading an update: `infra.channels.telegram_updates`).
+in `X-Telegram-Bot-Api-Secret-Token`. No HMAC and no request timestamp: replays are stopped by
+deduplication on `update_id` and by the age of the message itself (older than `MAX_MESSAGE_AGE`:
+ignored). Text messages and inline-keyboard clicks (`callback_query`, choice = its
+`callback_data`) become messages; everything else is ignored (reading an update:
+`infra.channels.telegram_updates`).
 
 Outbound: `sendMessage` with an inline keyboard for options (one button per row: labels stay
-readable; past 100 options, numbered lines instead), split at 4096 UTF-16 units; a reply to a click first calls `answerCallbackQuery`, or
-the customer's client keeps spinning.
+readable; past 100 options, numbered lines instead), split at 4096 UTF-16 units; a reply to a
+click first calls `answerCallbackQuery`, or the customer's client keeps spinning.
 """
 
 from __future__ import annotations
