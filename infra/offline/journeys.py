@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from engine.compose import FALLBACK_REPLY
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection
+from infra.offline.choices import with_vocabulary
 from infra.offline.language import (
     answer_polarity,
     condition_polarity,
@@ -46,17 +47,8 @@ from infra.offline.prompt import (
     parse_shared_context,
     section,
 )
-from infra.offline.values import (
-    BOOL,
-    DATE,
-    ENUM,
-    INT,
-    NUMBER,
-    TEXT,
-    Slot,
-    extract_values,
-    with_vocabulary,
-)
+from infra.offline.slots import BOOL, DATE, ENUM, INT, NUMBER, TEXT, Slot
+from infra.offline.values import extract_values
 
 PARSER = "journey node selection parser (infra/offline/journeys.py)"
 _MAX_WALK = 24
