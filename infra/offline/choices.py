@@ -3,7 +3,8 @@ agent's other words for them (glossary synonyms, aliases its description states)
 options the agent's last message offered, picked by position ("the second one"). Also the salient
 part of a short answer ("it's seldo, thanks" → "seldo"), what such a pick is read from.
 
-Nothing here is a word list of ours: what a choice is also called comes from the agent.
+No domain words here: what a choice is also called comes from the agent; only ordinals ("first",
+"last") and the filler around a short answer ("sure, it's …, thanks") are everyday English.
 """
 
 from __future__ import annotations
