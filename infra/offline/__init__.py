@@ -10,14 +10,16 @@ schema with simple, inspectable rules:
   the condition's head concept ("I'd like to make a transfer"), and the agent's glossary read as
   its synonyms' meaning — with conservative thresholds, and wording rules for greetings, thanks,
   off-topic questions, cancellations and yes/no answers;
-- journey node selection (`journeys`): the step map parsed back, values extracted by type, a walk
-  that follows the map's rules (abandonment, completeness, transitions by similarity and
-  yes/no or success/failure polarity, never past a tool step that did not run); a request that
-  starts a journey also reports the values a cue names for its later steps ("transfer 200
-  dollars"), which the engine keeps only when grounded;
+- journey node selection (`journeys`): the step map parsed back (`journey_map`), values extracted
+  by type (`values`, over `slots`, `shapes` and `choices`), a walk that follows the map's rules
+  (abandonment, completeness, transitions by similarity and yes/no or success/failure polarity,
+  never past a tool step that did not run); a request that starts a journey also reports the
+  values a cue names for its later steps ("transfer 200 dollars"), which the engine keeps only
+  when grounded;
 - tool calls (`tools`): arguments from known values and the customer's words;
-- composition (`compose`): instructions rephrased into sentences by patterns, tool data quoted,
-  approved templates chosen by similarity.
+- composition (`compose`): the prompt read back (`compose_request`), instructions rephrased into
+  sentences by patterns (`phrasing`), tool data quoted (`data_sentences`), approved templates
+  chosen by similarity.
 
 Domain neutral: no domain word lists in code. What words mean in a domain comes from the agent —
 glossary synonyms, enum choices and the aliases a parameter's description states ("AAPL is

@@ -339,6 +339,34 @@ def condition_polarity(condition: str) -> int:
     return -1 if _NEGATIVE_CONDITION.search(condition.lower()) else 1
 
 
+_AGREEING = re.compile(
+    r"\b(confirm\w*|agree\w*|accept\w*|approv\w*|says? (yes|ok)|is happy with|is fine with|"
+    r"goes? ahead|wants? to proceed|proceed\w*)\b",
+    re.I,
+)
+_CHANGING = re.compile(
+    r"\b(chang\w*|different|another|instead|modif\w*|correct\w*|edit\w*|updat\w*|other|"
+    r"new|adjust\w*|fix\w*)\b",
+    re.I,
+)
+
+
+def asks_for_change(text: str) -> bool:
+    """Whether `text` speaks of changing something: "change the amount", "a different account"."""
+    return bool(_CHANGING.search(text))
+
+
+def branch_polarity(condition: str) -> int:
+    """Which way a customer's yes / no points for a branch condition: +1 for agreeing
+    ("The customer confirmed the transfer"), -1 for declining, cancelling or changing something
+    ("The customer wants to change the amount" — a "no" to the read-back is a wish to change)."""
+    if condition_polarity(condition) < 0:
+        return -1
+    if _AGREEING.search(condition):
+        return 1
+    return -1 if _CHANGING.search(condition) else 1
+
+
 _FAILURE_VALUE = re.compile(
     r"\b(fail\w*|denied|invalid|insufficient|declined|rejected|error|not found|wrong|locked|"
     r"expired|unauthori[sz]ed)\b"

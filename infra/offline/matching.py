@@ -42,7 +42,8 @@ from infra.offline.prompt import (
     parse_shared_context,
     section,
 )
-from infra.offline.values import Slot, extract_values
+from infra.offline.slots import Slot
+from infra.offline.values import extract_values
 
 PARSER = "guideline matching parser (infra/offline/matching.py)"
 APPLIES_AT = 6  # score from which a verdict says applies=True (the engine matches from 5)

@@ -18,17 +18,10 @@ import re
 from dataclasses import dataclass
 
 from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
+from infra.offline.choices import with_vocabulary
 from infra.offline.prompt import UnrecognizedPrompt, parse_shared_context, section
-from infra.offline.values import (
-    BOOL,
-    ENUM,
-    INT,
-    NUMBER,
-    TEXT,
-    Slot,
-    extract_values,
-    with_vocabulary,
-)
+from infra.offline.slots import BOOL, ENUM, INT, NUMBER, TEXT, Slot
+from infra.offline.values import extract_values
 
 PARSER = "tool call parser (infra/offline/tools.py)"
 _TOOL = re.compile(r"^- (?P<name>[^:\s]+): ?(?P<description>.*)$")

@@ -1,12 +1,11 @@
 """Pulling typed values out of a customer's words: what a step collects, what a tool needs.
 
-A `Slot` is a field to fill (a journey field or a tool parameter). Its *role* is read from its
-type and name: an `account_id` wants a token with digits, an `amount` wants a number (best one
-with a currency sign), a `symbol` an upper-case ticker, an enum one of its options, a bool a
-yes / no. Values are taken, in this order:
+Each value fills a `Slot` (`infra.offline.slots`: a journey field or a tool parameter, with the
+role its type and name give it). Values are taken, in this order:
 
 1. after a cue naming the slot ("account ID 1234324", "my password is monkey", "order #17");
-2. by shape, when the role makes it safe (a currency amount, a ticker, an enum option, a date);
+2. by shape, when the role makes it safe (a currency amount, a ticker, an enum option, a date —
+   `infra.offline.shapes`, `infra.offline.choices`);
 3. as a direct answer — only for slots the agent has just asked for ("seldo" after "what is your
    username?"), never from a message that is a question or drops the conversation.
 
@@ -15,12 +14,16 @@ Nothing is ever made up: a slot with no evidence is left out.
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import date
+from collections.abc import Iterable, Sequence
 
+from infra.offline.choices import (
+    direct_answer,
+    mentions_choice,
+    offered_options,
+    offered_order,
+    ordinal_pick,
+)
 from infra.offline.language import (
     NOT_TICKERS,
     answer_polarity,
@@ -30,36 +33,19 @@ from infra.offline.language import (
     tickers,
     word_set,
 )
-from infra.offline.shapes import SMALL_NUMBER_WORDS, clock_times, number_phrase, weekdays
-
-TEXT, INT, NUMBER, BOOL, ENUM, DATE = "text", "int", "number", "bool", "enum", "date"
-
-_ID_WORDS = word_set("id ids number no num code ref reference iban zip postcode postal")
-_MONEY_WORDS = word_set(
-    "amount price sum total cost fee budget balance payment value deposit withdrawal"
+from infra.offline.shapes import (
+    EMAIL,
+    MONTHS,
+    PHONE,
+    WrittenNumber,
+    clock_times,
+    iso_dates,
+    tokenize,
+    weekdays,
+    written_numbers,
 )
-_SECRET_WORDS = word_set("password passcode pwd pin otp secret passphrase")
-_SINGLE_TOKEN_WORDS = word_set("username user login handle nickname alias") | _SECRET_WORDS
-_EXTRA_CUES: dict[str, tuple[str, ...]] = {
-    "id": ("id", "number", "no", "num", "#"),
-    "number": ("number", "no", "num", "#"),
-    "username": ("username", "user", "login", "handle"),
-    "password": ("password", "passcode", "pwd"),
-    "symbol": ("symbol", "ticker"),
-    "ticker": ("symbol", "ticker"),
-    "amount": ("amount", "sum"),
-    "account": ("account", "acct"),
-    "destination": ("to",),
-    "recipient": ("to",),
-    "target": ("to",),
-    "payee": ("to",),
-    "source": ("from",),
-    "origin": ("from",),
-    "email": ("email", "e-mail", "mail"),
-    "phone": ("phone", "mobile", "cell", "number"),
-}
-_TOWARD = word_set("to destination recipient target payee into beneficiary")
-_AWAY = word_set("from source origin debit sender")
+from infra.offline.slots import AWAY_WORDS, BOOL, DATE, ENUM, INT, TEXT, TOWARD_WORDS, Slot
+
 _CONNECTORS = word_set(
     "is are was be will should it's its : = # of for called named the my our a an"
 )
@@ -69,281 +55,9 @@ _NOT_VALUES = word_set(
     or but to for of in on at with now again here there what which how why when where please
     help want need like would could can do does i me we hi hello hey"""
 )
-_CURRENCY_WORDS = word_set("dollar dollars usd euro euros eur pound pounds gbp bucks yen cents")
 _MONEY_VERBS = word_set(
     "transfer transferring send sending pay paying move moving wire withdraw deposit"
 )
-_NUMBER = re.compile(
-    r"^(?P<sign>-)?(?P<pre>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?P<k>k)?(?P<post>[$€£¥]|usd|eur|gbp)?$",
-    re.I,
-)
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        [
-            ("jan", "january"),
-            ("feb", "february"),
-            ("mar", "march"),
-            ("apr", "april"),
-            ("may",),
-            ("jun", "june"),
-            ("jul", "july"),
-            ("aug", "august"),
-            ("sep", "sept", "september"),
-            ("oct", "october"),
-            ("nov", "november"),
-            ("dec", "december"),
-        ],
-        start=1,
-    )
-    for m in names
-}
-_MONTH_FIRST = re.compile(r"\b([a-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b", re.I)
-_DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3,9})\.?,? (\d{4})\b", re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
-_FILLER_START = re.compile(
-    r"^(?:(?:sure|ok|okay|yes|yeah|yep|well|so|um|uh|hi|hello|hey|right|alright|fine)[,!.]?\s+"
-    r"|(?:i'?ll (?:have|take)|i'?d like|i want|give me|can i (?:have|get)|let me have|"
-    r"(?:i'?ll |let'?s )?go with)(?: the| a| an| some)?\s+"
-    r"|(?:deliver|send|ship|bring|post|mail) (?:it|them|that|those) (?:to|at)\s+"
-    r"|(?:it'?s|it is|that'?s|that is|this is|the answer is|i'?m|i am|use|call me|try|"
-    r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
-    re.I,
-)
-_FILLER_END = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|thx))+[.!]*$|[.!?]+$", re.I)
-
-
-@dataclass(frozen=True)
-class Slot:
-    """A value to find: a journey field or a tool parameter."""
-
-    name: str
-    kind: str = TEXT  # text | int | number | bool | enum | date
-    choices: tuple[str, ...] = ()
-    description: str = ""
-    aliases: tuple[tuple[str, str], ...] = ()  # (phrase, choice): the agent's other words
-
-    @property
-    def name_words(self) -> tuple[str, ...]:
-        spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", self.name)
-        return tuple(w for w in re.split(r"[\s_\-.]+", spaced.lower()) if w)
-
-    @property
-    def role(self) -> str:
-        """id, money, count, symbol, secret, token, email, phone, name — or the kind itself."""
-        named = set(self.name_words)
-        if self.kind in (INT, NUMBER):
-            money = named & _MONEY_WORDS or re.search(r"amount|currency|money", self.description)
-            return "money" if money else "count"
-        if self.kind != TEXT:
-            return self.kind
-        for role, marks in (
-            ("time", {"time"}),
-            ("weekday", {"day", "weekday"}),
-            ("email", {"email", "mail"}),
-            ("phone", {"phone", "mobile", "tel", "telephone"}),
-            ("symbol", {"symbol", "ticker"}),
-            ("secret", _SECRET_WORDS),
-            ("id", _ID_WORDS),
-            ("token", _SINGLE_TOKEN_WORDS),
-        ):
-            if named & marks:
-                return role
-        return "name"
-
-    @property
-    def direction(self) -> int:
-        """+1 for a destination ("to_account_id"), -1 for a source ("from_account"), else 0."""
-        named = set(self.name_words)
-        return 1 if named & _TOWARD else (-1 if named & _AWAY else 0)
-
-    @property
-    def cues(self) -> frozenset[str]:
-        """Words that name this slot in a customer's message."""
-        found = {w for w in self.name_words if w not in {"name", "the", "of", "value"}}
-        for word in self.name_words:
-            found.update(_EXTRA_CUES.get(word, ()))
-        return frozenset(found)
-
-
-@dataclass(frozen=True)
-class _Token:
-    index: int
-    raw: str
-    clean: str
-
-    @property
-    def lower(self) -> str:
-        return self.clean.lower()
-
-
-@dataclass(frozen=True)
-class _Number:
-    token: _Token
-    value: str
-    currency: bool
-    fraction: bool
-    word: bool = False  # written in words: read only as a count ("two pizzas")
-
-    @property
-    def digits(self) -> int:
-        return len(re.sub(r"\D", "", self.value.split(".")[0]))
-
-
-def _tokens(text: str) -> list[_Token]:
-    raw = text.split()
-    return [_Token(i, r, r.strip(".,;:!?()[]{}\"'")) for i, r in enumerate(raw)]
-
-
-def _numbers(tokens: Sequence[_Token], masked: set[int]) -> list[_Number]:
-    found = []
-    skip_to = 0
-    for i, token in enumerate(tokens):
-        if i in masked or i < skip_to:
-            continue
-        m = _NUMBER.match(token.clean)
-        if not m:
-            free = [
-                t.lower for t in itertools.takewhile(lambda t: t.index not in masked, tokens[i:])
-            ]
-            value_in_words, span = number_phrase(free)
-            if span:  # "three hundred": unambiguous, a number like any written in digits
-                skip_to = i + span
-                following = tokens[i + span].lower if i + span < len(tokens) else ""
-                currency = following in _CURRENCY_WORDS
-                found.append(_Number(token, str(value_in_words), currency, False))
-                continue
-            if token.lower in SMALL_NUMBER_WORDS:  # "two pizzas": a count written as a word
-                value = str(SMALL_NUMBER_WORDS.index(token.lower))
-                found.append(_Number(token, value, False, False, word=True))
-            continue
-        value = m["num"].replace(",", "")
-        if m["k"]:
-            value = str(int(float(value) * 1000))
-        if m["sign"]:
-            value = f"-{value}"  # kept, so that validation can say why it is refused
-        following = tokens[i + 1].lower if i + 1 < len(tokens) else ""
-        currency = bool(m["pre"] or m["post"]) or following in _CURRENCY_WORDS
-        found.append(_Number(token, value, currency, "." in value))
-    return found
-
-
-def _dates(text: str) -> list[str]:
-    found = [f"{y}-{m}-{d}" for y, m, d in _ISO_DATE.findall(text)]
-    for month, day, year in _MONTH_FIRST.findall(text):
-        if month.lower() in _MONTHS:
-            found.append(_iso(int(year), _MONTHS[month.lower()], int(day)))
-    for day, month, year in _DAY_FIRST.findall(text):
-        if month.lower() in _MONTHS:
-            found.append(_iso(int(year), _MONTHS[month.lower()], int(day)))
-    return [d for d in found if d]
-
-
-def _iso(year: int, month: int, day: int) -> str:
-    try:
-        return date(year, month, day).isoformat()
-    except ValueError:
-        return ""
-
-
-def with_vocabulary(slot: Slot, glossary: Mapping[str, Sequence[str]]) -> Slot:
-    """An enum slot with the agent's other words for its choices: the synonyms of a glossary term
-    named like a choice ("current account" → checking), and aliases its description gives
-    ("AAPL is Apple, MSFT Microsoft"). Nothing here is a word list of ours."""
-    if slot.kind != ENUM:
-        return slot
-    by_name = {c.lower(): c for c in slot.choices}
-    aliases = list(slot.aliases)
-    for term, synonyms in glossary.items():
-        choice = by_name.get(term.lower())
-        if choice is not None:
-            aliases.extend((synonym, choice) for synonym in synonyms)
-    aliases.extend(description_aliases(slot.description, slot.choices))
-    return replace(slot, aliases=tuple(dict.fromkeys(aliases)))
-
-
-def description_aliases(description: str, choices: Sequence[str]) -> list[tuple[str, str]]:
-    """Pairs a description states for enum choices: "AAPL is Apple", "MSFT = Microsoft",
-    "TSLA Tesla", "Apple (AAPL)" — one pair per comma- or semicolon-separated part."""
-    found: list[tuple[str, str]] = []
-    for part in re.split(r"[,;]", description):
-        part = part.rsplit(":", 1)[-1].strip().rstrip(".")
-        for choice in choices:
-            c = re.escape(choice)
-            after = re.fullmatch(rf"{c}\s+(?:is|=|means|for|-)?\s*(?P<alias>[^()]+)", part, re.I)
-            before = re.fullmatch(rf"(?P<alias>[^()]+?)\s*\(\s*{c}\s*\)", part, re.I)
-            for m in (after, before):
-                if m and m["alias"].strip().lower() != choice.lower():
-                    found.append((m["alias"].strip(), choice))
-    return found
-
-
-_ORDINALS = {
-    "first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2,
-    "fourth": 3, "4th": 3, "fifth": 4, "5th": 4, "last": -1, "latter": -1, "final": -1,
-}  # fmt: skip
-_ORDINAL_ANSWER = re.compile(
-    r"^(?:(?:let'?s go with|go with|i'?ll take|i'?ll have|i want|i'?d like)\s+)?"
-    r"(?:the |that |option |number |no\.? ?)?(?P<which>\w+)(?: one| option)?$",
-    re.I,
-)
-
-
-def ordinal_pick(answer: str, options: Sequence[str]) -> str | None:
-    """The option an answer like "the second", "the last one", "option 2" refers to."""
-    m = _ORDINAL_ANSWER.match(direct_answer(answer).lower())
-    if m is None or not options:
-        return None
-    which = m["which"]
-    index = _ORDINALS.get(which)
-    if index is None and which.isdigit() and 1 <= int(which) <= len(options):
-        index = int(which) - 1
-    if index is None or index >= len(options):
-        return None
-    return options[index]
-
-
-def offered_order(choices: Sequence[str], offered: str) -> list[str]:
-    """The choices in the order the agent's last message named them (all of them, or none: the
-    declared order)."""
-    spots = {c: offered.lower().find(c.lower()) for c in choices}
-    if offered and all(spot >= 0 for spot in spots.values()):
-        return sorted(choices, key=spots.__getitem__)
-    return list(choices)
-
-
-_TIME = re.compile(r"\b\d{1,2}[:.]\d{2}\b(?:\s?[ap]m)?|\b\d{1,2}\s?[ap]m\b", re.I)
-
-
-def offered_options(offered: str) -> list[str]:
-    """Options an agent's message lists that a customer may pick by position: times."""
-    return _TIME.findall(offered)
-
-
-def direct_answer(text: str) -> str:
-    """The salient part of a short answer: "it's seldo, thanks" → "seldo"."""
-    stripped = text.strip()
-    for _ in range(3):
-        shorter = _FILLER_START.sub("", stripped, count=1).strip()
-        if shorter == stripped:
-            break
-        stripped = shorter
-    stripped = _FILLER_END.sub("", stripped).strip(" ,;:\"'")
-    one = re.fullmatch(r"(?:the|that) (.+?) one", stripped, re.I)  # "the checking one"
-    return one.group(1) if one else stripped
-
-
-def mentions_choice(text: str, choice: str) -> bool:
-    """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural)."""
-    spaced = re.sub(r"[_-]+", " ", choice.lower())  # "follow-up" is also "follow up"
-    phrase = re.escape(spaced).replace(r"\ ", r"[\s_-]*")
-    return bool(re.search(rf"\b{phrase}(?:s|es)?\b", text.lower())) or (
-        choice.lower().endswith("s")
-        and bool(re.search(rf"\b{re.escape(choice.lower()[:-1])}\b", text.lower()))
-    )
 
 
 def extract_values(
@@ -376,7 +90,7 @@ class _Extraction:
         self.offered = offered
         self.slots = list(slots)
         self.text = text
-        self.tokens = _tokens(text)
+        self.tokens = tokenize(text)
         self.replying = (
             bool(answering)
             and not named_only
@@ -443,18 +157,18 @@ class _Extraction:
 
     def _patterns(self) -> None:
         for slot in self._open("email"):
-            found = _EMAIL.search(self.text)
+            found = EMAIL.search(self.text)
             if found:
                 self._claim(slot, found.group(0), *self._indexes_of(found.group(0)))
         for slot in self._open("phone"):
-            found = _PHONE.search(self.text)
+            found = PHONE.search(self.text)
             if found and (self._is_answering(slot) or self._cue_before(slot, found.group(0))):
                 self._claim(slot, re.sub(r"[\s().-]", "", found.group(0)))
                 self.claimed.update(self._indexes_of(found.group(0)))
-        dates = _dates(self.text)
+        dates = iso_dates(self.text)
         if dates:  # a date's numbers are not amounts or ids
             for token in self.tokens:
-                if re.search(r"\d{4}", token.clean) or token.lower in _MONTHS:
+                if re.search(r"\d{4}", token.clean) or token.lower in MONTHS:
                     self.claimed.add(token.index)
         for slot, day in zip(self._open(DATE), dates, strict=False):
             self._claim(slot, day)
@@ -532,9 +246,9 @@ class _Extraction:
         if not slot.direction:
             return False
         for token in reversed(self.tokens[max(0, cue - 3) : value]):
-            if token.lower in _TOWARD:
+            if token.lower in TOWARD_WORDS:
                 return slot.direction < 0
-            if token.lower in _AWAY:
+            if token.lower in AWAY_WORDS:
                 return slot.direction > 0
         return False
 
@@ -571,7 +285,7 @@ class _Extraction:
     # -- numbers -----------------------------------------------------------------------------------
 
     def _numbers(self) -> None:
-        candidates = [n for n in _numbers(self.tokens, self.claimed)]
+        candidates = [n for n in written_numbers(self.tokens, self.claimed)]
         wanting = [s for s in self._open() if s.role in ("money", "count", "id")]
         pairs = []
         for order, slot in enumerate(wanting):
@@ -597,13 +311,13 @@ class _Extraction:
             value = number.value if slot.role != "id" else number.token.clean.lstrip("#")
             self._claim(slot, value, number.token.index)
 
-    def _cued_number(self, slot: Slot, number: _Number) -> bool:
+    def _cued_number(self, slot: Slot, number: WrittenNumber) -> bool:
         i = number.token.index
         before = {t.lower for t in self.tokens[max(0, i - 3) : i]}
         after = self.tokens[i + 1].lower if i + 1 < len(self.tokens) else ""
         return bool(slot.cues & before) or after in slot.cues
 
-    def _affinity(self, slot: Slot, number: _Number) -> int:
+    def _affinity(self, slot: Slot, number: WrittenNumber) -> int:
         i = number.token.index
         before = [t.lower for t in self.tokens[max(0, i - 3) : i]]
         cued = self._cued_number(slot, number)

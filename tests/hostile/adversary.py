@@ -30,7 +30,7 @@ from engine.model import AgentSnapshot
 from engine.ports import Generation, Usage
 from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
 from infra.offline import OfflineLLM
-from infra.offline.journeys import parse_journey_map
+from infra.offline.journey_map import parse_journey_map
 
 T = TypeVar("T", bound=BaseModel)
 

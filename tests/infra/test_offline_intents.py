@@ -80,7 +80,8 @@ def test_a_lone_small_word_is_left_to_the_count_rule(said: str) -> None:
 
 
 def test_a_time_and_a_weekday_are_read_from_words_around_them() -> None:
-    from infra.offline.values import Slot, extract_values
+    from infra.offline.slots import Slot
+    from infra.offline.values import extract_values
 
     slots = [Slot("time"), Slot("day")]
     assert extract_values(slots, "11:30 works for me, on Saturday") == {
@@ -92,7 +93,7 @@ def test_a_time_and_a_weekday_are_read_from_words_around_them() -> None:
 
 
 def test_a_choice_with_a_hyphen_is_named_with_a_space_or_without() -> None:
-    from infra.offline.values import mentions_choice
+    from infra.offline.choices import mentions_choice
 
     assert mentions_choice("a follow up please", "follow-up")
     assert mentions_choice("followup", "follow-up")

@@ -48,7 +48,8 @@ from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from engine.vectors import InMemoryVectorIndex, journey_index_texts
 from infra.embeddings import HashingEmbedder
 from infra.offline import MODEL_NAME, OfflineLLM, UnrecognizedPrompt
-from infra.offline.values import Slot, extract_values
+from infra.offline.slots import Slot
+from infra.offline.values import extract_values
 
 # --------------------------------------------------------------------------------------------------
 # Tools and agents

@@ -264,7 +264,8 @@ async def test_the_agents_glossary_decides_what_a_domain_word_means() -> None:
 
 
 def test_the_offline_model_has_no_company_to_ticker_table() -> None:
-    from infra.offline.values import Slot, extract_values
+    from infra.offline.slots import Slot
+    from infra.offline.values import extract_values
 
     symbol = Slot("symbol")
     assert extract_values([symbol], "what is Apple's stock price?", answering=["symbol"]) != {

@@ -13,7 +13,8 @@ import pytest
 
 from infra.conversation_tests import Models, load_file, run_once
 from infra.llm.factory import build_embedder, build_llm
-from infra.offline.values import Slot, extract_values
+from infra.offline.slots import Slot
+from infra.offline.values import extract_values
 
 BANKING = Path(__file__).resolve().parents[2] / "examples" / "banking" / "agent.yaml"
 TRANSFER_FIELDS = [Slot("to_account_id"), Slot("amount", kind="number")]
