@@ -77,7 +77,8 @@ def ordinal_pick(answer: str, options: Sequence[str]) -> str | None:
         return None
     which = m["which"]
     index = _ORDINALS.get(which)
-    if index is None and which.isdigit() and 1 <= int(which) <= len(options):
+    # isdecimal, not isdigit: "¹" is a digit that int() refuses
+    if index is None and which.isdecimal() and 1 <= int(which) <= len(options):
         index = int(which) - 1
     if index is None or index >= len(options):
         return None

@@ -408,7 +408,7 @@ class _Extraction:
                 self.values[slot.name] = digits[0].lstrip("#")
             return
         if slot.role in ("token", "secret", "symbol"):
-            if len(parts) <= 2:
+            if 1 <= len(parts) <= 2:  # "/" alone splits into nothing: no value
                 self.values[slot.name] = _shaped(slot, parts[0])
             return
         if len(parts) <= 5:

@@ -48,6 +48,7 @@ from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from engine.vectors import InMemoryVectorIndex, journey_index_texts
 from infra.embeddings import HashingEmbedder
 from infra.offline import MODEL_NAME, OfflineLLM, UnrecognizedPrompt
+from infra.offline.choices import ordinal_pick
 from infra.offline.slots import Slot
 from infra.offline.values import extract_values
 
@@ -635,6 +636,18 @@ def test_values_are_extracted_by_type(
     slot: Slot, text: str, answering: tuple[str, ...], expected: str
 ) -> None:
     assert extract_values([slot], text, answering=answering) == {slot.name: expected}
+
+
+@pytest.mark.parametrize("slot", [Slot("password"), Slot("symbol"), Slot("order_id")])
+@pytest.mark.parametrize("answer", ["/", " , ", "/ and /"])
+def test_an_answer_of_separators_alone_gives_no_value(slot: Slot, answer: str) -> None:
+    # Found by comparing the offline model's modules before and after a split: "/" raised.
+    assert extract_values([slot], answer, answering=(slot.name,)) == {}
+
+
+@pytest.mark.parametrize("answer", ["¹", "the ² one", "option ³"])
+def test_a_superscript_is_not_an_option_number(answer: str) -> None:
+    assert ordinal_pick(answer, ["Checking", "Savings", "Brokerage"]) is None
 
 
 @pytest.mark.parametrize(
