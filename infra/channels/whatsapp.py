@@ -51,8 +51,8 @@ from infra.channels.signing import (
     constant_time_equals,
     sign_meta,
 )
-from infra.channels.whatsapp_messages import MAX_LIST_ROWS, bodies, plain_bodies
 from infra.channels.whatsapp_notifications import CHANNEL, from_notification
+from infra.channels.whatsapp_reply_messages import MAX_LIST_ROWS, bodies, plain_bodies
 
 if TYPE_CHECKING:
     import httpx

@@ -1,6 +1,6 @@
 """What Meta posts to the WhatsApp webhook — a notification — read into normalized messages.
 `WhatsAppChannel.handle` (`infra.channels.whatsapp`) checks its signature before it gets here;
-the messages a reply is sent as are `infra.channels.whatsapp_messages`.
+the messages a reply is sent as are `infra.channels.whatsapp_reply_messages`.
 
 One notification may batch several entries × changes × messages, so it may yield several
 messages. Text, reply-button and list picks (choice = the row/button id), template quick replies,
