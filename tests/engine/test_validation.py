@@ -21,7 +21,8 @@ from engine.model import (
     Term,
     journey_tag,
 )
-from engine.validation import find_cycles, problems, validate_snapshot
+from engine.relationship_validation import find_cycles
+from engine.validation import problems, validate_snapshot
 from tests.engine.agents import bank_concierge, revised, revised_journey, small_agent, tool
 
 
