@@ -3,9 +3,9 @@
 Opt-in (not in `make test` or `make bench`): it installs the reference engine into its own
 virtual environment on first use (`.bench-venvs/parlant`, pip's progress shown), then:
 
-1. exports one agent — the reference's 30-guideline worked example as bench/synthetic.py builds
-   it for us (25 actionable, 2 observational, 2 previously applied, the return journey with a
-   tool step, one tool on a guideline) — to a neutral JSON spec;
+1. exports one agent — the reference's 30-guideline worked example as bench/worked_example.py
+   builds it for us (25 actionable, 2 observational, 2 previously applied, the return journey with
+   a tool step, one tool on a guideline) — to a neutral JSON spec;
 2. drives our engine (`bench.compare_ours`, a fresh process) through the five customer
    messages with our fake LLM, recording per turn what it decided (guidelines matched, journey
    steps, tools run with their arguments, the reply); writes that into the spec as `script`;
@@ -62,7 +62,7 @@ MESSAGES = (
 
 def agent_spec() -> dict[str, Any]:
     """The reference scenario's agent as plain data both drivers build from."""
-    from bench.synthetic import reference_agent
+    from bench.worked_example import reference_agent
     from engine.model import NodeKind
 
     snapshot = reference_agent("tool_via_guideline")

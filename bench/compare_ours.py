@@ -21,8 +21,9 @@ from typing import Any
 from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import TurnRunner
 from bench.ports import in_memory_ports
-from bench.synthetic import SyntheticTools, reference_agent
+from bench.synthetic_tools import SyntheticTools
 from bench.tokens import EstimateCounter
+from bench.worked_example import reference_agent
 from engine.model import AgentSnapshot
 from engine.session import SessionState
 from engine.trace import TraceTitles

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from bench.synthetic import SCALE_SHAPES, Shape
+from bench.scale_agents import SCALE_SHAPES, Shape
 
 SECTIONS = (
     "turns",

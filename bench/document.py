@@ -38,7 +38,7 @@ journeys as prerequisites, then the transfer's own tools; synthetic agents of 10
 the rest journey-scoped; journeys of 5–6 steps with a tool step, half with a fork after it) in \
 four-turn conversations (enter a journey + an agent-wide question; the reference number; the \
 amount, which runs the journey's tool; a question whose guideline calls a tool); and the \
-reference implementation's worked example rebuilt as one of our agents (bench/synthetic.py).
+reference implementation's worked example rebuilt as one of our agents (bench/worked_example.py).
 """
 
 HISTORY = """\

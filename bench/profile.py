@@ -16,8 +16,8 @@ from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import TurnRunner
 from bench.ports import in_memory_ports
 from bench.results import ProfileRow
+from bench.scale_agents import SCALE_SHAPES, Shape, scale_agent
 from bench.scenarios import replay, scale_workload
-from bench.synthetic import SCALE_SHAPES, Shape, scale_agent
 from bench.tokens import EstimateCounter
 from infra.embeddings import HashingEmbedder
 

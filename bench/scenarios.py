@@ -3,7 +3,7 @@
 Each workload is an agent plus a way to open sessions and the customer messages to send:
 - the banking concierge (examples/banking) walking stock price → transfer (which runs the
   authentication and balance journeys first, as prerequisites) in ten turns;
-- a synthetic scale agent: conversations of four turns (see `bench.synthetic`);
+- a synthetic scale agent: conversations of four turns (see `bench.scale_agents`);
 - a reference scenario: one prepared session, one measured turn.
 """
 
@@ -13,12 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.harness import TurnRunner, TurnSample
-from bench.synthetic import (
-    ScaleAgent,
-    SyntheticTools,
-    reference_session,
-    scale_conversation,
-)
+from bench.scale_agents import ScaleAgent, scale_conversation
+from bench.synthetic_tools import SyntheticTools
+from bench.worked_example import reference_session
 from engine.model import AgentSnapshot
 from engine.ports import ToolDispatcher
 from engine.session import SessionState

@@ -325,7 +325,7 @@ WHY: dict[str, str] = {
     ),
     "growth": (
         "More is evaluated per turn than recall's caps suggest: check `guideline_top_k` and "
-        "`condition_top_k` of the synthetic agents (bench/synthetic.py) and the always-matched "
+        "`condition_top_k` of the synthetic agents (bench/scale_agents.py) and the always-matched "
         "guidelines (pending, continuous applied, high criticality) in the traces; each batch "
         "also re-sends the shared context (conversation, variables, glossary)."
     ),

@@ -19,6 +19,7 @@ from bench.harness import BREAKDOWN, TurnRunner, TurnSample
 from bench.ports import IN_MEMORY, MOTO, in_memory_ports, moto_ports
 from bench.reference_figures import THEIRS
 from bench.results import OverheadSummary, ReferenceRow, ScaleRow, TurnSummary
+from bench.scale_agents import ScaleAgent, scale_agent
 from bench.scenarios import (
     Workload,
     banking_workload,
@@ -27,8 +28,8 @@ from bench.scenarios import (
     scale_workload,
 )
 from bench.stats import mean, median, p95
-from bench.synthetic import REFERENCE_VARIANTS, ScaleAgent, scale_agent
 from bench.tokens import TokenCounter
+from bench.worked_example import REFERENCE_VARIANTS
 from infra.embeddings import HashingEmbedder
 
 Progress = Callable[[str], None]

@@ -19,8 +19,8 @@ from bench.ports import IN_MEMORY, MOTO
 from bench.report import console_report
 from bench.results import BenchResult
 from bench.run import run
-from bench.synthetic import REFERENCE_VARIANTS, reference_agent
 from bench.tokens import EstimateCounter
+from bench.worked_example import REFERENCE_VARIANTS, reference_agent
 from engine.compose import (
     CannedChoice,
     CompositionInput,

@@ -19,7 +19,7 @@ from bench import reference_fake as fake
 from bench.blocks import read_block
 from bench.compare import MESSAGES, Side, agent_spec, measure_ours, with_script
 from bench.compare_report import NOT_LIKE_FOR_LIKE, agreement, render
-from bench.synthetic import reference_agent
+from bench.worked_example import reference_agent
 
 
 def test_the_spec_is_the_reference_scenarios_agent() -> None:

@@ -123,7 +123,7 @@ def test_indexed_recall_equals_the_straightforward_filter(
 
 
 def test_indexed_recall_equals_the_filter_on_the_benchmark_agents() -> None:
-    from bench.synthetic import SCALE_SHAPES, scale_agent
+    from bench.scale_agents import SCALE_SHAPES, scale_agent
 
     for shape in SCALE_SHAPES[:3]:
         agent = scale_agent(shape).snapshot
