@@ -36,7 +36,7 @@ from parlant.core.nlp.service import NLPService
 from parlant.core.sessions import SessionId, SessionStore
 
 if TYPE_CHECKING:  # mypy reads the modules beside this one as the bench package's
-    from bench import reference_fake as fake
+    from bench import reference_script
     from bench.reference_agent import build_agent
     from bench.reference_nlp import FakeService
     from bench.reference_run import ReferenceRun
@@ -44,7 +44,7 @@ else:  # run as a script of the reference's venv: they are found beside it, not 
     HERE = str(Path(__file__).resolve().parent)
     if HERE not in sys.path:  # sys.path[0] already, unless PYTHONSAFEPATH is set
         sys.path.insert(0, HERE)
-    import reference_fake as fake
+    import reference_script
     from reference_agent import build_agent
     from reference_nlp import FakeService
     from reference_run import ReferenceRun
@@ -110,7 +110,7 @@ async def _journey_steps(
     for journey, path in stored.agent_states[-1].journey_paths.items():
         if path and path[-1] and str(journey) in active:
             action = run.step_ids.get(str(path[-1]), str(path[-1]))
-            steps.append(fake.our_step_id(run.spec_journeys, action) or action)
+            steps.append(reference_script.our_step_id(run.spec_journeys, action) or action)
     return steps
 
 
@@ -258,8 +258,8 @@ async def converse(spec: Mapping[str, Any], run: ReferenceRun) -> dict[str, Any]
 if __name__ == "__main__":
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     run = ReferenceRun(
-        script=list(fake.scripts(spec)),
-        known=fake.known_conditions(spec),
+        script=list(reference_script.scripts(spec)),
+        known=reference_script.known_conditions(spec),
         spec_journeys=list(spec.get("journeys", [])),
     )
     if len(sys.argv) > 2:

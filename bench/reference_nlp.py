@@ -31,9 +31,23 @@ from parlant.core.nlp.tokenization import EstimatingTokenizer
 
 if TYPE_CHECKING:  # mypy reads the modules beside this one as the bench package's
     from bench import reference_fake as fake
+    from bench.reference_guideline_answers import (
+        decided_conditions,
+        guideline_check_answers,
+        is_guideline_check,
+    )
+    from bench.reference_journey_answers import chosen_target, step_ids
     from bench.reference_run import ReferenceRun
+    from bench.reference_script import TurnScript
 else:  # the reference's venv: the driver's folder (bench/) is on sys.path
     import reference_fake as fake
+    from reference_guideline_answers import (
+        decided_conditions,
+        guideline_check_answers,
+        is_guideline_check,
+    )
+    from reference_journey_answers import chosen_target, step_ids
+    from reference_script import TurnScript
 
 # Fields a minimal instance would leave empty, and the engine needs to act like a model that
 # answered: the preamble's and the draft's text (without it no message is sent).
@@ -138,19 +152,20 @@ class FakeGenerator(SchematicGenerator[Schema], Generic[Schema]):
         )
 
     def _scripted(self, name: str, text: str) -> Any:
-        """The answer by the script's rules (reference_fake), validated; None if it has none."""
+        """The answer by the script's rules (reference_fake and beside it), validated; None if it
+        has none."""
         run = self._run
         turn = run.current["turn"]
-        if fake.is_guideline_check(name):
+        if is_guideline_check(name):
             # Without a script for this turn, every condition is decided lexically.
-            turn = turn or fake.TurnScript.of({"message": run.current["message"]})
-            for candidate in fake.guideline_check_answers(text, turn, run.known):
+            turn = turn or TurnScript.of({"message": run.current["message"]})
+            for candidate in guideline_check_answers(text, turn, run.known):
                 try:
                     content = self._schema.model_validate(candidate)
                 except Exception:
                     continue
                 if "GuidelineMatches" in name:
-                    run.did_in_phase("guidelines").extend(fake.decided_conditions(candidate))
+                    run.did_in_phase("guidelines").extend(decided_conditions(candidate))
                 return content
             return None
         data = fake.answer(name, text, turn, run.known)
@@ -161,9 +176,9 @@ class FakeGenerator(SchematicGenerator[Schema], Generic[Schema]):
         except Exception:
             return None
         if name == "ReachableNodesEvaluationSchema":
-            run.step_ids.update(fake.step_ids(text))
+            run.step_ids.update(step_ids(text))
         if name == "JourneyNextStepSelectionSchema":
-            run.did_in_phase("steps").append(fake.chosen_target(text, data))
+            run.did_in_phase("steps").append(chosen_target(text, data))
         return content
 
     @property

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bench.reference_fake import TurnScript
+    from bench.reference_script import TurnScript
 
 
 def _at_boot() -> dict[str, Any]:

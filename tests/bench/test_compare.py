@@ -16,6 +16,10 @@ from typing import Any
 import pytest
 
 from bench import reference_fake as fake
+from bench import reference_guideline_answers as guideline_answers
+from bench import reference_journey_answers as journey_answers
+from bench import reference_script as script
+from bench import reference_tool_answers as tool_answers
 from bench.blocks import read_block
 from bench.compare import MESSAGES, Side, agent_spec, measure_ours, with_script
 from bench.compare_report import NOT_LIKE_FOR_LIKE, agreement, render
@@ -164,7 +168,7 @@ def test_the_script_of_our_decisions_is_written_into_the_spec(ours: Side) -> Non
     assert [t["message"] for t in scripted["script"]] == list(MESSAGES)
     assert scripted["script"][2]["tools"][0]["name"] == "lookup_order"
     json.dumps(scripted)  # the reference's driver reads it as JSON
-    turn = fake.TurnScript.of(scripted["script"][3])
+    turn = script.TurnScript.of(scripted["script"][3])
     assert turn.tools == (("submit_return", {"order_number": "ORD-5521", "reason": "damaged"}),)
     assert [s.tools for s in turn.journeys[0].steps] == [("submit_return",), ()]
 
@@ -177,8 +181,10 @@ SHIPMENT = "The customer asks about the shipment status of an order or account"
 RETURN = "The customer wants to return a product"
 
 
-def _turn(**decisions: Any) -> fake.TurnScript:
-    return fake.TurnScript.of({"message": "What is the shipment status of ORD-5521?", **decisions})
+def _turn(**decisions: Any) -> script.TurnScript:
+    return script.TurnScript.of(
+        {"message": "What is the shipment status of ORD-5521?", **decisions}
+    )
 
 
 def _check_prompt(*conditions: str) -> str:
@@ -194,25 +200,30 @@ def _check_prompt(*conditions: str) -> str:
 
 
 def test_the_reference_fakes_modules_are_the_standard_librarys_only() -> None:
-    tree = ast.parse(Path(fake.__file__).read_text(encoding="utf-8"))
-    imported = {
-        (node.module or "").split(".")[0] if isinstance(node, ast.ImportFrom) else alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}
+    fakes = (fake, guideline_answers, journey_answers, script, tool_answers)
+    names = {Path(module.__file__ or "").stem for module in fakes}
+    for module in fakes:
+        tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+        imported = _run_time_imports(tree.body)
+        allowed = set(sys.stdlib_module_names) | {"__future__"} | names
+        assert imported and imported <= allowed, f"{module.__name__} imports {imported - allowed}"
+
+
+# How the fake's modules import each other: by name where they run in the reference's venv
+# (`__package__` is empty there), as `bench.…` in ours and for mypy.
+_REFERENCE_VENV_TAKES_ELSE = {"TYPE_CHECKING", "TYPE_CHECKING or __package__"}
 
 
 def _run_time_imports(body: list[ast.stmt]) -> set[str]:
-    """Top-level names these statements import when they run (`if TYPE_CHECKING:` aside)."""
+    """Top-level names these statements import when they run in the reference's venv (`if
+    TYPE_CHECKING:` aside)."""
     names: set[str] = set()
     for node in body:
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             names.add((node.module or "").split(".")[0])
-        elif isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+        elif isinstance(node, ast.If) and ast.unparse(node.test) in _REFERENCE_VENV_TAKES_ELSE:
             names |= _run_time_imports(node.orelse)
         else:
             names |= _run_time_imports(
@@ -233,18 +244,27 @@ def test_the_reference_driver_loads_its_own_modules_and_nothing_of_waypoint() ->
         outside = imported - beside - set(sys.stdlib_module_names) - {"__future__"}
         assert outside <= reference_packages, f"{name} imports {outside}"
         pending += sorted(beside - loaded)
-    assert {"reference_fake", "reference_nlp", "reference_agent", "reference_run"} <= loaded
+    assert {
+        "reference_fake",
+        "reference_guideline_answers",
+        "reference_journey_answers",
+        "reference_nlp",
+        "reference_agent",
+        "reference_run",
+        "reference_script",
+        "reference_tool_answers",
+    } <= loaded
 
 
 def test_a_guideline_check_applies_iff_our_engine_matched_that_condition() -> None:
     turn = _turn(guidelines=[{"id": "act0", "condition": SHIPMENT}])
-    known = frozenset(fake.normalized(c) for c in (SHIPMENT, RETURN))
+    known = frozenset(script.normalized(c) for c in (SHIPMENT, RETURN))
     stranger = "The customer mentions a shipment delay"  # not ours: decided by topic words
-    (answer, _example) = fake.guideline_check_answers(
+    (answer, _example) = guideline_answers.guideline_check_answers(
         _check_prompt(SHIPMENT.upper() + ".", RETURN, stranger), turn, known
     )
     assert [c["applies"] for c in answer["checks"]] == [True, False, True]
-    assert fake.decided_conditions(answer) == [SHIPMENT.upper() + ".", stranger]
+    assert guideline_answers.decided_conditions(answer) == [SHIPMENT.upper() + ".", stranger]
 
 
 def test_response_analysis_says_applied_iff_our_engine_applied_that_action() -> None:
@@ -256,7 +276,9 @@ def test_response_analysis_says_applied_iff_our_engine_applied_that_action() -> 
         ]
     }
     prompt = f"OUTPUT FORMAT\n```json\n{json.dumps(template)}\n```"
-    (answer,) = fake.guideline_check_answers(prompt, _turn(applied_actions=[action]), frozenset())
+    (answer,) = guideline_answers.guideline_check_answers(
+        prompt, _turn(applied_actions=[action]), frozenset()
+    )
     assert [c["guideline_applied"] for c in answer["checks"]] == [True, False]
 
 
@@ -298,36 +320,39 @@ def _journey(*steps: dict[str, Any], how: str = "llm") -> dict[str, Any]:
 
 
 def test_the_journeys_conditions_written_at_indexing_name_the_step_they_lead_to() -> None:
-    answer = fake.reachable_answer(REACHABLE)
+    answer = journey_answers.reachable_answer(REACHABLE)
     assert answer["step_action"] == ASK_ORDER
     (child,) = answer["children_conditions"]
     assert (
         child["child_id"] == "3"
         and child["condition_to_child"] == "The customer gave the order number"
     )
-    assert fake.condition_target(child["condition_to_child_and_stop"]) == ASK_REASON
+    assert journey_answers.condition_target(child["condition_to_child_and_stop"]) == ASK_REASON
     (onward,) = child["conditions_to_child_and_forward"]
     assert (
-        fake.condition_target(onward["condition_to_child_then_to_path"])
+        journey_answers.condition_target(onward["condition_to_child_then_to_path"])
         == "Use the tool submit_return"
     )
-    assert fake.step_ids(REACHABLE) == {"3": ASK_REASON}
-    leaf = fake.reachable_answer(
+    assert journey_answers.step_ids(REACHABLE) == {"3": ASK_REASON}
+    leaf = journey_answers.reachable_answer(
         f"Example section is over.\nCurrent node action:\n    {ASK_REASON}\n"
     )
-    assert fake.condition_target(leaf["step_action_completed"]) is None
+    assert journey_answers.condition_target(leaf["step_action_completed"]) is None
 
 
 def test_step_selection_moves_the_reference_to_our_step_of_the_turn() -> None:
-    child = fake.reachable_answer(REACHABLE)["children_conditions"][0]
+    child = journey_answers.reachable_answer(REACHABLE)["children_conditions"][0]
     conditions = [
         child["condition_to_child_and_stop"],
         child["conditions_to_child_and_forward"][0]["condition_to_child_then_to_path"],
     ]
     prompt = _next_step_prompt(ASK_ORDER, conditions)
     moved = _turn(journeys=[_journey({"action": ASK_REASON, "tools": []})])
-    assert fake.next_step_answer(prompt, moved)["applied_condition_id"] == "1"
-    assert fake.chosen_target(prompt, fake.next_step_answer(prompt, moved)) == ASK_REASON
+    assert journey_answers.next_step_answer(prompt, moved)["applied_condition_id"] == "1"
+    assert (
+        journey_answers.chosen_target(prompt, journey_answers.next_step_answer(prompt, moved))
+        == ASK_REASON
+    )
     # Our engine passed a tool step and stopped after it: the furthest step offered is chosen.
     passed = _turn(
         journeys=[
@@ -337,18 +362,21 @@ def test_step_selection_moves_the_reference_to_our_step_of_the_turn() -> None:
             )
         ]
     )
-    assert fake.next_step_answer(prompt, passed)["applied_condition_id"] == "2"
+    assert journey_answers.next_step_answer(prompt, passed)["applied_condition_id"] == "2"
     stayed = _turn(journeys=[_journey({"action": ASK_ORDER, "tools": []})])
-    assert fake.next_step_answer(prompt, stayed)["applied_condition_id"] == "0"
-    assert fake.next_step_answer(prompt, _turn())["applied_condition_id"] == "None"
+    assert journey_answers.next_step_answer(prompt, stayed)["applied_condition_id"] == "0"
+    assert journey_answers.next_step_answer(prompt, _turn())["applied_condition_id"] == "None"
 
 
 def test_step_selection_completes_the_journey_when_ours_completed() -> None:
     ending = f"done: {ASK_REASON}; the journey is complete"
     prompt = _next_step_prompt(ASK_REASON, ["the next step is not done yet: x", ending])
     completed = _turn(journeys=[_journey(how="completed")])
-    answer = fake.next_step_answer(prompt, completed)
-    assert answer["applied_condition_id"] == "2" and fake.chosen_target(prompt, answer) is None
+    answer = journey_answers.next_step_answer(prompt, completed)
+    assert (
+        answer["applied_condition_id"] == "2"
+        and journey_answers.chosen_target(prompt, answer) is None
+    )
 
 
 TOOL_PROMPT = """OUTPUT FORMAT
@@ -366,7 +394,7 @@ TOOL_PROMPT = """OUTPUT FORMAT
 
 def test_a_tool_runs_with_our_arguments_iff_our_engine_ran_it() -> None:
     ran = _turn(tools=[{"name": "lookup_order", "arguments": {"order_number": "ORD-5521"}}])
-    answer = fake.single_tool_answer(TOOL_PROMPT, ran)
+    answer = tool_answers.single_tool_answer(TOOL_PROMPT, ran)
     (call,) = answer["tool_calls_for_candidate_tool"]
     assert answer["name"] == "built-in:lookup_order" and call["is_applicable"] is True
     (argument,) = call["argument_evaluations"]
@@ -375,14 +403,16 @@ def test_a_tool_runs_with_our_arguments_iff_our_engine_ran_it() -> None:
         argument["value_as_string"],
         argument["valid_invalid_or_missing"],
     ) == ("order_number", "ORD-5521", "valid")
-    assert fake.single_tool_answer(TOOL_PROMPT, _turn())["tool_calls_for_candidate_tool"] == []
+    assert (
+        tool_answers.single_tool_answer(TOOL_PROMPT, _turn())["tool_calls_for_candidate_tool"] == []
+    )
     light = 'OUTPUT FORMAT:\n"reasoning_tldr": "<YOUR REASONING FOR RUNNING built-in:lookup_order>"'
-    assert fake.non_consequential_tool_answer(light, ran) == {
+    assert tool_answers.non_consequential_tool_answer(light, ran) == {
         "reasoning_tldr": "as our engine decided",
         "should_run": True,
         "calls": [{"args": {"order_number": "ORD-5521"}}],
     }
-    assert fake.non_consequential_tool_answer(light, _turn())["should_run"] is False
+    assert tool_answers.non_consequential_tool_answer(light, _turn())["should_run"] is False
 
 
 def test_the_draft_is_our_reply_and_unknown_schemas_get_no_scripted_answer() -> None:
@@ -391,7 +421,7 @@ def test_the_draft_is_our_reply_and_unknown_schemas_get_no_scripted_answer() -> 
     assert draft["response_body"] == "Your order ORD-5521 has shipped."
     assert fake.answer("CustomerDependentActionSchema", "x", turn, frozenset()) is None
     assert fake.answer("JourneyNextStepSelectionSchema", "x", None, frozenset()) is None
-    assert fake.our_step_id(agent_spec()["journeys"], "Use the tool submit_return") == "submit"
+    assert script.our_step_id(agent_spec()["journeys"], "Use the tool submit_return") == "submit"
 
 
 # --------------------------------------------------------------------------------------------------
