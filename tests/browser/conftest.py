@@ -8,10 +8,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from engine.model import AgentSnapshot
+from examples.banking import TOOLS_MODULE, bank
+from infra.runtime import reset_runtime
+from waypoint.local_server import LocalServer
 
 BROWSER = "browser"
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,3 +89,24 @@ def screenshot(driver: Any, name: str) -> Path:
     driver.save_screenshot(str(path))
     driver.set_window_size(1280, 900)
     return path
+
+
+@contextmanager
+def offline_bank_server(
+    tmp_path_factory: pytest.TempPathFactory, agent: AgentSnapshot, **options: Any
+) -> Iterator[LocalServer]:
+    """A real local server for `agent` with the banking tools, on the offline model (no OpenAI
+    settings, no CORS origins from the environment), a fresh bank, quiet logs."""
+    monkeypatch = pytest.MonkeyPatch()
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("WAYPOINT_CORS_ORIGINS", raising=False)
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+    bank.reset_bank()
+    try:
+        with LocalServer(agent, tools_module=TOOLS_MODULE, **options) as server:
+            yield server
+    finally:
+        reset_runtime()
+        monkeypatch.undo()

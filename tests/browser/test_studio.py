@@ -12,10 +12,9 @@ import httpx
 import pytest
 
 from engine.authoring import dump_agent, load_agent
-from examples.banking import TOOLS_MODULE, bank
+from examples.banking import bank
 from examples.banking import load as load_bank
-from infra.runtime import reset_runtime
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import offline_bank_server, screenshot
 from waypoint.local_server import LocalServer
 
 pytestmark = pytest.mark.browser
@@ -42,19 +41,9 @@ def hostile_bank() -> Any:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    monkeypatch = pytest.MonkeyPatch()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
-    bank.reset_bank()
-    try:
-        with LocalServer(hostile_bank(), tools_module=TOOLS_MODULE, management_api_key=KEY) as s:
-            SERVER_URL[:] = [s.base_url]
-            yield s
-    finally:
-        reset_runtime()
-        monkeypatch.undo()
+    with offline_bank_server(tmp_path_factory, hostile_bank(), management_api_key=KEY) as s:
+        SERVER_URL[:] = [s.base_url]
+        yield s
 
 
 def wait_for(driver: Any, css: str, *, count: int = 1, text: str | None = None) -> list[Any]:

@@ -12,10 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from examples.banking import TOOLS_MODULE, bank
 from examples.banking import load as load_bank
-from infra.runtime import reset_runtime
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import offline_bank_server, screenshot
 from tests.browser.test_studio import HOSTILE, WAIT, wait_for
 from waypoint.local_server import GenericChatClient, LocalServer
 
@@ -26,18 +24,8 @@ KEY = "studio-handoff-browser-test-key-0123"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    monkeypatch = pytest.MonkeyPatch()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
-    bank.reset_bank()
-    try:
-        with LocalServer(load_bank(), tools_module=TOOLS_MODULE, management_api_key=KEY) as s:
-            yield s
-    finally:
-        reset_runtime()
-        monkeypatch.undo()
+    with offline_bank_server(tmp_path_factory, load_bank(), management_api_key=KEY) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from examples.banking import TOOLS_MODULE, bank
 from examples.banking import load as load_bank
-from infra.runtime import reset_runtime
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import offline_bank_server, screenshot
 from tests.browser.test_studio import say, wait_for
 from waypoint.local_server import LocalServer
 from waypoint.studio.page_server import StudioPageServer
@@ -36,25 +34,12 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalServer, int]]:
     """The "deployed" stack, allowing exactly one page origin; yields it and that page's port."""
-    monkeypatch = pytest.MonkeyPatch()
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "WAYPOINT_LLM_PROVIDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("WAYPOINT_CORS_ORIGINS", raising=False)
-    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "CRITICAL")
-    bank.reset_bank()
     page_port = free_port()
-    try:
-        with LocalServer(
-            load_bank(),
-            tools_module=TOOLS_MODULE,
-            management_api_key=KEY,
-            cors_origins=[f"http://127.0.0.1:{page_port}"],
-        ) as server:
-            yield server, page_port
-    finally:
-        reset_runtime()
-        monkeypatch.undo()
+    origins = [f"http://127.0.0.1:{page_port}"]
+    with offline_bank_server(
+        tmp_path_factory, load_bank(), management_api_key=KEY, cors_origins=origins
+    ) as server:
+        yield server, page_port
 
 
 def test_the_page_only_studio_chats_with_a_stack_on_another_origin(
