@@ -3,14 +3,14 @@
 // someone else has is refused by the API with who has it (409); the page then offers to take it
 // over, which the API records. The chat shows a person's messages while its session is with one.
 //
-// Loaded after studio.js: it uses its helpers (el, $, api, enc, when, setStatus, fail, show,
-// addLine) and its state (`studio`). Everything from the API is put on the page as text.
+// Loaded after studio.js: it uses its helpers (el, $, api, enc, when, sessionEvents, setStatus,
+// fail, show, addLine) and its state (`studio`). Everything from the API is put on the page as text.
 "use strict";
 
 const handoffs = {
   open: null, // the session whose handoff is shown
   polling: false, // a chat poll is in flight
-  refreshing: false, // the open handoff is being drawn again
+  turn: Promise.resolve(), // the last of the actions and redraws, which run one at a time
   seen: -1, // the open session's last event offset on the page
   polls: 0,
   pending: null, // {session, text, id}: a message whose send failed keeps its event id for a retry
@@ -52,18 +52,17 @@ async function loadHandoffs() {
 
 // ---- one session -------------------------------------------------------------------------------
 
-async function openHandoff(sessionId) {
+// Show a session's handoff (from the list, Sessions or a hand-over), in turn with the rest.
+function openHandoff(sessionId) {
+  return oneAtATime(() => drawHandoff(sessionId));
+}
+
+async function drawHandoff(sessionId) {
   handoffs.open = sessionId;
   const state = await api("GET", `/sessions/${enc(sessionId)}`);
-  const messages = [];
-  let after = -1;
-  for (let page = 0; page < 20; page++) {
-    const batch = (await api("GET", `/sessions/${enc(sessionId)}/events?after=${after}`)).events;
-    messages.push(...batch.filter((e) => e.kind === "message" || isHandoffStatus(e)));
-    if (batch.length) after = batch[batch.length - 1].offset;
-    if (batch.length < 100) break;
-  }
-  handoffs.seen = after;
+  const events = await sessionEvents(sessionId); // studio.js
+  const messages = events.filter((e) => e.kind === "message" || isHandoffStatus(e));
+  handoffs.seen = events.length ? events[events.length - 1].offset : -1;
   const h = state.handoff;
   const detail = $("#handoff-detail");
   const withPerson = state.mode === "human" && h;
@@ -135,7 +134,8 @@ function handToPersonForm(sessionId) {
       onclick: () => handToPerson(sessionId, reason.value.trim()).catch(fail) }));
 }
 
-// The open session drawn again with what was typed kept (a poll found news, or a refusal).
+// The open session drawn again with what was typed, and what the last action said, kept (a
+// poll found news, or a refusal).
 async function refreshHandoff() {
   const sessionId = handoffs.open;
   const kept = {};
@@ -143,51 +143,59 @@ async function refreshHandoff() {
     const box = document.getElementById(id);
     if (box) kept[id] = box.value;
   }
+  const said = [...$("#handoff-result").childNodes]; // moved back with their listeners
   const focused = document.activeElement && document.activeElement.id;
-  await openHandoff(sessionId);
+  await drawHandoff(sessionId);
   for (const [id, value] of Object.entries(kept)) {
     const box = document.getElementById(id);
     if (box) box.value = value;
   }
+  $("#handoff-result").replaceChildren(...said);
   if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
 }
 
 // While the view is open: the shown session follows what the customer and colleagues do, and
 // the list follows new handoffs (every POLL_MS, the list every LIST_EVERY polls).
 async function pollHandoffs() {
-  if (handoffs.open && !handoffs.refreshing) {
-    const sessionId = handoffs.open;
-    const news = (await api("GET",
-      `/sessions/${enc(sessionId)}/events?after=${handoffs.seen}`)).events;
-    if (news.length && sessionId === handoffs.open) {
-      handoffs.refreshing = true;
-      try {
-        await refreshHandoff();
-      } finally {
-        handoffs.refreshing = false;
-      }
-    }
+  if (handoffs.open) {
+    await oneAtATime(async () => {
+      const sessionId = handoffs.open;
+      const news = (await api("GET",
+        `/sessions/${enc(sessionId)}/events?after=${handoffs.seen}`)).events;
+      if (news.length && sessionId === handoffs.open) await refreshHandoff();
+    });
   }
   handoffs.polls = (handoffs.polls + 1) % LIST_EVERY;
   if (handoffs.polls === 0) await loadHandoffs();
 }
 
+// Actions and redraws of the open session run one after another, so a poll's redraw never
+// lands between an action's redraw and what it reports (nor throws away what was just typed).
+function oneAtATime(task) {
+  const run = handoffs.turn.then(task, task);
+  handoffs.turn = run.catch(() => {});
+  return run;
+}
+
 // take / release / messages, with the 409 "someone else has it" turned into a take-over offer.
-async function act(sessionId, action, body, takeOver) {
-  const payload = { ...body, person: person() };
-  if (takeOver) payload.take_over = true;
-  let result;
-  try {
-    result = await api("POST", `/sessions/${enc(sessionId)}/handoff/${action}`, payload);
-  } catch (error) {
-    if (error.status !== 409 || takeOver) throw error;
-    await refreshHandoff(); // who has it now, and what happened meanwhile
-    offerTakeOver(error.message, () => act(sessionId, action, body, true));
-    return null;
-  }
-  setStatus("");
-  await Promise.all([openHandoff(sessionId), loadHandoffs()]);
-  return result;
+// `report(result)` says on the page what the action did, in the same turn as its redraw.
+function act(sessionId, action, body, takeOver, report) {
+  return oneAtATime(async () => {
+    const payload = { ...body, person: person() };
+    if (takeOver) payload.take_over = true;
+    let result;
+    try {
+      result = await api("POST", `/sessions/${enc(sessionId)}/handoff/${action}`, payload);
+    } catch (error) {
+      if (error.status !== 409 || takeOver) throw error;
+      await refreshHandoff(); // who has it now, and what happened meanwhile
+      offerTakeOver(error.message, () => act(sessionId, action, body, true, report));
+      return;
+    }
+    setStatus("");
+    await Promise.all([drawHandoff(sessionId), loadHandoffs()]);
+    if (report) report(result);
+  });
 }
 
 function offerTakeOver(message, retry) {
@@ -205,12 +213,13 @@ async function sendAsPerson(sessionId, box) {
   const same = handoffs.pending && handoffs.pending.session === sessionId
     && handoffs.pending.text === text;
   handoffs.pending = same ? handoffs.pending : { session: sessionId, text, id: crypto.randomUUID() };
-  const sent = await act(sessionId, "messages", { text, event_id: handoffs.pending.id });
-  if (sent === null) return; // refused: the take-over offer is on the page, with the text kept
-  handoffs.pending = null;
-  $("#handoff-result").textContent = sent.delivery === "queued"
-    ? "sent: the worker delivers it on the customer's channel"
-    : `recorded, not sent: ${sent.delivery_error}`;
+  // Refused (409): the take-over offer is on the page, with the text kept for it.
+  await act(sessionId, "messages", { text, event_id: handoffs.pending.id }, false, (sent) => {
+    handoffs.pending = null;
+    $("#handoff-result").textContent = sent.delivery === "queued"
+      ? "sent: the worker delivers it on the customer's channel"
+      : `recorded, not sent: ${sent.delivery_error}`;
+  });
 }
 
 async function handToPerson(sessionId, reason) {

@@ -271,18 +271,24 @@ async function loadSessions(reset) {
   $("#sessions-more").hidden = !page.cursor;
 }
 
-async function openSession(sessionId) {
-  const detail = $("#session-detail");
-  detail.replaceChildren(el("p", { class: "muted", text: "loading…" }));
-  const state = await api("GET", `/sessions/${enc(sessionId)}`);
+// A session's events in order, up to 2,000 (the API pages further).
+async function sessionEvents(sessionId) {
   const events = [];
   let after = -1;
-  for (let page = 0; page < 20; page++) { // up to 2,000 events; the API pages further
+  for (let page = 0; page < 20; page++) {
     const batch = (await api("GET", `/sessions/${enc(sessionId)}/events?after=${after}`)).events;
     events.push(...batch);
     if (batch.length < 100) break;
     after = batch[batch.length - 1].offset;
   }
+  return events;
+}
+
+async function openSession(sessionId) {
+  const detail = $("#session-detail");
+  detail.replaceChildren(el("p", { class: "muted", text: "loading…" }));
+  const state = await api("GET", `/sessions/${enc(sessionId)}`);
+  const events = await sessionEvents(sessionId);
   const turns = (await api("GET", `/sessions/${enc(sessionId)}/turns`)).turns;
   detail.replaceChildren(
     el("h2", { text: `Session ${state.id}` }),
