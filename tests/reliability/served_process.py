@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -82,8 +82,14 @@ class FrontEnd:
         with self._lock:
             return [r for r in self.replies.values() if r["in_reply_to"] == event_id]
 
-    def wait_for(self, event_ids: Sequence[str], timeout: float) -> None:
-        """Until every event id has at least one reply; TimeoutError naming the missing ones."""
+    def wait_for(
+        self,
+        event_ids: Sequence[str],
+        timeout: float,
+        describe: Callable[[Sequence[str]], str] | None = None,
+    ) -> None:
+        """Until every event id has at least one reply; TimeoutError naming the missing ones
+        and, with `describe`, what it says of them (e.g. the served stack's state)."""
         deadline = time.monotonic() + timeout
         with self._arrived:
             while True:
@@ -93,7 +99,8 @@ class FrontEnd:
                     return
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"no reply after {timeout:.0f} s to {missing}")
+                    detail = f"\n{describe(missing)}" if describe is not None else ""
+                    raise TimeoutError(f"no reply after {timeout:.0f} s to {missing}{detail}")
                 self._arrived.wait(left)
 
     def close(self) -> None:
@@ -187,6 +194,61 @@ class ServedProcess:
         except RuntimeError:  # the process was killed and its client closed: never sent
             return 0
         return response.status_code
+
+    def wait_for_output(self, text: str, timeout: float = 60) -> str:
+        """The output so far once it holds `text` (the lines after the one naming the webhooks
+        URL arrive on the drain thread, a moment after the constructor returns)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            output = "".join(self.output)
+            if text in output:
+                return output
+            if time.monotonic() >= deadline or self.process.poll() is not None:
+                raise AssertionError(f"{text!r} not printed within {timeout:.0f} s:\n{output}")
+            time.sleep(0.05)
+
+    def aws_client(self, service: str) -> Any:
+        """A boto3 client of the served stack's moto endpoint (the one it prints for
+        `waypoint publish`)."""
+        import boto3
+
+        exported = self.exported()
+        return boto3.client(
+            service,
+            endpoint_url=exported["WAYPOINT_AWS_ENDPOINT_URL"],
+            region_name=exported["AWS_DEFAULT_REGION"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    def exported(self) -> dict[str, str]:
+        """What it prints for `waypoint publish` from another shell (the moto endpoint, the
+        queue's URL…), once printed."""
+        return dict(re.findall(r"export (\w+)=(\S+)", self.wait_for_output("Ctrl-C to stop")))
+
+    def describe(self, event_ids: Sequence[str], log_lines: int = 60) -> str:
+        """For a test that timed out waiting on `event_ids`: whether the process lives, the
+        turn queue's counts, every stored item that names one of them, the log's tail."""
+        parts = [f"served process: {'running' if self.process.poll() is None else 'exited'}"]
+        try:
+            sqs = self.aws_client("sqs")
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=self.exported()["WAYPOINT_QUEUE_URL"], AttributeNames=["All"]
+            )["Attributes"]
+            counts = {k: v for k, v in attributes.items() if k.startswith("ApproximateNumber")}
+            parts.append(f"turn queue: {counts}")
+            dynamodb = self.aws_client("dynamodb")
+            conversations = {e.rsplit("-", 1)[0] for e in event_ids} | set(event_ids)
+            for table in dynamodb.list_tables()["TableNames"]:
+                for page in dynamodb.get_paginator("scan").paginate(TableName=table):
+                    for item in page["Items"]:
+                        text = json.dumps(item, default=str)
+                        if any(c in text for c in conversations):
+                            parts.append(f"{table}: {text[:600]}")
+        except Exception as exc:  # the description must not hide the timeout it explains
+            parts.append(f"(stack not readable: {type(exc).__name__}: {exc})")
+        parts.append("log tail:\n" + "".join(self.output[-log_lines:]))
+        return "\n".join(parts)
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, as in a crash."""

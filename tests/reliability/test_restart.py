@@ -6,13 +6,11 @@ Real processes over real HTTP: the CLI's `serve`, the front end receiving signed
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
 
 from tests.reliability.served_process import FrontEnd, ServedProcess
@@ -35,7 +33,7 @@ def front_end() -> Iterator[FrontEnd]:
 
 def _say(served: ServedProcess, front_end: FrontEnd, conversation: str, event_id: str, text: str):
     assert served.send(conversation, event_id, text, front_end.url) == 200
-    front_end.wait_for([event_id], timeout=ANSWERED_WITHIN)
+    front_end.wait_for([event_id], timeout=ANSWERED_WITHIN, describe=served.describe)
     (reply,) = front_end.answers_to(event_id)
     return str(reply["text"])
 
@@ -79,16 +77,7 @@ def _burst_until_killed(served: ServedProcess, front_end: FrontEnd) -> dict[str,
 
 
 def _wait_until_the_queue_is_empty(served: ServedProcess, timeout: float) -> None:
-    """Via the moto endpoint the server prints for `waypoint publish`."""
-    output = "".join(served.output)
-    exported = dict(re.findall(r"export (\w+)=(\S+)", output))
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=exported["WAYPOINT_AWS_ENDPOINT_URL"],
-        region_name=exported["AWS_DEFAULT_REGION"],
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    sqs = served.aws_client("sqs")
     names = [
         "ApproximateNumberOfMessages",
         "ApproximateNumberOfMessagesNotVisible",
@@ -98,7 +87,7 @@ def _wait_until_the_queue_is_empty(served: ServedProcess, timeout: float) -> Non
     quiet_since: float | None = None
     while time.monotonic() < deadline:
         attributes = sqs.get_queue_attributes(
-            QueueUrl=exported["WAYPOINT_QUEUE_URL"], AttributeNames=names
+            QueueUrl=served.exported()["WAYPOINT_QUEUE_URL"], AttributeNames=names
         )["Attributes"]
         if sum(int(attributes.get(n, 0)) for n in names) == 0:
             quiet_since = quiet_since or time.monotonic()
@@ -128,8 +117,8 @@ def test_a_served_stack_killed_mid_burst_answers_every_acknowledged_message_once
     # Second run: the same directory, named with --data.
     served = ServedProcess(["--data", str(tmp_path / ".waypoint")], cwd=tmp_path, cache_dir=cache)
     try:
-        assert "restored from" in "".join(served.output)
-        front_end.wait_for(acknowledged, timeout=ANSWERED_WITHIN)
+        served.wait_for_output("restored from")
+        front_end.wait_for(acknowledged, timeout=ANSWERED_WITHIN, describe=served.describe)
 
         # The login survived: the balance journey goes straight to the account question.
         asked = _say(served, front_end, "login", "login-4", "What is the balance of my account?")
@@ -154,7 +143,7 @@ def test_an_ephemeral_served_stack_forgets_everything_on_restart(
     cache = tmp_path / "cache"
     served = ServedProcess(["--ephemeral"], cwd=tmp_path, cache_dir=cache)
     try:
-        assert "in memory (--ephemeral)" in "".join(served.output)
+        served.wait_for_output("in memory (--ephemeral)")
         _log_in(served, front_end, "login")
     finally:
         served.kill()
