@@ -3,7 +3,8 @@
 A session that is theirs alone is deleted whole (each store knows its items). In a group session
 their messages are overwritten with an erased marker at the same offset, so the conversation's
 order stays intact for the others, and what the session's state holds about them — their
-principal, their picks and collected values, their evidence, a question put to them, where the
+principal, their picks and the values journeys collected from their words (a value without a
+recorded sender is the opener's, like their messages), their evidence, a question put to them, where the
 conversation was last answered — goes.
 """
 
@@ -51,7 +52,11 @@ def without_person(state: SessionState, person: str, opener: bool) -> SessionSta
     cleaned = state.model_copy(
         update={
             "principals": {k: v for k, v in state.principals.items() if k != person},
-            "collected": tuple(c for c in state.collected if c.sender != person),
+            "collected": tuple(
+                c
+                for c in state.collected
+                if c.sender != person and not (opener and c.sender is None)
+            ),
             "kept_evidence": tuple(e for e in state.kept_evidence if not theirs(e)),
             "completed_by": {
                 j: tuple(s for s in senders if s != person)

@@ -195,11 +195,17 @@ def keep_evidence(
 def upsert_collected(
     collected: list[CollectedValue], value: CollectedValue
 ) -> CollectedValue | None:
-    """Put `value` in place of the field's earlier entry (one entry per journey, field and
-    sender, so a repeated or corrected value never grows the state); returns the replaced one."""
-    key = (value.journey_id, value.name, value.sender)
+    """Put `value` in place of the field's earlier entry, so a repeated or corrected value never
+    grows the state; returns the replaced one. A journey's field holds one value whoever gave
+    it (the last given); a pick or form result (`origin`) is kept per sender, since it grounds
+    only its sender's calls."""
+
+    def key(c: CollectedValue) -> tuple[str, str, str | None]:
+        return (c.journey_id, c.name, c.sender if c.origin is not None else None)
+
+    wanted = key(value)
     for i, c in enumerate(collected):
-        if (c.journey_id, c.name, c.sender) == key:
+        if key(c) == wanted:
             del collected[i]
             collected.append(value)
             return c

@@ -46,6 +46,8 @@ class JourneyStepResult:
     grounded: frozenset[str] = frozenset()  # fields found in the customer's words this turn
     # values the customer gave that failed validation: (field, why) — the reply says why
     refused: tuple[tuple[str, str], ...] = ()
+    # field → the offset of the customer message holding it (`CollectedThisTurn.said_at`)
+    said_at: dict[str, int] = field(default_factory=dict)
 
 
 def messages_this_turn(ctx: TurnContext, *, sender: str | None = None) -> list[CustomerMessage]:
@@ -141,4 +143,5 @@ async def select_journey_step(
         got.ahead,
         got.grounded,
         tuple(got.refused.items()),
+        got.said_at,
     )

@@ -74,6 +74,8 @@ class CollectedThisTurn:
     notes: tuple[str, ...]  # what was dropped and why
     # values the customer gave that failed validation: field → why (the reply says why)
     refused: dict[str, str] = field(default_factory=dict)
+    # field → the offset of the customer message whose words hold it (who said it, in a group)
+    said_at: dict[str, int] = field(default_factory=dict)
 
 
 def collect_values(
@@ -93,11 +95,15 @@ def collect_values(
     order = {n.id: i for i, n in enumerate(journey.nodes)}
     ahead: dict[str, str] = {}
     grounded: set[str] = set()
+    said_at: dict[str, int] = {}
     for name in sorted(values):
         owners, fld = fields[name]
-        in_words = ground_collected(fld, values[name], messages) is not None
-        if in_words:
+        found = ground_collected(fld, values[name], messages)
+        in_words = found is not None
+        if found is not None:
             grounded.add(name)
+            if found.span is not None:
+                said_at[name] = found.span[0]
         if owners & set(reached):
             continue  # the field of a step this run reached: an answer, not a value ahead
         if not in_words:
@@ -107,7 +113,7 @@ def collect_values(
             )
             continue
         ahead[name] = min(owners & ahead_nodes, key=order.__getitem__)
-    return CollectedThisTurn(values, ahead, frozenset(grounded), tuple(notes), refused)
+    return CollectedThisTurn(values, ahead, frozenset(grounded), tuple(notes), refused, said_at)
 
 
 def pass_satisfied_steps(

@@ -66,7 +66,7 @@ def apply_step(
         # A new run of a journey collects its own values again: a second transfer must never
         # reuse the first one's amount or destination.
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
-    record_collected(state, journey_id, result.collected, result.ahead)
+    record_collected(state, journey_id, result.collected, result.ahead, result.said_at)
     state.trace.notes.extend(result.notes)
     for name, why in result.refused:  # never the value itself: it may be a secret
         state.notes_for_reply.append(refused_value_note(name, why))
@@ -124,10 +124,14 @@ def record_collected(
     journey_id: str,
     values: dict[str, Any],
     ahead: dict[str, str] | None = None,
+    said_at: Mapping[str, int] | None = None,
 ) -> None:
     """Store the values collected this turn; one given ahead of its step is recorded for that
-    step (which it satisfies once the journey gets there)."""
+    step (which it satisfies once the journey gets there). Each is recorded as said by the
+    sender of the message holding it (`said_at`: field → offset), else by the writer of the
+    turn's last message — in a group, erasing a person takes what they said with them."""
     ahead = ahead or {}
+    said_at = said_at or {}
     for name, value in values.items():
         secret = state.secrets.is_secret(name)
         if secret:
@@ -144,6 +148,7 @@ def record_collected(
                 turn_id=state.turn_id,
                 secret=secret,
                 ahead=name in ahead,
+                sender=state.writer_of(said_at.get(name)),
             ),
         )
         note_replaced(state, replaced, value)
@@ -183,7 +188,7 @@ def keep_values_while_suspended(
     values = {n: v for n, v in result.collected.items() if n in result.grounded and n in owners}
     if not values:
         return
-    record_collected(state, journey_id, values, {n: owners[n] for n in values})
+    record_collected(state, journey_id, values, {n: owners[n] for n in values}, result.said_at)
     state.trace.notes.append(
         f"kept {', '.join(sorted(values))} for {journey_id!r} until its prerequisites complete"
     )

@@ -268,6 +268,17 @@ class TurnState:
         recorded belong to the session's customer)."""
         return self.session.sender_of(event) == self.sender
 
+    def writer_of(self, offset: int | None) -> str | None:
+        """Who wrote the customer message at `offset` as its channel named them (None when it
+        did not); without an offset, or for one no longer at hand, this turn's last message's."""
+        if offset is not None:
+            for events in (self.events, self.session.events, self.session.kept_evidence):
+                for event in events:
+                    if event.offset == offset and event.kind is EventKind.MESSAGE:
+                        sender = event.data.get("sender")
+                        return str(sender) if sender else None
+        return self.messages[-1].sender_id if self.messages else None
+
     def messages_from(self, sender: str) -> list[InboundMessage]:
         """This turn's messages written by `sender` (a message that names nobody is the
         session's customer's)."""
