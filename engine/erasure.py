@@ -2,13 +2,16 @@
 
 A session that is theirs alone is deleted whole (each store knows its items). In a group session
 their messages are overwritten with an erased marker at the same offset, so the conversation's
-order stays intact for the others, and what the session's state holds about them — their
+order stays intact for the others; the traces of every turn from their first message on go
+(their recorded prompts quote the conversation); and what the session's state holds about them — their
 principal, their picks and the values journeys collected from their words (a value without a
 recorded sender is the opener's, like their messages), their evidence, a question put to them, where the
 conversation was last answered — goes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from engine.session import Event, EventKind, EventSource, SessionState
 
@@ -35,6 +38,17 @@ def is_theirs(event: Event, person: str, opener: bool) -> bool:
 def others_wrote(events: list[Event], person: str) -> bool:
     """Whether anyone but `person` wrote in these events (a group: the others' conversation)."""
     return any((sender := sender_of(e)) is not None and sender != person for e in events)
+
+
+def turns_that_may_quote(events: Iterable[Event], person: str, opener: bool) -> set[str]:
+    """The turns whose traces may hold `person`'s words: every turn from their first message
+    on, since a turn's recorded prompts quote the conversation's recent window and its kept
+    evidence — not only the turns that answered them."""
+    events = list(events)
+    first = min((e.offset for e in events if is_theirs(e, person, opener)), default=None)
+    if first is None:
+        return set()
+    return {e.turn_id for e in events if e.offset >= first and e.turn_id}
 
 
 def erased_copy(event: Event) -> Event:

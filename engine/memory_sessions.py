@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clock import SystemClock
-from engine.erasure import erased_copy, is_theirs, others_wrote, sender_of, without_person
+from engine.erasure import (
+    erased_copy,
+    is_theirs,
+    others_wrote,
+    sender_of,
+    turns_that_may_quote,
+    without_person,
+)
 from engine.history import (
     EVENT_PAGE,
     EVENT_WINDOW,
@@ -198,8 +205,8 @@ class InMemorySessionStore:
 
     async def erase_customer(self, channel: str, customer_id: str) -> InMemoryErasureReport:
         """Erase one person on one channel: a session that is theirs alone goes whole; in a
-        group session their messages become erased markers, the traces of the turns that
-        answered them go, and the state forgets them (`engine.erasure`). Idempotent."""
+        group session their messages become erased markers, the traces of the turns from their
+        first message on go (their prompts quote the conversation), and the state forgets them (`engine.erasure`). Idempotent."""
         report = InMemoryErasureReport(channel, customer_id)
         with self._lock:
             for session_id in sorted(self._sessions):
@@ -228,13 +235,12 @@ class InMemorySessionStore:
     # ---- internals
 
     def _redact(self, stored: _Session, person: str, opener: bool) -> None:
-        turns = set()
+        turns = turns_that_may_quote([item.value for item in stored.events], person, opener)
         for item in stored.events:
             if is_theirs(item.value, person, opener):
-                turns.add(item.value.turn_id)
                 item.value = erased_copy(item.value)
         for turn in turns:
-            stored.traces.pop(str(turn), None)
+            stored.traces.pop(turn, None)
         meta: SessionState = stored.meta.value
         cleaned = without_person(meta, person, opener)
         if cleaned != meta:

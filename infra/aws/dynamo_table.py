@@ -184,14 +184,19 @@ class _Table:
         item: Item | None = response.get("Item")
         return item
 
-    def query(self, key_condition: str, values: Item) -> Iterator[Item]:
-        """Every item matching the key condition, in sort-key order, across pages."""
+    def query(
+        self, key_condition: str, values: Item, *, projection: str | None = None
+    ) -> Iterator[Item]:
+        """Every item matching the key condition, in sort-key order, across pages (only the
+        attributes `projection` names, when given)."""
         kwargs: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": key_condition,
             "ExpressionAttributeValues": values,
             "ConsistentRead": True,
         }
+        if projection is not None:
+            kwargs["ProjectionExpression"] = projection
         while True:
             page = self.ddb.query(**kwargs)
             yield from page.get("Items", [])

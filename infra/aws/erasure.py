@@ -13,8 +13,9 @@ when they first write in someone else's group session), so erasure needs no scan
 - a group session they opened and others wrote in is the others' conversation too: it is
   redacted like the next case, and its customer becomes `erased`;
 - in a group session they only took part in, their messages are overwritten with an erased
-  marker (same offset: the conversation's order stays intact for the others), the traces of the
-  turns that answered them are deleted, and what the session's state holds about them (their
+  marker (same offset: the conversation's order stays intact for the others), the traces of
+  every turn from their first message on are deleted (a turn's recorded prompts quote the
+  conversation, not only the turns that answered them), and what the session's state holds about them (their
   principal, their picks, their evidence) is removed under the session's version, so a turn
   racing the erasure reloads instead of writing it back;
 - the index entries themselves.
@@ -31,11 +32,18 @@ again the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.erasure import ERASED, erased_copy, is_theirs, others_wrote, without_person
+from engine.erasure import (
+    ERASED,
+    erased_copy,
+    is_theirs,
+    others_wrote,
+    turns_that_may_quote,
+    without_person,
+)
 from engine.errors import SessionConflict
 from engine.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
@@ -179,24 +187,30 @@ class CustomerErasure:
                 {":pk": {"S": pk}, ":events": {"S": "EVENT#"}},
             )
         )
-        theirs = [e for e in self._events(items) if is_theirs(e, person, opener)]
-        turns = {e.turn_id for e in theirs if e.turn_id}
+        events = self._events(items)
+        theirs = [e for e in events if is_theirs(e, person, opener)]
+        # Everything found through their messages goes before the messages are overwritten: a
+        # call that stops midway leaves them as they were, so the next call finds it all again.
+        # Only the traces that are there: a call that resumes does not delete them all again.
+        turns = turns_that_may_quote(events, person, opener)
+        stored = self._table.query(
+            "pk = :pk AND begins_with(sk, :traces)",
+            {":pk": {"S": pk}, ":traces": {"S": "TRACE#"}},
+            projection="pk, sk",
+        )
+        self._delete_keys([t for t in stored if t["sk"]["S"][len("TRACE#") :] in turns], report)
+        trace_keys = {f"sessions/{session_id}/traces/{t}.json.gz" for t in turns}
+        self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
+        claims = [self._claim_key(channel, e) for e in theirs]
+        self._delete_keys([k for k in claims if k is not None], report, claims=True)
+        bodies = {f"sessions/{session_id}/events/{e.offset:010d}.json.gz" for e in theirs}
+        self._delete_objects(f"sessions/{session_id}/events/", report, only=bodies)
         for event in theirs:
             self._check_time()
             put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
                 "Put"
             ]
             self._table.ddb.put_item(**put)
-        claims = [self._claim_key(channel, e) for e in theirs]
-        self._delete_keys([k for k in claims if k is not None], report, claims=True)
-        traces = [{"pk": {"S": pk}, "sk": {"S": f"TRACE#{t}"}} for t in sorted(turns)]
-        self._delete_keys(traces, report)
-        for turn in sorted(turns):
-            self._delete_objects(f"sessions/{session_id}/traces/{turn}.json.gz", report)
-        for event in theirs:
-            self._delete_objects(
-                f"sessions/{session_id}/events/{event.offset:010d}.json.gz", report
-            )
         if opener:  # their context variables for this agent go with them
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")
@@ -290,15 +304,24 @@ class CustomerErasure:
                 raise _Interrupted("DynamoDB kept leaving inbox claims unread")
         return [{"pk": item["pk"], "sk": item["sk"]} for item in found]
 
-    def _delete_objects(self, prefix: str, report: ErasureReport) -> None:
+    def _delete_objects(
+        self, prefix: str, report: ErasureReport, only: Collection[str] | None = None
+    ) -> None:
+        """Delete the objects under `prefix` (those named in `only`, when given: one listing
+        instead of a request per key)."""
         bucket = self._bodies._bucket
-        if not bucket:
+        if not bucket or (only is not None and not only):
             return
         s3 = self._bodies.s3
         token: dict[str, str] = {}
         while True:
+            self._check_time()
             page = s3.list_objects_v2(Bucket=bucket, Prefix=prefix, **token)
-            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            keys = [
+                {"Key": o["Key"]}
+                for o in page.get("Contents", [])
+                if only is None or o["Key"] in only
+            ]
             for start in range(0, len(keys), _S3_BATCH):
                 s3.delete_objects(
                     Bucket=bucket, Delete={"Objects": keys[start : start + _S3_BATCH]}

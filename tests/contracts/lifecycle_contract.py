@@ -35,8 +35,16 @@ def customer_said(offset: int, text: str, turn: str, sender: str) -> Event:
     )
 
 
-async def talk(store: Any, session_id: str, turn: str, text: str, sender: str) -> None:
-    """One turn: `sender` says `text`, the agent replies "reply to {turn}"."""
+async def talk(
+    store: Any,
+    session_id: str,
+    turn: str,
+    text: str,
+    sender: str,
+    trace: dict[str, Any] | None = None,
+) -> None:
+    """One turn: `sender` says `text`, the agent replies "reply to {turn}"; its trace is
+    `trace`, else what it heard."""
     state = await store.load(session_id)
     assert state is not None
     commit = turn_commit(state, turn, f"reply to {turn}")
@@ -48,7 +56,7 @@ async def talk(store: Any, session_id: str, turn: str, text: str, sender: str) -
             expected_version=state.version,
             state=commit.state.model_copy(update={"events": (*state.events, said, reply)}),
             new_events=(said, reply),
-            trace={"turn": turn, "heard": text},
+            trace=trace or {"turn": turn, "heard": text},
         )
     )
 
@@ -186,6 +194,25 @@ class ErasureContract:
         assert state is not None and state.principals == {} and state.customer_id == "bob"
         assert await store.trace("grp", "g1") is None
         assert await store.trace("grp", "g0") == {"turn": "g0", "heard": "bob in the group"}
+
+    async def test_the_traces_of_later_turns_go_too_their_prompts_quote_them(
+        self, store_and_erase: Any
+    ) -> None:
+        store, erase = store_and_erase
+        await store.create(session("grp", "bob"))
+        await talk(store, "grp", "g0", "bob in the group", "bob")
+        await talk(store, "grp", "g1", "alice: X12345678", "alice")
+        # Bob's next turn: its recorded prompt holds the conversation's window, her words in it.
+        quoting = {"prompt": "alice: X12345678\nbob: and mine?"}
+        await talk(store, "grp", "g2", "and mine?", "bob", trace=quoting)
+
+        await erase("telegram", "alice")
+
+        assert await store.trace("grp", "g2") is None
+        assert await store.trace("grp", "g1") is None
+        assert await store.trace("grp", "g0") == {"turn": "g0", "heard": "bob in the group"}
+        history = await store.events("grp")
+        assert history is not None and [e.text for e in history][4] == "and mine?"
 
     async def test_a_group_the_erased_customer_opened_stays_for_the_others(
         self, store_and_erase: Any

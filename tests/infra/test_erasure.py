@@ -37,7 +37,12 @@ def said(offset: int, text: str, turn: str, sender: str, channel: str = "telegra
 
 
 async def talk(
-    store: DynamoSessionStore, session_id: str, turn: str, text: str, sender: str
+    store: DynamoSessionStore,
+    session_id: str,
+    turn: str,
+    text: str,
+    sender: str,
+    trace: dict[str, Any] | None = None,
 ) -> None:
     state = await store.load(session_id)
     assert state is not None
@@ -52,7 +57,7 @@ async def talk(
             expected_version=state.version,
             state=new_state,
             new_events=(mine, reply),
-            trace={"turn": turn, "heard": text},
+            trace=trace or {"turn": turn, "heard": text},
         )
     )
 
@@ -158,6 +163,48 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     assert again.sessions_deleted == again.sessions_redacted == [] and again.items_deleted == 0
 
 
+async def test_a_redaction_cut_short_by_its_time_budget_leaves_nothing_of_them_once_finished(
+    world,
+) -> None:
+    """The failure window: a call stops between finding what is theirs and overwriting their
+    messages. Whatever was found through their messages (S3 bodies, inbox claims, the traces
+    quoting them) must still be found by the next call."""
+    stack, store, clock = world
+    inbox = DynamoInboxStore(clock=clock)
+    big = base64.b64encode(os.urandom(450_000)).decode()  # offloaded to S3
+    await store.create(
+        SessionState(id="tg-group", agent_id="bank", customer_id="bob", channel="telegram")
+    )
+    await talk(store, "tg-group", "g0", "bob opens the group", "bob")
+    for i in range(8):
+        words = f"{SECRET_WORDS} {big if i == 0 else i}"
+        await talk(store, "tg-group", f"a{i}", words, "alice")
+        await inbox.claim("telegram", f"bot:a{i}", 3600, owner="w", lease_seconds=30)
+        quoting = {"prompt": f"alice: {SECRET_WORDS}\nbob: noted ({i})"}
+        await talk(store, "tg-group", f"b{i}", f"noted ({i})", "bob", trace=quoting)
+    assert mentions(stack, "X12345678", big[:64])
+
+    ticks = iter(range(10**9))  # a clock that moves one second per check
+    calls = []
+    while True:
+        erasure = CustomerErasure(store, time_budget=6, clock=lambda: float(next(ticks)))
+        report = await erasure.erase("telegram", "alice")
+        calls.append(report)
+        if report.complete:
+            break
+        assert len(calls) < 200
+    assert len(calls) > 2  # cut short more than once
+
+    assert mentions(stack, "X12345678", big[:64], "alice") == []
+    assert not any([await inbox.is_claimed("telegram", f"bot:a{i}") for i in range(8)])
+    assert await store.trace("tg-group", "g0") == {"turn": "g0", "heard": "bob opens the group"}
+    history = await store.events("tg-group")
+    assert history is not None
+    assert [e.text for e in history if e.text and e.text.startswith("noted")] == [
+        f"noted ({i})" for i in range(8)
+    ]
+
+
 async def test_a_turn_racing_the_erasure_cannot_write_the_participant_back(world) -> None:
     stack, store, _ = world
     await store.create(
@@ -230,7 +277,8 @@ async def test_a_group_the_erased_customer_opened_stays_for_the_others(world) ->
     state = await store.load("grp")
     assert state is not None and state.customer_id == "erased"
     assert [e.text for e in state.events] == [None, "reply to g0", "bob here", "reply to g1"]
-    assert await store.trace("grp", "g1") == {"turn": "g1", "heard": "bob here"}
+    # Bob's turn came after her opening message: its prompts quoted it, so its trace goes too.
+    assert await store.trace("grp", "g1") is None
 
 
 async def test_an_erased_session_in_a_journey_leaves_the_in_flight_index(world) -> None:
