@@ -28,6 +28,7 @@ from bench.stats import median
 Progress = Callable[[str], None]
 ROOT = Path(__file__).resolve().parents[1]
 
+FASTAPI_FLOOR = "bench.fastapi_floor"
 PLANNED_HANDLERS = {
     "functions.webhook": "webhook (channel ingress)",
     "functions.worker": "turn worker",
@@ -38,6 +39,7 @@ COMPONENTS = {
     "engine.turn": "component: the engine alone",
     "infra.aws.dynamo_sessions": "component: DynamoDB session store (boto3)",
     "infra.llm.openai_llm": "component: OpenAI adapter",
+    FASTAPI_FLOOR: "component: a one-route FastAPI + Mangum + Logger app (any HTTP handler's floor)",
 }
 
 # What a Lambda has in its environment; dummy credentials keep botocore from probing for any.

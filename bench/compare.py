@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.blocks import update_block
-from bench.coldstart import REFERENCE_VENV, handler_modules, reference_env
+from bench.coldstart import FASTAPI_FLOOR, REFERENCE_VENV, handler_modules, reference_env
 from bench.document import COMPARE_BLOCK as BLOCK
 from bench.document import COMPARE_HEADING as HEADING
 from bench.document import DOC
@@ -256,6 +256,8 @@ class Side:
     run: dict[str, Any] = field(default_factory=dict)  # turns + cpu + memory, from the driver
     # every Lambda handler's `import` (template.yaml): module → median wall ms (ours only)
     handlers: dict[str, float] = field(default_factory=dict)
+    # a one-route FastAPI + Mangum + Logger app's import (ours only): any HTTP handler's floor
+    http_floor_ms: float | None = None
 
 
 def measure_ours(spec_path: Path, latency_ms: float, runs: int) -> Side:
@@ -266,6 +268,7 @@ def measure_ours(spec_path: Path, latency_ms: float, runs: int) -> Side:
             side.handlers[module] = side.imports["wall_ms"]
             continue
         side.handlers[module] = import_cost(sys.executable, module, runs, _our_env())["wall_ms"]
+    side.http_floor_ms = import_cost(sys.executable, FASTAPI_FLOOR, runs, _our_env())["wall_ms"]
     side.run = _run_json(
         [sys.executable, "-m", "bench.compare_ours", str(spec_path), str(latency_ms)],
         env=_our_env(),

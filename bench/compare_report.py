@@ -194,6 +194,13 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
     for module, ms in sorted(ours.handlers.items(), key=lambda kv: -kv[1]):
         share = f"{ms / their_import:.3f}× of theirs" if their_import else "–"
         lines.append(f"| import {module} (median wall ms) | {ms:,.0f} | – | {share} |")
+    if ours.http_floor_ms:
+        ms = ours.http_floor_ms
+        share = f"{ms / their_import:.3f}× of theirs" if their_import else "–"
+        lines.append(
+            "| import of a one-route FastAPI + Mangum + Logger app, the floor of an HTTP handler "
+            f"(`bench.fastapi_floor`, median wall ms) | {ms:,.0f} | – | {share} |"
+        )
     x, y = ours.run.get("peak_rss_mb"), theirs.run.get("peak_rss_mb")
     lines.append(
         f"| peak RSS of the conversation's process, MB | {x or 0:.0f} | "
