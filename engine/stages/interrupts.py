@@ -251,8 +251,13 @@ def _store_values(
     *,
     origin: str = "",
 ) -> None:
-    """Store a pick's or a form's values with their origin (evidence for tool arguments)."""
+    """Store a pick's or a form's values with their origin (evidence for tool arguments). A
+    field declared secret stays a secret though it came by a form: masked wherever it would be
+    stored or quoted (`engine.stages.secret_masking`), its clear value for this turn only."""
     for name, value in values.items():
+        secret = state.secrets.is_secret(name)
+        if secret:
+            state.secrets.remember(value)
         upsert_collected(
             state.collected,
             CollectedValue(
@@ -263,6 +268,7 @@ def _store_values(
                 turn_id=state.turn_id,
                 origin=origin or pick_origin(tool),
                 sender=state.sender,
+                secret=secret,
             ),
         )
         if journey_id:

@@ -20,6 +20,7 @@ from engine.model import CollectedField, Guideline
 from engine.secrets import MASK, TurnSecrets
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
+from engine.tool_spec import ToolKind
 from engine.toolkit import ToolResult, spec_of, tool
 from engine.validation import validate_snapshot
 from examples.banking import load as load_bank
@@ -448,3 +449,55 @@ async def test_a_secret_typed_early_is_masked_in_earlier_traces_when_the_turn_ha
     stored = await everything_stored(h, [first.trace.turn_id, second.trace.turn_id])
     assert PASSWORD not in stored
     assert f"my password is {MASK}" in stored
+
+
+# -- a secret that arrives as a form result ------------------------------------------------------
+
+CARD_PIN = "8642"
+PIN_SET: list[str] = []
+
+
+@tool(description="open the secure PIN form", kind=ToolKind.INTERRUPTER)
+def pin_form() -> ToolResult:
+    return ToolResult(
+        view={"type": "link", "url": "https://example.test/pin"},
+        control={"prompt": "Ask the customer to choose their new PIN in the secure form"},
+    )
+
+
+@tool(description="set the card's new PIN", secret=("pin",))
+def set_pin(pin: str) -> ToolResult:
+    PIN_SET.append(pin)
+    return ToolResult(data={"pin_set": True})
+
+
+async def test_a_secret_delivered_as_a_form_result_reaches_the_tool_and_is_stored_masked() -> None:
+    """A form (interrupter) result is not typed in a message, but a field of it declared secret
+    is a secret all the same: the tool gets it, the stored session and trace never hold it."""
+    PIN_SET.clear()
+    journey, condition = chain_journey(
+        "new_pin",
+        "New PIN",
+        "The customer wants a new card PIN",
+        [("form", "tool:pin_form"), ("set", "tool:set_pin"), ("done", "Confirm the new PIN")],
+    )
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"new card PIN": True}))
+    form, done = step_number(journey, "form"), step_number(journey, "done")
+    llm.on(JourneyNodeSelection, per_journey({"New PIN": [advance(form), advance(done)]}))
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, pin_form, set_pin, journeys=[(journey, condition)], index=False)
+    await h.start()
+    asked = await h.say("I want a new PIN for my card")
+    call_id = asked.state.pending_interrupt.call_id
+
+    out = await h.say("", metadata={"resume": {"pin": CARD_PIN}, "call_id": call_id})
+
+    assert PIN_SET == [CARD_PIN]
+    assert out.state.journey_paths["new_pin"][-1] == "done"
+    stored = await everything_stored(h, [asked.trace.turn_id, out.trace.turn_id])
+    assert CARD_PIN not in stored
+    assert CARD_PIN not in dumped(out.state) + dumped(out.trace) + dumped(out.new_events)
+    later = await h.say("thanks, what else can I do?")
+    assert all(CARD_PIN not in call.prompt for call in llm.calls[-3:])
+    assert CARD_PIN not in dumped(later.state)
