@@ -1,0 +1,99 @@
+"""Secrets by the side paths: a secret value the turn refused, reported under another name, or
+quoted by an error is masked like one it accepted — in the stored session, the trace and the
+prompts (found by an audit of every path a declared secret could leak by)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.authoring.fields import collected_fields
+from engine.compose import ComposedReply
+from engine.matching.guidelines import GuidelineMatchBatch
+from engine.matching.journeys import JourneyNodeSelection
+from engine.secrets import MASK
+from engine.testing import ScriptedLLM
+from engine.toolkit import ToolResult, tool
+from tests.engine.pipeline_kit import (
+    advance,
+    chain_journey,
+    compose_echo,
+    match_when,
+    per_journey,
+    step_number,
+    tool_harness,
+)
+from tests.engine.test_secrets import everything_stored
+
+WRONG_PIN = "54321"  # a real PIN (of another card, say) that fails the field's bounds
+PINS: list[int] = []
+
+
+@tool(description="set the card's new PIN", secret=("pin",))
+def change_pin(pin: int) -> ToolResult:
+    PINS.append(pin)
+    return ToolResult(data={"pin_set": True})
+
+
+def pin_journey() -> Any:
+    pin = collected_fields({"pin": {"type": "int", "secret": True, "ge": 1000, "le": 9999}})
+    return chain_journey(
+        "new_pin",
+        "New PIN",
+        "The customer wants a new card PIN",
+        [
+            (
+                "holder",
+                "Ask for the cardholder's name",
+                {"collects": collected_fields({"name": "str"})},
+            ),
+            ("ask", "Ask for the new four-digit PIN", {"collects": pin}),
+            ("set", "tool:change_pin"),
+        ],
+    )
+
+
+def pin_llm(*selections: Any) -> ScriptedLLM:
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"new card PIN": True}))
+    llm.on(JourneyNodeSelection, per_journey({"New PIN": list(selections)}))
+    llm.on(ComposedReply, compose_echo)
+    return llm
+
+
+async def test_a_secret_refused_by_its_fields_bounds_is_masked_where_the_trace_says_why() -> None:
+    """The customer answers the PIN question with a PIN the field refuses: nothing is collected,
+    but the value is the customer's secret all the same — the trace's note on the refusal and
+    every stored item hold it masked."""
+    PINS.clear()
+    journey, condition = pin_journey()
+    n = lambda node: step_number(journey, node)  # noqa: E731
+    llm = pin_llm(
+        advance(n("holder"), n("ask"), collected={"name": "Ada Lovelace"}),
+        advance(n("ask"), collected={"pin": WRONG_PIN}),
+    )
+    h = tool_harness(llm, change_pin, journeys=[(journey, condition)], index=False)
+    await h.start()
+    first = await h.say("I want a new card PIN, I am Ada Lovelace")
+
+    refused = await h.say(WRONG_PIN)
+
+    assert PINS == [] and refused.state.journey_paths["new_pin"][-1] == "ask"
+    assert any("rejected pin" in note for note in refused.trace.notes)
+    assert WRONG_PIN not in await everything_stored(h, [first.trace.turn_id, refused.trace.turn_id])
+
+
+async def test_a_secret_given_ahead_and_refused_is_masked_where_it_was_typed() -> None:
+    """The PIN comes with the request, before its step, and fails the field's bounds: it is not
+    kept, and neither the customer's message nor the trace keeps it in clear."""
+    PINS.clear()
+    journey, condition = pin_journey()
+    n = lambda node: step_number(journey, node)  # noqa: E731
+    llm = pin_llm(advance(n("holder"), collected={"pin": WRONG_PIN}))
+    h = tool_harness(llm, change_pin, journeys=[(journey, condition)], index=False)
+    await h.start()
+
+    out = await h.say(f"I want a new card PIN: {WRONG_PIN}")
+
+    assert PINS == [] and not any(c.name == "pin" for c in out.state.collected)
+    assert out.new_events[0].text == f"I want a new card PIN: {MASK}"
+    assert WRONG_PIN not in await everything_stored(h, [out.trace.turn_id])
