@@ -83,11 +83,18 @@ def masked_kept_evidence(state: TurnState, event: Event) -> Event:
 
 def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
     """Collected values as the session stores them: a secret keeps its record (which step,
-    which turn), never its value."""
-    return tuple(
-        c.model_copy(update={"value": MASK}) if c.secret and c.value != MASK else c
-        for c in state.collected
-    )
+    which turn), never its value — nor does a plain field a model filled with this turn's
+    secret."""
+    return tuple(_stored_value(state.secrets, c) for c in state.collected)
+
+
+def _stored_value(secrets: TurnSecrets, collected: CollectedValue) -> CollectedValue:
+    if collected.secret:
+        return (
+            collected if collected.value == MASK else collected.model_copy(update={"value": MASK})
+        )
+    value = secrets.scrub(collected.value)
+    return collected if value == collected.value else collected.model_copy(update={"value": value})
 
 
 def stored_confirmation(state: TurnState) -> PendingConfirmation | None:

@@ -22,7 +22,14 @@ from tests.engine.pipeline_kit import (
     step_number,
     tool_harness,
 )
-from tests.engine.test_secrets import everything_stored
+from tests.engine.test_secrets import (
+    LOGINS,
+    PASSWORD,
+    auth_journey,
+    auth_llm,
+    everything_stored,
+    login,
+)
 
 WRONG_PIN = "54321"  # a real PIN (of another card, say) that fails the field's bounds
 PINS: list[int] = []
@@ -97,3 +104,30 @@ async def test_a_secret_given_ahead_and_refused_is_masked_where_it_was_typed() -
     assert PINS == [] and not any(c.name == "pin" for c in out.state.collected)
     assert out.new_events[0].text == f"I want a new card PIN: {MASK}"
     assert WRONG_PIN not in await everything_stored(h, [out.trace.turn_id])
+
+
+async def test_a_secret_the_model_also_reports_under_a_plain_field_is_masked_there_too() -> None:
+    """Adversarial: node selection reports the password for the password field and, again, as
+    a correction of the username. The username is a plain field, but its value is this turn's
+    secret: the reply prompt, the stored values and every later prompt hold it masked."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    both = {"password": PASSWORD, "username": PASSWORD}
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo"}),
+        advance(n("pass"), n("login"), collected=both),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    first = await h.say("I need to log in as seldo")
+
+    second = await h.say(PASSWORD)
+    compose_prompt = llm.calls_for(ComposedReply)[-1].prompt
+    calls_before = len(llm.calls)
+    third = await h.say("thanks, what now?")
+
+    assert PASSWORD not in compose_prompt
+    assert all(PASSWORD not in c.prompt for c in llm.calls[calls_before:])
+    turns = [o.trace.turn_id for o in (first, second, third)]
+    assert PASSWORD not in await everything_stored(h, turns)
