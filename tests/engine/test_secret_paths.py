@@ -10,8 +10,10 @@ from engine.authoring.fields import collected_fields
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
+from engine.model import Guideline
 from engine.secrets import MASK
 from engine.testing import ScriptedLLM
+from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolResult, tool
 from tests.engine.pipeline_kit import (
     advance,
@@ -131,3 +133,28 @@ async def test_a_secret_the_model_also_reports_under_a_plain_field_is_masked_the
     assert all(PASSWORD not in c.prompt for c in llm.calls[calls_before:])
     turns = [o.trace.turn_id for o in (first, second, third)]
     assert PASSWORD not in await everything_stored(h, turns)
+
+
+async def test_a_secret_argument_the_tool_refuses_is_masked_in_the_question_and_store() -> None:
+    """The model plans the PIN the customer typed, but it is not a number: the call is refused
+    as invalid, and the question the reply is given (which quotes the validation error), the
+    customer's message and the trace hold the typed PIN masked."""
+    PINS.clear()
+    typed = "12ab"
+    rule = Guideline(id="pin", condition="wants a new PIN", action="Set it", tools=("change_pin",))
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"new PIN": True}))
+    llm.on(
+        ToolCallPlan,
+        {"calls": [{"tool": "change_pin", "arguments": [{"name": "pin", "value": typed}]}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, change_pin, guidelines=[rule], index=False)
+    await h.start()
+
+    out = await h.say(f"I want a new PIN, make it {typed}")
+
+    assert PINS == []
+    assert [c.status for c in out.trace.tool_calls] == ["invalid_arguments"]
+    assert typed not in llm.calls_for(ComposedReply)[-1].prompt
+    assert typed not in await everything_stored(h, [out.trace.turn_id])
