@@ -26,7 +26,10 @@ def mask_events(state: TurnState) -> None:
     password before the turn that collected it. Those are rewritten at their offsets when the
     turn commits (`TurnCommit.masked_events`)."""
     if _answers_a_request_for_a_secret(state):
-        state.events = [_masked_answer(state, e) for e in state.events]
+        masked = [_masked_answer(state, e) for e in state.events]
+        answers = [e for e, m in zip(state.events, masked, strict=True) if m is not e]
+        _remember_values_taken_from(state, answers)
+        state.events = masked
     if not state.secrets.seen:
         return
     state.events = [_masked_event(state.secrets, e) for e in state.events]
@@ -65,6 +68,17 @@ def _masked_answer(state: TurnState, event: Event) -> Event:
     if not mine or not text or state.secrets.scrub_text(text) != text:
         return event
     return event.model_copy(update={"text": MASK})
+
+
+def _remember_values_taken_from(state: TurnState, answers: list[Event]) -> None:
+    """A value collected this turn out of an answer masked whole may be the secret itself,
+    reported under another name (a hostile model gives the password as a new username): it is
+    masked like the answer — in the reply prompt, the stored values and the trace."""
+    texts = [(e.text or "").casefold() for e in answers]
+    for c in state.collected:
+        mine = c.turn_id == state.turn_id and not c.secret and isinstance(c.value, str)
+        if mine and c.value.strip() and any(c.value.strip().casefold() in t for t in texts):
+            state.secrets.remember(c.value)
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:

@@ -158,3 +158,31 @@ async def test_a_secret_argument_the_tool_refuses_is_masked_in_the_question_and_
     assert [c.status for c in out.trace.tool_calls] == ["invalid_arguments"]
     assert typed not in llm.calls_for(ComposedReply)[-1].prompt
     assert typed not in await everything_stored(h, [out.trace.turn_id])
+
+
+async def test_a_secret_reported_only_under_a_plain_field_is_not_kept_in_clear() -> None:
+    """Adversarial: at the password step, node selection reports what the customer typed as a
+    new username and nothing as the password. The answer is masked whole (the secret was not
+    found in it); the value taken from it must not keep it in clear either."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo"}),
+        advance(n("pass"), collected={"username": PASSWORD}),
+        advance(n("pass")),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    first = await h.say("I need to log in as seldo")
+
+    second = await h.say(PASSWORD)
+    compose_prompt = llm.calls_for(ComposedReply)[-1].prompt
+    calls_before = len(llm.calls)
+    third = await h.say("thanks, what now?")
+
+    assert second.new_events[0].text == MASK
+    assert PASSWORD not in compose_prompt
+    assert all(PASSWORD not in c.prompt for c in llm.calls[calls_before:])
+    turns = [o.trace.turn_id for o in (first, second, third)]
+    assert PASSWORD not in await everything_stored(h, turns)
