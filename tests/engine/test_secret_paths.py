@@ -4,14 +4,17 @@ prompts (found by an audit of every path a declared secret could leak by)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.authoring.fields import collected_fields
 from engine.compose import ComposedReply
+from engine.handoff import hand_back, person_message, start_handoff
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
 from engine.model import Guideline
 from engine.secrets import MASK
+from engine.session import InboundMessage
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolResult, tool
@@ -185,4 +188,77 @@ async def test_a_secret_reported_only_under_a_plain_field_is_not_kept_in_clear()
     assert PASSWORD not in compose_prompt
     assert all(PASSWORD not in c.prompt for c in llm.calls[calls_before:])
     turns = [o.trace.turn_id for o in (first, second, third)]
+    assert PASSWORD not in await everything_stored(h, turns)
+
+
+async def test_a_secret_in_a_turn_of_several_messages_is_masked_in_each() -> None:
+    """The username and the password arrive as two messages of one turn (a burst): the tool
+    gets the password, and neither message, the reply prompt nor the store keeps it."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    collected = {"username": "seldo", "password": PASSWORD}
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"log in": True}))
+    llm.on(
+        JourneyNodeSelection,
+        per_journey(
+            {"Authenticate": [advance(n("user"), n("pass"), n("login"), collected=collected)]}
+        ),
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="b1", text="I need to log in as seldo"),
+            InboundMessage(event_id="b2", text=f"password {PASSWORD}"),
+            InboundMessage(event_id="b3", text=f"({PASSWORD}, to be clear)"),
+        ],
+    )
+
+    assert LOGINS == [("seldo", PASSWORD)]
+    assert [e.text for e in out.new_events[1:3]] == [f"password {MASK}", f"({MASK}, to be clear)"]
+    assert PASSWORD not in llm.calls_for(ComposedReply)[-1].prompt
+    assert PASSWORD not in await everything_stored(h, [out.trace.turn_id])
+
+
+async def test_a_secret_typed_to_a_person_in_human_mode_is_masked_and_stays_out_of_prompts() -> (
+    None
+):
+    """While a person has the session the agent still reads each message (for the trace): the
+    password the customer types to the person is recognised, masked where they typed it and in
+    that turn's trace, and the agent's prompts after the hand-back never see it. No tool runs."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    both = {"username": "seldo", "password": PASSWORD}
+    llm = auth_llm(
+        advance(n("user")),
+        advance(n("user"), n("pass"), n("login"), collected=both),
+        advance(n("user")),  # a model cannot name a password it never saw
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    first = await h.say("I need to log in")
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    change = start_handoff(first.state, "op1", now, by="lead", reason="login trouble")
+    assert await h.sessions.commit(change.commit())
+
+    told = await h.say(f"seldo, and the password is {PASSWORD}")
+    person = person_message(
+        await h.sessions.load("s1"), "op2", now, person="dana", text="Thanks, one moment"
+    )
+    assert await h.sessions.commit(person.commit())
+    back = hand_back(await h.sessions.load("s1"), "op3", now, by="dana")
+    assert await h.sessions.commit(back.commit())
+    calls_before = len(llm.calls)
+    later = await h.say("log in please, is it done?")
+
+    assert told.reply is None and LOGINS == []
+    assert told.new_events[0].text == f"seldo, and the password is {MASK}"
+    assert all(PASSWORD not in c.prompt for c in llm.calls[calls_before:])
+    turns = [o.trace.turn_id for o in (first, told, later)]
     assert PASSWORD not in await everything_stored(h, turns)
