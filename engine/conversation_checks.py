@@ -8,6 +8,7 @@ prompt builder is a pure function and its answer has a schema, like every LLM ca
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from engine.conversation_spec import Expectation, ToolCallExpectation
 from engine.ports import SchematicLLM
+from engine.session import Event, EventKind, EventSource
 from engine.trace import ToolCallRecord
 from engine.turn import TurnOutput
 
@@ -170,6 +172,23 @@ class JudgedReply(BaseModel):
 
     satisfied: bool
     reason: str
+
+
+def transcript_lines(events: Iterable[Event]) -> dict[int, tuple[str, str]]:
+    """Offset → (speaker, text) of the customer's and the agent's messages among `events`, as the
+    session stores them: what the judge reads of the conversation. A secret is masked there, as
+    in every prompt of the agent's own — pass the turn's `masked_events` too, to mask one typed
+    before the turn that recognised it."""
+    lines: dict[int, tuple[str, str]] = {}
+    for event in events:
+        if event.kind is not EventKind.MESSAGE:
+            continue
+        if event.source is EventSource.CUSTOMER:
+            choice = event.data.get("choice")
+            lines[event.offset] = ("customer", f"(picked {choice})" if choice else event.text or "")
+        elif event.source is EventSource.AGENT and event.text:
+            lines[event.offset] = ("agent", event.text)
+    return lines
 
 
 def judge_prompt(expectation: str, conversation: list[tuple[str, str]], reply: str) -> str:

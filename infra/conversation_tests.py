@@ -29,7 +29,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from engine.conversation_checks import Unmet, check_turn, judge_reply, reply_text
+from engine.conversation_checks import (
+    Unmet,
+    check_turn,
+    judge_reply,
+    reply_text,
+    transcript_lines,
+)
 from engine.conversation_spec import ConversationTest
 from engine.errors import WaypointError
 from engine.ports import Embedder, SchematicLLM
@@ -237,7 +243,7 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
     except Exception as exc:  # the user's setup or tools module broke on import or call
         result.error = f"the test could not start: {type(exc).__name__}: {exc}"
         return result
-    conversation: list[tuple[str, str]] = []
+    transcript: dict[int, tuple[str, str]] = {}  # the messages by offset, as the store keeps them
     for number, turn in enumerate(test.turns, start=1):
         try:
             output = await say(turn.customer, turn.choice)
@@ -247,7 +253,9 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
             )
             break
         text = reply_text(output)
-        conversation.append(("customer", turn.customer or f"(picked {turn.choice})"))
+        transcript.update(transcript_lines((*output.masked_events, *output.new_events)))
+        reply = output.reply.offset if output.reply is not None else None
+        conversation = [line for at, line in sorted(transcript.items()) if at != reply]
         unmet = check_turn(turn.expect, output)
         if turn.expect.judged is not None:
             if not models.real:
@@ -257,7 +265,6 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
                     models.llm, turn.expect.judged, conversation, text, model=agent_model
                 )
                 unmet += [verdict] if verdict is not None else []
-        conversation.append(("agent", text))
         if unmet:
             result.failure = TurnFailure(number, turn.describe(), unmet)
             break

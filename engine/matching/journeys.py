@@ -19,6 +19,7 @@ from engine.agent_config import LLMPurpose
 from engine.context import TurnContext
 from engine.grounding import CustomerMessage
 from engine.llm import TurnLLM
+from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import build_node_views, current_run
@@ -48,6 +49,8 @@ class JourneyStepResult:
     refused: tuple[tuple[str, str], ...] = ()
     # field → the offset of the customer message holding it (`CollectedThisTurn.said_at`)
     said_at: dict[str, int] = field(default_factory=dict)
+    # every value the model reported, kept or not: one refused or ignored may still be a secret
+    reported: tuple[CollectedItem, ...] = ()
 
 
 def messages_this_turn(ctx: TurnContext, *, sender: str | None = None) -> list[CustomerMessage]:
@@ -122,7 +125,15 @@ async def select_journey_step(
     step = verify_advancement(journey, views, previous_path, selection, executed_tools)
     if step.outcome == "exit":
         notes = ("dropped the values given for an exited journey",) if selection.collected else ()
-        return JourneyStepResult(journey.id, step, {}, selection.rationale, True, notes)
+        return JourneyStepResult(
+            journey.id,
+            step,
+            {},
+            selection.rationale,
+            True,
+            notes,
+            reported=tuple(selection.collected),
+        )
     said = said_ahead_messages(ctx, journey.id)
     got = collect_values(journey, views, step, selection.collected, said)
     ahead_for = (
@@ -144,4 +155,5 @@ async def select_journey_step(
         got.grounded,
         tuple(got.refused.items()),
         got.said_at,
+        tuple(selection.collected),
     )

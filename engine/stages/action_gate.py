@@ -88,11 +88,14 @@ def clear_call(
     try:
         arguments = validate_arguments(spec, raw_arguments)
     except ToolArgumentError as exc:
-        state.questions.append(f"The details for {spec.name} were not valid ({exc}); ask again.")
         detail = str(exc)
         for name in secret:
             if raw_arguments.get(name) not in (None, ""):
+                # Not a valid value, but the customer's try at the secret all the same: masked
+                # in the message they typed it in, and in the error that quotes it.
+                state.secrets.remember(raw_arguments[name])
                 detail = detail.replace(str(raw_arguments[name]), MASK)
+        state.questions.append(f"The details for {spec.name} were not valid ({detail}); ask again.")
         trace_tool(state, spec.name, raw_arguments, "invalid_arguments", detail)
         return None
     grounding = ground_call(spec, arguments, evidence)

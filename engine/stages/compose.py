@@ -87,7 +87,7 @@ def composition_input(
     """What the reply must do and say, with the guidelines and steps it draws on."""
     agent = state.agent
     data = CompositionInput(
-        questions=list(state.questions), collected=state.secrets.mask_named(state.collected_for())
+        questions=list(state.questions), collected=state.secrets.scrub(state.collected_for())
     )
     guidelines: list[Guideline] = []
     steps: list[tuple[Journey, JourneyNode]] = []
@@ -186,7 +186,7 @@ def _template_values(state: TurnState) -> dict[str, str]:
     return field_values(
         [state.secrets.scrub(r.data) for r in state.tool_results if r.error is None],
         [f for r in state.tool_results for f in r.fragments],
-        state.secrets.mask_named(state.collected_for()),
+        state.secrets.scrub(state.collected_for()),
         state.variables(),
     )
 

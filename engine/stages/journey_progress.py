@@ -31,7 +31,7 @@ async def select_step(
 ) -> JourneyStepResult | None:
     """Ask the model where `journey` goes next; a failed call keeps the journey where it was."""
     try:
-        return await select_journey_step(
+        result = await select_journey_step(
             state.llm,
             ctx,
             journey,
@@ -45,6 +45,19 @@ async def select_step(
         if not isinstance(exc, LLMBudgetExceeded):
             state.trace.notes.append(f"node selection for {journey.id!r} failed: {exc}")
         return None
+    remember_reported_secrets(state, result)
+    return result
+
+
+def remember_reported_secrets(state: TurnState, result: JourneyStepResult) -> None:
+    """Every value the model reported for a secret field is this turn's secret, kept or not: one
+    refused by the field's bounds or ignored for a step ahead is still what the customer typed,
+    and the trace's note on it and their message quote it. (Names match in any case, as the
+    fields they fill do.)"""
+    folded = {name.casefold() for name in state.secrets.names}
+    for item in result.reported:
+        if item.name.strip().casefold() in folded:
+            state.secrets.remember(item.value)
 
 
 def apply_step(

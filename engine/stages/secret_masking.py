@@ -26,7 +26,10 @@ def mask_events(state: TurnState) -> None:
     password before the turn that collected it. Those are rewritten at their offsets when the
     turn commits (`TurnCommit.masked_events`)."""
     if _answers_a_request_for_a_secret(state):
-        state.events = [_masked_answer(state, e) for e in state.events]
+        masked = [_masked_answer(state, e) for e in state.events]
+        answers = [e for e, m in zip(state.events, masked, strict=True) if m is not e]
+        _remember_values_taken_from(state, answers)
+        state.events = masked
     if not state.secrets.seen:
         return
     state.events = [_masked_event(state.secrets, e) for e in state.events]
@@ -67,6 +70,17 @@ def _masked_answer(state: TurnState, event: Event) -> Event:
     return event.model_copy(update={"text": MASK})
 
 
+def _remember_values_taken_from(state: TurnState, answers: list[Event]) -> None:
+    """A value collected this turn out of an answer masked whole may be the secret itself,
+    reported under another name (a hostile model gives the password as a new username): it is
+    masked like the answer — in the reply prompt, the stored values and the trace."""
+    texts = [(e.text or "").casefold() for e in answers]
+    for c in state.collected:
+        mine = c.turn_id == state.turn_id and not c.secret and isinstance(c.value, str)
+        if mine and c.value.strip() and any(c.value.strip().casefold() in t for t in texts):
+            state.secrets.remember(c.value)
+
+
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
     text = secrets.scrub_text(event.text) if event.text else event.text
     data = secrets.scrub(event.data)
@@ -83,11 +97,18 @@ def masked_kept_evidence(state: TurnState, event: Event) -> Event:
 
 def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
     """Collected values as the session stores them: a secret keeps its record (which step,
-    which turn), never its value."""
-    return tuple(
-        c.model_copy(update={"value": MASK}) if c.secret and c.value != MASK else c
-        for c in state.collected
-    )
+    which turn), never its value — nor does a plain field a model filled with this turn's
+    secret."""
+    return tuple(_stored_value(state.secrets, c) for c in state.collected)
+
+
+def _stored_value(secrets: TurnSecrets, collected: CollectedValue) -> CollectedValue:
+    if collected.secret:
+        return (
+            collected if collected.value == MASK else collected.model_copy(update={"value": MASK})
+        )
+    value = secrets.scrub(collected.value)
+    return collected if value == collected.value else collected.model_copy(update={"value": value})
 
 
 def stored_confirmation(state: TurnState) -> PendingConfirmation | None:

@@ -171,3 +171,28 @@ def test_the_judge_through_the_openai_client_across_repeated_runs() -> None:
     assert outcome.runs[1].failure is not None
     assert outcome.runs[1].failure.unmet[0].saw.endswith("judge: no French in it")
     assert len(server.chat_requests) == 2
+
+
+def test_the_judge_is_never_shown_a_secret_the_customer_typed() -> None:
+    """The judge reads the conversation as the agent's store keeps it: the password typed in an
+    earlier turn (declared secret in the banking agent) is masked in the judge's prompt, as in
+    every later prompt of the agent's own."""
+    judge = ScriptedLLM().on(JudgedReply, {"satisfied": True, "reason": "it asks for an account"})
+    test = ConversationTest(
+        name="balance",
+        agent=AGENT_PATH,
+        tools=TOOLS_MODULE,
+        setup="examples.banking.bank:reset_bank",
+        turns=[
+            Turn(customer="What is my balance?"),
+            Turn(customer="seldo"),
+            Turn(customer="monkey"),
+            Turn(customer="Hm", expect=Expectation(judged="The reply asks which account")),
+        ],
+    )
+
+    result = run_conversation(test, models(judge))
+
+    assert result.passed, result.describe_failure()
+    [asked] = judge.calls
+    assert "customer: seldo" in asked.prompt and "monkey" not in asked.prompt
