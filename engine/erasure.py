@@ -51,6 +51,11 @@ def turns_that_may_quote(events: Iterable[Event], person: str, opener: bool) -> 
     return {e.turn_id for e in events if e.offset >= first and e.turn_id}
 
 
+def is_erased(event: Event) -> bool:
+    """Whether `event` is already an erased marker."""
+    return event.text is None and event.data == {"erased": True}
+
+
 def erased_copy(event: Event) -> Event:
     """The marker left at an erased message's offset."""
     return event.model_copy(update={"text": None, "data": {"erased": True}})

@@ -39,6 +39,7 @@ from typing import Any
 from engine.erasure import (
     ERASED,
     erased_copy,
+    is_erased,
     is_theirs,
     others_wrote,
     turns_that_may_quote,
@@ -189,7 +190,7 @@ class CustomerErasure:
         )
         events = self._events(items)
         theirs = [e for e in events if is_theirs(e, person, opener)]
-        # Everything found through their messages goes before the messages are overwritten: a
+        # What is found through their messages goes before the messages are overwritten: a
         # call that stops midway leaves them as they were, so the next call finds it all again.
         # Only the traces that are there: a call that resumes does not delete them all again.
         turns = turns_that_may_quote(events, person, opener)
@@ -203,14 +204,18 @@ class CustomerErasure:
         self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
-        bodies = {f"sessions/{session_id}/events/{e.offset:010d}.json.gz" for e in theirs}
-        self._delete_objects(f"sessions/{session_id}/events/", report, only=bodies)
         for event in theirs:
             self._check_time()
             put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
                 "Put"
             ]
             self._table.ddb.put_item(**put)
+        # Then the S3 bodies of the erased events, found by the markers' offsets: a call that
+        # stops before this point leaves them to the next (an event whose body went first could
+        # no longer be read — by the next call, or by the others' turns).
+        erased = {e.offset for e in events if is_erased(e)} | {e.offset for e in theirs}
+        bodies = {f"sessions/{session_id}/events/{offset:010d}.json.gz" for offset in erased}
+        self._delete_objects(f"sessions/{session_id}/events/", report, only=bodies)
         if opener:  # their context variables for this agent go with them
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")
