@@ -12,8 +12,9 @@ when they first write in someone else's group session), so erasure needs no scan
   session's agent go too;
 - a group session they opened and others wrote in is the others' conversation too: it is
   redacted like the next case, and its customer becomes `erased`;
-- in a group session they only took part in, their messages are overwritten with an erased
-  marker (same offset: the conversation's order stays intact for the others), the traces of
+- in a group session they only took part in, their messages, and the agent's replies and tool
+  events of the turns that answered them (with their channel payloads), are overwritten with an
+  erased marker (same offset: the conversation's order stays intact for the others), the traces of
   every turn from their first message on are deleted (a turn's recorded prompts quote the
   conversation, not only the turns that answered them), and what the session's state holds about them (their
   principal, their picks, their evidence) is removed under the session's version, so a turn
@@ -42,13 +43,14 @@ from engine.erasure import (
     is_erased,
     is_theirs,
     others_wrote,
+    their_part,
     turns_that_may_quote,
     without_person,
 )
 from engine.errors import SessionConflict
 from engine.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
-from infra.aws.dynamo_table import META, Item, customer_pk, session_pk
+from infra.aws.dynamo_table import META, Item, customer_pk, payload_sk, session_pk
 from infra.aws.handoff_index import handoff_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
@@ -190,6 +192,7 @@ class CustomerErasure:
         )
         events = self._events(items)
         theirs = [e for e in events if is_theirs(e, person, opener)]
+        part = their_part(events, person, opener)  # their messages and the answers to them
         # What is found through their messages goes before the messages are overwritten: a
         # call that stops midway leaves them as they were, so the next call finds it all again.
         # Only the traces that are there: a call that resumes does not delete them all again.
@@ -204,7 +207,15 @@ class CustomerErasure:
         self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
-        for event in theirs:
+        # The channel payloads of the replies (a selector's options name their accounts).
+        offsets = {payload_sk(e.offset) for e in part}
+        payloads = self._table.query(
+            "pk = :pk AND begins_with(sk, :payloads)",
+            {":pk": {"S": pk}, ":payloads": {"S": "PAYLOAD#"}},
+            projection="pk, sk",
+        )
+        self._delete_keys([p for p in payloads if p["sk"]["S"] in offsets], report)
+        for event in part:
             self._check_time()
             put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
                 "Put"
@@ -213,9 +224,10 @@ class CustomerErasure:
         # Then the S3 bodies of the erased events, found by the markers' offsets: a call that
         # stops before this point leaves them to the next (an event whose body went first could
         # no longer be read — by the next call, or by the others' turns).
-        erased = {e.offset for e in events if is_erased(e)} | {e.offset for e in theirs}
-        bodies = {f"sessions/{session_id}/events/{offset:010d}.json.gz" for offset in erased}
-        self._delete_objects(f"sessions/{session_id}/events/", report, only=bodies)
+        erased = {e.offset for e in events if is_erased(e)} | {e.offset for e in part}
+        for kind in ("events", "payloads"):
+            bodies = {f"sessions/{session_id}/{kind}/{offset:010d}.json.gz" for offset in erased}
+            self._delete_objects(f"sessions/{session_id}/{kind}/", report, only=bodies)
         if opener:  # their context variables for this agent go with them
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")
