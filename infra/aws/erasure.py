@@ -8,7 +8,8 @@ when they first write in someone else's group session), so erasure needs no scan
 
 - a session that is theirs (its customer, and nobody else wrote in it) is deleted whole: META,
   events, turn markers, traces, outbox records, the bodies offloaded to S3 under
-  `sessions/{id}/`, and the inbox claims of its messages; their context variables for the
+  `sessions/{id}/`, the inbox claims of its messages, its entries in the handed-off sessions'
+  index and the support threads' (`SUPPORT#…`) mapping; their context variables for the
   session's agent go too;
 - a group session they opened and others wrote in is the others' conversation too: it is
   redacted like the next case, and its customer becomes `erased`;
@@ -48,10 +49,11 @@ from engine.erasure import (
     without_person,
 )
 from engine.errors import SessionConflict
+from engine.handoff import SUPPORT_THREAD
 from engine.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.dynamo_table import META, Item, customer_pk, payload_sk, session_pk
-from infra.aws.handoff_index import handoff_key
+from infra.aws.handoff_index import handoff_key, support_thread_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
 
@@ -169,8 +171,14 @@ class CustomerErasure:
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
             # and its line in the agent's session list
             self._delete_keys([index_key(agent, session_id)], report)
-        # Its entry in the index of handed-off sessions (it names the customer).
-        self._delete_keys([handoff_key(session_id)], report)
+        # Its entry in the index of handed-off sessions (it names the customer), and the items
+        # mapping its support threads to it (each thread recorded by an event of the session).
+        threads = [
+            support_thread_key(str(e.data.get("channel")), str(e.data.get("thread_ts")))
+            for e in self._events(items)
+            if e.data.get("status") == SUPPORT_THREAD
+        ]
+        self._delete_keys([handoff_key(session_id), *threads], report)
         self._delete_objects(f"sessions/{session_id}/", report)
         # META last, alone: while anything remains, the session is still found through its
         # index (a batch is not atomic, so META never shares one with other items).
