@@ -46,7 +46,11 @@ _SPEAKERS = {EventSource.CUSTOMER: "Customer", EventSource.HUMAN: "Agent (a pers
 
 def render_history(events: Sequence[Event], limit: int = HISTORY_LIMIT) -> str:
     """The interaction as numbered lines; tool events show the data the LLM may see."""
-    shown = [e for e in events if e.kind in (EventKind.MESSAGE, EventKind.TOOL)][-limit:]
+    shown = [
+        e
+        for e in events
+        if e.kind is EventKind.MESSAGE or (e.kind is EventKind.TOOL and not e.data.get("erased"))
+    ][-limit:]
     if not shown:
         return "(no messages yet)"
     lines = []

@@ -1,8 +1,9 @@
 """What erasing one person removes from a session they took part in, for every store.
 
 A session that is theirs alone is deleted whole (each store knows its items). In a group session
-their messages are overwritten with an erased marker at the same offset, so the conversation's
-order stays intact for the others; the traces of every turn from their first message on go
+their messages — and the agent's replies and tool calls of the turns that answered them, which
+quote their values (their login, their account, its balance) — are overwritten with an erased
+marker at the same offset, so the conversation's order stays intact for the others; the traces of every turn from their first message on go
 (their recorded prompts quote the conversation); and what the session's state holds about them — their
 principal, their picks and the values journeys collected from their words (a value without a
 recorded sender is the opener's, like their messages), their evidence, a question put to them, where the
@@ -49,6 +50,29 @@ def turns_that_may_quote(events: Iterable[Event], person: str, opener: bool) -> 
     if first is None:
         return set()
     return {e.turn_id for e in events if e.offset >= first and e.turn_id}
+
+
+def is_erased(event: Event) -> bool:
+    """Whether `event` is already an erased marker."""
+    return event.text is None and event.data == {"erased": True}
+
+
+def their_part(events: Iterable[Event], person: str, opener: bool) -> list[Event]:
+    """The events to overwrite with erased markers: their messages, and the agent's replies and
+    the tool calls and results of the turns that answered them (or that a tool made for them).
+    The others' messages stay, even in a turn that answered both. Their messages come last: a
+    store that stops midway finds the turns again through them."""
+    events = [e for e in events if not is_erased(e)]
+    theirs = [e for e in events if is_theirs(e, person, opener)]
+    turns = {e.turn_id for e in theirs if e.turn_id}
+    answers = [
+        e
+        for e in events
+        if e.source is not EventSource.CUSTOMER
+        and e.kind in (EventKind.MESSAGE, EventKind.TOOL)
+        and (e.turn_id in turns or str(e.data.get("sender") or "") == person)
+    ]
+    return [*answers, *theirs]
 
 
 def erased_copy(event: Event) -> Event:

@@ -22,6 +22,7 @@ from engine.erasure import (
     is_theirs,
     others_wrote,
     sender_of,
+    their_part,
     turns_that_may_quote,
     without_person,
 )
@@ -236,9 +237,11 @@ class InMemorySessionStore:
 
     def _redact(self, stored: _Session, person: str, opener: bool) -> None:
         turns = turns_that_may_quote([item.value for item in stored.events], person, opener)
+        part = {e.offset for e in their_part([i.value for i in stored.events], person, opener)}
         for item in stored.events:
-            if is_theirs(item.value, person, opener):
+            if item.value.offset in part:
                 item.value = erased_copy(item.value)
+                stored.payloads.pop(item.value.offset, None)
         for turn in turns:
             stored.traces.pop(turn, None)
         meta: SessionState = stored.meta.value

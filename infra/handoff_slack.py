@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from engine.handoff import HandoffStateError, hand_back, open_support_thread
 from engine.handoff import person_message as person_message_change
 from engine.session import Event, EventKind, EventSource, SessionMode, SessionState
+from infra.aws.handoff_index import support_thread_key
 from infra.channels.base import Channel, NormalizedMessage, OutboundReply, ReplyOption
 from infra.channels.support_channel import (
     SUPPORT_CHANNEL_ENV,
@@ -103,10 +104,6 @@ def _speaker(event: Event) -> str:
     return {EventSource.CUSTOMER: "Customer", EventSource.HUMAN: "Team"}.get(event.source, "Agent")
 
 
-def _thread_key(channel: str, thread_ts: str) -> dict[str, Any]:
-    return {"pk": {"S": f"SUPPORT#{channel}#{thread_ts}"}, "sk": {"S": "THREAD"}}
-
-
 # --------------------------------------------------------------------------------------------------
 # Worker side: after a turn
 
@@ -171,10 +168,16 @@ async def _open_thread(
     thread_ts = next((i for i in ids if i), None)
     if thread_ts is None:
         return
-    ddb = runtime.sessions._table.ddb  # the state table: the thread → session index item
-    ddb.put_item(
-        TableName=runtime.sessions._table.name,
-        Item={**_thread_key(channel_id, thread_ts), "session_id": {"S": state.id}},
+    # The state table's thread → session item: it expires like an idle session, and erasing
+    # the customer deletes it (`infra.aws.erasure`, through the session's support_thread event).
+    sessions = runtime.sessions
+    sessions._table.ddb.put_item(
+        TableName=sessions._table.name,
+        Item={
+            **support_thread_key(channel_id, thread_ts),
+            "session_id": {"S": state.id},
+            **sessions._items.expiry(sessions._retention.session_idle),
+        },
     )
     thread = {"channel": channel_id, "thread_ts": thread_ts}
     change_id = f"{turn_id}.thread"
@@ -228,7 +231,8 @@ async def person_wrote(runtime: Runtime, message: NormalizedMessage) -> OutsideT
     channel_id = message.reply_to.get("channel")
     if not thread_ts or not channel_id:
         return None
-    found = runtime.sessions._table.get(f"SUPPORT#{channel_id}#{thread_ts}", "THREAD")
+    key = support_thread_key(channel_id, thread_ts)
+    found = runtime.sessions._table.get(key["pk"]["S"], key["sk"]["S"])
     if found is None:
         return None
     session_id = found["session_id"]["S"]

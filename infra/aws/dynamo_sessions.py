@@ -36,7 +36,12 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
-from infra.aws.handoff_index import WaitingSession, handoff_writes, waiting_sessions
+from infra.aws.handoff_index import (
+    WaitingSession,
+    handoff_writes,
+    open_handoff_writes,
+    waiting_sessions,
+)
 from infra.aws.in_flight import in_flight_writes, sessions_in_flight
 from infra.aws.retention import Retention
 from infra.aws.session_index import list_index
@@ -319,13 +324,20 @@ class DynamoSessionStore:
         `expected_version`, bumping the version so that a turn computed on the old state
         conflicts and reloads. For administrative changes (erasing a participant)."""
         bumped = state.model_copy(update={"version": expected_version + 1})
-        update = self._items.meta_update(
+        meta = self._items.meta_update(
             bumped, (), condition="#a_version = :expected", expected=expected_version
-        )["Update"]
+        )
+        # The handed-off sessions' entry copies the state's customer: it follows the state.
+        now = self._clock.now()
+        handoff = open_handoff_writes(self._table.name, bumped, self._epoch(), now.isoformat())
         try:
-            self._table.ddb.update_item(**update)
+            self._table.transact([meta, *handoff])
         except ClientError as error:
-            if _is(error, "ConditionalCheckFailedException"):
+            codes = _reason_codes(error)
+            if _is(error, "TransactionCanceledException") and codes[:1] in (
+                [],
+                ["ConditionalCheckFailed"],
+            ):
                 raise session_conflict(state.id, expected_version, None) from error
             raise
 

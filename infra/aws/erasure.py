@@ -8,12 +8,14 @@ when they first write in someone else's group session), so erasure needs no scan
 
 - a session that is theirs (its customer, and nobody else wrote in it) is deleted whole: META,
   events, turn markers, traces, outbox records, the bodies offloaded to S3 under
-  `sessions/{id}/`, and the inbox claims of its messages; their context variables for the
+  `sessions/{id}/`, the inbox claims of its messages, its entries in the handed-off sessions'
+  index and the support threads' (`SUPPORT#…`) mapping; their context variables for the
   session's agent go too;
 - a group session they opened and others wrote in is the others' conversation too: it is
   redacted like the next case, and its customer becomes `erased`;
-- in a group session they only took part in, their messages are overwritten with an erased
-  marker (same offset: the conversation's order stays intact for the others), the traces of
+- in a group session they only took part in, their messages, and the agent's replies and tool
+  events of the turns that answered them (with their channel payloads), are overwritten with an
+  erased marker (same offset: the conversation's order stays intact for the others), the traces of
   every turn from their first message on are deleted (a turn's recorded prompts quote the
   conversation, not only the turns that answered them), and what the session's state holds about them (their
   principal, their picks, their evidence) is removed under the session's version, so a turn
@@ -39,16 +41,19 @@ from typing import Any
 from engine.erasure import (
     ERASED,
     erased_copy,
+    is_erased,
     is_theirs,
     others_wrote,
+    their_part,
     turns_that_may_quote,
     without_person,
 )
 from engine.errors import SessionConflict
+from engine.handoff import SUPPORT_THREAD
 from engine.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
-from infra.aws.dynamo_table import META, Item, customer_pk, session_pk
-from infra.aws.handoff_index import handoff_key
+from infra.aws.dynamo_table import META, Item, customer_pk, payload_sk, session_pk
+from infra.aws.handoff_index import handoff_key, support_thread_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
 
@@ -166,8 +171,14 @@ class CustomerErasure:
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
             # and its line in the agent's session list
             self._delete_keys([index_key(agent, session_id)], report)
-        # Its entry in the index of handed-off sessions (it names the customer).
-        self._delete_keys([handoff_key(session_id)], report)
+        # Its entry in the index of handed-off sessions (it names the customer), and the items
+        # mapping its support threads to it (each thread recorded by an event of the session).
+        threads = [
+            support_thread_key(str(e.data.get("channel")), str(e.data.get("thread_ts")))
+            for e in self._events(items)
+            if e.data.get("status") == SUPPORT_THREAD
+        ]
+        self._delete_keys([handoff_key(session_id), *threads], report)
         self._delete_objects(f"sessions/{session_id}/", report)
         # META last, alone: while anything remains, the session is still found through its
         # index (a batch is not atomic, so META never shares one with other items).
@@ -189,7 +200,8 @@ class CustomerErasure:
         )
         events = self._events(items)
         theirs = [e for e in events if is_theirs(e, person, opener)]
-        # Everything found through their messages goes before the messages are overwritten: a
+        part = their_part(events, person, opener)  # their messages and the answers to them
+        # What is found through their messages goes before the messages are overwritten: a
         # call that stops midway leaves them as they were, so the next call finds it all again.
         # Only the traces that are there: a call that resumes does not delete them all again.
         turns = turns_that_may_quote(events, person, opener)
@@ -203,14 +215,27 @@ class CustomerErasure:
         self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
-        bodies = {f"sessions/{session_id}/events/{e.offset:010d}.json.gz" for e in theirs}
-        self._delete_objects(f"sessions/{session_id}/events/", report, only=bodies)
-        for event in theirs:
+        # The channel payloads of the replies (a selector's options name their accounts).
+        offsets = {payload_sk(e.offset) for e in part}
+        payloads = self._table.query(
+            "pk = :pk AND begins_with(sk, :payloads)",
+            {":pk": {"S": pk}, ":payloads": {"S": "PAYLOAD#"}},
+            projection="pk, sk",
+        )
+        self._delete_keys([p for p in payloads if p["sk"]["S"] in offsets], report)
+        for event in part:
             self._check_time()
             put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
                 "Put"
             ]
             self._table.ddb.put_item(**put)
+        # Then the S3 bodies of the erased events, found by the markers' offsets: a call that
+        # stops before this point leaves them to the next (an event whose body went first could
+        # no longer be read — by the next call, or by the others' turns).
+        erased = {e.offset for e in events if is_erased(e)} | {e.offset for e in part}
+        for kind in ("events", "payloads"):
+            bodies = {f"sessions/{session_id}/{kind}/{offset:010d}.json.gz" for offset in erased}
+            self._delete_objects(f"sessions/{session_id}/{kind}/", report, only=bodies)
         if opener:  # their context variables for this agent go with them
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")

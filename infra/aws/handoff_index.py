@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.handoff import MODE_CHANGED
 from engine.ports import TurnCommit
-from engine.session import SessionMode
+from engine.session import SessionMode, SessionState
 
 Item = dict[str, Any]
 
@@ -58,6 +58,11 @@ def handoff_key(session_id: str) -> Item:
     return {"pk": {"S": HANDOFFS_PK}, "sk": {"S": f"SESSION#{session_id}"}}
 
 
+def support_thread_key(channel: str, thread_ts: str) -> Item:
+    """The key of the item mapping a support thread (`infra.handoff_slack`) to its session."""
+    return {"pk": {"S": f"SUPPORT#{channel}#{thread_ts}"}, "sk": {"S": "THREAD"}}
+
+
 def handoff_writes(table: str, commit: TurnCommit, now_epoch: int, now_iso: str) -> list[Item]:
     """The transaction item that keeps the index true after `commit` (none for a session that
     is and was with the agent: nearly every commit)."""
@@ -66,16 +71,27 @@ def handoff_writes(table: str, commit: TurnCommit, now_epoch: int, now_iso: str)
         e.data.get("status") == MODE_CHANGED and e.data.get("mode") == SessionMode.AUTO.value
         for e in commit.new_events
     )
-    key = handoff_key(state.id)
     if state.mode is not SessionMode.HUMAN or state.handoff is None:
         if not handed_back:
             return []
         tombstone = {
-            **key,
+            **handoff_key(state.id),
             "open": {"BOOL": False},
             "expires_at": _n(now_epoch + TOMBSTONE_TTL_SECONDS),
         }
         return [{"Put": {"TableName": table, "Item": tombstone}}]
+    return open_handoff_writes(table, state, now_epoch, now_iso)
+
+
+def open_handoff_writes(
+    table: str, state: SessionState, now_epoch: int, now_iso: str
+) -> list[Item]:
+    """The index item of a session with a person, as its state now says (none when it is with
+    the agent): also rewritten when the state is rewritten outside a turn (erasing its
+    customer renames them)."""
+    if state.mode is not SessionMode.HUMAN or state.handoff is None:
+        return []
+    key = handoff_key(state.id)
     handoff = state.handoff
     item: Item = {
         **key,

@@ -188,12 +188,53 @@ class ErasureContract:
         assert report.sessions_redacted == ["grp"] and report.sessions_deleted == []
         history = await store.events("grp")
         assert history is not None
-        assert [e.text for e in history] == ["bob in the group", "reply to g0", None, "reply to g1"]
-        assert history[2].data == {"erased": True}
+        # The agent's reply to her goes too: it answers her, and may quote her values.
+        assert [e.text for e in history] == ["bob in the group", "reply to g0", None, None]
+        assert history[2].data == history[3].data == {"erased": True}
         state = await store.load("grp")
         assert state is not None and state.principals == {} and state.customer_id == "bob"
         assert await store.trace("grp", "g1") is None
         assert await store.trace("grp", "g0") == {"turn": "g0", "heard": "bob in the group"}
+
+    async def test_the_answers_to_them_go_too_tool_results_and_offered_options(
+        self, store_and_erase: Any
+    ) -> None:
+        store, erase = store_and_erase
+        await store.create(session("grp", "bob"))
+        await talk(store, "grp", "g0", "bob in the group", "bob")
+        state = await store.load("grp")
+        assert state is not None
+        said = customer_said(2, "my savings please", "g1", "alice")
+        lookup = Event(
+            id="ev-g1-tool", offset=3, kind=EventKind.TOOL, source=EventSource.SYSTEM,
+            created_at=T0, turn_id="g1",
+            data={"tool": "find_account", "llm_view": {"account": "SAV-991"}, "sender": "alice"},
+        )  # fmt: skip
+        offer = Event(
+            id="ev-g1-reply", offset=4, kind=EventKind.MESSAGE, source=EventSource.AGENT,
+            created_at=T0, turn_id="g1", text="Which one, SAV-991?",
+            data={"options": [{"id": "SAV-991", "label": "Savings SAV-991"}]},
+        )  # fmt: skip
+        commit = turn_commit(state, "g1")
+        await store.commit(
+            type(commit)(
+                turn_id="g1",
+                expected_version=state.version,
+                state=commit.state.model_copy(
+                    update={"events": (*state.events, said, lookup, offer)}
+                ),
+                new_events=(said, lookup, offer),
+                trace={"turn": "g1"},
+            )
+        )
+
+        await erase("telegram", "alice")
+
+        history = await store.events("grp")
+        assert history is not None
+        assert [e.text for e in history] == ["bob in the group", "reply to g0", None, None, None]
+        assert all(e.data == {"erased": True} for e in history[2:])
+        assert "SAV-991" not in str(await store.load("grp"))
 
     async def test_the_traces_of_later_turns_go_too_their_prompts_quote_them(
         self, store_and_erase: Any
@@ -227,7 +268,7 @@ class ErasureContract:
         assert report.sessions_redacted == ["grp"]
         state = await store.load("grp")
         assert state is not None and state.customer_id == ERASED
-        assert [e.text for e in state.events] == [None, "reply to g0", "bob here", "reply to g1"]
+        assert [e.text for e in state.events] == [None, None, "bob here", "reply to g1"]
 
     async def test_erasing_twice_finds_nothing_more_and_other_channels_are_apart(
         self, store_and_erase: Any
