@@ -12,7 +12,7 @@ from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
-from engine.session import SessionState
+from engine.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan, resolve_pick
 from engine.tool_spec import ToolKind, ToolSpec
@@ -403,3 +403,35 @@ def test_a_pick_may_be_said_with_courtesy_words_or_by_position(
         for i, label in enumerate(("small", "medium", "large"), start=1)
     ]
     assert resolve_pick(options, None, said) == picked
+
+
+async def test_a_form_result_is_its_senders_even_when_another_sender_writes_after_it() -> None:
+    """In a group session, the result of a form shown to one person arrives in the same turn
+    as another person's message: its values are the person's who was asked, never evidence
+    for the other's calls (the turn answers the last writer)."""
+    journey = MOVE_AND_SAVE[0]
+    form, save = step_number(journey, "form"), step_number(journey, "save")
+    h, _ = form_harness({"Change address": [advance(form), advance(save)]})
+    await h.start()
+    asked = await h.say("I moved to a new place", metadata={"customer_id": "alice"})
+    call_id = asked.state.pending_interrupt.call_id
+    result = {"customer_id": "alice", "resume": {"street": "Main St 1"}, "call_id": call_id}
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="form", text="", metadata=result),
+            InboundMessage(event_id="b1", text="hello all", metadata={"customer_id": "bob"}),
+        ],
+    )
+
+    [street] = [c for c in out.state.collected if c.name == "street"]
+    assert street.sender == "alice"
+    assert SAVED == []  # never saved as bob's call on alice's form
+    record = next(c for c in out.trace.tool_calls if c.tool == "save_address")
+    assert record.status == "ungrounded"
+
+    mine = await h.say("thanks", metadata={"customer_id": "alice"})
+
+    assert SAVED == ["Main St 1"]  # alice's own result grounds alice's call
+    assert mine.state.journey_paths["move"][-1] == "thanks"
