@@ -227,7 +227,7 @@ def _complete(
 ) -> None:
     """The interrupt is answered: its values are stored (and are evidence for `sender`'s calls
     only), the tool step is performed, and the journey moves on from it without running the
-    tool again."""
+    tool again (a journey it completes counts as `sender`'s)."""
     journey_id, node_id = pending.journey_id or "", pending.node_id or ""
     _store_values(state, journey_id, node_id, values, origin=origin, sender=sender)
     state.tool_results.append(
@@ -248,7 +248,7 @@ def _complete(
             journey, state.views[journey.id], state.paths[journey.id], state.succeeded_tools
         )
         if step is not None:
-            apply_verified(state, journey.id, step, "auto_return")
+            apply_verified(state, journey.id, step, "auto_return", by=sender)
 
 
 def _store_values(

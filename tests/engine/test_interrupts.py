@@ -12,6 +12,7 @@ from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
+from engine.ports import ToolContext
 from engine.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan, resolve_pick
@@ -435,3 +436,68 @@ async def test_a_form_result_is_its_senders_even_when_another_sender_writes_afte
 
     assert SAVED == ["Main St 1"]  # alice's own result grounds alice's call
     assert mine.state.journey_paths["move"][-1] == "thanks"
+
+
+STATEMENTS: list[str | None] = []
+
+
+@tool(description="open the sign-in form", kind=ToolKind.INTERRUPTER)
+def sign_in_form() -> ToolResult:
+    return ToolResult(view={"type": "link", "url": "https://example.test/sso"})
+
+
+@tool(description="send the account statement")
+def send_statement(context: ToolContext) -> ToolResult:
+    STATEMENTS.append(context.sender_id)
+    return ToolResult(data={"sent": True})
+
+
+SIGN_IN = chain_journey(
+    "login", "Login", "The customer wants to log in", [("sso", "tool:sign_in_form")]
+)
+STATEMENT = chain_journey(
+    "statement",
+    "Statement",
+    "The customer wants a statement",
+    [("send", "tool:send_statement"), ("done", "Say the statement is on its way")],
+    requires=["login"],
+)
+
+
+async def test_a_login_completed_by_a_form_counts_for_its_sender_not_the_last_writer() -> None:
+    """A group's sign-in form, shown to alice, completes in a turn where bob writes after the
+    result: the login is alice's, so bob gets no statement (a prerequisite counts only for
+    the sender who completed it)."""
+    STATEMENTS.clear()
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"statement": lambda m: "statement" in m}))
+    sso, send = step_number(SIGN_IN[0], "sso"), step_number(STATEMENT[0], "send")
+    llm.on(
+        JourneyNodeSelection, per_journey({"Login": [advance(sso)], "Statement": [advance(send)]})
+    )
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(
+        journeys=[SIGN_IN, STATEMENT], tools=[spec_of(sign_in_form), spec_of(send_statement)]
+    )
+    tools = InProcessDispatcher(ToolRegistry([sign_in_form, send_statement]))
+    h = Harness(agent, llm, tools=tools, index=False)
+    await h.start()
+    asked = await h.say("I want my statement", metadata={"customer_id": "alice"})
+    assert asked.state.pending_interrupt.sender == "alice"
+    call_id = asked.state.pending_interrupt.call_id
+    result = {"customer_id": "alice", "resume": {"user": "alice"}, "call_id": call_id}
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="form", text="", metadata=result),
+            InboundMessage(event_id="b1", text="hi all", metadata={"customer_id": "bob"}),
+        ],
+    )
+
+    assert out.state.completed_by["login"] == ("alice",)
+    assert None not in STATEMENTS and "bob" not in STATEMENTS
+
+    await h.say("my statement please", metadata={"customer_id": "alice"})
+
+    assert STATEMENTS == ["alice"]  # alice's login is hers
