@@ -7,6 +7,7 @@ import itertools
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,14 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
 from engine.matching.values_ahead import pass_satisfied_steps
 from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    InboundMessage,
+    SessionState,
+)
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool
@@ -327,6 +335,36 @@ async def test_a_value_ahead_given_in_words_is_confirmed_before_the_transfer() -
     await h.say("yes")
 
     assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
+
+
+@pytest.mark.parametrize(
+    "burst",
+    [
+        # bob's destination first, alice's request last: the turn answers alice
+        [("bob", "send it to 7770001"), ("alice", "I want to transfer money: $250")],
+        # alice says everything, bob writes last: the turn answers bob
+        [("alice", "I want to transfer money: $250 to 7770001"), ("bob", "transfer money too")],
+    ],
+    ids=["other-wrote-first", "other-wrote-last"],
+)
+async def test_values_ahead_from_another_senders_words_never_reach_this_senders_transfer(
+    burst: list[tuple[str, str]],
+) -> None:
+    """One turn of a group holds two people's messages; the values the model reads ahead from
+    one person's words fill the journey, but the transfer runs only on values the turn's sender
+    gave: it is asked, never sent."""
+    h, _ = transfer_harness({"to_account_id": "7770001", "amount": "250"})
+    await h.start()
+    messages = [
+        InboundMessage(event_id=f"m{n}", text=text, metadata={"customer_id": sender})
+        for n, (sender, text) in enumerate(burst)
+    ]
+
+    out = await h.engine.handle("s1", messages)
+
+    assert SENT == []
+    record = next(c for c in out.trace.tool_calls if c.tool == "send_money")
+    assert record.status == "ungrounded"
 
 
 async def test_an_invented_amount_ahead_never_reaches_the_transfer() -> None:
