@@ -177,7 +177,8 @@ def _resume_selector(state: TurnState, pending: PendingInterrupt) -> None:
         state.questions.append(f"The customer still has to pick one of: {labels}")
         return
     name = _pick_name(state, pending)
-    _complete(state, pending, {name: pick_value(picked)}, pick_origin(pending.tool), picked)
+    picks = {name: pick_value(picked)}
+    _complete(state, pending, picks, pick_origin(pending.tool), picked, sender=state.sender)
 
 
 def _resume_interrupter(state: TurnState, pending: PendingInterrupt) -> None:
@@ -198,12 +199,16 @@ def _resume_interrupter(state: TurnState, pending: PendingInterrupt) -> None:
             "say it is done."
         )
         return
-    result = ours[-1].metadata["resume"]
+    delivered = ours[-1]
+    result = delivered.metadata["resume"]
     if isinstance(result, Mapping):
         values = {str(k): v for k, v in result.items() if not isinstance(v, Mapping | list | tuple)}
     else:
         values = {_pick_name(state, pending): result}
-    _complete(state, pending, values, form_origin(pending.tool), result)
+    # The values are the sender's the result was delivered for (the one who was asked), not
+    # the turn's last writer: in a group, another person's message may follow it in the turn.
+    sender = delivered.sender_id or state.session.customer_id
+    _complete(state, pending, values, form_origin(pending.tool), result, sender=sender)
 
 
 def _pick_name(state: TurnState, pending: PendingInterrupt) -> str:
@@ -217,10 +222,14 @@ def _complete(
     values: Mapping[str, Any],
     origin: str,
     selected: Any,
+    *,
+    sender: str,
 ) -> None:
-    """The interrupt is answered: its values are stored (and are evidence), the tool step is
-    performed, and the journey moves on from it without running the tool again."""
-    _store_values(state, pending.journey_id or "", pending.node_id or "", values, origin=origin)
+    """The interrupt is answered: its values are stored (and are evidence for `sender`'s calls
+    only), the tool step is performed, and the journey moves on from it without running the
+    tool again (a journey it completes counts as `sender`'s)."""
+    journey_id, node_id = pending.journey_id or "", pending.node_id or ""
+    _store_values(state, journey_id, node_id, values, origin=origin, sender=sender)
     state.tool_results.append(
         ToolOutcome(call_id=pending.call_id, tool=pending.tool, data={"selected": selected})
     )
@@ -239,7 +248,7 @@ def _complete(
             journey, state.views[journey.id], state.paths[journey.id], state.succeeded_tools
         )
         if step is not None:
-            apply_verified(state, journey.id, step, "auto_return")
+            apply_verified(state, journey.id, step, "auto_return", by=sender)
 
 
 def _store_values(
@@ -250,10 +259,12 @@ def _store_values(
     tool: str = "",
     *,
     origin: str = "",
+    sender: str | None = None,
 ) -> None:
-    """Store a pick's or a form's values with their origin (evidence for tool arguments). A
-    field declared secret stays a secret though it came by a form: masked wherever it would be
-    stored or quoted (`engine.stages.secret_masking`), its clear value for this turn only."""
+    """Store a pick's or a form's values with their origin (evidence for the tool arguments of
+    `sender`, by default this turn's). A field declared secret stays a secret though it came by
+    a form: masked wherever it would be stored or quoted (`engine.stages.secret_masking`), its
+    clear value for this turn only."""
     for name, value in values.items():
         secret = state.secrets.is_secret(name)
         if secret:
@@ -267,7 +278,7 @@ def _store_values(
                 value=value,
                 turn_id=state.turn_id,
                 origin=origin or pick_origin(tool),
-                sender=state.sender,
+                sender=sender or state.sender,
                 secret=secret,
             ),
         )

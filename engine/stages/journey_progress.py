@@ -99,18 +99,27 @@ def refused_value_note(name: str, why: str) -> str:
 
 
 def apply_verified(
-    state: TurnState, journey_id: str, step: VerifiedStep, how: str, rationale: str = ""
+    state: TurnState,
+    journey_id: str,
+    step: VerifiedStep,
+    how: str,
+    rationale: str = "",
+    *,
+    by: str | None = None,
 ) -> None:
-    """Move `journey_id` to a verified step (or end it) and trace the transition."""
+    """Move `journey_id` to a verified step (or end it) and trace the transition. A completion
+    counts for `by` (for prerequisites): the sender whose answer moved it, by default this
+    turn's."""
     previous = state.paths.get(journey_id, ())
     state.paths[journey_id] = tuple(step.path)
     state.steps.pop(journey_id, None)
     if step.outcome == "completed":
         if journey_id not in state.completed:
             state.completed.append(journey_id)
+        sender = by or state.sender
         senders = state.completed_by.get(journey_id, ())
-        if state.sender not in senders:
-            state.completed_by[journey_id] = (*senders, state.sender)
+        if sender not in senders:
+            state.completed_by[journey_id] = (*senders, sender)
         how = "completed"
     elif step.outcome == "exit":
         how = "exit"

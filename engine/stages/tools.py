@@ -125,8 +125,28 @@ def _journey_tool_steps(
             if retry_held(state, jid, node_id):
                 _hold(state, node)  # its retry was offered and not taken up: not asked again
                 continue
+            if not state.prerequisites_met(journey):
+                _not_for_this_sender(state, journey, node)  # another sender's login let it in
+                continue
             steps.append((journey, node))
     return steps
+
+
+def _not_for_this_sender(state: TurnState, journey: Journey, node: JourneyNode) -> None:
+    """A group's journey is shared, its prerequisites are not: a tool step never runs for a
+    sender who has not completed them (traced, and the reply told, once per turn)."""
+    traced = {c.tool for c in state.trace.tool_calls if c.status == "prerequisite_not_met"}
+    if set(node.tools) & traced:
+        return
+    missing = [r for r in journey.requires if not state.completed_by_sender(r)]
+    why = "not completed by this sender: " + ", ".join(missing)
+    for name in node.tools:
+        trace_tool(state, name, {}, "prerequisite_not_met", why)
+    titles = ", ".join(state.agent.journey(r).title for r in missing)
+    state.notes_for_reply.append(
+        f"{journey.title} needs {titles} first, which this customer has not done: nothing was "
+        "done for them. Say so; never say it is done."
+    )
 
 
 def _hold(state: TurnState, node: JourneyNode) -> None:

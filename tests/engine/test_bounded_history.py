@@ -98,6 +98,32 @@ async def test_a_value_given_before_the_window_still_grounds_a_later_tool_call()
     assert any("customer message #0" in s for s in call.sources)
 
 
+async def test_kept_evidence_grounds_only_its_own_senders_calls_after_the_window_moved() -> None:
+    """In a group session the message holding alice's account number leaves the window and is
+    kept as evidence with its sender: it grounds her call, never bob's."""
+    BALANCE_CALLS.clear()
+    h, script = balance_harness()
+    await h.start()
+    await h.say("my balance please, account number 12345678", metadata={"customer_id": "alice"})
+    for i in range(CHATTER):
+        await h.say(f"by the way, nice weather today ({i})", metadata={"customer_id": "bob"})
+    loaded = await h.sessions.load("s1")
+    assert loaded is not None
+    assert all("12345678" not in (e.text or "") for e in loaded.events)  # left the window
+    script["Balance"][:] = [
+        advance(step_number(BALANCE[0], "wait"), step_number(BALANCE[0], "look"))
+    ]
+
+    bobs = await h.say("yes, show it now", metadata={"customer_id": "bob"})
+
+    assert BALANCE_CALLS == []
+    assert [c.status for c in bobs.trace.tool_calls] == ["ungrounded"]
+
+    await h.say("yes, show it now", metadata={"customer_id": "alice"})
+
+    assert BALANCE_CALLS == ["12345678"]
+
+
 async def test_without_kept_evidence_the_early_value_would_be_asked_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

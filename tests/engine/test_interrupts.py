@@ -12,7 +12,8 @@ from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
-from engine.session import SessionState
+from engine.ports import ToolContext
+from engine.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan, resolve_pick
 from engine.tool_spec import ToolKind, ToolSpec
@@ -403,3 +404,100 @@ def test_a_pick_may_be_said_with_courtesy_words_or_by_position(
         for i, label in enumerate(("small", "medium", "large"), start=1)
     ]
     assert resolve_pick(options, None, said) == picked
+
+
+async def test_a_form_result_is_its_senders_even_when_another_sender_writes_after_it() -> None:
+    """In a group session, the result of a form shown to one person arrives in the same turn
+    as another person's message: its values are the person's who was asked, never evidence
+    for the other's calls (the turn answers the last writer)."""
+    journey = MOVE_AND_SAVE[0]
+    form, save = step_number(journey, "form"), step_number(journey, "save")
+    h, _ = form_harness({"Change address": [advance(form), advance(save)]})
+    await h.start()
+    asked = await h.say("I moved to a new place", metadata={"customer_id": "alice"})
+    call_id = asked.state.pending_interrupt.call_id
+    result = {"customer_id": "alice", "resume": {"street": "Main St 1"}, "call_id": call_id}
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="form", text="", metadata=result),
+            InboundMessage(event_id="b1", text="hello all", metadata={"customer_id": "bob"}),
+        ],
+    )
+
+    [street] = [c for c in out.state.collected if c.name == "street"]
+    assert street.sender == "alice"
+    assert SAVED == []  # never saved as bob's call on alice's form
+    record = next(c for c in out.trace.tool_calls if c.tool == "save_address")
+    assert record.status == "ungrounded"
+
+    mine = await h.say("thanks", metadata={"customer_id": "alice"})
+
+    assert SAVED == ["Main St 1"]  # alice's own result grounds alice's call
+    assert mine.state.journey_paths["move"][-1] == "thanks"
+
+
+STATEMENTS: list[str | None] = []
+
+
+@tool(description="open the sign-in form", kind=ToolKind.INTERRUPTER)
+def sign_in_form() -> ToolResult:
+    return ToolResult(view={"type": "link", "url": "https://example.test/sso"})
+
+
+@tool(description="send the account statement")
+def send_statement(context: ToolContext) -> ToolResult:
+    STATEMENTS.append(context.sender_id)
+    return ToolResult(data={"sent": True})
+
+
+SIGN_IN = chain_journey(
+    "login", "Login", "The customer wants to log in", [("sso", "tool:sign_in_form")]
+)
+STATEMENT = chain_journey(
+    "statement",
+    "Statement",
+    "The customer wants a statement",
+    [("send", "tool:send_statement"), ("done", "Say the statement is on its way")],
+    requires=["login"],
+)
+
+
+async def test_a_login_completed_by_a_form_counts_for_its_sender_not_the_last_writer() -> None:
+    """A group's sign-in form, shown to alice, completes in a turn where bob writes after the
+    result: the login is alice's, so bob gets no statement (a prerequisite counts only for
+    the sender who completed it)."""
+    STATEMENTS.clear()
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"statement": lambda m: "statement" in m}))
+    sso, send = step_number(SIGN_IN[0], "sso"), step_number(STATEMENT[0], "send")
+    llm.on(
+        JourneyNodeSelection, per_journey({"Login": [advance(sso)], "Statement": [advance(send)]})
+    )
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(
+        journeys=[SIGN_IN, STATEMENT], tools=[spec_of(sign_in_form), spec_of(send_statement)]
+    )
+    tools = InProcessDispatcher(ToolRegistry([sign_in_form, send_statement]))
+    h = Harness(agent, llm, tools=tools, index=False)
+    await h.start()
+    asked = await h.say("I want my statement", metadata={"customer_id": "alice"})
+    assert asked.state.pending_interrupt.sender == "alice"
+    call_id = asked.state.pending_interrupt.call_id
+    result = {"customer_id": "alice", "resume": {"user": "alice"}, "call_id": call_id}
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="form", text="", metadata=result),
+            InboundMessage(event_id="b1", text="hi all", metadata={"customer_id": "bob"}),
+        ],
+    )
+
+    assert out.state.completed_by["login"] == ("alice",)
+    assert None not in STATEMENTS and "bob" not in STATEMENTS
+
+    await h.say("my statement please", metadata={"customer_id": "alice"})
+
+    assert STATEMENTS == ["alice"]  # alice's login is hers

@@ -272,3 +272,31 @@ def test_asking_to_try_again_is_read_from_the_customers_words() -> None:
 
     assert all(asks_to_try_again(InboundMessage(event_id="m", text=t)) for t in asks)
     assert not any(asks_to_try_again(InboundMessage(event_id="m", text=t)) for t in not_asks)
+
+
+async def test_another_sender_can_neither_retry_nor_confirm_the_retry_of_a_failed_step() -> None:
+    """In a group session alice's order failed. Bob asks to try again (a hostile plan reuses
+    alice's item): the retry is not his to run on her words; and when alice asks for it, only
+    her yes runs it."""
+    OUTCOMES[:] = ["fail"]
+    PLACED.clear()
+    h, _ = order_harness()
+    await h.start()
+    alice, bob = {"customer_id": "alice"}, {"customer_id": "bob"}
+    failed = await h.say("I want to order a pizza", metadata=alice)
+    assert failed.state.failed_steps == {"order": "place"}
+    OUTCOMES[:] = []
+
+    bobs = await h.say("please try again", metadata=bob)
+
+    assert PLACED == []
+    assert [c.status for c in bobs.trace.tool_calls] == ["ungrounded"]
+
+    asked = await h.say("try again please", metadata=alice)
+    assert asks_to_retry(asked.reply.text) and asked.state.pending_confirmation.sender == "alice"
+    await h.say("yes", metadata=bob)
+    assert PLACED == []
+
+    await h.say("try again please", metadata=alice)
+    await h.say("yes", metadata=alice)
+    assert PLACED == ["pizza"]

@@ -171,6 +171,26 @@ async def test_only_the_sender_who_was_asked_can_confirm() -> None:
     assert SENT == []
 
 
+async def test_a_yes_in_a_burst_confirms_only_for_its_sender_whoever_writes_last() -> None:
+    """Alice was asked; her yes arrives in one turn with mallory's yes after it (the turn
+    answers mallory). The agreed call is alice's: it never runs as mallory's, on her words."""
+    h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
+    await h.start()
+    await h.say("send forty dollars to 1234324", metadata={"customer_id": "alice"})
+
+    out = await h.engine.handle(
+        "s1",
+        [
+            InboundMessage(event_id="a", text="yes", metadata={"customer_id": "alice"}),
+            InboundMessage(event_id="m", text="yes", metadata={"customer_id": "mallory"}),
+        ],
+    )
+
+    assert SENT == []
+    agreed = next(c for c in out.trace.tool_calls if c.arguments)  # alice's agreed call
+    assert agreed.status == "ungrounded"  # not in mallory's words
+
+
 async def test_confirm_always_asks_even_for_values_said_verbatim() -> None:
     h, _ = money_harness(plan("pay_bill", bill_id="B-77"))
     await h.start()

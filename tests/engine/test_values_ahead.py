@@ -7,6 +7,7 @@ import itertools
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,14 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
 from engine.matching.values_ahead import pass_satisfied_steps
 from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    InboundMessage,
+    SessionState,
+)
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool
@@ -28,6 +36,7 @@ from tests.engine.pipeline_kit import (
     advance,
     chain_journey,
     compose_echo,
+    last_customer_message,
     match_when,
     outputs_under_hash_seeds,
     per_journey,
@@ -328,6 +337,36 @@ async def test_a_value_ahead_given_in_words_is_confirmed_before_the_transfer() -
     assert [{"to": "7770001", "amount": Decimal("250")}] == SENT
 
 
+@pytest.mark.parametrize(
+    "burst",
+    [
+        # bob's destination first, alice's request last: the turn answers alice
+        [("bob", "send it to 7770001"), ("alice", "I want to transfer money: $250")],
+        # alice says everything, bob writes last: the turn answers bob
+        [("alice", "I want to transfer money: $250 to 7770001"), ("bob", "transfer money too")],
+    ],
+    ids=["other-wrote-first", "other-wrote-last"],
+)
+async def test_values_ahead_from_another_senders_words_never_reach_this_senders_transfer(
+    burst: list[tuple[str, str]],
+) -> None:
+    """One turn of a group holds two people's messages; the values the model reads ahead from
+    one person's words fill the journey, but the transfer runs only on values the turn's sender
+    gave: it is asked, never sent."""
+    h, _ = transfer_harness({"to_account_id": "7770001", "amount": "250"})
+    await h.start()
+    messages = [
+        InboundMessage(event_id=f"m{n}", text=text, metadata={"customer_id": sender})
+        for n, (sender, text) in enumerate(burst)
+    ]
+
+    out = await h.engine.handle("s1", messages)
+
+    assert SENT == []
+    record = next(c for c in out.trace.tool_calls if c.tool == "send_money")
+    assert record.status == "ungrounded"
+
+
 async def test_an_invented_amount_ahead_never_reaches_the_transfer() -> None:
     # Adversarial model: it claims an amount the customer never said.
     h, _ = transfer_harness({"to_account_id": "7770001", "amount": "900"})
@@ -472,6 +511,53 @@ async def test_an_invented_value_before_a_prerequisite_is_not_kept() -> None:
     assert SENT == []
     assert done.state.journey_paths["transfer"][-1] == "ask_amount"
     assert "Ask how much to transfer" in done.reply.text
+
+
+async def test_a_journey_another_sender_logged_in_for_never_acts_for_one_who_did_not() -> None:
+    """In a group session, alice logs in and her transfer (which requires the login) is under
+    way; bob, who never logged in, answers its steps with values of his own: the login counts
+    for alice alone, so the transfer's tool never runs on bob's turn."""
+    SENT.clear()
+    first = step_number(GATED[0], "ask_destination")
+    user = step_number(LOGIN[0], "ask_username")
+    bobs = {"to_account_id": "7770001", "amount": "250"}
+
+    def transfer_step(prompt: str) -> dict[str, Any]:
+        said_by_bob = "7770001" in last_customer_message(prompt)
+        return advance(first, collected=bobs if said_by_bob else None)
+
+    llm = ScriptedLLM()
+    llm.on(
+        GuidelineMatchBatch,
+        match_when({"transfer money": lambda m: "transfer" in m, "log in": False}),
+    )
+    llm.on(
+        JourneyNodeSelection,
+        per_journey(
+            {
+                "Money transfer": [transfer_step],
+                "Login": [{**advance(user, collected={"username": "seldo"}), "next_step": "NONE"}],
+            }
+        ),
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, send_money, journeys=[LOGIN, GATED])
+    await h.start()
+    await h.say("I want to transfer money", metadata={"customer_id": "alice"})
+    logged_in = await h.say("seldo", metadata={"customer_id": "alice"})
+    assert logged_in.state.completed_by["login"] == ("alice",)
+    assert logged_in.state.journey_paths["transfer"] == ("ask_destination",)
+
+    out = await h.say("$250 to 7770001", metadata={"customer_id": "bob"})
+
+    assert SENT == []
+    record = next(c for c in out.trace.tool_calls if c.tool == "send_money")
+    assert record.status == "prerequisite_not_met"
+    assert "needs Login first" in llm.calls_for(ComposedReply)[-1].prompt
+
+    await h.say("$250 to 7770001", metadata={"customer_id": "alice"})
+
+    assert [{"to": "7770001", "amount": Decimal("250")}] == SENT  # alice's login is hers
 
 
 ACCOUNT = chain_journey(
