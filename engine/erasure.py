@@ -8,15 +8,69 @@ marker at the same offset, so the conversation's order stays intact for the othe
 principal, their picks and the values journeys collected from their words (a value without a
 recorded sender is the opener's, like their messages), their evidence, a question put to them, where the
 conversation was last answered — goes.
+
+A message of theirs may still be queued when they are erased (the webhook accepted it, the worker
+has not run it yet). So that it is not written back, the erasure records when it happened under a
+digest of the person (`person_digest`: no id is stored): in a group session's state
+(`SessionState.erased_senders`), and in a tombstone beside the deleted sessions of their own that
+a session created afresh copies; a turn drops the messages they wrote before it
+(`written_before_erasure`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Protocol
 
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
 
 ERASED = "erased"  # the customer of a group session whose opener was erased
+# How long an erasure is remembered (a group state's `erased_senders` entry, the tombstone of
+# their own sessions): longer than a message can wait to be run — 4 days on the turn queue, 14
+# in its dead-letter queue, and the time it takes someone to redrive it.
+ERASURE_TOMBSTONE_DAYS = 30
+
+
+def person_digest(channel: str, person: str) -> str:
+    """Who was erased, as stored: a digest of `(channel, person)`, never their id."""
+    return hashlib.sha256(f"{channel}\0{person}".encode()).hexdigest()[:32]
+
+
+class ErasureRecords(Protocol):
+    """Where erasures are remembered (a session store: `SessionStore.erased_at`)."""
+
+    async def erased_at(self, channel: str, customer_id: str) -> datetime | None: ...
+
+
+async def erasures_of(
+    records: ErasureRecords, channel: str, people: Iterable[str]
+) -> dict[str, datetime]:
+    """The `erased_senders` a session created afresh starts with: the erasures of `people`
+    (their sessions were deleted whole, perhaps with messages of theirs still queued)."""
+    erased: dict[str, datetime] = {}
+    for person in sorted(set(people)):
+        erased_at = await records.erased_at(channel, person)
+        if erased_at is not None:
+            erased[person_digest(channel, person)] = erased_at
+    return erased
+
+
+def written_before_erasure(
+    message: InboundMessage, session: SessionState, erased: Mapping[str, datetime] | None = None
+) -> bool:
+    """Whether `message` was written by someone erased after it was received (it waited on the
+    queue through their erasure): it is dropped, never answered. Its sender is the channel's
+    (else the session's customer); `erased` defaults to the session's `erased_senders`."""
+    erased = session.erased_senders if erased is None else erased
+    sender = message.sender_id or session.customer_id
+    erased_at = erased.get(person_digest(session.channel, sender))
+    return (
+        erased_at is not None
+        and message.received_at is not None
+        and (message.received_at <= erased_at)
+    )
 
 
 def sender_of(event: Event) -> str | None:
@@ -80,9 +134,12 @@ def erased_copy(event: Event) -> Event:
     return event.model_copy(update={"text": None, "data": {"erased": True}})
 
 
-def without_person(state: SessionState, person: str, opener: bool) -> SessionState:
+def without_person(
+    state: SessionState, person: str, opener: bool, erased_at: datetime
+) -> SessionState:
     """The session's state with nothing left of `person` (and, when they opened a group the
-    others stay in, its customer renamed `ERASED`)."""
+    others stay in, its customer renamed `ERASED`), their digest recorded as erased at
+    `erased_at` (the erasure's time: their messages still queued are dropped)."""
 
     def theirs(event: Event) -> bool:
         return is_theirs(event, person, opener) or str(event.data.get("sender") or "") == person
@@ -116,8 +173,21 @@ def without_person(state: SessionState, person: str, opener: bool) -> SessionSta
             "handoff": (
                 state.handoff.model_copy(update={"reply_to": None}) if state.handoff else None
             ),
+            "erased_senders": remember_erasure(
+                state.erased_senders, person_digest(state.channel, person), erased_at
+            ),
         }
     )
     if cleaned.customer_id == person:  # they opened the group: it stays the others'
         cleaned = cleaned.model_copy(update={"customer_id": ERASED})
     return cleaned
+
+
+def remember_erasure(
+    erased: Mapping[str, datetime], digest: str, erased_at: datetime
+) -> dict[str, datetime]:
+    """`erased` with `digest` erased at `erased_at`, less the erasures older than
+    `ERASURE_TOMBSTONE_DAYS` (no message of theirs can still be waiting)."""
+    oldest = erased_at - timedelta(days=ERASURE_TOMBSTONE_DAYS)
+    kept = {d: at for d, at in erased.items() if at > oldest and d != digest}
+    return {**kept, digest: erased_at}

@@ -14,13 +14,16 @@ import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from engine.clock import SystemClock
 from engine.erasure import (
+    ERASURE_TOMBSTONE_DAYS,
     erased_copy,
     is_theirs,
     others_wrote,
+    person_digest,
     sender_of,
     their_part,
     turns_that_may_quote,
@@ -34,7 +37,7 @@ from engine.history import (
     without_channel_payload,
 )
 from engine.ports import Clock, TurnCommit
-from engine.retention import Retention
+from engine.retention import DAY, Retention
 from engine.session import Event, EventKind, EventSource, SessionState
 from engine.session_index import SessionPage, SessionSummary, page_after, summarize_session
 from engine.store_rules import session_conflict, validate_commit
@@ -83,6 +86,8 @@ class InMemorySessionStore:
         self._retention = retention if retention is not None else Retention()
         self._sessions: dict[str, _Session] = {}
         self._summaries: dict[str, SessionSummary] = {}  # `engine.session_index`
+        # `person_digest` → when they were erased (a tombstone, as the state table keeps one)
+        self._erased: dict[str, _Stored] = {}
         self._lock = threading.Lock()
 
     # ---- reads
@@ -118,6 +123,16 @@ class InMemorySessionStore:
             if trace is None or not self._alive(trace):
                 return None
             return _copy_tree(trace.value)  # type: ignore[no-any-return]
+
+    async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
+        """When `(channel, customer_id)` was last erased, while that is remembered
+        (`engine.erasure.ERASURE_TOMBSTONE_DAYS`), else None."""
+        with self._lock:
+            tombstone = self._erased.get(person_digest(channel, customer_id))
+            if tombstone is None or not self._alive(tombstone):
+                return None
+            erased: datetime = tombstone.value
+            return erased
 
     # ---- writes
 
@@ -207,9 +222,14 @@ class InMemorySessionStore:
     async def erase_customer(self, channel: str, customer_id: str) -> InMemoryErasureReport:
         """Erase one person on one channel: a session that is theirs alone goes whole; in a
         group session their messages become erased markers, the traces of the turns from their
-        first message on go (their prompts quote the conversation), and the state forgets them (`engine.erasure`). Idempotent."""
+        first message on go (their prompts quote the conversation), and the state forgets them
+        (`engine.erasure`); a tombstone (`erased_at`) remembers when. Idempotent."""
         report = InMemoryErasureReport(channel, customer_id)
         with self._lock:
+            now = self._clock.now()
+            self._erased[person_digest(channel, customer_id)] = _Stored(
+                now, self._expiry(ERASURE_TOMBSTONE_DAYS * DAY)
+            )
             for session_id in sorted(self._sessions):
                 stored = self._live(session_id)
                 if stored is None or stored.meta.value.channel != channel:
@@ -229,13 +249,13 @@ class InMemorySessionStore:
                 report.message_ids += _message_ids(
                     [e for e in events if is_theirs(e, customer_id, owner)]
                 )
-                self._redact(stored, customer_id, owner)
+                self._redact(stored, customer_id, owner, now)
                 report.sessions_redacted.append(session_id)
         return report
 
     # ---- internals
 
-    def _redact(self, stored: _Session, person: str, opener: bool) -> None:
+    def _redact(self, stored: _Session, person: str, opener: bool, now: datetime) -> None:
         turns = turns_that_may_quote([item.value for item in stored.events], person, opener)
         part = {e.offset for e in their_part([i.value for i in stored.events], person, opener)}
         for item in stored.events:
@@ -245,7 +265,7 @@ class InMemorySessionStore:
         for turn in turns:
             stored.traces.pop(turn, None)
         meta: SessionState = stored.meta.value
-        cleaned = without_person(meta, person, opener)
+        cleaned = without_person(meta, person, opener, now)
         if cleaned != meta:
             stored.meta = _Stored(
                 cleaned.model_copy(update={"version": meta.version + 1}), stored.meta.expires_at

@@ -130,6 +130,12 @@ class SessionStore(Protocol):
         above `after`, in order; None for an unknown session. Never read by a turn."""
         ...
 
+    async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
+        """When `(channel, customer_id)` was last erased (while remembered,
+        `engine.erasure.ERASURE_TOMBSTONE_DAYS`), or None. Read only where a session is
+        created: it starts with their queued messages dropped (`SessionState.erased_senders`)."""
+        ...
+
 
 @runtime_checkable
 class VariableStore(Protocol):

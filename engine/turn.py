@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.erasure import written_before_erasure
 from engine.errors import AgentNotFound, SessionConflict
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
@@ -51,7 +52,14 @@ from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
 from engine.versioning import VersionChoice, choose_version, journeys_in_flight
 
-__all__ = ["EngineDeps", "TurnEngine", "TurnOutput", "TurnPipeline", "turn_id_for"]
+__all__ = [
+    "EngineDeps",
+    "TurnEngine",
+    "TurnOutput",
+    "TurnPipeline",
+    "dropped_turn",
+    "turn_id_for",
+]
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,8 @@ class TurnOutput:
     # This turn's secret masking, for the stored traces of the turns whose events it masked
     # (their prompts quote what the customer typed). Memory only, like the secrets it holds.
     scrub_earlier: Callable[[Any], Any] | None = None
+    # Messages not answered because their sender was erased after writing them (`engine.erasure`)
+    dropped: int = 0
 
 
 def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
@@ -251,10 +261,17 @@ class TurnEngine:
             # Unanswered messages, each once (a re-sent copy can share a batch with the original).
             seen: set[str] = set()
             fresh = []
+            dropped = 0
             for m in messages:
                 if m.event_id not in seen and not session.has_processed(m.event_id):
                     seen.add(m.event_id)
-                    fresh.append(m)
+                    # Queued when its sender was erased: never answered (`engine.erasure`).
+                    if session.erased_senders and written_before_erasure(m, session):
+                        dropped += 1
+                    else:
+                        fresh.append(m)
+            if not fresh and dropped:
+                return dropped_turn(session, turn_id, dropped)
             if not fresh or session.has_committed(turn_id):
                 return _replayed(await self._with_full_window(session), turn_id)
             in_flight_before = bool(journeys_in_flight(session))
@@ -268,6 +285,9 @@ class TurnEngine:
             output = await self.pipeline.run(
                 agent, session, fresh, turn_id=turn_id, index=index, version=version
             )
+            if dropped:
+                output.trace.notes.append(_dropped_note(dropped))
+                output = replace(output, dropped=dropped)
             commit = TurnCommit(
                 turn_id=turn_id,
                 expected_version=session.version,
@@ -338,6 +358,21 @@ def _announce(events: list[Event], reply: Event, notice: str) -> Event:
     announced = reply.model_copy(update={"text": f"{notice} {reply.text or ''}".strip()})
     events[events.index(reply)] = announced
     return announced
+
+
+def dropped_turn(session: SessionState, turn_id: str, dropped: int) -> TurnOutput:
+    """A turn whose every message was written by someone erased since: nothing is computed,
+    written or answered (the queue's record is simply acknowledged)."""
+    trace = TurnTrace(
+        turn_id=turn_id, session_id=session.id, agent_id=session.agent_id, agent_version=""
+    )
+    trace.notes.append(_dropped_note(dropped))
+    return TurnOutput(session, [], None, trace, dropped=dropped)
+
+
+def _dropped_note(dropped: int) -> str:
+    # No sender id: it is the erased person's.
+    return f"dropped {dropped} message(s) written before their sender was erased"
 
 
 def _replayed(session: SessionState, turn_id: str) -> TurnOutput:

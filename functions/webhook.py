@@ -2,7 +2,8 @@
 
 For every request: look the channel up, cap the body, let the channel verify it on the raw bytes
 and normalize it (`infra.channels`), then for each message: claim its event id in the inbox
-(atomic, 8+ days, owned by this request), create the session if it is new, enqueue it on the SQS
+(atomic, 8+ days, owned by this request), create the session if it is new (carrying the
+erasure tombstone of its customer, `engine.erasure`), enqueue it on the SQS
 FIFO turn queue (group = session), mark the claim QUEUED, and acknowledge. The turn runs in the worker; the reply goes out through the
 platform's API, never in this response.
 
@@ -31,6 +32,7 @@ from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from engine.erasure import erasures_of
 from engine.inbox import ClaimOutcome
 from engine.session import SessionState
 from functions.http_entry import http_lambda_handler
@@ -194,6 +196,9 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
     # A person's reply in the handoff support channel belongs to a customer's session (the
     # worker finds it by the thread): it needs no session of its own.
     if session_id not in known and not is_support_message(message):
+        # If they were erased (their session deleted) while a message of theirs was queued, the
+        # new session remembers when: that message is dropped, this one is answered.
+        erased = await erasures_of(runtime.sessions, message.channel, [message.customer_id])
         await runtime.sessions.ensure(  # never reads the session back (no S3 read needed)
             SessionState(
                 id=session_id,
@@ -201,6 +206,7 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
                 customer_id=message.customer_id,
                 channel=message.channel,
                 metadata={"account_id": message.account_id},
+                erased_senders=erased,
             )
         )
         if len(known) >= _KNOWN_SESSIONS_MAX:

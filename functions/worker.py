@@ -39,6 +39,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from engine.erasure import erasures_of, written_before_erasure
 from engine.errors import WaypointError
 from engine.session import InboundMessage, SessionState
 from functions.worker_bursts import BatchPlan, Burst, MalformedQueueMessage, plan_bursts
@@ -128,6 +129,8 @@ class TurnWorker:
         self._record_turn(burst, output, (time.perf_counter() - started) * 1000)
         if channel is None:
             return  # e.g. "api": the management API's clients read the session's events
+        if output.dropped and not output.new_events:
+            return  # written by someone erased since: nothing to answer (engine.erasure)
         for pending in replies_for(output.state, burst.requests):
             await self.delivery.deliver(channel, burst.session_id, pending)
         await to_support_thread(self.runtime, output)
@@ -159,12 +162,27 @@ class TurnWorker:
             # The webhook creates sessions; one missing here was lost or deleted: recreate it.
             if await self.runtime.sessions.load(burst.session_id) is not None:
                 raise
-            await self.runtime.sessions.create(_new_session(burst.requests[0]))
+            session = await _new_session(self.runtime, burst.requests[0], messages)
+            if all(written_before_erasure(m, session) for m in messages):
+                # Deleted by their erasure with these still queued: nothing is recreated.
+                from engine.turn import dropped_turn, turn_id_for
+
+                turn_id = turn_id_for(burst.session_id, messages)
+                return dropped_turn(session, turn_id, len(messages))
+            await self.runtime.sessions.create(session)
             return await engine.handle(burst.session_id, messages)
 
     def _record_turn(self, burst: Burst, output: TurnOutput, latency_ms: float) -> None:
         trace = output.trace
         tool_errors = sum(1 for call in trace.tool_calls if call.status == "error")
+        if output.dropped:  # how many, never whose (they were erased)
+            metrics.add_metric(name="MessagesDropped", unit=MetricUnit.Count, value=output.dropped)
+            if not output.new_events:
+                logger.info(
+                    "turn dropped: its messages were written before their sender was erased",
+                    extra={"session_id": burst.session_id, "messages": output.dropped},
+                )
+                return
         logger.info(
             "turn replayed" if output.replayed else "turn committed",
             extra={
@@ -189,13 +207,20 @@ class TurnWorker:
         metrics.add_metric(name="ToolErrors", unit=MetricUnit.Count, value=tool_errors)
 
 
-def _new_session(queued: QueuedMessage) -> SessionState:
+async def _new_session(
+    runtime: Runtime, queued: QueuedMessage, messages: list[InboundMessage]
+) -> SessionState:
+    """The session to recreate for `queued`, remembering the erasures of the burst's senders
+    (a session deleted by an erasure: their messages still queued are dropped)."""
+    customer = queued.message.customer_id
+    senders = [customer, *(m.sender_id or customer for m in messages)]
     return SessionState(
         id=queued.session_id,
         agent_id=queued.agent_id,
-        customer_id=queued.message.customer_id,
+        customer_id=customer,
         channel=queued.message.channel,
         metadata={"account_id": queued.message.account_id},
+        erased_senders=await erasures_of(runtime.sessions, queued.message.channel, senders),
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -22,6 +23,7 @@ from engine.versioning import SessionPosition
 from infra.aws.clients import BUCKET_ENV
 from infra.aws.dynamo_session_items import ABSENT, SessionItems, new_people
 from infra.aws.dynamo_table import (
+    ERASED_SK,
     MAX_TRANSACTION_ITEMS,
     META,
     Item,
@@ -32,6 +34,7 @@ from infra.aws.dynamo_table import (
     _reason_codes,
     _s,
     _Table,
+    erasure_pk,
     event_sk,
     payload_sk,
     session_pk,
@@ -189,6 +192,14 @@ class DynamoSessionStore:
             return None
         trace: dict[str, Any] = json.loads(self._bodies.decode(item))
         return trace
+
+    async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
+        """When `(channel, customer_id)` was last erased: their tombstone (written by
+        `infra.aws.erasure`), while it lives; None otherwise. One GetItem."""
+        item = self._table.get(erasure_pk(channel, customer_id), ERASED_SK)
+        if item is None or self._expired(item):
+            return None
+        return datetime.fromisoformat(item["erased_at"]["S"])
 
     # ---- writes
 

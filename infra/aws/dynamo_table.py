@@ -17,6 +17,9 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     AGENT#{agent}#INFLIGHT#{shard} SESSION#{session}   a session with a journey in flight
                                                        (`infra.aws.in_flight`)
     CUSTOMER#{channel}#{customer}  SESSION#{session}   index: a session this person took part in
+    ERASED#{digest}                ERASED              tombstone of an erased person: `erased_at`,
+                                                       `expires_at` (TTL); the digest of
+                                                       (channel, customer), never their id
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
     VARS#{agent}#{customer}        VAR#{name}          one context variable value
@@ -35,6 +38,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from engine.erasure import person_digest
 from engine.errors import WaypointError
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 
@@ -80,6 +84,15 @@ def payload_sk(offset: int) -> str:
 def customer_pk(channel: str, customer_id: str) -> str:
     """The index partition of one person on one channel: the sessions they took part in."""
     return f"CUSTOMER#{_key_part(channel, 'channel')}#{customer_id}"
+
+
+ERASED_SK = "ERASED"
+
+
+def erasure_pk(channel: str, customer_id: str) -> str:
+    """The tombstone of one erased person on one channel, named by their digest
+    (`engine.erasure.person_digest`): the item outlives their data, so it holds no id."""
+    return f"ERASED#{person_digest(channel, customer_id)}"
 
 
 def _s(value: str) -> dict[str, str]:

@@ -22,6 +22,13 @@ when they first write in someone else's group session), so erasure needs no scan
   racing the erasure reloads instead of writing it back;
 - the index entries themselves.
 
+First of all, a tombstone `ERASED#{digest}` records when (`erased_at`; it expires after
+`ERASURE_TOMBSTONE_DAYS`): a message of theirs still on the turn queue must not be written back
+into a session created afresh (the webhook and the worker copy it into the new session's
+`erased_senders`), and a redacted group session records the same in its state. It goes first: a
+call cut short never leaves a deleted session without it; calling again moves it to that call's
+time (anything they wrote before the last call is dropped).
+
 A session may hold thousands of events and traces. Items are deleted 25 per BatchWriteItem
 (DynamoDB's limit), and what DynamoDB leaves unprocessed (throttling) is sent again with backoff.
 One call works for at most `time_budget` seconds (default 20: the management function times out
@@ -36,10 +43,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from engine.erasure import (
     ERASED,
+    ERASURE_TOMBSTONE_DAYS,
     erased_copy,
     is_erased,
     is_theirs,
@@ -50,9 +59,21 @@ from engine.erasure import (
 )
 from engine.errors import SessionConflict
 from engine.handoff import SUPPORT_THREAD
+from engine.retention import DAY
 from engine.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
-from infra.aws.dynamo_table import META, Item, customer_pk, payload_sk, session_pk
+from infra.aws.dynamo_table import (
+    ERASED_SK,
+    META,
+    Item,
+    _key,
+    _n,
+    _s,
+    customer_pk,
+    erasure_pk,
+    payload_sk,
+    session_pk,
+)
 from infra.aws.handoff_index import handoff_key, support_thread_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
@@ -118,6 +139,8 @@ class CustomerErasure:
         return report
 
     async def _erase(self, channel: str, customer_id: str, report: ErasureReport) -> None:
+        now = self._store._clock.now()
+        self._write_tombstone(channel, customer_id, now)
         index = list(
             self._table.query("pk = :pk", {":pk": {"S": customer_pk(channel, customer_id)}})
         )
@@ -132,9 +155,19 @@ class CustomerErasure:
                 self._delete_session(session_id, channel, meta, report)
                 report.sessions_deleted.append(session_id)
             else:
-                await self._redact_participant(session_id, channel, customer_id, report, owner)
+                await self._redact_participant(session_id, channel, customer_id, report, owner, now)
                 report.sessions_redacted.append(session_id)
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
+
+    def _write_tombstone(self, channel: str, customer_id: str, now: datetime) -> None:
+        """When they were erased, under their digest (`engine.erasure.person_digest`)."""
+        expires = int(now.timestamp()) + ERASURE_TOMBSTONE_DAYS * DAY
+        item = {
+            **_key(erasure_pk(channel, customer_id), ERASED_SK),
+            "erased_at": _s(now.isoformat()),
+            "expires_at": _n(expires),
+        }
+        self._table.ddb.put_item(TableName=self._table.name, Item=item)
 
     def _check_time(self) -> None:
         if self._clock() >= self._deadline:
@@ -189,7 +222,13 @@ class CustomerErasure:
     # ---- someone else's group session: only what is theirs
 
     async def _redact_participant(
-        self, session_id: str, channel: str, person: str, report: ErasureReport, opener: bool
+        self,
+        session_id: str,
+        channel: str,
+        person: str,
+        report: ErasureReport,
+        opener: bool,
+        now: datetime,
     ) -> None:
         pk = session_pk(session_id)
         items = list(
@@ -242,14 +281,16 @@ class CustomerErasure:
             if agent:
                 variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{person}"}})
                 self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
-        await self._forget_in_state(session_id, person, opener)
+        await self._forget_in_state(session_id, person, opener, now)
 
-    async def _forget_in_state(self, session_id: str, person: str, opener: bool) -> None:
+    async def _forget_in_state(
+        self, session_id: str, person: str, opener: bool, now: datetime
+    ) -> None:
         for _ in range(_CONFLICT_RETRIES):
             state = await self._store.load(session_id)
             if state is None:
                 return
-            cleaned = without_person(state, person, opener)
+            cleaned = without_person(state, person, opener, now)
             if cleaned == state:
                 return
             try:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.erasure import ERASED
+from engine.erasure import ERASED, ERASURE_TOMBSTONE_DAYS, person_digest
 from engine.retention import DAY, Retention
 from engine.session import Event, EventKind, EventSource, SessionState
 
@@ -69,6 +69,21 @@ class RetentionContract:
     @pytest.fixture
     def store_and_clock(self) -> tuple[Any, ManualClock]:
         raise NotImplementedError("provide a session store built with SHORT and a ManualClock")
+
+    @pytest.fixture
+    def erase_on(self) -> Callable[[Any], Erase]:
+        raise NotImplementedError("provide the customer erasure over a given session store")
+
+    async def test_an_erasure_is_remembered_for_its_tombstone_days_then_forgotten(
+        self, store_and_clock: Any, erase_on: Callable[[Any], Erase]
+    ) -> None:
+        store, clock = store_and_clock
+        erased_at = clock.now()
+        await erase_on(store)("telegram", "alice")
+        clock.advance(ERASURE_TOMBSTONE_DAYS * DAY - 60)
+        assert await store.erased_at("telegram", "alice") == erased_at
+        clock.advance(60)
+        assert await store.erased_at("telegram", "alice") is None
 
     async def test_a_trace_expires_after_its_ttl(self, store_and_clock: Any) -> None:
         store, clock = store_and_clock
@@ -269,6 +284,32 @@ class ErasureContract:
         state = await store.load("grp")
         assert state is not None and state.customer_id == ERASED
         assert [e.text for e in state.events] == [None, None, "bob here", "reply to g1"]
+
+    async def test_the_erasure_is_remembered_for_a_session_created_afresh(
+        self, store_and_erase: Any
+    ) -> None:
+        """Their own session is gone whole, a group keeps them in its state: either way, when
+        they were erased is kept (by digest) for a message of theirs still queued."""
+        store, erase = store_and_erase
+        await store.create(session("alice-1", "alice"))
+        await talk(store, "alice-1", "a0", "hi", "alice")
+        await store.create(session("grp", "bob"))
+        await talk(store, "grp", "g0", "bob here", "bob")
+        await talk(store, "grp", "g1", "alice here", "alice")
+        assert await store.erased_at("telegram", "alice") is None
+
+        await erase("telegram", "alice")
+
+        erased_at = await store.erased_at("telegram", "alice")
+        assert erased_at is not None
+        assert await store.erased_at("telegram", "bob") is None
+        assert await store.erased_at("sms", "alice") is None  # another channel: another person
+        group = await store.load("grp")
+        assert group is not None
+        assert group.erased_senders == {person_digest("telegram", "alice"): erased_at}
+        await erase("telegram", "alice")  # again: remembered from the last call
+        again = await store.erased_at("telegram", "alice")
+        assert again is not None and again >= erased_at
 
     async def test_erasing_twice_finds_nothing_more_and_other_channels_are_apart(
         self, store_and_erase: Any

@@ -4,11 +4,14 @@ and erasing anyone else keeps it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from engine.erasure import without_person
 from engine.session import CollectedValue, InboundMessage, SessionState
 from tests.engine.test_bounded_history import balance_harness
 
 ACCOUNT = "12345678"
+T_ERASED = datetime(2026, 2, 1, tzinfo=UTC)
 
 
 def said_by(sender: str, event_id: str, text: str) -> InboundMessage:
@@ -30,9 +33,9 @@ async def test_a_value_belongs_to_the_sender_whose_words_hold_it_not_the_last_wr
     [value] = [c for c in out.state.collected if c.name == "account"]
     assert value.value == ACCOUNT and value.sender == "alice"
 
-    without_alice = without_person(out.state, "alice", opener=False)
+    without_alice = without_person(out.state, "alice", opener=False, erased_at=T_ERASED)
     assert ACCOUNT not in repr(without_alice.collected)
-    without_bob = without_person(out.state, "bob", opener=False)
+    without_bob = without_person(out.state, "bob", opener=False, erased_at=T_ERASED)
     assert [c.value for c in without_bob.collected] == [ACCOUNT]
 
 
@@ -59,5 +62,5 @@ def test_a_value_stored_before_senders_were_recorded_goes_with_the_group_opener(
     state = SessionState(
         id="g", agent_id="bank", customer_id="alice", channel="slack", collected=(legacy,)
     )
-    assert without_person(state, "alice", opener=True).collected == ()
-    assert without_person(state, "bob", opener=False).collected == (legacy,)
+    assert without_person(state, "alice", opener=True, erased_at=T_ERASED).collected == ()
+    assert without_person(state, "bob", opener=False, erased_at=T_ERASED).collected == (legacy,)

@@ -338,7 +338,7 @@ async def test_erasing_a_participant_forgets_where_the_conversation_was_answered
     await commit(h, start_handoff(await h.sessions.load("s1"), "op1", NOW, by="lead", reason="x"))
     state = await h.sessions.load("s1")
     assert state.last_reply_to and state.handoff.reply_to
-    cleaned = without_person(state, "ann", opener=False)
+    cleaned = without_person(state, "ann", opener=False, erased_at=datetime(2026, 2, 1, tzinfo=UTC))
     assert cleaned.last_reply_to is None and cleaned.handoff.reply_to is None
     assert cleaned.mode is SessionMode.HUMAN  # the handoff itself stays for the others
 

@@ -91,12 +91,20 @@ class TestInMemoryRetention(RetentionContract):
         clock = ManualClock()
         return InMemorySessionStore(clock=clock, retention=SHORT), clock
 
+    @pytest.fixture
+    def erase_on(self) -> Any:
+        return lambda store: store.erase_customer
+
 
 class TestDynamoRetention(RetentionContract):
     @pytest.fixture
     def store_and_clock(self, local_stack: LocalStack) -> tuple[Any, ManualClock]:
         clock = ManualClock()
         return DynamoSessionStore(clock=clock, retention=SHORT), clock
+
+    @pytest.fixture
+    def erase_on(self) -> Any:
+        return lambda store: CustomerErasure(store).erase
 
 
 class TestInMemoryErasure(ErasureContract):
