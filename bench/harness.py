@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bench.fake_llm import BenchLLM
@@ -113,6 +114,9 @@ class _TimedSessions:
     async def events(self, session_id: str, *, after: int = -1, limit: int = 100) -> Any:
         # A replayed turn reads its window as committed (`TurnEngine._with_full_window`).
         return await self.inner.events(session_id, after=after, limit=limit)
+
+    async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
+        return await self.inner.erased_at(channel, customer_id)
 
 
 class _TimedAgents:
