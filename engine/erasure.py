@@ -3,11 +3,12 @@
 A session that is theirs alone is deleted whole (each store knows its items). In a group session
 their messages — and the agent's replies and tool calls of the turns that answered them, which
 quote their values (their login, their account, its balance) — are overwritten with an erased
-marker at the same offset, so the conversation's order stays intact for the others; the traces of every turn from their first message on go
-(their recorded prompts quote the conversation); and what the session's state holds about them — their
-principal, their picks and the values journeys collected from their words (a value without a
-recorded sender is the opener's, like their messages), their evidence, a question put to them, where the
-conversation was last answered — goes.
+marker at the same offset, so the conversation's order stays intact for the others; the traces
+of every turn from their first message on go (their recorded prompts quote the conversation);
+and what the session's state holds about them — their principal, their picks and the values
+journeys collected from their words (a value without a recorded sender is the opener's, like
+their messages), their evidence, a question put to them, where the conversation was last
+answered — goes.
 
 A message of theirs may still be queued when they are erased (the webhook accepted it, the worker
 has not run it yet). So that it is not written back, the erasure records when it happened under a
@@ -69,7 +70,7 @@ def written_before_erasure(
     return (
         erased_at is not None
         and message.received_at is not None
-        and (message.received_at <= erased_at)
+        and message.received_at <= erased_at
     )
 
 

@@ -15,11 +15,11 @@ when they first write in someone else's group session), so erasure needs no scan
   redacted like the next case, and its customer becomes `erased`;
 - in a group session they only took part in, their messages, and the agent's replies and tool
   events of the turns that answered them (with their channel payloads), are overwritten with an
-  erased marker (same offset: the conversation's order stays intact for the others), the traces of
-  every turn from their first message on are deleted (a turn's recorded prompts quote the
-  conversation, not only the turns that answered them), and what the session's state holds about them (their
-  principal, their picks, their evidence) is removed under the session's version, so a turn
-  racing the erasure reloads instead of writing it back;
+  erased marker (same offset: the conversation's order stays intact for the others), the
+  traces of every turn from their first message on are deleted (a turn's recorded prompts quote
+  the conversation, not only the turns that answered them), and what the session's state holds
+  about them (their principal, their picks, their evidence) is removed under the session's
+  version, so a turn racing the erasure reloads instead of writing it back;
 - the index entries themselves.
 
 First of all, a tombstone `ERASED#{digest}` records when (`erased_at`; it expires after
@@ -67,7 +67,6 @@ from infra.aws.dynamo_table import (
     META,
     Item,
     _key,
-    _n,
     _s,
     customer_pk,
     erasure_pk,
@@ -161,11 +160,10 @@ class CustomerErasure:
 
     def _write_tombstone(self, channel: str, customer_id: str, now: datetime) -> None:
         """When they were erased, under their digest (`engine.erasure.person_digest`)."""
-        expires = int(now.timestamp()) + ERASURE_TOMBSTONE_DAYS * DAY
         item = {
             **_key(erasure_pk(channel, customer_id), ERASED_SK),
             "erased_at": _s(now.isoformat()),
-            "expires_at": _n(expires),
+            **self._store._items.expiry(ERASURE_TOMBSTONE_DAYS * DAY),
         }
         self._table.ddb.put_item(TableName=self._table.name, Item=item)
 
@@ -242,26 +240,16 @@ class CustomerErasure:
         part = their_part(events, person, opener)  # their messages and the answers to them
         # What is found through their messages goes before the messages are overwritten: a
         # call that stops midway leaves them as they were, so the next call finds it all again.
-        # Only the traces that are there: a call that resumes does not delete them all again.
         turns = turns_that_may_quote(events, person, opener)
-        stored = self._table.query(
-            "pk = :pk AND begins_with(sk, :traces)",
-            {":pk": {"S": pk}, ":traces": {"S": "TRACE#"}},
-            projection="pk, sk",
-        )
-        self._delete_keys([t for t in stored if t["sk"]["S"][len("TRACE#") :] in turns], report)
+        traces = {f"TRACE#{t}" for t in turns}
+        self._delete_keys(self._stored_keys(pk, "TRACE#", traces), report)
         trace_keys = {f"sessions/{session_id}/traces/{t}.json.gz" for t in turns}
         self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
         # The channel payloads of the replies (a selector's options name their accounts).
-        offsets = {payload_sk(e.offset) for e in part}
-        payloads = self._table.query(
-            "pk = :pk AND begins_with(sk, :payloads)",
-            {":pk": {"S": pk}, ":payloads": {"S": "PAYLOAD#"}},
-            projection="pk, sk",
-        )
-        self._delete_keys([p for p in payloads if p["sk"]["S"] in offsets], report)
+        payloads = {payload_sk(e.offset) for e in part}
+        self._delete_keys(self._stored_keys(pk, "PAYLOAD#", payloads), report)
         for event in part:
             self._check_time()
             put = self._store._items.event_puts(session_id, [erased_copy(event)], rewrite=True)[0][
@@ -349,6 +337,18 @@ class CustomerErasure:
         raise _Interrupted(
             f"DynamoDB left {len(requests)} deletes unprocessed {_UNPROCESSED_ROUNDS} times"
         )
+
+    def _stored_keys(self, pk: str, prefix: str, wanted: Collection[str]) -> list[Item]:
+        """The keys of the items of partition `pk` whose sort key (starting with `prefix`) is
+        in `wanted`: only what is there, so a call that resumes deletes nothing twice."""
+        if not wanted:
+            return []
+        stored = self._table.query(
+            "pk = :pk AND begins_with(sk, :prefix)",
+            {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            projection="pk, sk",
+        )
+        return [k for k in stored if k["sk"]["S"] in wanted]
 
     def _existing(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Those of `keys` that name an item (BatchGetItem, 100 keys per call)."""
