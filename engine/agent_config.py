@@ -116,6 +116,8 @@ class AgentConfig(BaseModel):
     max_concurrent_llm_calls: int = 8
     llm_retry_budget: int = 4  # transient-failure retries allowed per turn, all calls together
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
+    # Where the agent's customers are: "tomorrow" and "next Friday" are read in this time zone.
+    timezone: str = "UTC"
 
     def model_for(self, purpose: LLMPurpose) -> str:
         return self.models.get(purpose, self.default_model)

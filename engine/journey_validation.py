@@ -93,6 +93,10 @@ def _step_problems(
                 f"{owner}: field '{field.name}' is an enum without choices; "
                 "list them (e.g. 'enum:checking|savings')"
             )
+        if field.pattern and field.type != "str":
+            yield f"{owner}: field '{field.name}' has a pattern, which only a str field takes"
+        if field.currency and field.type != "money":
+            yield f"{owner}: field '{field.name}' has a currency, which only a money field takes"
 
 
 def _collected_field_problems(journey: Journey) -> Iterator[str]:

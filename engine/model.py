@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 # Part of the authoring API as `engine.model.<name>` (the builder takes them, the docs name them),
 # so they stay importable from here too.
@@ -25,6 +26,7 @@ from engine.agent_config import CompositionMode as CompositionMode
 from engine.tool_spec import ToolKind as ToolKind
 from engine.tool_spec import ToolParameter as ToolParameter
 from engine.tool_spec import ToolSpec as ToolSpec
+from engine.values.types import ValueShape
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -148,11 +150,12 @@ class NodeKind(StrEnum):
     FORK = "fork"  # no action: only chooses between outgoing conditions
 
 
-FieldType = Literal["str", "int", "decimal", "bool", "date", "enum"]
+FieldType = Literal["str", "int", "decimal", "bool", "date", "datetime", "time", "money", "enum"]
 
 
 class CollectedField(BaseModel):
-    """A typed value a chat step collects from the customer, stored on the session once given."""
+    """A typed value a chat step collects from the customer, stored on the session once given
+    (the types are `engine.values.types`')."""
 
     model_config = _FROZEN
     name: str
@@ -166,6 +169,35 @@ class CollectedField(BaseModel):
     # A secret (a password): passed to the tool that needs it in the turn it is given, masked in
     # everything stored, returned by the API or shown to the model later (`engine.secrets`).
     secret: bool = False
+    # `money`: the currency of an amount the customer gives without naming one.
+    currency: str | None = None
+    # `str`: the shape of the whole value (an account id: `\d{7,12}`), a regular expression;
+    # the customer's words are read for exactly that shape.
+    pattern: str | None = None
+
+    @field_validator("currency")
+    @classmethod
+    def _currency_code(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z]{3}", value.strip()):
+            raise ValueError(f"{value!r} is not a currency code (three letters, e.g. USD)")
+        return None if value is None else value.strip().upper()
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
+    @property
+    def shape(self) -> ValueShape:
+        """What the field holds, as `engine.values` reads it."""
+        return ValueShape(
+            kind=self.type, choices=self.choices, pattern=self.pattern, currency=self.currency
+        )
 
 
 class JourneyNode(BaseModel):
@@ -386,6 +418,15 @@ class AgentSnapshot(BaseModel):
         for entity in (*payload["guidelines"], *payload["journeys"]):
             if entity.get("priority") == 0:
                 del entity["priority"]
+        for tool in payload["tools"]:
+            for parameter in tool["parameters"]:
+                _drop_defaults(parameter, _PARAMETER_FIELDS_ADDED_LATER)
+                if parameter.get("items") == "string":  # an array's items before items existed
+                    del parameter["items"]
+        for journey in payload["journeys"]:
+            for node in journey["nodes"]:
+                for fld in node["collects"]:
+                    _drop_defaults(fld, _FIELD_FIELDS_ADDED_LATER)
         config_defaults = AgentConfig.model_fields
         for name in _CONFIG_FIELDS_ADDED_LATER:
             default = config_defaults[name].get_default(call_default_factory=True)
@@ -404,7 +445,28 @@ class AgentSnapshot(BaseModel):
 
 
 # Config fields added after agents were published: hashed only when set to something else.
-_CONFIG_FIELDS_ADDED_LATER = ("unsupported_media_response", "handoff", "journey_min_similarity")
+_CONFIG_FIELDS_ADDED_LATER = (
+    "unsupported_media_response",
+    "handoff",
+    "journey_min_similarity",
+    "timezone",
+)
+# … and of tool parameters and collected fields, with the value that leaves them out.
+_PARAMETER_FIELDS_ADDED_LATER = {
+    "items": None,
+    "currency": None,
+    "pattern": None,
+    "source": None,
+    "derived": False,
+}
+_FIELD_FIELDS_ADDED_LATER = {"currency": None, "pattern": None}
+
+
+def _drop_defaults(item: dict[str, Any], added_later: dict[str, Any]) -> None:
+    for name, default in added_later.items():
+        if name in item and item[name] == default:
+            del item[name]
+
 
 JourneyNodeRef.model_rebuild()
 Guideline.model_rebuild()

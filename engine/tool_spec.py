@@ -6,21 +6,72 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from engine.values.types import ValueKind, ValueShape
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
-ParameterType = Literal["string", "integer", "number", "boolean", "array", "object"]
+# The types a parameter can have (`engine.values.types`); `array` is a list of `items`.
+ParameterType = Literal[
+    "string", "integer", "number", "boolean", "date", "datetime", "time", "money", "array"
+]
+ItemType = Literal["string", "integer", "number", "boolean", "date", "datetime", "time", "money"]
+# The Python and collected-field spellings an author may write for them.
+_TYPE_ALIASES = {
+    "str": "string",
+    "text": "string",
+    "int": "integer",
+    "decimal": "number",
+    "float": "number",
+    "bool": "boolean",
+    "list": "array",
+}
+_KINDS: dict[str, ValueKind] = {
+    "string": "str",
+    "integer": "int",
+    "number": "decimal",
+    "boolean": "bool",
+    "date": "date",
+    "datetime": "datetime",
+    "time": "time",
+    "money": "money",
+}
+_SOURCE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)?")
+
+
+def supported_types() -> str:
+    """The parameter types Waypoint reads, as an author writes them."""
+    return ", ".join([*get_args(ItemType), "a list of these (array with items)", "an enum"])
+
+
+def _type_name(value: Any, what: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    name = _TYPE_ALIASES.get(value.strip().lower(), value.strip().lower())
+    allowed = get_args(ParameterType) if what == "type" else get_args(ItemType)
+    if name not in allowed:
+        raise ValueError(
+            f"unsupported {what} {value!r}: Waypoint reads {supported_types()} — a value it "
+            "cannot read would reach the tool as text"
+        )
+    return name
 
 
 class ToolParameter(BaseModel):
+    """One parameter of a tool: its type (what the tool receives, see `engine.values.types`) and
+    where its value may come from (`engine.values.provenance`)."""
+
     model_config = _FROZEN
     name: str
     type: ParameterType = "string"
+    # The type of each item of an `array`.
+    items: ItemType | None = None
     description: str = ""
     enum: tuple[str, ...] = ()
     required: bool = True
@@ -30,6 +81,92 @@ class ToolParameter(BaseModel):
     composed: bool = False
     # A secret (a password): the tool receives it, nothing stored or shown to a model keeps it.
     secret: bool = False
+    # `money`: the currency of an amount the customer gives without naming one.
+    currency: str | None = None
+    # `string`: the shape of the whole value (an account id: `\d{7,12}`), a regular expression.
+    # The customer's words are read for exactly this shape; anything else is refused.
+    pattern: str | None = None
+    # The tool result this value comes from, `tool.field` ("lookup_account_id.account_id") or
+    # `tool` (its whole result): the latest successful result of that tool for this sender, for
+    # this request, grounds it. Checked by validation.
+    source: str | None = None
+    # The model may derive this value from the customer's words (a category for "keyboards", a
+    # converted unit): allowed on a harmless tool; on a consequential one it is confirmed.
+    derived: bool = False
+
+    @field_validator("currency")
+    @classmethod
+    def _currency_code(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Z]{3}", value.strip().upper()):
+            raise ValueError(f"{value!r} is not a currency code (three letters, e.g. USD)")
+        return None if value is None else value.strip().upper()
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _tool_dot_field(cls, value: str | None) -> str | None:
+        if value is not None and not _SOURCE.fullmatch(value.strip()):
+            raise ValueError(
+                f"source {value!r} must name a tool's result field ('tool.field'), or a tool "
+                "whose whole result is the value ('tool')"
+            )
+        return None if value is None else value.strip()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_types(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        try:
+            kind = _type_name(data.get("type", "string"), "type")
+            items = data.get("items")
+            items = None if items is None else _type_name(items, "items")
+        except ValueError as exc:
+            raise ValueError(f"parameter {data.get('name')!r}: {exc}") from None
+        # An array without `items` is a list of text (how lists were declared before).
+        if kind == "array" and items is None:
+            items = "string"
+        return {**data, "type": kind, "items": items}
+
+    @model_validator(mode="after")
+    def _items_only_for_arrays(self) -> ToolParameter:
+        if self.type != "array" and self.items is not None:
+            raise ValueError(f"items is only for an array, not for a {self.type}")
+        return self
+
+    @property
+    def kind(self) -> ValueKind:
+        """The value kind of this parameter (of each item, for an array)."""
+        if self.enum:
+            return "enum"
+        return _KINDS[self.items if self.type == "array" and self.items else self.type]
+
+    @property
+    def shape(self) -> ValueShape:
+        return ValueShape(
+            kind=self.kind,
+            choices=self.enum,
+            pattern=self.pattern,
+            currency=self.currency,
+            many=self.type == "array",
+        )
+
+    @property
+    def source_tool(self) -> tuple[str, str] | None:
+        """(tool, field) of a declared `source`."""
+        if self.source is None:
+            return None
+        tool, _, field = self.source.partition(".")
+        return tool, field
 
 
 class ToolKind(StrEnum):

@@ -6,6 +6,7 @@ Part of `engine.validation`; each problem names the tool to fix.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.agent_config import HANDOFF_TOOL
 from engine.model import AgentSnapshot
@@ -50,3 +51,45 @@ def composed_parameter_problems(snapshot: AgentSnapshot) -> Iterator[str]:
                 "the tool is consequential; a consequential tool runs only on values the "
                 "customer gave — remove composed or make the tool non-consequential"
             )
+
+
+def value_source_problems(snapshot: AgentSnapshot) -> Iterator[str]:
+    """Where parameters say their values come from (`engine.values.provenance`): a declared
+    `source` names another tool of the agent; a `pattern` is for text; a `currency` for money;
+    `derived` may not stand beside `composed`; the agent's time zone is one we know."""
+    known = {t.name: t for t in snapshot.tools}
+    for spec in snapshot.tools:
+        for p in spec.parameters:
+            where = f"tool '{spec.name}': parameter '{p.name}'"
+            if p.source_tool is not None:
+                tool, _ = p.source_tool
+                if tool == spec.name:
+                    yield (
+                        f"{where} takes its value from the tool's own result ({p.source}); a "
+                        "tool's earlier result is never the source of its next call — name the "
+                        "tool that looks the value up"
+                    )
+                elif tool not in known:
+                    yield (
+                        f"{where}: source '{p.source}' names no tool of this agent"
+                        f"{did_you_mean(tool, set(known))} {known_hint('tools', set(known))}"
+                    )
+                elif known[tool].consequential:
+                    yield (
+                        f"{where}: source '{p.source}' is a consequential tool's result; name "
+                        "the lookup that gives the value"
+                    )
+            if p.pattern and (p.kind not in ("str",)):
+                yield f"{where} has a pattern, which only text (type string) takes"
+            if p.currency and p.kind != "money":
+                yield f"{where} has a currency, which only money takes"
+            if p.derived and p.composed:
+                yield f"{where} is both derived and composed; a composed value is the model's own"
+    timezone = snapshot.config.timezone
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        yield (
+            f"config.timezone '{timezone}' is not a known time zone (write an IANA name such as "
+            "'Europe/Madrid' or 'America/New_York'); relative dates are counted in it"
+        )

@@ -5,28 +5,37 @@
 async def get_balance(context: ToolContext, account_id: str) -> ToolResult:
     return ToolResult(data={"balance": "1000.00"})
 ```
-Parameters are typed from the signature (str/int/float/Decimal/bool/list/dict, `Literal[...]` or an
-`Enum` for enums; a default makes a parameter optional). `Annotated[str, "description"]` documents
-a parameter. The decorated function keeps working as a function and carries its `ToolSpec`.
+Parameters are typed from the signature (`engine.values.types`: str, int, float, Decimal, bool,
+`datetime.date`, `datetime.datetime`, `datetime.time`, `engine.values.Money`, `Literal[...]` or an
+`Enum` for a choice, and a list of any of these; a default makes a parameter optional) — any other
+type is refused when the tool is decorated. `Annotated[str, "description"]` documents a
+parameter. The function receives exactly the types it declares. The decorated function keeps
+working as a function and carries its `ToolSpec`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 import enum
 import importlib
 import inspect
 import json
 import time
+import types
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from datetime import time as clock_time
 from decimal import Decimal
 from typing import Any, Literal, get_args, get_origin
 
-from engine.errors import InvalidAgentDefinition, WaypointError
+from engine.errors import InvalidAgentDefinition, ToolArgumentError, WaypointError
 from engine.ports import ToolCall, ToolContext, ToolOutcome
-from engine.tool_spec import ConfirmPolicy, ParameterType, ToolKind, ToolParameter, ToolSpec
+from engine.tool_spec import ConfirmPolicy, ToolKind, ToolParameter, ToolSpec
+from engine.values.money import Money
+from engine.values.types import coerce
 
 MAX_RESULT_CHARS = 20_000  # a huge result is cut before it reaches the LLM
 
@@ -59,46 +68,121 @@ class RegisteredTool:
     spec: ToolSpec
     fn: ToolFunction
 
+    def typed_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the function's own types (a call that crossed Step Functions holds
+        JSON: "2026-12-12" becomes a `date`, "40.00 USD" a `Money`, a choice its `Enum`
+        member). Raises ToolArgumentError naming an argument that does not read as its type."""
+        hints = typing.get_type_hints(self.fn, include_extras=True)
+        typed = dict(arguments)
+        for param in self.spec.parameters:
+            if param.name not in arguments or arguments[param.name] is None:
+                continue
+            try:
+                value = coerce(param.shape, arguments[param.name])
+                typed[param.name] = _converter(hints.get(param.name, str))(value)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ToolArgumentError(
+                    f"argument {param.name!r} of {self.spec.name}: {exc}"
+                ) from None
+        return typed
 
-_SIMPLE_TYPES: dict[Any, ParameterType] = {
+
+_SIMPLE_TYPES: dict[Any, str] = {
     str: "string",
     int: "integer",
     float: "number",
     Decimal: "number",
     bool: "boolean",
-    list: "array",
-    dict: "object",
+    datetime: "datetime",
+    date: "date",
+    clock_time: "time",
+    Money: "money",
 }
+_LISTS = (list, tuple, Sequence, collections.abc.Sequence)
 
 
-def _parameter(name: str, annotation: Any, default: Any) -> ToolParameter:
+class UnsupportedParameterType(InvalidAgentDefinition):
+    """A tool parameter whose Python type the engine cannot read a customer's value as."""
+
+
+def _unsupported(tool: str, name: str, annotation: Any) -> UnsupportedParameterType:
+    plain = type(annotation) is type
+    shown = annotation.__name__ if plain else str(annotation).replace("typing.", "")
+    return UnsupportedParameterType(
+        [
+            f"tool '{tool}': parameter '{name}' has type {shown}, which Waypoint cannot read a "
+            f"customer's value as; supported: str, int, float, Decimal, bool, datetime.date, "
+            "datetime.datetime, datetime.time, engine.values.Money, a Literal or an Enum, and "
+            "a list of one of these"
+        ]
+    )
+
+
+def _scalar(annotation: Any) -> tuple[str, tuple[str, ...]] | None:
+    """(type, enum choices) of a scalar annotation, or None when it is not one we read."""
+    if get_origin(annotation) is Literal:
+        return "string", tuple(str(a) for a in get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return "string", tuple(str(m.value) for m in annotation)
+    ptype = _SIMPLE_TYPES.get(annotation)
+    return (ptype, ()) if ptype is not None else None
+
+
+def _parameter(tool: str, name: str, annotation: Any, default: Any) -> ToolParameter:
     description = ""
     if get_origin(annotation) is typing.Annotated:
         annotation, *extras = get_args(annotation)
         description = next((e for e in extras if isinstance(e, str)), "")
+    declared = annotation
     optional = default is not inspect.Parameter.empty
-    if get_origin(annotation) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) != len(get_args(annotation)):
             optional = True
-        annotation = args[0] if len(args) == 1 else str
-    enum_values: tuple[str, ...] = ()
-    if get_origin(annotation) is Literal:
-        enum_values = tuple(str(a) for a in get_args(annotation))
-        ptype: ParameterType = "string"
-    elif isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        enum_values = tuple(str(m.value) for m in annotation)
-        ptype = "string"
-    else:
-        ptype = _SIMPLE_TYPES.get(get_origin(annotation) or annotation, "string")
+        if len(args) != 1:
+            raise _unsupported(tool, name, declared)
+        annotation = args[0]
+    items: str | None = None
+    scalar = _scalar(annotation)
+    if scalar is None and get_origin(annotation) in _LISTS:
+        inner = [a for a in get_args(annotation) if a is not Ellipsis]
+        item = _scalar(inner[0]) if len(inner) == 1 else None
+        if item is None:
+            raise _unsupported(tool, name, declared)
+        items, scalar = item[0], ("array", item[1])
+    if scalar is None:
+        raise _unsupported(tool, name, declared)
+    ptype, enum_values = scalar
     return ToolParameter(
         name=name,
         type=ptype,
+        items=items,
         description=description,
         enum=enum_values,
         required=not optional,
         default=None if default is inspect.Parameter.empty else default,
     )
+
+
+def _converter(annotation: Any) -> Callable[[Any], Any]:
+    """What turns an engine-typed value (Decimal, str of a choice, list) into the exact Python
+    type the function declares: a float for `float`, an Enum member for an `Enum`."""
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = args[0] if len(args) == 1 else annotation
+    if annotation is float:
+        return float
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        members = {str(m.value): m for m in annotation}
+        return lambda v: members[str(v)]
+    if get_origin(annotation) in _LISTS:
+        inner = [a for a in get_args(annotation) if a is not Ellipsis]
+        each = _converter(inner[0]) if inner else (lambda v: v)
+        build = tuple if get_origin(annotation) is tuple else list
+        return lambda v: build(each(x) for x in v)
+    return lambda v: v
 
 
 def tool(
@@ -113,6 +197,10 @@ def tool(
     fills: str | None = None,
     secret: Sequence[str] = (),
     timeout_seconds: float = 10.0,
+    currency: str | None = None,
+    sources: Mapping[str, str] | None = None,
+    derived: Sequence[str] = (),
+    patterns: Mapping[str, str] | None = None,
 ) -> Any:
     """Decorate a function as a tool. Its first parameter may be the `ToolContext`.
 
@@ -122,33 +210,51 @@ def tool(
     non-consequential tools; `fills` (a selector or interrupter) names the value the customer's
     pick is stored as — by default the tool's name without a `choose_`/`pick_`/`select_` prefix;
     `secret` names parameters whose values (a password) reach this tool and are masked
-    everywhere else (see `engine.secrets`)."""
+    everywhere else (see `engine.secrets`). Where values come from (`engine.values.provenance`):
+    `currency` is the currency of a `Money` amount the customer gives without one; `sources`
+    maps a parameter to the tool result it comes from (`{"account_id":
+    "lookup_account_id.account_id"}`); `derived` names parameters the model may work out from
+    the customer's words (confirmed on a consequential tool); `patterns` gives a text
+    parameter's shape as a regular expression (`{"to_account_id": r"\\d{7,10}"}`).
+
+    A parameter of a type the engine cannot read (a dict, an object, a union) is refused here,
+    naming the tool, the parameter and the supported types."""
 
     def wrap(f: ToolFunction) -> ToolFunction:
+        tool_name = name or f.__name__
         hints = typing.get_type_hints(f, include_extras=True)
         params = []
         for pname, p in inspect.signature(f).parameters.items():
             annotation = hints.get(pname, str)
             if annotation is ToolContext or pname == "context":
                 continue
-            param = _parameter(pname, annotation, p.default)
-            if pname in composed:
-                param = param.model_copy(update={"composed": True})
-            if pname in secret:
-                param = param.model_copy(update={"secret": True})
+            param = _parameter(tool_name, pname, annotation, p.default)
+            update: dict[str, Any] = {
+                "composed": pname in composed,
+                "secret": pname in secret,
+                "derived": pname in derived,
+                "source": (sources or {}).get(pname),
+                "pattern": (patterns or {}).get(pname),
+            }
+            if currency is not None and param.kind == "money":
+                update["currency"] = currency
+            param = ToolParameter.model_validate({**param.model_dump(), **update})
             params.append(param)
-        unknown = sorted(set(secret) - {p.name for p in params})
-        if unknown:
-            # A typo here would leave a password unmasked: refuse it instead.
-            raise InvalidAgentDefinition(
-                [
-                    f"tool {name or f.__name__!r}: secret names {', '.join(unknown)}, which "
-                    f"is not a parameter (parameters: {', '.join(p.name for p in params)})"
-                ]
-            )
+        named = {"secret": secret, "derived": derived}
+        named |= {"sources": list(sources or {}), "patterns": list(patterns or {})}
+        for option, names in named.items():
+            unknown = sorted(set(names) - {p.name for p in params})
+            if unknown:
+                # A typo here would leave a password unmasked or a value unchecked: refuse it.
+                raise InvalidAgentDefinition(
+                    [
+                        f"tool {tool_name!r}: {option} names {', '.join(unknown)}, which "
+                        f"is not a parameter (parameters: {', '.join(p.name for p in params)})"
+                    ]
+                )
         doc = inspect.getdoc(f) or ""
         spec = ToolSpec(
-            name=name or f.__name__,
+            name=tool_name,
             description=description or doc.split("\n\n")[0],
             parameters=tuple(params),
             kind=ToolKind(kind),
@@ -198,11 +304,14 @@ class ToolRegistry:
         started = time.perf_counter()
         ctx = ToolContextWithKey(**vars(context), idempotency_key=call.idempotency_key)
         try:
+            arguments = registered.typed_arguments(call.arguments)
             result = await asyncio.wait_for(
-                _call(registered.fn, ctx, call.arguments), timeout=registered.spec.timeout_seconds
+                _call(registered.fn, ctx, arguments), timeout=registered.spec.timeout_seconds
             )
         except TimeoutError:
             result = ToolResult(error=f"timed out after {registered.spec.timeout_seconds:g}s")
+        except ToolArgumentError as exc:  # never reaches the tool as text
+            result = ToolResult(error=str(exc))
         except Exception as exc:  # the seed's rule: a failing tool never crashes the turn
             result = ToolResult(error=f"{type(exc).__name__}: {exc}")
         return outcome_of(call, result, (time.perf_counter() - started) * 1000)

@@ -30,7 +30,11 @@ from engine.relationship_validation import (
     priority_cycles,
     relationship_problems,
 )
-from engine.tool_validation import composed_parameter_problems, tool_problems
+from engine.tool_validation import (
+    composed_parameter_problems,
+    tool_problems,
+    value_source_problems,
+)
 from engine.versioning import migration_problems
 
 Check = Callable[[AgentSnapshot], Iterable[str]]
@@ -107,6 +111,7 @@ _CHECKS: tuple[Check, ...] = (
     _duplicate_ids,
     tool_problems,
     composed_parameter_problems,
+    value_source_problems,
     guideline_problems,
     journey_problems,
     relationship_problems,

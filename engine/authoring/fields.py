@@ -3,12 +3,13 @@
     collects={"username": "str", "amount": "decimal>0", "account": "enum:checking|savings",
               "count": "int>=1<=10", "note": "str?", "password": "secret"}
 
-Shorthand grammar: a type (`str`, `int`, `decimal`, `bool`, `date`), then optional bounds for
-numbers (`>x` exclusive, `>=x`, `<=x`), then an optional `?` for "not required"; or
+Shorthand grammar: a type (`str`, `int`, `decimal`, `bool`, `date`, `datetime`, `time`, `money`
+with an optional currency: `money:USD`), then optional bounds for numbers and amounts (`>x`
+exclusive, `>=x`, `<=x`), then an optional `?` for "not required"; or
 `enum:choice|choice|…` with an optional trailing `?`; or `secret` (a `str` the engine never
 stores nor shows, see `engine.secrets`), optionally `secret?`. Anything else (a description, a
-secret of another type) is written as a mapping: `{"type": "str", "description": "…"}`,
-`{"type": "int", "secret": True}`.
+secret of another type, a text of a given shape) is written as a mapping: `{"type": "str",
+"description": "…"}`, `{"type": "int", "secret": True}`, `{"type": "str", "pattern": "\\d{7,10}"}`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from engine.model import CollectedField, FieldType
 FieldSpec = str | Mapping[str, Any]
 FieldsSpec = Mapping[str, FieldSpec] | Sequence[CollectedField | Mapping[str, Any]]
 
-_NUMERIC = ("int", "decimal")
+_NUMERIC = ("int", "decimal", "money")
 _SCALAR = re.compile(
-    r"^(?P<type>str|int|decimal|bool|date)"
+    r"^(?P<type>str|int|decimal|bool|datetime|date|time|money)"
+    r"(?::(?P<currency>[A-Za-z]{3}))?"
     r"(?P<bounds>(?:(?:>=|<=|>)-?\d+(?:\.\d+)?)*)"
     r"(?P<optional>\?)?$"
 )
@@ -71,9 +73,18 @@ def parse_field_shorthand(name: str, spec: str) -> CollectedField:
             raise _shorthand_error(name, spec, f"the bound '{operator}' is given twice")
         bounds[key] = float(number)
     if bounds and scalar["type"] not in _NUMERIC:
-        raise _shorthand_error(name, spec, "only int and decimal fields take bounds")
+        raise _shorthand_error(name, spec, "only int, decimal and money fields take bounds")
+    if scalar["currency"] and scalar["type"] != "money":
+        raise _shorthand_error(name, spec, "only a money field takes a currency ('money:USD')")
+    currency = {"currency": scalar["currency"].upper()} if scalar["currency"] else {}
     return CollectedField.model_validate(
-        {"name": name, "type": scalar["type"], "required": not scalar["optional"], **bounds}
+        {
+            "name": name,
+            "type": scalar["type"],
+            "required": not scalar["optional"],
+            **bounds,
+            **currency,
+        }
     )
 
 
@@ -97,7 +108,7 @@ def field_shorthand(field: CollectedField) -> str | None:
             and (field.gt, field.ge, field.le) == (None, None, None)
         )
         return f"enum:{'|'.join(field.choices)}{optional}" if expressible else None
-    if field.choices:
+    if field.choices or field.pattern:
         return None
     bounds = [
         f"{operator}{_number(value)}"
@@ -106,7 +117,8 @@ def field_shorthand(field: CollectedField) -> str | None:
     ]
     if bounds and field.type not in _NUMERIC:
         return None
-    return f"{field.type}{''.join(bounds)}{optional}"
+    currency = f":{field.currency}" if field.currency else ""
+    return f"{field.type}{currency}{''.join(bounds)}{optional}"
 
 
 def _named_field(name: str, spec: FieldSpec) -> CollectedField:

@@ -17,7 +17,20 @@ from engine.tool_spec import ToolParameter, ToolSpec
 
 # Compared between a document's declaration and the registry's, in this order.
 _SPEC_FIELDS = ("description", "kind", "consequential", "confirm", "fills", "timeout_seconds")
-_PARAMETER_FIELDS = ("type", "description", "enum", "required", "default", "composed", "secret")
+_PARAMETER_FIELDS = (
+    "type",
+    "items",
+    "description",
+    "enum",
+    "required",
+    "default",
+    "composed",
+    "secret",
+    "currency",
+    "pattern",
+    "source",
+    "derived",
+)
 
 
 @dataclass

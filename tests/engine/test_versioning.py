@@ -37,7 +37,7 @@ from tests.engine.agent_versions import (
 from tests.hostile.adversary import HostileLLM
 
 SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
-DONE = "Done! I transferred $500 to account 1234324. Your new balance is $500.00."
+DONE = "Done! I transferred 500.00 USD to account 1234324. Your new balance is $500.00."
 
 
 class Conversation:
@@ -282,7 +282,20 @@ def test_an_agent_without_migrations_keeps_its_content_version() -> None:
     agent as it was before them (max_tool_iterations 3) keeps the version it was published as."""
     data: dict[str, Any] = load().model_dump(exclude={"migrations"})
     data["config"]["max_tool_iterations"] = 3  # the example's changes since: this,
-    data["terms"] = []  # and its glossary
+    data["terms"] = []  # its glossary,
+    for tool in data["tools"]:  # and typed, sourced values (money, an account id's shape)
+        for parameter in tool["parameters"]:
+            parameter.update(source=None, pattern=None, currency=None)
+            if parameter["type"] == "money":
+                parameter["type"] = "number"
+    for journey in data["journeys"]:
+        for node in journey["nodes"]:
+            for fld in node["collects"]:
+                fld.update(pattern=None, currency=None)
+                if fld["type"] == "money":
+                    fld["type"] = "decimal"
+    for canned in data["canned_responses"]:
+        canned["template"] = canned["template"].replace("{{amount}}", "${{amount}}")
     assert AgentSnapshot.model_validate(data).content_hash() == "d4c12308273785bc"
 
 
