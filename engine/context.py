@@ -15,6 +15,7 @@ from engine.history import HISTORY_LIMIT  # most recent events shown to the LLM
 from engine.model import AgentSnapshot, Term
 from engine.ports import ToolOutcome
 from engine.session import Event, EventKind, EventSource, SessionState
+from engine.values.reading import ReadingContext, reading_context
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,12 @@ class TurnContext:
         return TurnContext(
             self.agent, self.session, self.history, self.variables, self.terms, tuple(results)
         )
+
+    @property
+    def reading(self) -> ReadingContext:
+        """How this turn reads the customer's values: its today in the agent's time zone."""
+        now = self.history[-1].created_at if self.history else None
+        return reading_context(self.agent.config.timezone, now)
 
     @property
     def last_customer_text(self) -> str:

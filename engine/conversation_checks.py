@@ -19,6 +19,8 @@ from engine.ports import SchematicLLM
 from engine.session import Event, EventKind, EventSource
 from engine.trace import ToolCallRecord
 from engine.turn import TurnOutput
+from engine.values.grounding import same_value as same_typed
+from engine.values.money import parse_money_text
 
 # A call the gate let through to the dispatcher; "awaiting_confirmation" and the like were not run.
 DISPATCHED = frozenset({"ok", "error", "interrupted"})
@@ -126,9 +128,17 @@ def _call_meets(call: ToolCallRecord, wanted: ToolCallExpectation) -> bool:
 
 def same_value(seen: Any, expected: Any) -> bool:
     """Equal, or equal as text: a YAML `500` meets an argument the tool received as "500" or
-    Decimal("500"), and "500.00" meets 500 (numbers compare as numbers)."""
-    if seen == expected:
+    Decimal("500"), and "500.00" meets 500 (numbers compare as numbers); an amount of money
+    ("500.00 USD") meets its number (500) and its own writing ("500 USD"); dates and times meet
+    their writing ("15:00")."""
+    if seen == expected or same_typed(seen, expected):
         return True
+    money = parse_money_text(str(seen))
+    if money is not None:
+        wanted = parse_money_text(str(expected))
+        if wanted is not None:
+            return money[1] == wanted[1] and money[0] == wanted[0]
+        seen = money[0]
     try:
         return float(str(seen)) == float(str(expected))
     except ValueError:

@@ -30,8 +30,8 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from engine.grounding import value_in_text
 from engine.session import CollectedValue, Event, EventKind, EventSource
+from engine.values.grounding import value_in_text
 
 # The most recent events the prompts show (`engine.context.render_history`). Defined here, not
 # in engine.context, so that the stores can import the window without the engine's ports.

@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.model import AgentSnapshot
 from engine.tool_spec import ToolSpec
+from engine.values.types import written
 
 MASK = "•••"
 
@@ -84,7 +85,7 @@ class TurnSecrets:
         return {
             k: MASK
             if (self.is_secret_parameter(spec, k) if spec else self.is_secret(k))
-            else self.scrub_text(str(v))
+            else self.scrub_text(written(v))
             for k, v in arguments.items()
         }
 

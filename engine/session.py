@@ -153,6 +153,12 @@ class CollectedValue(BaseModel):
     # A secret's clear value exists only in the turn that collected it; stored, it is masked and
     # no longer a value (a later tool that needs it asks again — see `engine.secrets`).
     secret: bool = False
+    # How the customer gave it (`engine.values.binding`): True when they said exactly this for
+    # this field — a consequential tool may run on it; False when it was worked out or chosen
+    # among several — shown and confirmed first. None: stored before answers were bound, and
+    # treated as worked out.
+    bound: bool | None = None
+    evidence: str = ""  # where it was read ("customer message #7: '40'")
 
 
 class SessionMode(StrEnum):
@@ -228,6 +234,14 @@ class SessionState(BaseModel):
     # journeys whose failed step's retry the customer was offered and did not take up: the step
     # is held (not run, not asked again) until they ask for it (`engine.stages.retry_offers`)
     retries_not_taken: tuple[str, ...] = ()
+    # journey id → a consequential tool step the journey reached when a turn's tool budget ran
+    # out: it runs only after the customer's yes to exactly that call, never on whatever they
+    # write next (`engine.stages.tools`)
+    confirm_steps: dict[str, str] = Field(default_factory=dict)
+    # journey id → the offset of the customer message that asked for its current run: a tool
+    # result from then on was produced for this request (a declared `source` grounds with it
+    # alone; an older one is a candidate the customer confirms)
+    run_started: dict[str, int] = Field(default_factory=dict)
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)

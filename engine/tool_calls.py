@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -21,14 +21,16 @@ from engine.context import TurnContext, render_context
 from engine.errors import ToolArgumentError
 from engine.ports import ToolOutcome
 from engine.tool_spec import ToolParameter, ToolSpec
+from engine.values.provenance import rules_text
+from engine.values.types import coerce
 
 
 class ToolArgument(BaseModel):
     name: str
     value: str = Field(
         description=(
-            "the value the customer or the known values gave, written in the form the "
-            "parameter declares (a listed choice, YYYY-MM-DD, a plain number)"
+            "the value, written in the form its parameter's type declares (a listed choice, "
+            "YYYY-MM-DD, a plain number, '40.00 USD', a JSON array for a list)"
         )
     )
 
@@ -50,43 +52,13 @@ class ToolCallPlan(BaseModel):
 
 
 def coerce_argument(param: ToolParameter, value: Any) -> Any:
-    """Convert a value to the parameter's type; raise ToolArgumentError naming what is wrong."""
-    if value is None:
-        raise ToolArgumentError(f"{param.name}: no value")
+    """The typed value of an argument (`engine.values.types`); raise ToolArgumentError naming
+    what is wrong — a value that does not read as its type never reaches the tool."""
     try:
-        if param.type == "string":
-            text = str(value).strip()
-            if param.enum:
-                match = next((e for e in param.enum if e.lower() == text.lower()), None)
-                if match is None:
-                    raise ToolArgumentError(
-                        f"{param.name}: {text!r} is not one of {', '.join(param.enum)}"
-                    )
-                return match
-            if not text:
-                raise ToolArgumentError(f"{param.name}: empty")
-            return text
-        if param.type == "integer":
-            return int(str(value).replace(",", "").strip())
-        if param.type == "number":
-            number = Decimal(str(value).replace(",", "").replace("$", "").strip())
-            return float(number) if not isinstance(value, Decimal) else number
-        if param.type == "boolean":
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in {"true", "yes", "y", "1"}:
-                return True
-            if text in {"false", "no", "n", "0"}:
-                return False
-            raise ToolArgumentError(f"{param.name}: {value!r} is not yes/no")
-        if param.type == "array":
-            return list(value) if isinstance(value, list | tuple) else json.loads(str(value))
-        if param.type == "object":
-            return dict(value) if isinstance(value, Mapping) else json.loads(str(value))
-    except (ValueError, InvalidOperation, json.JSONDecodeError) as exc:
-        raise ToolArgumentError(f"{param.name}: {value!r} is not a valid {param.type}") from exc
-    raise ToolArgumentError(f"{param.name}: unsupported type {param.type}")
+        return coerce(param.shape, value)
+    except ValueError as exc:
+        shown = value if isinstance(value, str | int | float | Decimal) else str(value)
+        raise ToolArgumentError(f"{param.name}: {shown!r} {exc}") from None
 
 
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,19 +86,31 @@ def known_values(
     results: Sequence[ToolOutcome],
 ) -> dict[str, Any]:
     """Values that can fill arguments by name: earlier tool data (flat dict keys), then context
-    variables, then collected values — later sources win, so the customer's words override."""
+    variables, then collected values — later sources win, so the customer's words override. A
+    tool's fields are also known as `tool.field`, for parameters that declare that source."""
     values: dict[str, Any] = {}
     for r in results:
         if isinstance(r.data, Mapping) and r.error is None:
-            values.update({k: v for k, v in r.data.items() if not isinstance(v, Mapping | list)})
+            flat = {k: v for k, v in r.data.items() if not isinstance(v, Mapping | list)}
+            values.update(flat)
+            values.update({f"{r.tool}.{k}": v for k, v in flat.items()})
+        elif r.error is None and r.data is not None and not isinstance(r.data, Mapping | list):
+            values[r.tool] = r.data
     values.update(variables)
     values.update(collected)
     return values
 
 
 def fill_arguments(spec: ToolSpec, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Arguments found by name, and the names of required parameters still missing."""
-    args = {p.name: values[p.name] for p in spec.parameters if values.get(p.name) not in (None, "")}
+    """Arguments found by name — a parameter that declares its source from that tool's latest
+    result first — and the names of required parameters still missing."""
+    args: dict[str, Any] = {}
+    for p in spec.parameters:
+        value = values.get(p.source) if p.source else None
+        if value in (None, ""):
+            value = values.get(p.name)
+        if value not in (None, ""):
+            args[p.name] = value
     missing = [p.name for p in spec.parameters if p.required and p.name not in args]
     return args, missing
 
@@ -141,14 +125,25 @@ def missing_argument_question(spec: ToolSpec, missing: Iterable[str]) -> str:
 
 
 def tool_signature(spec: ToolSpec) -> str:
+    """A tool as the model reads it: each parameter's type and the form a value of it is written
+    in, and where its value comes from when the author declared it."""
     params = []
     for p in spec.parameters:
+        kind = f"array of {p.items}" if p.type == "array" else p.type
         enum = f" one of {list(p.enum)}" if p.enum else ""
         req = "required" if p.required else "optional"
-        desc = f" — {p.description}" if p.description else ""
-        params.append(f"    - {p.name}: {p.type}{enum}, {req}{desc}")
+        notes = [p.description] if p.description else []
+        if not p.enum:
+            notes.append(f"written as {p.shape.describe()}")
+        if p.source:
+            notes.append(f"source: the result of {p.source}")
+        if p.derived:
+            notes.append("may be worked out from the customer's words")
+        desc = f" — {'; '.join(notes)}" if notes else ""
+        params.append(f"    - {p.name}: {kind}{enum}, {req}{desc}")
     body = "\n".join(params) if params else "    (no parameters)"
-    return f"- {spec.name}: {spec.description}\n{body}"
+    marker = " [consequential: it changes something for the customer]" if spec.consequential else ""
+    return f"- {spec.name}: {spec.description}{marker}\n{body}"
 
 
 _TOOL_GUIDANCE = """\
@@ -157,12 +152,9 @@ How to decide:
 the same arguments does not need the call again, unless the customer asks again (a fresh check, \
 a retry) or one of its inputs changed since.
 - One tool may be called several times with different arguments (two accounts: two calls).
-- For every argument ask: where may it come from (the conversation, the known values), did it \
-actually come from there, and would a guess hurt the customer? A required value nobody gave is \
-left out (the customer will be asked for it); never make one up.
 - Write each value in the form its parameter declares, not as typed: a listed choice by its \
-listed name ("keyboards" → "peripherals"), a date as YYYY-MM-DD worked out from today's date \
-("tomorrow"), an amount as a plain number ("100,000$" → 100000).
+listed name, a date as YYYY-MM-DD, an amount as a plain number with its currency code \
+("100,000$" → 100000.00 USD).
 - The latest value wins: "actually, 400" replaces the 300 said before.
 - The instructions in force below can shape an argument (a rule that converts an amount or \
 picks an account): apply them."""
@@ -183,7 +175,9 @@ def build_tool_call_prompt(
         + (f"\n    offered because: {reasons[s.name]}" if s.name in reasons else "")
         for s in specs
     )
-    known_text = json.dumps(dict(known), ensure_ascii=False, default=str, sort_keys=True)
+    # `tool.field` keys are for declared sources; the model reads each value once, by name
+    shown = {k: v for k, v in known.items() if "." not in k}
+    known_text = json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True)
     parts = [
         "You decide which tools a customer-service agent calls before it replies, and with "
         "which arguments.",
@@ -197,6 +191,7 @@ def build_tool_call_prompt(
     if instructions:
         parts.append("Instructions in force:\n" + "\n".join(f"- {i}" for i in instructions))
     parts.append(_TOOL_GUIDANCE)
+    parts.append(rules_text())
     parts.append(
         "Rules: answer with JSON only, the rationale first: "
         '{"rationale": "...", "calls": [{"tool": "...", "arguments": [{"name": "...", '
@@ -206,8 +201,10 @@ def build_tool_call_prompt(
 
 
 def _today(ctx: TurnContext) -> str:
-    """The date of the latest event: the reference point for "tomorrow" or "next Friday"."""
-    return ctx.history[-1].created_at.date().isoformat() if ctx.history else ""
+    """Today where the agent's customers are (its time zone): the date "tomorrow" or "next
+    Friday" is counted from — the same the engine counts from when it checks the value."""
+    today = ctx.reading.today
+    return today.isoformat() if today else ""
 
 
 def selector_options(outcome: ToolOutcome) -> list[dict[str, Any]]:

@@ -1,21 +1,22 @@
 """Collected values: what the customer gave for the fields a journey step collects, typed.
 
 The node selector's answer carries values in the customer's terms (`CollectedItem`);
-`coerce_collected` turns them into typed, validated values (numbers as `int` / `Decimal`, dates as
-ISO strings, enum choices in their canonical spelling) and says what it dropped and why.
+`coerce_collected` turns them into typed, validated values (`engine.values.types`: numbers as
+`int` / `Decimal`, dates as `date`, money as `Money`, enum choices in their canonical spelling)
+and says what it dropped and why.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from engine.model import CollectedField, Journey
+from engine.values.money import Money
+from engine.values.types import coerce
 
 
 class CollectedItem(BaseModel):
@@ -35,58 +36,16 @@ class CollectedItem(BaseModel):
 
 
 _NOT_GIVEN = frozenset({"", "null", "none", "n/a", "unknown"})
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
-_CURRENCY = "$€£¥"
-_TRUE = frozenset({"true", "yes", "y", "1"})
-_FALSE = frozenset({"false", "no", "n", "0"})
 
 
 def coerce_value(field: CollectedField, raw: str) -> Any:
-    """The typed value of `raw` for `field`; raises ValueError saying what is wrong."""
-    text = raw.strip()
-    if field.type == "str":
-        return text
-    if field.type in ("int", "decimal"):
-        number = _parse_number(text)
-        if field.type == "int":
-            if number != number.to_integral_value():
-                raise ValueError("must be a whole number")
-            number = Decimal(int(number))
-        _check_bounds(field, number)
-        return int(number) if field.type == "int" else number
-    if field.type == "bool":
-        if text.lower() in _TRUE:
-            return True
-        if text.lower() in _FALSE:
-            return False
-        raise ValueError("must be yes or no")
-    if field.type == "date":
-        try:
-            return date.fromisoformat(text).isoformat()
-        except ValueError:
-            raise ValueError("must be a date written YYYY-MM-DD") from None
-    if field.type == "enum":
-        for choice in field.choices:
-            if choice.lower() == text.lower():
-                return choice
-        raise ValueError(f"must be one of: {', '.join(field.choices)}")
-    raise ValueError(f"unsupported field type {field.type!r}")  # pragma: no cover
-
-
-def _parse_number(text: str) -> Decimal:
-    cleaned = text.strip(_CURRENCY + " ").replace(" ", "")
-    if "," in cleaned:
-        # "1,234.50" is a thousands separator; "1,5" could be 1.5 or 15 — refuse to guess
-        if not _THOUSANDS.fullmatch(cleaned):
-            raise ValueError("is not an unambiguous number")
-        cleaned = cleaned.replace(",", "")
-    try:
-        number = Decimal(cleaned)
-    except InvalidOperation:
-        raise ValueError("is not a number") from None
-    if not number.is_finite():
-        raise ValueError("is not a number")
-    return number
+    """The typed value of `raw` for `field` (`engine.values.types`), within its bounds; raises
+    ValueError saying what is wrong."""
+    value = coerce(field.shape, raw)
+    number = value.amount if isinstance(value, Money) else value
+    if isinstance(number, int | Decimal) and not isinstance(number, bool):
+        _check_bounds(field, Decimal(number))
+    return value
 
 
 def _check_bounds(field: CollectedField, number: Decimal) -> None:
@@ -109,7 +68,7 @@ def coerce_collected(
     """Validate the model's values against the fields of the given steps.
 
     Field names match case-insensitively, enum choices too (the canonical choice is kept);
-    numbers become `int` / `Decimal`, dates ISO strings. Values for unknown fields, for steps not
+    values are typed (`engine.values.types`). Values for unknown fields, for steps not
     in `node_ids`, or that fail validation are dropped with a note. A later item for the same
     field wins (a correction)."""
     values, _, notes = coerce_items(journey, items, node_ids)

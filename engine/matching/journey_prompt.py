@@ -190,6 +190,9 @@ _TYPE_TEXT = {
     "decimal": "number",
     "bool": "yes/no",
     "date": "date YYYY-MM-DD",
+    "time": "time HH:MM",
+    "datetime": "date and time YYYY-MM-DDTHH:MM",
+    "money": "amount of money",
 }
 
 
@@ -201,6 +204,10 @@ def _field_text(fld: CollectedField, collected: Mapping[str, Any]) -> str:
         if value is not None
     ]
     details = [kind + "".join(f" {b}" for b in bounds)]
+    if fld.currency:
+        details.append(f"in {fld.currency} unless the customer names another currency")
+    if fld.pattern:
+        details.append(f"shaped /{fld.pattern}/")
     if fld.description:
         details.append(fld.description)
     if not fld.required:

@@ -17,7 +17,6 @@ from typing import Any
 
 from engine.agent_config import LLMPurpose
 from engine.context import TurnContext
-from engine.grounding import CustomerMessage
 from engine.llm import TurnLLM
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
@@ -25,9 +24,11 @@ from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import build_node_views, current_run
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journey_walk import VerifiedStep
-from engine.matching.values_ahead import collect_values, pass_satisfied_steps
+from engine.matching.values_ahead import Words, collect_values, pass_satisfied_steps
 from engine.model import Journey
 from engine.session import EventKind, EventSource
+from engine.values.binding import Binding
+from engine.values.grounding import CustomerMessage
 
 __all__ = ["JourneyStepResult", "said_ahead_messages", "select_journey_step"]
 
@@ -51,6 +52,8 @@ class JourneyStepResult:
     said_at: dict[str, int] = field(default_factory=dict)
     # every value the model reported, kept or not: one refused or ignored may still be a secret
     reported: tuple[CollectedItem, ...] = ()
+    # field → how the customer gave it (`engine.values.binding`)
+    bindings: dict[str, Binding] = field(default_factory=dict)
 
 
 def messages_this_turn(ctx: TurnContext, *, sender: str | None = None) -> list[CustomerMessage]:
@@ -75,6 +78,43 @@ def said_ahead_messages(
         and e.source is EventSource.CUSTOMER
         and (sender is None or ctx.session.sender_of(e) == sender)
     ]
+
+
+def words_of(ctx: TurnContext, journey_id: str) -> Words:
+    """The customer's words a journey's values are read from this turn (`Words`)."""
+    first = ctx.session.next_offset()
+    customer = [
+        e for e in ctx.history if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
+    results: list[Any] = [r.data for r in ctx.tool_results if r.error is None]
+    results += [
+        e.data.get("llm_view")
+        for e in ctx.history
+        if e.kind is EventKind.TOOL and not e.data.get("error")
+    ]
+    session = ctx.session
+    # A value ahead of its step may come from what the customer said since they asked for this
+    # run (this turn's words, the request's, and theirs in between).
+    since = session.run_started.get(journey_id, first)
+    request = set(session.said_with_request.get(journey_id, ()))
+    return Words(
+        now=[CustomerMessage.of(e) for e in customer if e.offset >= first],
+        ahead=[CustomerMessage.of(e) for e in customer if e.offset >= since or e.offset in request],
+        earlier=[CustomerMessage.of(e) for e in customer if e.offset < first],
+        results=results,
+        offered=[
+            CustomerMessage(e.offset, e.text or "")
+            for e in ctx.history
+            if e.offset < first and e.kind is EventKind.MESSAGE and e.source is EventSource.AGENT
+        ][-1:],
+        reading=ctx.reading,
+        held_by={
+            c.name: c.sender or session.customer_id
+            for c in session.collected
+            if c.journey_id == journey_id
+        },
+        writers=frozenset(session.sender_of(e) for e in customer if e.offset >= first),
+    )
 
 
 def _given_ahead_before(
@@ -134,8 +174,16 @@ async def select_journey_step(
             notes,
             reported=tuple(selection.collected),
         )
-    said = said_ahead_messages(ctx, journey.id)
-    got = collect_values(journey, views, step, selection.collected, said)
+    got = collect_values(
+        journey,
+        views,
+        step,
+        selection.collected,
+        words_of(ctx, journey.id),
+        # Where the journey stood when the customer wrote: the step they were answering (not
+        # where this turn's tools have moved it since).
+        ctx.session.journey_paths.get(journey.id, previous_path),
+    )
     ahead_for = (
         _given_ahead_before(ctx, journey.id, previous_path)
         if given_ahead is None
@@ -156,4 +204,5 @@ async def select_journey_step(
         tuple(got.refused.items()),
         got.said_at,
         tuple(selection.collected),
+        got.bindings,
     )

@@ -3,9 +3,9 @@ destination also answers the amount step that comes after it.
 
 - A value for a field of a step the journey has not reached — but can reach from where it now
   stands — is kept only when it is found in the customer's own messages of this turn, or of the
-  turn that asked for the journey while a prerequisite ran first
-  (`engine.grounding.ground_collected`): a model that invents a value for a later step fills
-  nothing, and the step will ask.
+  turn that asked for the journey while a prerequisite ran first (`engine.values.binding`): a
+  model that invents a value for a later step fills nothing, and the step will ask. Every value
+  kept is bound to its question there: said for it (bound) or worked out (inferred).
 - Once the walk stops on a chat step every field of which was given ahead (or in this very
   turn), the step is passed: its single way out is taken, through single-exit forks, and the
   journey stops on the next step — never past a tool step (its tools still run, through the
@@ -22,11 +22,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.grounding import CustomerMessage, ground_collected
 from engine.matching.collected_values import CollectedItem, coerce_items
 from engine.matching.journey_graph import NodeView, current_run
 from engine.matching.journey_walk import VerifiedStep
 from engine.model import CollectedField, Journey, NodeKind
+from engine.values.binding import Binding, Role, bind_answers
+from engine.values.grounding import CustomerMessage
+from engine.values.reading import ReadingContext
 
 MAX_PASSED_STEPS = 16  # a bound on passing satisfied steps in one turn (cycles of satisfied steps)
 
@@ -76,6 +78,24 @@ class CollectedThisTurn:
     refused: dict[str, str] = field(default_factory=dict)
     # field → the offset of the customer message whose words hold it (who said it, in a group)
     said_at: dict[str, int] = field(default_factory=dict)
+    # field → how the customer gave it (`engine.values.binding`)
+    bindings: dict[str, Binding] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Words:
+    """The customer's words a journey's values are read from in one turn."""
+
+    now: Sequence[CustomerMessage] = ()  # this turn's messages
+    ahead: Sequence[CustomerMessage] = ()  # … and those of the request a prerequisite delayed
+    earlier: Sequence[CustomerMessage] = ()  # the conversation before this turn
+    results: Sequence[Any] = ()  # tool results in view
+    offered: Sequence[CustomerMessage] = ()  # the agent's last message (options it offered)
+    reading: ReadingContext = field(default_factory=ReadingContext)
+    # field → who gave the value it holds in this run; and who wrote this turn's messages: a
+    # value another sender gave is no answer of this one's to change
+    held_by: Mapping[str, str] = field(default_factory=dict)
+    writers: frozenset[str] = frozenset()
 
 
 def collect_values(
@@ -83,37 +103,76 @@ def collect_values(
     views: Mapping[str, NodeView],
     step: VerifiedStep,
     items: Sequence[CollectedItem],
-    messages: Sequence[CustomerMessage],
+    words: Words,
+    previous_path: Sequence[str | None] = (),
 ) -> CollectedThisTurn:
     """The typed values the model reported for the steps reached in this run, plus those for
-    steps ahead that `messages` contain: the customer's messages of this turn, and those of the
-    request a prerequisite delayed (`engine.matching.journeys.said_ahead_messages`)."""
+    steps ahead that the customer's words of this turn (and of the request a prerequisite
+    delayed) contain — each bound to its question (`engine.values.binding`): the answer to the
+    step the journey stood at, a value ahead, or a change to a step already passed. A value
+    nothing the customer said supports is dropped, with a note."""
     reached = reached_nodes(step.path)
     ahead_nodes = nodes_ahead(views, step.node_id, reached)
     values, refused, notes = coerce_items(journey, items, (*reached, *ahead_nodes))
     fields = _fields_by_name(journey)
     order = {n.id: i for i, n in enumerate(journey.nodes)}
+    roles = {name: _role(fields[name][0], previous_path, name, words) for name in values}
+    bindings = bind_answers(
+        {name: fields[name][1].shape for name in values},
+        values,
+        roles,
+        now=words.now,
+        ahead_words=words.ahead,
+        earlier=words.earlier,
+        results=words.results,
+        offered=words.offered,
+        ctx=words.reading,
+    )
     ahead: dict[str, str] = {}
     grounded: set[str] = set()
     said_at: dict[str, int] = {}
+    kept: dict[str, Binding] = {}
+    this_turn = {m.number for m in (*words.now, *words.ahead)}
     for name in sorted(values):
-        owners, fld = fields[name]
-        found = ground_collected(fld, values[name], messages)
-        in_words = found is not None
-        if found is not None:
+        owners, _ = fields[name]
+        binding = bindings.get(name)
+        if binding is None:
+            value = values.pop(name)
+            notes.append(_dropped_note(name, value, roles[name]))
+            continue
+        kept[name] = binding
+        if binding.said_at in this_turn:
             grounded.add(name)
-            if found.span is not None:
-                said_at[name] = found.span[0]
+        if binding.said_at is not None:
+            said_at[name] = binding.said_at
         if owners & set(reached):
             continue  # the field of a step this run reached: an answer, not a value ahead
-        if not in_words:
-            value = values.pop(name)
-            notes.append(
-                f"ignored {name}={value!r} for a step ahead: not in the customer's words this turn"
-            )
-            continue
         ahead[name] = min(owners & ahead_nodes, key=order.__getitem__)
-    return CollectedThisTurn(values, ahead, frozenset(grounded), tuple(notes), refused, said_at)
+    return CollectedThisTurn(
+        values, ahead, frozenset(grounded), tuple(notes), refused, said_at, kept
+    )
+
+
+def _role(owners: set[str], previous_path: Sequence[str | None], name: str, words: Words) -> Role:
+    """What a value for a field of `owners` is, given where the journey stood: the answer to the
+    step it stood at, a change to a step this run passed (a value the writer gave before), or
+    a value ahead (of its step, or of anything this writer said for it)."""
+    if not previous_path or previous_path[-1] is None:
+        return "ahead"  # a new run: everything is said with the request
+    if previous_path[-1] in owners:
+        return "answer"
+    passed = owners & set(current_run(list(previous_path)))
+    if passed and (not words.writers or words.held_by.get(name) in words.writers):
+        return "change"
+    return "ahead"
+
+
+def _dropped_note(name: str, value: Any, role: Role) -> str:
+    if role == "ahead":
+        return f"ignored {name}={value!r} for a step ahead: not in the customer's words this turn"
+    if role == "change":
+        return f"ignored {name}={value!r}: a change the customer did not say this turn"
+    return f"ignored {name}={value!r}: nothing the customer said gives it"
 
 
 def pass_satisfied_steps(

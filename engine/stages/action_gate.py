@@ -1,20 +1,22 @@
 """The gate every tool call passes between planning and dispatch.
 
-A planned call runs only when (1) its arguments validate against the tool's schema, (2) every
-argument is grounded — traced to this sender's own words, a tool result or context variable of
-the same name, the authenticated principal, or (for a `composed` parameter of a harmless tool)
-the model — and (3) the customer agreed to it, when its tool's confirmation policy asks for that.
-An ungrounded value is never used: the step asks for it. Each argument's source is in the trace.
+A planned call runs only when (1) its arguments validate against the tool's typed schema
+(`engine.values.types`: a value that does not read as its type never reaches the tool), (2)
+every argument is grounded by the rules of `engine.values.provenance` — for a consequential tool,
+the customer gave it for that argument: their answer at the step that asks for it, this turn's
+words read as its type with no other candidate, their pick, their login, or the declared source
+tool's latest result — and (3) the customer agreed to it, when its tool's confirmation policy
+asks for that or a value was worked out or taken from elsewhere in the conversation. A yes agrees
+to exactly the call it was asked for: any other consequential call in that turn asks again. An
+ungrounded value is never used: the step asks for it. Each argument's source is in the trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ToolArgumentError
-from engine.grounding import CallGrounding, CustomerMessage, Evidence, ground_call, same_value
 from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
@@ -22,6 +24,15 @@ from engine.stages.state import TurnState
 from engine.tool_calls import missing_argument_question, validate_arguments
 from engine.tool_spec import ToolSpec
 from engine.trace import ToolCallRecord
+from engine.values.grounding import (
+    Answer,
+    CallGrounding,
+    CustomerMessage,
+    Evidence,
+    ground_call,
+    same_value,
+)
+from engine.values.reading import reading_context
 
 
 @dataclass(frozen=True)
@@ -33,31 +44,57 @@ class ClearedCall:
 
 
 def evidence_for(state: TurnState) -> Evidence:
-    """What this turn's arguments may be traced to: this sender's messages in the session,
-    successful tool results by field name, context variables, the sender's principal, and the
-    values the customer picked among offered options or submitted in a form."""
-    messages = [
-        CustomerMessage.of(e)
+    """What this turn's arguments may be traced to, for this turn's sender: their messages (this
+    turn's apart from earlier ones), their successful tool results by tool, their answers in
+    journey runs under way, their picks and form results, their principal, context variables,
+    and the actions of the guidelines in force."""
+    first = state.session.next_offset()
+    customer = [
+        e
         for e in (*state.earlier_events(), *state.events)
-        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER and state.is_own(e)
+        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
     ]
-    tool_values: dict[str, list[tuple[str, Any]]] = {}
+    own = [e for e in customer if state.is_own(e)]
+    results: dict[str, list[tuple[int, Any]]] = {}
     # Earlier turns' results as stored; this turn's as the tools returned them.
-    results = [
-        (str(e.data.get("tool", "")), e.data.get("llm_view")) for e in state.own_earlier_results()
-    ]
-    results += [(r.tool, r.data) for r in state.tool_results if r.error is None]
-    for tool, data in results:
-        if isinstance(data, Mapping):
-            for key, value in data.items():
-                if not isinstance(value, Mapping | list):
-                    tool_values.setdefault(str(key), []).append((tool, value))
-    variables = state.variables()
+    for e in state.own_earlier_results():
+        tool = str(e.data.get("tool", ""))
+        results.setdefault(tool, []).append((e.offset, e.data.get("llm_view")))
+    for r in state.tool_results:
+        if r.error is None:
+            results.setdefault(r.tool, []).append((first, r.data))
     picks: dict[str, list[tuple[str, Any]]] = {}
+    answers: dict[str, list[Answer]] = {}
+    under_way = set(state.active())
     for c in state.collected:
-        if c.origin is not None and (c.sender or state.session.customer_id) == state.sender:
+        if (c.sender or state.session.customer_id) != state.sender:
+            continue
+        if c.secret and c.turn_id != state.turn_id:
+            continue  # stored masked: no longer a value
+        if c.origin is not None:
             picks.setdefault(c.name, []).append((c.origin, c.value))
-    return Evidence(tuple(messages), tool_values, variables, state.principal, picks)
+        if c.journey_id in under_way or c.turn_id == state.turn_id:
+            bound = c.bound is True
+            answers.setdefault(c.name, []).append(Answer(c.journey_id, c.value, bound, c.evidence))
+    instructions = [
+        (gid, state.agent.guideline(gid).action or "")
+        for gid in sorted(state.matches)
+        if state.agent.has_guideline(gid) and state.agent.guideline(gid).action
+    ]
+    latest = state.events[-1].created_at if state.events else None
+    return Evidence(
+        now=[CustomerMessage.of(e) for e in own if e.offset >= first],
+        earlier=[CustomerMessage.of(e) for e in own if e.offset < first],
+        others=[CustomerMessage.of(e) for e in customer if not state.is_own(e)],
+        results=results,
+        variables=state.variables(),
+        principal=state.principal,
+        picks=picks,
+        answers=answers,
+        instructions=instructions,
+        request_starts=dict(state.run_started),
+        reading=reading_context(state.agent.config.timezone, latest),
+    )
 
 
 def clear_call(
@@ -66,9 +103,12 @@ def clear_call(
     raw_arguments: dict[str, Any],
     journey_id: str | None,
     evidence: Evidence,
+    *,
+    force_confirmation: str = "",
 ) -> ClearedCall | None:
     """The call with validated, grounded, agreed arguments — or None, having asked for what is
-    missing or for the customer's confirmation (and traced why)."""
+    missing or for the customer's confirmation (and traced why). `force_confirmation`: why a
+    consequential call asks first even with every value given for it."""
     node_id = state.steps.get(journey_id) if journey_id else None
     secret = [p.name for p in spec.parameters if state.secrets.is_secret_parameter(spec, p.name)]
     # A masked secret (from a stored confirmation, or the mask the customer's message now shows)
@@ -98,7 +138,13 @@ def clear_call(
         state.questions.append(f"The details for {spec.name} were not valid ({detail}); ask again.")
         trace_tool(state, spec.name, raw_arguments, "invalid_arguments", detail)
         return None
-    grounding = ground_call(spec, arguments, evidence)
+    grounding = ground_call(
+        spec,
+        arguments,
+        evidence,
+        journey_id=journey_id,
+        journey_fields=_fields_of(state, journey_id),
+    )
     for name in secret:
         if name in arguments and name not in grounding.ungrounded:
             # Grounded: the customer typed it. Masked from here on wherever it appears — also
@@ -121,7 +167,16 @@ def clear_call(
         return None
     retry = bool(journey_id and node_id and state.failed_steps.get(journey_id) == node_id)
     needed, why = needs_confirmation(spec, grounding, retry=retry)
-    if needed and not is_confirmed(state, spec, arguments):
+    confirmed = is_confirmed(state, spec, arguments)
+    if not needed and spec.consequential and state.confirmed is not None and not confirmed:
+        # A yes agrees to the call it was asked for, with the values shown — nothing else.
+        needed, why = True, "a yes this turn agreed to another call"
+    if not needed and spec.consequential and force_confirmation:
+        needed, why = True, force_confirmation
+    held = journey_id is not None and state.confirm_steps.get(journey_id) == node_id
+    if not needed and spec.consequential and held:
+        needed, why = True, "reached when a turn's tool budget ran out: it runs only after a yes"
+    if needed and not confirmed:
         if state.pending_confirmation is None:
             request_confirmation(
                 state, spec, arguments, journey_id=journey_id, node_id=node_id, retry=retry
@@ -136,6 +191,14 @@ def clear_call(
         )
         return None
     return ClearedCall(spec, arguments, journey_id, grounding)
+
+
+def _fields_of(state: TurnState, journey_id: str | None) -> frozenset[str]:
+    """The fields a journey's steps collect (an argument of such a name comes from its answer)."""
+    if journey_id is None or not state.agent.has_journey(journey_id):
+        return frozenset()
+    journey = state.agent.journey(journey_id)
+    return frozenset(f.name for node in journey.nodes for f in node.collects)
 
 
 def _prefer_picks(

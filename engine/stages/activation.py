@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Sequence
 
 from engine.context import TurnContext
-from engine.grounding import CustomerMessage
 from engine.matching.journey_forced_moves import entry_step
 from engine.recall_index import recall_index
 from engine.session import EventKind, EventSource
@@ -31,6 +30,7 @@ from engine.stages.match import StepResults, absorb_matches, match_guidelines
 from engine.stages.recall import Recalled
 from engine.stages.state import TurnState
 from engine.trace import JourneyTransitionRecord
+from engine.values.grounding import CustomerMessage
 
 # A request's messages kept for the journey it asked for: one turn's, and at most this many.
 MAX_REQUEST_MESSAGES = 4

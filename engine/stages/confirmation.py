@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from decimal import Decimal
 from typing import Any
 
-from engine.grounding import CallGrounding
 from engine.secrets import MASK
 from engine.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
 from engine.tool_spec import ToolSpec
+from engine.values.grounding import CallGrounding
+from engine.values.types import canonical, coerce, show
+from engine.values.yes_no import read_yes_no
 
 CONFIRM_CHOICE = "confirm"
 CANCEL_CHOICE = "cancel"
@@ -29,12 +29,6 @@ CONFIRM_OPTIONS = [
     {"id": CANCEL_CHOICE, "label": "No", "value": CANCEL_CHOICE},
 ]
 
-_YES = re.compile(
-    r"(yes|yep|yeah|yup|sure|ok|okay|confirm|confirmed|i confirm|correct|go ahead|proceed|do it)"
-    r"([ ,]+(please|go ahead|do it|proceed|that'?s (right|correct)|confirm(ed)?|thanks|thank you))*"
-)
-_NO = re.compile(r"(no|nope|cancel|stop|don'?t|do not|wait|hold on)\b.*")
-
 
 def agreement(message: InboundMessage) -> bool | None:
     """True for a clear yes, False for a clear no, None for anything else."""
@@ -42,13 +36,7 @@ def agreement(message: InboundMessage) -> bool | None:
         return True
     if message.choice == CANCEL_CHOICE:
         return False
-    text = re.sub(r"[.!\s]+$", "", (message.text or "").strip().casefold())
-    text = re.sub(r"\s+", " ", text)
-    if _YES.fullmatch(text):
-        return True
-    if _NO.fullmatch(text):
-        return False
-    return None
+    return read_yes_no(message.text)
 
 
 def read_answer(state: TurnState) -> None:
@@ -102,16 +90,19 @@ def needs_confirmation(
     if retry:
         return True, "a retry of a step that failed"
     if grounding.inferred:
-        return True, "inferred: " + ", ".join(grounding.inferred)
+        whys = [g.describe() for g in grounding.groundings if not g.direct]
+        return True, "inferred: " + "; ".join(whys)
     return False, ""
 
 
 def is_confirmed(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> bool:
+    """Whether this turn's yes agreed to exactly this call: the same tool, the same values (as
+    typed values: 40 is 40.00), from the same sender."""
     agreed = state.confirmed
     return (
         agreed is not None
         and agreed.tool == spec.name
-        and _digest(agreed.arguments) == _digest(_shown(state, spec, arguments))
+        and _digest(spec, agreed.arguments) == _digest(spec, _shown(state, spec, arguments))
         and agreed.sender == state.sender
     )
 
@@ -154,8 +145,10 @@ def confirmation_line(pending: PendingConfirmation) -> str:
 
 
 def describe_call(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """The action and its exact values, each written one way only ("amount 1000.00 USD", never
+    "$1.000")."""
     values = ", ".join(
-        f"{p.name} {arguments[p.name]}" for p in spec.parameters if p.name in arguments
+        f"{p.name} {show(arguments[p.name])}" for p in spec.parameters if p.name in arguments
     )
     action = (spec.description or spec.name).rstrip(".")
     return f"{action} ({values})" if values else action
@@ -170,15 +163,15 @@ def _shown(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> dict[
     }
 
 
-def _digest(arguments: dict[str, Any]) -> str:
-    canonical = json.dumps(
-        {k: _canonical(v) for k, v in arguments.items()}, sort_keys=True, ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _canonical(value: Any) -> str:
-    """Numbers by value (40, 40.0 and Decimal("40.00") agree), everything else as text."""
-    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return format(Decimal(str(value)).normalize(), "f")
-    return str(value)
+def _digest(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """One digest per call's values, read as their parameters' types (a stored confirmation
+    holds them as JSON: "40.00" and Decimal("40") are the same amount)."""
+    shapes = {p.name: p.shape for p in spec.parameters}
+    typed = {}
+    for name, value in arguments.items():
+        try:
+            typed[name] = canonical(coerce(shapes[name], value)) if name in shapes else str(value)
+        except ValueError:
+            typed[name] = canonical(value)
+    blob = json.dumps(typed, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()

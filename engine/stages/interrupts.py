@@ -280,6 +280,8 @@ def _store_values(
                 origin=origin or pick_origin(tool),
                 sender=sender or state.sender,
                 secret=secret,
+                bound=True,  # the customer's own act: a pick, a form
+                evidence=origin or pick_origin(tool),
             ),
         )
         if journey_id:

@@ -21,6 +21,7 @@ from engine.secrets import MASK
 from engine.session import CollectedValue
 from engine.stages.state import TurnState
 from engine.trace import JourneyTransitionRecord
+from engine.values.binding import Binding
 
 
 async def select_step(
@@ -79,7 +80,9 @@ def apply_step(
         # A new run of a journey collects its own values again: a second transfer must never
         # reuse the first one's amount or destination.
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
-    record_collected(state, journey_id, result.collected, result.ahead, result.said_at)
+    record_collected(
+        state, journey_id, result.collected, result.ahead, result.said_at, result.bindings
+    )
     state.trace.notes.extend(result.notes)
     for name, why in result.refused:  # never the value itself: it may be a secret
         state.notes_for_reply.append(refused_value_note(name, why))
@@ -111,6 +114,10 @@ def apply_verified(
     counts for `by` (for prerequisites): the sender whose answer moved it, by default this
     turn's."""
     previous = state.paths.get(journey_id, ())
+    if (not previous or previous[-1] is None) and step.outcome not in ("exit", "completed"):
+        # A new run: what it is for was asked now, or with the request a prerequisite delayed.
+        asked = state.said_with_request.get(journey_id) or (state.session.next_offset(),)
+        state.run_started[journey_id] = min(asked)
     state.paths[journey_id] = tuple(step.path)
     state.steps.pop(journey_id, None)
     if step.outcome == "completed":
@@ -147,13 +154,16 @@ def record_collected(
     values: dict[str, Any],
     ahead: dict[str, str] | None = None,
     said_at: Mapping[str, int] | None = None,
+    bindings: Mapping[str, Binding] | None = None,
 ) -> None:
     """Store the values collected this turn; one given ahead of its step is recorded for that
     step (which it satisfies once the journey gets there). Each is recorded as said by the
     sender of the message holding it (`said_at`: field → offset), else by the writer of the
-    turn's last message — in a group, erasing a person takes what they said with them."""
+    turn's last message — in a group, erasing a person takes what they said with them — and
+    with how it was given (`bindings`, `engine.values.binding`; none: worked out)."""
     ahead = ahead or {}
     said_at = said_at or {}
+    bindings = bindings or {}
     for name, value in values.items():
         secret = state.secrets.is_secret(name)
         if secret:
@@ -171,9 +181,20 @@ def record_collected(
                 secret=secret,
                 ahead=name in ahead,
                 sender=state.writer_of(said_at.get(name)),
+                bound=name in bindings and bindings[name].bound,
+                evidence=_evidence_text(state, name, bindings.get(name)),
             ),
         )
         note_replaced(state, replaced, value)
+
+
+def _evidence_text(state: TurnState, name: str, binding: Binding | None) -> str:
+    if binding is None:
+        return ""
+    text = binding.evidence + (f" — {binding.why}" if binding.why else "")
+    if state.secrets.is_secret(name):
+        return MASK  # where a secret was typed quotes it
+    return text
 
 
 def note_replaced(state: TurnState, replaced: CollectedValue | None, value: Any) -> None:
@@ -210,7 +231,14 @@ def keep_values_while_suspended(
     values = {n: v for n, v in result.collected.items() if n in result.grounded and n in owners}
     if not values:
         return
-    record_collected(state, journey_id, values, {n: owners[n] for n in values}, result.said_at)
+    record_collected(
+        state,
+        journey_id,
+        values,
+        {n: owners[n] for n in values},
+        result.said_at,
+        result.bindings,
+    )
     state.trace.notes.append(
         f"kept {', '.join(sorted(values))} for {journey_id!r} until its prerequisites complete"
     )

@@ -82,6 +82,15 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "principals": dict(state.principals),
             "failed_steps": dict(state.failed_steps),
             "retries_not_taken": still_held(state),
+            # kept while the journey still stands at the step
+            "run_started": {
+                j: o
+                for j, o in state.run_started.items()
+                if j in state.suspended or j in state.active()
+            },
+            "confirm_steps": {
+                j: n for j, n in state.confirm_steps.items() if state.paths.get(j, (None,))[-1] == n
+            },
             # Only what the new window does not show itself (`SessionState.has_processed`).
             "processed_event_ids": remember(
                 session.processed_event_ids,

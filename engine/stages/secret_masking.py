@@ -103,12 +103,16 @@ def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
 
 
 def _stored_value(secrets: TurnSecrets, collected: CollectedValue) -> CollectedValue:
+    # Where a value was read quotes the customer's words: a secret typed there is masked too.
+    evidence = secrets.scrub_text(collected.evidence)
     if collected.secret:
-        return (
-            collected if collected.value == MASK else collected.model_copy(update={"value": MASK})
-        )
+        if collected.value == MASK and evidence == collected.evidence:
+            return collected
+        return collected.model_copy(update={"value": MASK, "evidence": evidence})
     value = secrets.scrub(collected.value)
-    return collected if value == collected.value else collected.model_copy(update={"value": value})
+    if value == collected.value and evidence == collected.evidence:
+        return collected
+    return collected.model_copy(update={"value": value, "evidence": evidence})
 
 
 def stored_confirmation(state: TurnState) -> PendingConfirmation | None:

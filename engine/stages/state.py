@@ -170,6 +170,10 @@ class TurnState:
         self.failed_steps: dict[str, str] = dict(session.failed_steps)  # journey → failed tool step
         # journeys whose failed step's retry offer was not taken up (`engine.stages.retry_offers`)
         self.retries_not_taken: list[str] = list(session.retries_not_taken)
+        # journey → a consequential tool step left for the next turn: it asks before it runs
+        self.confirm_steps: dict[str, str] = dict(session.confirm_steps)
+        # journey → the offset of the message that asked for its current run (journey_progress)
+        self.run_started: dict[str, int] = dict(session.run_started)
         # sender → principal; written only from tool results (`control.principal`)
         self.principals: dict[str, dict[str, Any]] = dict(session.principals)
         # Confirmation: the call the customer agreed to this turn (load), the one asked now (tools).

@@ -108,6 +108,33 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
         await _return_from_tool_steps(state)
         await _rematch_after_tools(state)
         resolution = resolve_relationships(state)
+    else:
+        _ask_before_steps_left_over(state, resolution)
+
+
+def _ask_before_steps_left_over(state: TurnState, resolution: Resolution) -> None:
+    """The turn's tool budget ran out with a journey standing at a consequential tool step: the
+    customer's next message, whatever it says, must not run it. The exact call is put to them
+    now (or what it still needs is asked), and until a yes to it the step asks before it runs."""
+    known = known_values(
+        state.collected_for(),
+        state.session.variables,
+        [*_earlier_tool_results(state), *state.tool_results],
+    )
+    evidence = evidence_for(state)
+    for journey, node in _journey_tool_steps(state, resolution):
+        for name in node.tools:
+            if name == HANDOFF_TOOL or not state.agent.tool(name).consequential:
+                continue
+            spec = state.agent.tool(name)
+            state.confirm_steps[journey.id] = node.id
+            args, missing = fill_arguments(spec, known)
+            if missing:
+                state.questions.append(missing_argument_question(spec, missing))
+                trace_tool(state, name, args, "missing_arguments", ", ".join(missing))
+                continue
+            why = "the turn's tool budget ran out: it runs only after a yes"
+            clear_call(state, spec, args, journey.id, evidence, force_confirmation=why)
 
 
 def _journey_tool_steps(
@@ -218,10 +245,9 @@ async def _plan_calls(
             )
             continue
         spec = state.agent.tool(call.tool)
-        args = {a.name: a.value for a in call.arguments}
-        for p in spec.parameters:
-            if p.name not in args and known.get(p.name) not in (None, ""):
-                args[p.name] = known[p.name]
+        proposed = {a.name: a.value for a in call.arguments}
+        filled, _ = fill_arguments(spec, known)
+        args = {**filled, **{k: v for k, v in proposed.items() if v not in (None, "")}}
         _, missing = fill_arguments(spec, args)
         if missing:
             state.questions.append(missing_argument_question(spec, missing))
@@ -338,6 +364,8 @@ def _record_step_outcome(state: TurnState, call: ClearedCall, outcome: ToolOutco
             state.failed_steps[call.journey_id] = node_id
         return
     state.succeeded_tools.add(call.spec.name)
+    if call.journey_id and state.confirm_steps.get(call.journey_id) == node_id:
+        del state.confirm_steps[call.journey_id]
     if call.journey_id and node_id:
         if (call.journey_id, node_id) not in state.performed_tool_steps:
             state.performed_tool_steps.append((call.journey_id, node_id))
