@@ -6,7 +6,12 @@ from decimal import Decimal
 from typing import Annotated
 
 from engine.toolkit import ToolContextWithKey, ToolRegistry, ToolResult, tool
+from engine.values import Money
 from examples.banking import bank
+
+# The bank's account ids: seven to ten digits. Declared, the customer's words are read for exactly
+# this shape: "To account ID 1234-324" is 1234324, and no other number of theirs is an account.
+ACCOUNT_ID = r"\d{7,10}"
 
 PRICES = {"AAPL": "187.20", "MSFT": "411.05", "NVDA": "129.40", "AMZN": "181.30"}
 NAMES = {"apple": "AAPL", "microsoft": "MSFT", "nvidia": "NVDA", "amazon": "AMZN"}
@@ -78,25 +83,47 @@ def get_account_balance(context: ToolContextWithKey, account_id: str) -> ToolRes
     return ToolResult(data={"account_id": account.id, "balance": f"{account.balance:.2f}"})
 
 
-@tool(description="Check whether an account has enough money for a transfer")
-def check_funds(context: ToolContextWithKey, account_id: str, amount: Decimal) -> ToolResult:
+def _dollars(amount: Money) -> Decimal | ToolResult:
+    if amount.currency != "USD":
+        return ToolResult(error=f"the bank moves US dollars only, not {amount.currency}")
+    return amount.amount
+
+
+@tool(
+    description="Check whether an account has enough money for a transfer",
+    currency="USD",
+    sources={"account_id": "lookup_account_id.account_id"},
+)
+def check_funds(context: ToolContextWithKey, account_id: str, amount: Money) -> ToolResult:
     account = _own_account(context, account_id)
+    dollars = _dollars(amount)
     if isinstance(account, ToolResult):
         return account
-    return ToolResult(data={"sufficient": account.balance >= Decimal(str(amount))})
+    if isinstance(dollars, ToolResult):
+        return dollars
+    return ToolResult(data={"sufficient": account.balance >= dollars})
 
 
-@tool(description="Transfer money to another account", consequential=True)
+@tool(
+    description="Transfer money to another account",
+    consequential=True,
+    currency="USD",
+    # The account to debit is the one whose balance the customer checked (the transfer requires
+    # that check): its lookup is the only thing that may give it.
+    sources={"account_id": "lookup_account_id.account_id"},
+    patterns={"to_account_id": ACCOUNT_ID},
+)
 def transfer_money(
-    context: ToolContextWithKey, account_id: str, to_account_id: str, amount: Decimal
+    context: ToolContextWithKey, account_id: str, to_account_id: str, amount: Money
 ) -> ToolResult:
     source = _own_account(context, account_id)
+    dollars = _dollars(amount)
     if isinstance(source, ToolResult):
         return source
+    if isinstance(dollars, ToolResult):
+        return dollars
     # The idempotency key (session:turn:call) makes a retried task or redelivered turn harmless.
-    result = bank.BANK.transfer(
-        context.idempotency_key, source.id, to_account_id, Decimal(str(amount))
-    )
+    result = bank.BANK.transfer(context.idempotency_key, source.id, to_account_id, dollars)
     if result["status"] != "completed":
         return ToolResult(data=result, error=result["reason"])
     return ToolResult(data=result)

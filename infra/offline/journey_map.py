@@ -26,7 +26,8 @@ _TRANSITION = re.compile(
     r"(?:step (?P<target>\d+)(?P<suffix>.*)|END JOURNEY)$"
 )
 _KIND = re.compile(
-    r"^(?:one of: (?P<choices>.*)|(?P<kind>text|whole number|number|yes/no|date YYYY-MM-DD))"
+    r"^(?:one of: (?P<choices>.*)|(?P<kind>text|whole number|number|yes/no|date YYYY-MM-DD|"
+    r"time HH:MM|date and time YYYY-MM-DDTHH:MM|amount of money))"
     r"(?P<bounds>(?: [>≥≤] -?\d+(?:\.\d+)?)*)$"
 )
 _KINDS = {
@@ -35,6 +36,9 @@ _KINDS = {
     "number": NUMBER,
     "yes/no": BOOL,
     "date YYYY-MM-DD": DATE,
+    "time HH:MM": TEXT,
+    "date and time YYYY-MM-DDTHH:MM": TEXT,
+    "amount of money": NUMBER,
 }
 
 

@@ -20,16 +20,26 @@ from dataclasses import dataclass
 from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
 from infra.offline.choices import with_vocabulary
 from infra.offline.prompt import UnrecognizedPrompt, parse_shared_context, section
-from infra.offline.slots import BOOL, ENUM, INT, NUMBER, TEXT, Slot
+from infra.offline.slots import BOOL, DATE, ENUM, INT, NUMBER, TEXT, Slot
 from infra.offline.values import extract_values
 
 PARSER = "tool call parser (infra/offline/tools.py)"
 _TOOL = re.compile(r"^- (?P<name>[^:\s]+): ?(?P<description>.*)$")
 _PARAM = re.compile(
-    r"^    - (?P<name>[^:]+): (?P<type>string|integer|number|boolean|array|object)"
+    r"^    - (?P<name>[^:]+): (?P<type>string|integer|number|boolean|date|datetime|time|money|"
+    r"array(?: of \w+)?)"
     r"(?: one of (?P<enum>\[.*?\]))?, (?P<required>required|optional)(?: — (?P<description>.*))?$"
 )
-_TYPES = {"string": TEXT, "integer": INT, "number": NUMBER, "boolean": BOOL}
+_TYPES = {
+    "string": TEXT,
+    "integer": INT,
+    "number": NUMBER,
+    "boolean": BOOL,
+    "date": DATE,
+    "time": TEXT,
+    "datetime": TEXT,
+    "money": NUMBER,
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class OfferedParameter:
     @property
     def slot(self) -> Slot | None:
         if self.type not in _TYPES:
-            return None  # arrays and objects are never read out of a sentence
+            return None  # lists are never read out of a sentence
         kind = ENUM if self.enum else _TYPES[self.type]
         return Slot(self.name, kind, self.enum, self.description)
 

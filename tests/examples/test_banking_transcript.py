@@ -85,7 +85,10 @@ async def test_seed_conversation_ends_with_exactly_one_transfer(concierge) -> No
     assert "logged in" in texts[3] and "account" in texts[3]
     assert "1000.00" in texts[4] and "transfer" in texts[4]
     assert "how much" in texts[5].lower()
-    assert texts[6] == "Done! I transferred $500 to account 1234324. Your new balance is $500.00."
+    assert (
+        texts[6]
+        == "Done! I transferred 500.00 USD to account 1234324. Your new balance is $500.00."
+    )
 
     assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
     assert bank.BANK.accounts["1234567890"].balance == Decimal("500.00")
@@ -108,7 +111,10 @@ async def test_a_transfer_asked_in_one_message_is_not_asked_again_after_the_prer
     texts = [r.reply.text for r in replies]
 
     assert "username" in texts[0] and "password" in texts[1] and "account" in texts[2]
-    assert texts[3] == "Done! I transferred $250 to account 1234324. Your new balance is $24750.00."
+    assert (
+        texts[3]
+        == "Done! I transferred 250.00 USD to account 1234324. Your new balance is $24750.00."
+    )
     assert bank.BANK.transfers == [{"from": "5555000011", "to": "1234324", "amount": "250.00"}]
     assert not any("how much" in t.lower() or "account id" in t.lower() for t in texts)
     assert set(replies[-1].state.completed_journeys) == {"authenticate", "balance", "transfer"}
@@ -184,7 +190,7 @@ async def test_a_failed_transfer_stays_put_never_claims_success_and_retries_only
 
     assert bank.BANK.transfers == [{"from": "1234567890", "to": "1234324", "amount": "500.00"}]
     assert "transfer" in done.state.completed_journeys
-    assert done.reply.text.startswith("Done! I transferred $500")
+    assert done.reply.text.startswith("Done! I transferred 500.00 USD")
 
 
 async def test_an_inferred_amount_is_confirmed_before_the_transfer(concierge) -> None:

@@ -39,8 +39,8 @@ from tests.functions.conftest import (
 from tests.functions.lambda_events import http_event
 
 SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
-DONE = "Done! I transferred $500 to account 1234324. Your new balance is $500.00."
-V1 = "f272bc6706aab300"  # the banking example's content version
+DONE = "Done! I transferred 500.00 USD to account 1234324. Your new balance is $500.00."
+V1 = "e38182e7b7097dd4"  # the banking example's content version
 
 
 def api(method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:
@@ -195,7 +195,7 @@ def test_publish_counts_the_sessions_at_each_step_and_forgets_those_that_finishe
     assert "journey 'transfer' is removed while 3 sessions are in it" in refused["problems"]
 
     for chat in at_amount:
-        assert chat.say("500").startswith("Done! I transferred $500")  # both finish
+        assert chat.say("500").startswith("Done! I transferred 500.00 USD")  # both finish
     bank.reset_bank()  # the same demo account paid both: fund it again for the third
     for text in SEED[2:]:
         waiting.say(text)

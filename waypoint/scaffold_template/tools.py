@@ -15,6 +15,11 @@ from engine.toolkit import ToolContextWithKey, ToolRegistry, ToolResult, tool
 
 # An enum (Literal) lets the model pick only products the shop sells.
 Product = Literal["t-shirt", "hoodie", "mug"]
+# What a return may be for: a consequential tool runs on values the customer gave for it, and a
+# listed reason named in their words is one ("it is too small"), while free text would be shown
+# back to them to confirm first.
+Reason = Literal["too small", "too big", "damaged", "not as described", "changed my mind"]
+ORDER_ID = r"[A-Za-z]-\d{4}"  # the shape of an order number: no other word of theirs is one
 CATALOG: dict[str, int] = dict(zip(get_args(Product), (12, 0, 40), strict=True))  # in stock
 ORDERS = {"A-1001": "t-shirt", "A-1002": "mug"}
 _returns: dict[str, str] = {}  # idempotency key → return id
@@ -35,11 +40,15 @@ def check_stock(product: Annotated[Product, "the product asked about"]) -> ToolR
     return ToolResult(data={"name": product, "in_stock": CATALOG[product]})
 
 
-@tool(description="Start the return of an order", consequential=True)
+@tool(
+    description="Start the return of an order",
+    consequential=True,
+    patterns={"order_id": ORDER_ID},
+)
 def start_return(
     context: ToolContextWithKey,
     order_id: Annotated[str, "the order number, e.g. A-1001"],
-    reason: Annotated[str, "why the customer returns it"],
+    reason: Annotated[Reason, "why the customer returns it"],
 ) -> ToolResult:
     order = order_id.strip().upper()
     if order not in ORDERS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import date as calendar_date
+from datetime import time as clock_time
 from typing import Annotated, Literal
 
 from engine.toolkit import ToolRegistry, ToolResult, tool
@@ -49,35 +50,25 @@ def reset_clinic() -> None:
     DIARY = Diary()
 
 
-def _valid_day(day: str) -> bool:
-    try:
-        calendar_date.fromisoformat(day)
-    except ValueError:
-        return False
-    return True
-
-
 @tool(description="Find free appointment times on a date")
-def find_slots(date: Annotated[str, "the day, YYYY-MM-DD"]) -> ToolResult:
-    if not _valid_day(date):
-        return ToolResult(error=f"{date!r} is not a date (YYYY-MM-DD)")
-    times = DIARY.free_times(date)
-    return ToolResult(data={"date": date, "available": bool(times), "free_times": times})
+def find_slots(date: calendar_date) -> ToolResult:
+    day = date.isoformat()
+    times = DIARY.free_times(day)
+    return ToolResult(data={"date": day, "available": bool(times), "free_times": times})
 
 
 @tool(description="Book an appointment", consequential=True)
 def book_slot(
-    date: Annotated[str, "the day, YYYY-MM-DD"],
-    time: Annotated[str, "one of the free times, e.g. 11:30"],
+    date: calendar_date,
+    time: Annotated[clock_time, "one of the free times, e.g. 11:30"],
     service: Service,
     name: Annotated[str, "the patient's full name"],
 ) -> ToolResult:
-    booking = DIARY.book(date, time.strip(), name)
+    day, at = date.isoformat(), time.strftime("%H:%M")
+    booking = DIARY.book(day, at, name)
     if booking is None:
-        return ToolResult(data={"booked": False}, error=f"{time} on {date} is not free")
-    return ToolResult(
-        data={"booked": True, "booking_id": booking, "date": date, "time": time.strip()}
-    )
+        return ToolResult(data={"booked": False}, error=f"{at} on {day} is not free")
+    return ToolResult(data={"booked": True, "booking_id": booking, "date": day, "time": at})
 
 
 @tool(description="Get the clinic's opening hours for a day of the week")
