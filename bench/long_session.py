@@ -4,7 +4,7 @@ The workload is one customer of the banking concierge who keeps coming back to t
 (`long_session_message`): turns 1–10 are the benchmarks' banking conversation (stock price, then
 a transfer that logs in and checks the balance first); from turn 11 on, the customer — logged in
 now — repeats a ten-message visit (`LONG_SESSION_VISIT`: greet, a stock price, the balance, a $5
-transfer, goodbye), answering each question the agent asks. Turns 10, 100 and 1,000 all send the
+transfer confirmed with a yes, goodbye), answering each question the agent asks. Turns 10, 100 and 1,000 all send the
 visit's last message ("Thanks, that's all") right after a completed transfer. (Replaying the
 first conversation itself would not be a customer: logged in, the agent no longer asks for a
 username, so the scripted answers land on the wrong questions, a transfer of $1,234,324 fails,
@@ -83,17 +83,19 @@ class LongSessionResult:
 
 # What the logged-in customer says on each later visit: every message answers the question the
 # agent just asked (or starts a new request), and the $5 transfer completes each time (the bank's
-# checking account holds $900 after the first conversation, enough for 180 visits).
+# checking account holds $900 after the first conversation, enough for 180 visits). The account
+# to debit was looked up for the balance request before the transfer was asked for, so the
+# transfer is shown to the customer first, and they say yes (docs/tools.md, declared sources).
 LONG_SESSION_VISIT = (
     "Hello!",
     "What is the price of Apple stock?",
     "Apple",
-    "Thanks!",
     "What is my balance?",
     "Checking",
     "I want to transfer money",
     "1234324",
     "5",
+    "yes",
     "Thanks, that's all",
 )
 
@@ -319,8 +321,8 @@ WORKLOAD = (
     "The workload is one customer who keeps coming back to the same chat: turns 1–10 are the "
     "banking conversation (stock price, then a transfer that runs login and the balance check "
     "first), and from turn 11 on the customer, now logged in, repeats a ten-message visit — "
-    "greet, a stock price, the balance, a $5 transfer, goodbye — answering each question the "
-    "agent asks (`LONG_SESSION_VISIT` in bench/long_session.py). Turns 10, 100 and 1,000 all "
+    "greet, a stock price, the balance, a $5 transfer confirmed with a yes, goodbye — "
+    "answering each question the agent asks (`LONG_SESSION_VISIT` in bench/long_session.py). Turns 10, 100 and 1,000 all "
     "send the goodbye right after a completed transfer. Replaying the first conversation "
     "verbatim, as this benchmark first did, is no customer: once logged in the agent no longer "
     "asks for a username, the scripted answers land on the wrong questions, a $1,234,324 "

@@ -243,10 +243,20 @@ def journey_path(case: EvalCase) -> tuple[str | None, ...]:
 def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
     """The turn context the case describes: its agent, conversation, state and tool results."""
     snapshot = agent(case.agent)
+    events = history(case)
+    # The customer's last messages are this turn; everything before them the session holds.
+    this_turn = len(events)
+    while (
+        this_turn > 0
+        and events[this_turn - 1].kind is EventKind.MESSAGE
+        and events[this_turn - 1].source is EventSource.CUSTOMER
+    ):
+        this_turn -= 1
     session = SessionState(
         id=f"eval-{case.id}",
         agent_id=snapshot.id,
         customer_id="eval-customer",
+        events=tuple(events[:this_turn]),
         journey_paths={case.journey: journey_path(case)} if case.journey and case.path else {},
         applied_guideline_ids=tuple(case.applied),
         pending_customer_guideline_ids=pending,
@@ -260,7 +270,7 @@ def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
     return TurnContext(
         agent=snapshot,
         session=session,
-        history=history(case),
+        history=events,
         variables=dict(case.variables),
         terms=snapshot.terms,
         tool_results=tuple(results),

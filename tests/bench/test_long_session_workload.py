@@ -28,7 +28,7 @@ def test_every_checkpoint_sends_the_goodbye_after_a_transfer() -> None:
     said = {long_session_message(turn) for turn in CHECKPOINTS}
     assert said == {"Thanks, that's all"}
     before = {long_session_message(turn - 1) for turn in CHECKPOINTS}
-    assert before == {"100", "5"}  # the amount of the transfer that just completed
+    assert before == {"100", "yes"}  # the message that completed the transfer
 
 
 async def _run_visits() -> tuple[list[tuple[str, str]], list[SessionState], list[dict[str, str]]]:
@@ -67,7 +67,8 @@ def test_each_visit_completes_its_transfer_and_leaves_nothing_pending() -> None:
         assert state.pending_confirmation is None
         assert state.active_journey_ids == []
     visit_replies = [reply for _, reply in exchanges[len(BANKING_CONVERSATION) :]]
-    assert not any("Please confirm" in reply for reply in visit_replies)
+    # one confirmation per visit: the transfer, its account looked up for the balance request
+    assert sum("Please confirm" in reply for reply in visit_replies) == VISITS
     assert not any("username" in reply.lower() for reply in visit_replies)  # logged in already
     # The visits are the same conversation each time: what a turn reads at turn 100 is what it
     # reads at turn 1,000, and the same replies come back visit after visit.
@@ -76,4 +77,4 @@ def test_each_visit_completes_its_transfer_and_leaves_nothing_pending() -> None:
         for i in range(VISITS)
     )
     differs = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
-    assert differs == [LONG_SESSION_VISIT.index("5")]  # only the new balance after the transfer
+    assert differs == [LONG_SESSION_VISIT.index("yes")]  # only the new balance after the transfer

@@ -124,11 +124,12 @@ async def test_kept_evidence_grounds_only_its_own_senders_calls_after_the_window
     assert BALANCE_CALLS == ["12345678"]
 
 
-async def test_without_kept_evidence_the_early_value_would_be_asked_again(
+async def test_an_answer_stays_bound_to_its_question_when_the_window_forgets_its_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The adversary: a window that forgets. The value is no longer grounded, so the engine
-    # asks instead of running the tool on it — which is what keeping the evidence prevents.
+    # The adversary: a window that forgets. The answer was bound to its question when it was
+    # said (`CollectedValue.bound`), so the call still runs on it — on the value as collected,
+    # not on any number in view.
     monkeypatch.setattr("engine.history.MAX_KEPT_EVENTS", 0)
     BALANCE_CALLS.clear()
     h, script = balance_harness()
@@ -139,8 +140,9 @@ async def test_without_kept_evidence_the_early_value_would_be_asked_again(
     script["Balance"][:] = [
         advance(step_number(BALANCE[0], "wait"), step_number(BALANCE[0], "look"))
     ]
-    await h.say("yes, show it now")
-    assert BALANCE_CALLS == []
+    out = await h.say("yes, show it now")
+    assert BALANCE_CALLS == ["12345678"]
+    assert any("the answer for account" in s for c in out.trace.tool_calls for s in c.sources)
 
 
 async def test_an_early_tool_result_is_not_repeated_after_it_left_the_window() -> None:

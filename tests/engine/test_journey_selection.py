@@ -9,7 +9,7 @@ then review the diff of tests/snapshots/ like any other code change.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -451,7 +451,7 @@ def _coerce(field: CollectedField, raw: str) -> tuple[dict[str, Any], list[str]]
         (CollectedField(name="x", type="decimal"), "1,234.50", Decimal("1234.50")),
         (CollectedField(name="x", type="decimal", gt=0), "€ 300", Decimal("300")),
         (CollectedField(name="b", type="bool"), "Yes", True),
-        (CollectedField(name="d", type="date"), "2025-03-14", "2025-03-14"),
+        (CollectedField(name="d", type="date"), "2025-03-14", date(2025, 3, 14)),
         (
             CollectedField(name="e", type="enum", choices=("Checking", "Savings")),
             "savings",

@@ -261,13 +261,13 @@ async def test_the_tool_prompt_sees_the_other_guidelines_and_results_keep_their_
     assert "Today's date: " in prompt
     assert "exactly as the conversation gives it" not in prompt
     assert (
-        "form the parameter declares"
+        "form its parameter's type declares"
         in ToolArgument.model_json_schema()["properties"]["value"]["description"]
     )
     tool_events = [e for e in out.state.events if e.kind is EventKind.TOOL]
-    assert tool_events[0].data["arguments"] == {"amount": "100.0", "currency": "euros"}
+    assert tool_events[0].data["arguments"] == {"amount": "100", "currency": "euros"}
     compose_prompt = llm.calls_for(ComposedReply)[0].prompt
-    assert 'convert(amount="100.0", currency="euros"): ' in compose_prompt
+    assert 'convert(amount="100", currency="euros"): ' in compose_prompt
 
 
 # --------------------------------------------------------------------------------------------------

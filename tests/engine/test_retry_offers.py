@@ -4,7 +4,7 @@ never claimed done."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
@@ -32,8 +32,11 @@ OUTCOMES: list[str] = []  # "fail" or "ok", consumed per call
 PLACED: list[str] = []
 
 
+Dish = Literal["pizza", "pasta", "salad"]  # a dish named in the customer's words is direct
+
+
 @tool(description="Place the order", consequential=True)
-def place_order(context: ToolContextWithKey, item: str) -> ToolResult:
+def place_order(context: ToolContextWithKey, item: Dish) -> ToolResult:
     if OUTCOMES and OUTCOMES.pop(0) == "fail":
         return ToolResult(error="the kitchen is offline")
     PLACED.append(item)
@@ -164,7 +167,11 @@ ORDER_BY_ITEM = chain_journey(
     "Order",
     "The customer wants to order food",
     [
-        ("ask_item", "Ask what they want", {"collects": (CollectedField(name="item"),)}),
+        (
+            "ask_item",
+            "Ask what they want",
+            {"collects": (CollectedField(name="item", type="enum", choices=get_args(Dish)),)},
+        ),
         ("place", "tool:place_order", {"action": "Tell the customer the order is placed"}),
         ("thanks", "Thank the customer"),
     ],
@@ -290,6 +297,7 @@ async def test_another_sender_can_neither_retry_nor_confirm_the_retry_of_a_faile
     bobs = await h.say("please try again", metadata=bob)
 
     assert PLACED == []
+    # alice's dish is hers: never worked out as bob's choice
     assert [c.status for c in bobs.trace.tool_calls] == ["ungrounded"]
 
     asked = await h.say("try again please", metadata=alice)

@@ -30,7 +30,11 @@ from tests.engine.pipeline_kit import (
 SENT: list[dict[str, Any]] = []
 
 
-@tool(description="Send money to an account", consequential=True)
+@tool(
+    description="Send money to an account",
+    consequential=True,
+    patterns={"to_account_id": r"\d{7,10}"},  # an account id's shape: no other number is one
+)
 def send_money(context: ToolContextWithKey, to_account_id: str, amount: Decimal) -> ToolResult:
     SENT.append({"to": to_account_id, "amount": Decimal(str(amount)), "who": context.principal})
     return ToolResult(data={"sent": f"{amount}"})

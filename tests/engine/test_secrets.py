@@ -395,6 +395,10 @@ async def test_a_model_misreading_the_answer_to_a_secret_question_cannot_leave_i
         advance(n("user"), n("pass"), collected={"username": "seldo"}),
         advance(n("pass"), n("login"), collected={"password": "hunter2"}),
     )
+    # "hunter2" is dropped where it is reported; the tool step, short of a password, asks the
+    # model once more, which proposes it again
+    plan = [{"name": "username", "value": "seldo"}, {"name": "password", "value": "hunter2"}]
+    llm.on(ToolCallPlan, {"calls": [{"tool": "login", "arguments": plan}]})
     h = tool_harness(llm, login, journeys=[auth])
     await h.start()
     first = await h.say("I need to log in as seldo")

@@ -269,9 +269,14 @@ def _choice_or_back(views: dict[str, NodeView], nid: str | None, walked: tuple) 
 # -- through the pipeline: the banking transfer -------------------------------------------------
 
 SENT: list[dict[str, Any]] = []
+ACCOUNT_ID = r"\d{7,10}"  # an account id's shape: no other number of the customer's is one
 
 
-@as_tool(description="Send money to an account", consequential=True)
+@as_tool(
+    description="Send money to an account",
+    consequential=True,
+    patterns={"to_account_id": ACCOUNT_ID},
+)
 def send_money(to_account_id: str, amount: Decimal) -> ToolResult:
     SENT.append({"to": to_account_id, "amount": Decimal(str(amount))})
     return ToolResult(data={"sent": f"{amount}"})
@@ -281,7 +286,7 @@ def money_transfer(*requires: str) -> tuple[Journey, Guideline]:
     """Destination, amount, then `send_money` — after the journeys it `requires`."""
     steps = [
         ("ask_destination", "Ask for the account ID to transfer to",
-         {"collects": (CollectedField(name="to_account_id"),)}),
+         {"collects": (CollectedField(name="to_account_id", pattern=ACCOUNT_ID),)}),
         ("ask_amount", "Ask how much to transfer",
          {"collects": (CollectedField(name="amount", type="decimal", gt=0),)}),
         ("send", "tool:send_money", {"action": "Say the transfer is done"}),
@@ -657,18 +662,19 @@ def test_values_ahead_are_decided_alike_under_different_hash_seeds() -> None:
 
     script = """
 import json
-from engine.grounding import CustomerMessage
+from engine.values.grounding import CustomerMessage
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_graph import build_node_views
 from engine.matching.journey_walk import VerifiedStep
-from engine.matching.values_ahead import collect_values, pass_satisfied_steps
+from engine.matching.values_ahead import Words, collect_values, pass_satisfied_steps
 from tests.engine.test_journey_selection import transfer_journey
 journey = transfer_journey()
 views = build_node_views(journey)
 step = VerifiedStep(("from_account",), "from_account", "advance")
 items = [CollectedItem(name=n, value=v) for n, v in
          [("account", "savings"), ("amount", "250"), ("confirmed", "yes"), ("colour", "red")]]
-got = collect_values(journey, views, step, items, [CustomerMessage(0, "250 from savings")])
+said = [CustomerMessage(0, "250 from savings")]
+got = collect_values(journey, views, step, items, Words(now=said, ahead=said))
 passed = pass_satisfied_steps(views, step, got.grounded, {})
 print(json.dumps([sorted(got.values), got.ahead, sorted(got.grounded), list(got.notes),
                   list(passed.path), list(passed.repairs)]))

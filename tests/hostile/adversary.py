@@ -29,6 +29,7 @@ from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import AgentSnapshot
 from engine.ports import Generation, Usage
 from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
+from engine.values import Money
 from infra.offline import OfflineLLM
 from infra.offline.journey_map import parse_journey_map
 
@@ -43,6 +44,7 @@ BEHAVIOURS = (
     "empty",  # empty replies
     "claim_success",  # replies that say the action happened
     "nudge",  # the customer's numbers, dates and times shifted by one: near, never equal
+    "misbind",  # every consequential value swapped for another the customer did say
     "mixed",  # any of the above, per call
 )
 
@@ -77,6 +79,8 @@ class HostileLLM:
     def __init__(self, agent: AgentSnapshot, behaviour: str, seed: int) -> None:
         assert behaviour in BEHAVIOURS, behaviour
         self.agent = agent
+        # what consequential tools take: the values worth misbinding
+        self.consequential = {p.name for t in agent.tools if t.consequential for p in t.parameters}
         self.behaviour = behaviour
         self.random = random.Random(f"{behaviour}:{seed}")
         self.honest = OfflineLLM()
@@ -101,7 +105,7 @@ class HostileLLM:
 
     def _corrupt(self, behaviour: str, prompt: str, honest: BaseModel) -> BaseModel:
         if isinstance(honest, ToolCallPlan):
-            return self._plan(behaviour, honest)
+            return self._plan(behaviour, honest, prompt)
         if isinstance(honest, JourneyNodeSelection):
             return self._selection(behaviour, prompt, honest)
         if behaviour == "all_apply":
@@ -127,12 +131,34 @@ class HostileLLM:
                 return CannedChoice(template=None, message=CLAIM, applied=honest.applied)
         return honest
 
+    def _other(self, said: list[str], honest: Any, latest: list[str] | None = None) -> str:
+        """Another value the customer did say (any of their words, numbers, pieces of numbers and
+        decimals, whole messages) — never the honest one; half the time one of their latest
+        message, where a value is likeliest to pass for the answer."""
+        wanted = _spelled(honest) if honest is not None else None
+        pool = latest if latest and self.random.random() < 0.5 else said
+        options = [v for v in pool if _spelled(v) != wanted] or [
+            v for v in said if _spelled(v) != wanted
+        ]
+        return self.random.choice(options) if options else str(honest or "")
+
     def _invented(self, name: str) -> str:
         return self.random.choice(INVENTED.get(name, ("INVENTED-42",)))
 
-    def _plan(self, behaviour: str, honest: ToolCallPlan) -> ToolCallPlan:
+    def _plan(self, behaviour: str, honest: ToolCallPlan, prompt: str = "") -> ToolCallPlan:
         calls = [c.model_copy(deep=True) for c in honest.calls]
-        if behaviour == "invent":
+        if behaviour == "misbind":
+            said, latest = said_values(prompt), said_values(prompt, latest_only=True)
+            for call in calls:
+                spec = self.agent.tool(call.tool) if self.agent.has_tool(call.tool) else None
+                if spec is None or not spec.consequential:
+                    continue
+                given = {a.name: a.value for a in call.arguments}
+                call.arguments = [
+                    ToolArgument(name=p.name, value=self._other(said, given.get(p.name), latest))
+                    for p in spec.parameters
+                ]
+        elif behaviour == "invent":
             for call in calls:
                 spec = self.agent.tool(call.tool) if self.agent.has_tool(call.tool) else None
                 names = [p.name for p in spec.parameters] if spec else []
@@ -186,6 +212,13 @@ class HostileLLM:
             answer.collected = [
                 CollectedItem(name=c.name, value=_nudged(c.value)) for c in answer.collected
             ]
+        elif behaviour == "misbind":
+            said = said_values(prompt)
+            reported = {c.name: c.value for c in answer.collected}
+            targets = sorted({*reported, *_fields(prompt)} & self.consequential)
+            answer.collected = [c for c in answer.collected if c.name not in self.consequential] + [
+                CollectedItem(name=n, value=self._other(said, reported.get(n))) for n in targets
+            ]
         elif behaviour == "swap" and len(answer.collected) > 1:
             values = [c.value for c in answer.collected]
             answer.collected = [
@@ -212,6 +245,34 @@ def _nudged(value: Any) -> Any:
     return value
 
 
+def said_values(prompt: str, *, latest_only: bool = False) -> list[str]:
+    """What the customer said in the conversation a prompt shows, cut every way a sloppy or
+    hostile reading would cut it: whole messages, words, numbers, the pieces of a long number,
+    both sides of a decimal, amounts with their currency."""
+    texts = re.findall(r"^Customer: (.*)$", prompt, re.M)
+    if latest_only:
+        texts = texts[-1:]
+    found: dict[str, None] = {}
+    for text in texts:
+        found[text.strip()] = None
+        for token in re.findall(r"[$€£]?[\w][\w.,'-]*[\w]|[$€£]?\w", text):
+            found[token.strip(".,")] = None
+        for digits in re.findall(r"\d+", text):
+            found[digits] = None
+            for cut in range(1, len(digits)):
+                found[digits[:cut]] = None
+                found[digits[cut:]] = None
+        for whole, fraction in re.findall(r"(\d+)[.,](\d+)", text):
+            found[whole] = None
+            found[fraction] = None
+    return [v for v in found if v and v != "•••"]
+
+
+def _spelled(value: Any) -> str:
+    text = str(value).strip().casefold()
+    return re.sub(r"[\s,$€£-]|usd|eur", "", text).removesuffix(".00").removesuffix(".0")
+
+
 def _step_numbers(prompt: str) -> list[str]:
     try:
         journey = parse_journey_map(prompt)
@@ -231,6 +292,8 @@ def _fields(prompt: str) -> list[str]:
 def mentions(text: str, value: Any) -> bool:
     """Whether `value` appears in `text` as a word or number (digits compared without
     separators) — the suite's own, deliberately simple reading of 'the customer said it'."""
+    if isinstance(value, Money):
+        value = value.amount
     wanted = str(value).strip().casefold()
     haystack = text.casefold()
     if re.fullmatch(r"[\d.,$-]+", wanted):

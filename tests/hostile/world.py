@@ -5,7 +5,7 @@ context it ran in. `check_run` asserts the suite's guarantees over a whole run."
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -13,10 +13,18 @@ from typing import Any
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot, NodeKind
 from engine.ports import ToolCall, ToolContext, ToolOutcome
-from engine.session import EventKind, EventSource, InboundMessage, SessionState
+from engine.session import (
+    EventKind,
+    EventSource,
+    InboundMessage,
+    PendingConfirmation,
+    SessionState,
+)
 from engine.stages.confirmation import agreement
 from engine.toolkit import InProcessDispatcher, ToolRegistry
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
+from engine.values.grounding import same_value
+from engine.values.types import show
 from engine.vectors import agent_index_texts, build_index
 from examples import banking, pizza
 from examples.banking import bank
@@ -94,7 +102,7 @@ class Turn:
 @dataclass
 class Run:
     example: Example
-    llm: HostileLLM
+    llm: Any
     turns: list[Turn]
     sessions: InMemorySessionStore
 
@@ -103,6 +111,16 @@ Script = Sequence[tuple[str, str]]  # (sender, text); a text "!3" is a button pr
 
 
 async def run_script(example_: Example, behaviour: str, seed: int, script: Script) -> Run:
+    return await run_with(example_, HostileLLM(example_.agent, behaviour, seed), script)
+
+
+async def run_with(
+    example_: Example, llm: Any, script: Script, *, answer: Answerer | None = None
+) -> Run:
+    """`script` through real engine turns of `example_`, with `llm` as the model (it is told
+    the text of each turn's message: `llm.turn_text`, when it has that attribute). `answer`, when
+    given, answers every confirmation the engine puts to a customer before the script goes on:
+    it returns the reply ("yes", "no")."""
     agent = example_.agent
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)
@@ -112,28 +130,38 @@ async def run_script(example_: Example, behaviour: str, seed: int, script: Scrip
     async def index_for(_agent: AgentSnapshot) -> Any:
         return index
 
-    llm = HostileLLM(agent, behaviour, seed)
     dispatcher = RecordingDispatcher(example_.registry)
     engine = TurnEngine(
         agents, sessions, EngineDeps(llm=llm, embedder=embedder, tools=dispatcher),
         index_for=index_for,
     )  # fmt: skip
     await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="chat"))
-    turns = []
-    for i, (sender, said) in enumerate(script):
+    turns: list[Turn] = []
+    lines = list(script)
+    while lines and len(turns) < MAX_TURNS:
+        sender, said = lines.pop(0)
         choice, text = (said[1:], "") if said.startswith("!") else (None, said)
         before = await sessions.load("s")
         assert before is not None
         seen = len(dispatcher.ran)
         asked = len(llm.prompts)
+        if hasattr(llm, "turn_text"):
+            llm.turn_text = said
         message = InboundMessage(
-            event_id=f"m{i}", text=text, choice=choice, metadata={"customer_id": sender}
+            event_id=f"m{len(turns)}", text=text, choice=choice, metadata={"customer_id": sender}
         )
         output = await engine.handle("s", [message])
         turns.append(
             Turn(sender, text, choice, before, output, dispatcher.ran[seen:], llm.prompts[asked:])
         )
+        pending = output.state.pending_confirmation
+        if answer is not None and pending is not None and not pending.agreed:
+            lines.insert(0, (pending.sender, answer(pending)))
     return Run(example_, llm, turns, sessions)
+
+
+MAX_TURNS = 60  # a customer who keeps being asked stops somewhere
+Answerer = Callable[[PendingConfirmation], str]
 
 
 # -- the guarantees -------------------------------------------------------------------------------
@@ -201,7 +229,7 @@ def _confirmed(run: Run, n: int, ran: Ran) -> bool:
         and "Please confirm" in (asked.text or "")
         and pending is not None
         and pending.sender == turn.sender
-        and all(f"{k} {v}" in (asked.text or "") for k, v in ran.call.arguments.items())
+        and all(f"{k} {show(v)}" in (asked.text or "") for k, v in ran.call.arguments.items())
     )
 
 
@@ -309,3 +337,40 @@ def customer_messages(state: SessionState) -> list[str]:
         for e in state.events
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
     ]
+
+
+# -- a customer who reads what they are asked to confirm --------------------------------------------
+
+Intended = dict[str, dict[str, dict[str, Any]]]  # sender → tool → the values they mean
+
+
+def _means(intended: Intended, sender: str, tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether `arguments` are exactly what `sender` means for `tool` (a secret, masked, is
+    theirs: they typed it)."""
+    meant = intended.get(sender, {}).get(tool)
+    if meant is None or set(arguments) != set(meant):
+        return False
+    return all(v == "•••" or same_value(v, meant[k]) for k, v in arguments.items())
+
+
+def reads_what_they_confirm(intended: Intended) -> Answerer:
+    """A customer who reads the engine's confirmation line: yes when it shows exactly the call
+    they mean, no to anything else."""
+
+    def answer(pending: PendingConfirmation) -> str:
+        means = _means(intended, pending.sender, pending.tool, dict(pending.arguments))
+        return "yes" if means else "no"
+
+    return answer
+
+
+def check_only_meant_values_ran(run: Run, intended: Intended) -> None:
+    """Every consequential call that ran is exactly one its sender meant."""
+    for turn in run.turns:
+        for ran in turn.ran:
+            if run.example.agent.tool(ran.call.tool).consequential:
+                args = {k: v for k, v in ran.call.arguments.items()}
+                assert _means(intended, turn.sender, ran.call.tool, args), (
+                    f"{ran.call.tool} ran with {args} for {turn.sender}, who meant "
+                    f"{intended.get(turn.sender, {}).get(ran.call.tool)} ({run.llm.behaviour})"
+                )
