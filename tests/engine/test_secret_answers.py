@@ -21,10 +21,12 @@ async def test_an_answer_to_a_tool_step_asking_for_a_secret_is_masked_whole() ->
     LOGINS.clear()
     auth = auth_journey()
     n = lambda node: step_number(auth[0], node)  # noqa: E731
-    # Adversarial model: it walks past the password question to the tool step, then misreads
-    # the answer (its tool plan names a password the customer never typed).
+    # Adversarial model: it walks past the password question to the tool step — claiming a
+    # password the customer never typed, since a walk never leaves a step without its required
+    # values — then misreads the answer (its tool plan names that password again).
+    invented = {"username": "seldo", "password": "hunter2"}
     llm = auth_llm(
-        advance(n("user"), n("pass"), n("login"), collected={"username": "seldo"}),
+        advance(n("user"), n("pass"), n("login"), collected=invented),
         advance(n("login")),
     )
     llm.on(
