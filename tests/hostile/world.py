@@ -221,8 +221,9 @@ def check_failed_steps_do_not_advance(run: Run) -> None:
             for note in turn.output.trace.notes
             if (m := re.match(r"interrupt of (\w+) resumed", note))
         }
-        for jid, path in turn.output.state.journey_paths.items():
-            old = turn.before.journey_paths.get(jid, ())
+        # Each move the turn's trace records (the stored path is compacted, not a history).
+        for move in turn.output.trace.journeys:
+            jid, old, path = move.journey_id, move.previous_path, move.new_path
             walked = [old[-1], *path[len(old) :]] if old and path[: len(old)] == old else path
             for here, there in pairwise(walked):
                 if here is None:
