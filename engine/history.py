@@ -8,6 +8,8 @@ read from older history is folded into that state when it leaves the window:
   state already (they never needed the events);
 - a successful tool result a later turn may ground an argument on, or must not repeat
   (`own_earlier_results`, `_already_called`) is kept: the latest per (tool, sender, arguments);
+  when there is too much, a tool's older results go before another tool's latest one, so a tool
+  called in a loop (a funds check per amount tried) never pushes out what the loop needs;
 - a customer message holding a value a journey step collected is kept while that value is, so
   the value stays grounded in the customer's own words;
 - the customer's messages that asked for a journey suspended for a prerequisite are kept while
@@ -51,7 +53,7 @@ MAX_KEPT_BYTES = 8 * 1024
 RESPONSE_ONLY = frozenset({"response", "turn"})  # `control.lifespan` values: this turn only
 # What of a kept tool event later turns read: grounding (`own_earlier_results`), the repeated-call
 # check (`_already_called`) and whose it is. Not its call id, its view or the turn that ran it.
-EVIDENCE_DATA = ("tool", "arguments", "llm_view", "sender", "error", "lifespan")
+EVIDENCE_DATA = ("tool", "arguments", "llm_view", "sender", "error", "lifespan", "inferred")
 # What of an event only the channel shows (buttons, a rendered view): stored beside the event.
 CHANNEL_PAYLOAD = ("options", "view")
 
@@ -141,7 +143,8 @@ def keep_evidence(
     """The events (outside the window) later turns may still need, oldest first, bounded, in
     evidence form: the latest result of each distinct successful call, for each collected
     value the latest customer message holding it — unless `window` holds a newer one — and
-    the customer messages at `requests` (a waiting journey's request)."""
+    the customer messages at `requests` (a waiting journey's request). Beyond the bounds, the
+    results a newer result of the same tool supersedes go first, then the oldest."""
     in_window = {_call_key(e) for e in window if _is_evidence_result(e)}
     tool_results: dict[tuple[str, str, str], Event] = {}
     for event in events:
@@ -183,13 +186,32 @@ def keep_evidence(
         if held and event not in messages:
             messages.append(event)
             unsourced = [v for v in unsourced if v not in held]
-    kept = sorted([*tool_results.values(), *messages], key=lambda e: e.offset)
-    forms = [evidence_form(e) for e in kept[max(0, len(kept) - MAX_KEPT_EVENTS) :]]
+    ranked = sorted(
+        [*tool_results.values(), *messages], key=lambda e: (_superseded(e, tool_results), -e.offset)
+    )[:MAX_KEPT_EVENTS]
+    forms = [evidence_form(e) for e in ranked]
     sizes = [len(e.model_dump_json()) for e in forms]
-    while forms and sum(sizes) > MAX_KEPT_BYTES:  # the oldest go first
-        forms.pop(0)
-        sizes.pop(0)
-    return tuple(forms)
+    while forms and sum(sizes) > MAX_KEPT_BYTES:  # the last in that order go first
+        forms.pop()
+        sizes.pop()
+    return tuple(sorted(forms, key=lambda e: e.offset))
+
+
+def _superseded(event: Event, tool_results: Mapping[tuple[str, str, str], Event]) -> int:
+    """How many newer results of the same tool, for the same sender, are kept: the order in which
+    evidence goes when there is too much of it (then the oldest first). A tool called again and
+    again with new arguments — a funds check for every amount tried in a loop — loses its older
+    results before any other tool loses its latest (the account lookup the next check needs)."""
+    if event.kind is not EventKind.TOOL:
+        return 0
+    tool, sender = event.data.get("tool"), event.data.get("sender")
+    return sum(
+        1
+        for other in tool_results.values()
+        if other.offset > event.offset
+        and other.data.get("tool") == tool
+        and other.data.get("sender") == sender
+    )
 
 
 def upsert_collected(

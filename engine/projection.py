@@ -19,6 +19,11 @@ from engine.model import (
 )
 
 
+def is_journey_projection(guideline_id: str) -> bool:
+    """Whether a guideline id is a journey's condition or step projected as a guideline."""
+    return guideline_id.startswith("journey:")
+
+
 def journey_node_guideline_id(journey_id: str, node_id: str) -> str:
     return f"journey:{journey_id}:node:{node_id}"
 

@@ -206,7 +206,9 @@ class SessionState(BaseModel):
     # Older events still needed as evidence (tool results, the messages collected values came
     # from), folded out of the window by `engine.history.fold_history`; bounded too.
     kept_evidence: tuple[Event, ...] = ()
-    # journey id → visited node ids; a trailing None means the journey was exited.
+    # journey id → visited node ids; a trailing None means the journey was exited. Stored
+    # compacted, so a looping journey stays bounded: the last run, each step's last two entries
+    # (`engine.matching.journey_graph.compact_path`).
     journey_paths: dict[str, tuple[str | None, ...]] = Field(default_factory=dict)
     completed_journeys: tuple[str, ...] = ()
     # journey id → the senders who completed it; a prerequisite is met only for them (a login

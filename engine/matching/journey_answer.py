@@ -63,12 +63,16 @@ def verify_advancement(
     previous_path: Sequence[str | None],
     selection: JourneyNodeSelection,
     executed_tools: Collection[str],
+    *,
+    collected: Collection[str] = (),
 ) -> VerifiedStep:
     """The one legal step for this turn, whatever the model answered.
 
     Translates display numbers, drops references to unknown steps, reads "NONE"/null as "the
     journey is over", and hands the walk to `verify_walk`, which enforces the graph rules. A step
-    whose value failed validation this turn is not passed: the agent has to ask again.
+    whose value failed validation this turn is not passed: the agent has to ask again. Nor is a
+    step with a required field the run holds no value for: neither in `collected` (the fields
+    this run already holds) nor among the valid values this answer reports.
     """
     if not selection.journey_applies:
         return exit_step(previous_path)
@@ -111,7 +115,7 @@ def verify_advancement(
     if target is not None and target in steps:
         steps = steps[steps.index(target) :]
 
-    _, rejected, _ = coerce_items(journey, selection.collected, [n.id for n in journey.nodes])
+    given, rejected, _ = coerce_items(journey, selection.collected, [n.id for n in journey.nodes])
     hold_at = {v.id for v in views.values() if any(f.name in rejected for f in v.collects)}
     step = verify_walk(
         journey,
@@ -125,6 +129,7 @@ def verify_advancement(
         ),
         executed_tools=executed_tools,
         hold_at=hold_at,
+        collected={*collected, *given},
     )
     return VerifiedStep(
         step.path, step.node_id, step.outcome, (*notes, *step.repairs), proposed=tuple(steps)

@@ -11,6 +11,8 @@ Vocabulary
 - A *transit* node has nothing for the agent to do and only routes: forks, and the action-less
   entry root. Transit nodes may appear inside a path but are never the step of a turn.
 - The action-less root is an entry point, not a step: it is never recorded in a path.
+- A session stores a path compacted (`compact_path`): its last run, each step's last two
+  entries; every reader derives the same from it as from the whole history.
 """
 
 from __future__ import annotations
@@ -199,6 +201,46 @@ def close_run(path: Sequence[str | None]) -> Path:
     """The path with its current run ended (idempotent: never two `None`s in a row)."""
     path = tuple(path)
     return path if path and path[-1] is None else (*path, None)
+
+
+# A stored path keeps each step's last two entries in its last run: enough to tell a step entered
+# once from one entered again (a loop back to it), which is all any reader asks of the repeats.
+VISITS_KEPT = 2
+
+
+def compact_path(path: Sequence[str | None]) -> Path:
+    """The path as a session stores it: its last run only (closed by `None` when it ended), and
+    in that run each step's last `VISITS_KEPT` entries, in the order they were entered.
+
+    Everything the engine reads off a path is the same on the compacted one: whether a run is
+    live, the current step, the steps of the current run (or of the run the customer left) and
+    the last of them, whether a step was entered more than once in this run, and the order of
+    each step's last entry (`latest_entries`). Appending to either and compacting again gives
+    the same path, so compacting after every turn equals compacting the whole history once.
+    The length is at most `path_bound`. Earlier runs are never read: a new run starts empty."""
+    path = tuple(path)
+    closed = bool(path) and path[-1] is None
+    run = current_run(path[:-1] if closed else path)
+    entries: dict[str, int] = {}
+    kept: list[str] = []
+    for nid in reversed(run):
+        entries[nid] = entries.get(nid, 0) + 1
+        if entries[nid] <= VISITS_KEPT:
+            kept.append(nid)
+    kept.reverse()
+    return (*kept, None) if closed else tuple(kept)
+
+
+def path_bound(journey: Journey) -> int:
+    """The longest path `compact_path` stores for `journey`: each step at most `VISITS_KEPT`
+    times, plus the `None` that closes an ended run."""
+    return VISITS_KEPT * len(journey.nodes) + 1
+
+
+def latest_entries(run: Sequence[str]) -> tuple[str, ...]:
+    """Each step of a run once, in the order of its last entry (the current step last): the run
+    as a prompt shows it, the same for a path and its compaction."""
+    return tuple(reversed(dict.fromkeys(reversed(run))))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from engine.matching.journey_graph import (
     current_run,
     current_step,
     exited_run,
+    latest_entries,
     prune_nodes,
 )
 from engine.model import CollectedField, Journey, NodeKind
@@ -301,7 +302,11 @@ def _position_text(
             "The journey has not started in this run: choose its first step, starting at "
             "BEGIN HERE. There is nothing to backtrack to."
         )
-    run = [views[n].label for n in current_run(path) if n in views and not views[n].transit]
+    run = [
+        views[n].label
+        for n in latest_entries(current_run(path))
+        if n in views and not views[n].transit
+    ]
     text = (
         f"Current step: {views[here].label} (executed last). Visited in this run: {', '.join(run)}."
     )

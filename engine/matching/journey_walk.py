@@ -4,6 +4,12 @@ The LLM only *proposes* a walk through the graph; `verify_walk` decides what act
 every rule that can be checked without reading the conversation (edges exist, tool steps are not
 skipped, a fork is never where a turn stops, a backtrack goes to a step that was really visited) is
 enforced here and never left to a prompt. Pure and deterministic.
+
+A chat step is left for a step this run has not entered, or for the end of the journey, only once
+the run holds a value for each of its required fields (collected in an earlier turn of this run,
+given ahead for it, or reported this turn): a model that walks on without the customer's answer
+is stopped at the unanswered step. Optional fields never hold it, and neither does going back to
+a step the run entered before (the customer wants to change an earlier answer).
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ class _Walk:
     views: dict[str, NodeView]
     executed_tools: Collection[str]
     hold_at: Collection[str]
+    collected: Collection[str]
+    visited: Collection[str]  # the steps of the live run before this turn
     nodes: list[str]
     repairs: list[str] = field(default_factory=list)
     stop_at: str | None = None
@@ -67,17 +75,27 @@ class _Walk:
     def label(self, nid: str) -> str:
         return self.views[nid].label
 
-    def blocker(self, nid: str) -> str | None:
-        """Why the walk may not pass `nid` (None when it may)."""
+    def blocker(self, nid: str, onto: str | None) -> str | None:
+        """Why the walk may not leave `nid` for `onto` (None: the end, or nowhere it connects
+        to); None when it may."""
         view = self.views[nid]
         if view.kind is NodeKind.TOOL and not view.tools_ran(self.executed_tools):
             return f"{view.label} is a tool step whose tools have not run"
         if nid in self.hold_at:
             return f"{view.label} got a value that failed validation and must be asked again"
+        if view.kind is NodeKind.CHAT and not self._goes_back(onto):
+            missing = [f.name for f in view.collects if f.required and f.name not in self.collected]
+            if missing:
+                return f"{view.label} collects {', '.join(missing)}, not collected in this run"
         return None
 
+    def _goes_back(self, onto: str | None) -> bool:
+        """Leaving for a step this run already entered goes back ("I want to change the
+        amount"), not past: it needs no answer to the step it leaves."""
+        return onto is not None and (onto in self.visited or onto in self.nodes)
+
     def can_finish_at(self, nid: str) -> bool:
-        return self.views[nid].can_end and self.blocker(nid) is None
+        return self.views[nid].can_end and self.blocker(nid, None) is None
 
     def extend(self, proposed: Iterable[str]) -> None:
         """Follow the proposal along real edges, repairing a missing connector, stopping at the
@@ -89,16 +107,17 @@ class _Walk:
                 continue
             if nxt == here and nxt not in self.views[here].successors:
                 continue  # a repeated step, not a self-loop: nothing to walk
-            reason = self.blocker(here)
+            direct = nxt in self.views[here].successors
+            link = None if direct else _connector(self.views, here, nxt)
+            reason = self.blocker(here, nxt if direct else link)
             if reason:
                 self.repairs.append(f"stopped at {self.label(here)}: {reason}")
                 return
-            if nxt in self.views[here].successors:
+            if direct:
                 self.nodes.append(nxt)
                 if self._reached_stop(nxt):
                     return
                 continue
-            link = _connector(self.views, here, nxt)
             if link is None:
                 self.repairs.append(
                     f"{self.label(nxt)} does not follow {self.label(here)}: "
@@ -111,7 +130,7 @@ class _Walk:
             self.nodes.append(link)
             if self._reached_stop(link):
                 return
-            reason = self.blocker(link)
+            reason = self.blocker(link, nxt)
             if reason:
                 self.repairs.append(f"stopped at {self.label(link)}: {reason}")
                 return
@@ -162,14 +181,17 @@ def verify_walk(
     *,
     executed_tools: Collection[str],
     hold_at: Collection[str] = (),
+    collected: Collection[str] = (),
 ) -> VerifiedStep:
     """Turn a proposed walk into the one legal step for this turn.
 
     Rules (they hold for any proposal): the walk starts at the current step, at a visited step
     when backtracking, or at the root when no run is live; consecutive steps must be joined by an
     edge (a unique missing connector is inserted, otherwise the walk stops); it never passes a
-    tool step whose tools did not run this turn, nor a step in `hold_at`; it never stops on a
-    fork; it ends the journey only through an END edge (or at a step with no way out).
+    tool step whose tools did not run this turn, a step in `hold_at`, nor a chat step with a
+    required field missing from `collected` (the fields this run holds a value for, this turn's
+    included) unless it goes back to a step the run entered; it never stops on a fork; it ends the journey only through an END edge (or at a
+    step with no way out), and never after a step it could not pass.
     """
     previous = tuple(previous_path)
     here = current_step(previous, views)
@@ -181,7 +203,10 @@ def verify_walk(
     if start is None:
         return exit_step(previous, "the journey has no entry step")
 
-    walk = _Walk(views, executed_tools, hold_at, [start], repairs, proposal.stop_at)
+    visited = set(current_run(previous))
+    walk = _Walk(
+        views, executed_tools, hold_at, collected, visited, [start], repairs, proposal.stop_at
+    )
     steps = list(proposal.steps)
     if steps and steps[0] == start:
         steps.pop(0)

@@ -24,7 +24,12 @@ from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import build_node_views, current_run
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journey_walk import VerifiedStep
-from engine.matching.values_ahead import Words, collect_values, pass_satisfied_steps
+from engine.matching.values_ahead import (
+    Words,
+    collect_values,
+    pass_satisfied_steps,
+    supported_items,
+)
 from engine.model import Journey
 from engine.session import EventKind, EventSource
 from engine.values.binding import Binding
@@ -143,12 +148,15 @@ async def select_journey_step(
     max_depth: int = 5,
     explain: bool = False,
     given_ahead: Mapping[str, Collection[str]] | None = None,
+    run_values: Collection[str] | None = None,
 ) -> JourneyStepResult:
     """Where `journey` stands after this turn: no LLM call when the graph decides alone, else one
     call whose answer is verified and whose values are typed. LLM failures (`LLMError`,
     including `LLMBudgetExceeded`) propagate: the turn pipeline owns the fallback policy.
     `given_ahead` (step → fields) overrides the values given ahead in earlier turns of this run
-    (a journey resumed after its prerequisites brings those its activating message gave)."""
+    (a journey resumed after its prerequisites brings those its activating message gave).
+    `run_values`: the fields the live run holds a value for (default: the session's, for a live
+    run); the walk leaves no chat step with a required field the run does not hold."""
     views = build_node_views(journey)
     auto = auto_return(journey, views, previous_path, executed_tools)
     if auto is not None:
@@ -162,7 +170,28 @@ async def select_journey_step(
         LLMPurpose.SELECT_JOURNEY_NODE, prompt, JourneyNodeSelection, label=journey.id
     )
     selection = generation.value
-    step = verify_advancement(journey, views, previous_path, selection, executed_tools)
+    live = bool(previous_path) and previous_path[-1] is not None
+    ahead_before = (
+        _given_ahead_before(ctx, journey.id, previous_path)
+        if given_ahead is None
+        else {node: set(names) for node, names in given_ahead.items()}
+    )
+    held = set(known if run_values is None else run_values) if live else set()
+    held.update(name for names in ahead_before.values() for name in names)
+    words = words_of(ctx, journey.id)
+    # Where the journey stood when the customer wrote: the step they were answering (not where
+    # this turn's tools have moved it since).
+    stood = ctx.session.journey_paths.get(journey.id, previous_path)
+    # A value nothing the customer said supports answers no step: the walk holds there.
+    supported = supported_items(journey, selection.collected, words, stood)
+    step = verify_advancement(
+        journey,
+        views,
+        previous_path,
+        selection.model_copy(update={"collected": supported}),
+        executed_tools,
+        collected=held,
+    )
     if step.outcome == "exit":
         notes = ("dropped the values given for an exited journey",) if selection.collected else ()
         return JourneyStepResult(
@@ -174,21 +203,8 @@ async def select_journey_step(
             notes,
             reported=tuple(selection.collected),
         )
-    got = collect_values(
-        journey,
-        views,
-        step,
-        selection.collected,
-        words_of(ctx, journey.id),
-        # Where the journey stood when the customer wrote: the step they were answering (not
-        # where this turn's tools have moved it since).
-        ctx.session.journey_paths.get(journey.id, previous_path),
-    )
-    ahead_for = (
-        _given_ahead_before(ctx, journey.id, previous_path)
-        if given_ahead is None
-        else {node: set(names) for node, names in given_ahead.items()}
-    )
+    got = collect_values(journey, views, step, selection.collected, words, stood)
+    ahead_for = ahead_before
     for name, node_id in got.ahead.items():
         ahead_for.setdefault(node_id, set()).add(name)
     step = pass_satisfied_steps(views, step, got.grounded, ahead_for)

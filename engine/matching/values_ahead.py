@@ -153,6 +153,34 @@ def collect_values(
     )
 
 
+def supported_items(
+    journey: Journey,
+    items: Sequence[CollectedItem],
+    words: Words,
+    previous_path: Sequence[str | None] = (),
+) -> list[CollectedItem]:
+    """The reported values that something the customer said supports (bound or inferred, by
+    `engine.values.binding`), and those that failed validation (their step must ask again): the
+    values the journey's walk may count as given. An invented value answers no step."""
+    values, rejected, _ = coerce_items(journey, items, [n.id for n in journey.nodes])
+    fields = _fields_by_name(journey)
+    roles = {name: _role(fields[name][0], previous_path, name, words) for name in values}
+    bindings = bind_answers(
+        {name: fields[name][1].shape for name in values},
+        values,
+        roles,
+        now=words.now,
+        ahead_words=words.ahead,
+        earlier=words.earlier,
+        results=words.results,
+        offered=words.offered,
+        ctx=words.reading,
+    )
+    keep = {n for n, b in bindings.items() if b is not None} | set(rejected)
+    folded = {n.casefold() for n in keep}
+    return [i for i in items if i.name.strip().casefold() in folded]
+
+
 def _role(owners: set[str], previous_path: Sequence[str | None], name: str, words: Words) -> Role:
     """What a value for a field of `owners` is, given where the journey stood: the answer to the
     step it stood at, a change to a step this run passed (a value the writer gave before), or

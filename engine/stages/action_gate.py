@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ToolArgumentError
+from engine.projection import is_journey_projection
 from engine.secrets import MASK
 from engine.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
@@ -29,6 +30,7 @@ from engine.values.grounding import (
     CallGrounding,
     CustomerMessage,
     Evidence,
+    SourceResult,
     ground_call,
     same_value,
 )
@@ -55,14 +57,22 @@ def evidence_for(state: TurnState) -> Evidence:
         if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
     ]
     own = [e for e in customer if state.is_own(e)]
-    results: dict[str, list[tuple[int, Any]]] = {}
-    # Earlier turns' results as stored; this turn's as the tools returned them.
+    results: dict[str, list[SourceResult]] = {}
+    # Earlier turns' results as stored; this turn's as the tools returned them. Each knows
+    # whether the call that made it ran on values worked out rather than given.
     for e in state.own_earlier_results():
         tool = str(e.data.get("tool", ""))
-        results.setdefault(tool, []).append((e.offset, e.data.get("llm_view")))
+        made = SourceResult(e.offset, e.data.get("llm_view"), not e.data.get("inferred"))
+        results.setdefault(tool, []).append(made)
+    inferred_calls = {
+        e.data.get("call_id")
+        for e in state.events
+        if e.kind is EventKind.TOOL and e.data.get("inferred")
+    }
     for r in state.tool_results:
         if r.error is None:
-            results.setdefault(r.tool, []).append((first, r.data))
+            made = SourceResult(first, r.data, r.call_id not in inferred_calls)
+            results.setdefault(r.tool, []).append(made)
     picks: dict[str, list[tuple[str, Any]]] = {}
     answers: dict[str, list[Answer]] = {}
     under_way = set(state.active())
@@ -76,10 +86,14 @@ def evidence_for(state: TurnState) -> Evidence:
         if c.journey_id in under_way or c.turn_id == state.turn_id:
             bound = c.bound is True
             answers.setdefault(c.name, []).append(Answer(c.journey_id, c.value, bound, c.evidence))
+    # The author's rules in force (a journey's own step texts are no rule that sets a value:
+    # "for example Checking or Savings" names no account the customer chose).
     instructions = [
         (gid, state.agent.guideline(gid).action or "")
         for gid in sorted(state.matches)
-        if state.agent.has_guideline(gid) and state.agent.guideline(gid).action
+        if not is_journey_projection(gid)
+        and state.agent.has_guideline(gid)
+        and state.agent.guideline(gid).action
     ]
     latest = state.events[-1].created_at if state.events else None
     return Evidence(

@@ -41,6 +41,8 @@ async def select_step(
             max_depth=state.agent.config.max_journey_depth,
             explain=state.agent.config.explain,
             given_ahead=given_ahead,
+            # what this run holds so far, this turn's earlier rounds and secrets included
+            run_values=state.collected_for(journey.id),
         )
     except LLMError as exc:
         if not isinstance(exc, LLMBudgetExceeded):

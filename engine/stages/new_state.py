@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.history import fold_history
+from engine.matching.journey_graph import compact_path
 from engine.model import GuidelineKind
 from engine.session import (
     SessionState,
@@ -69,7 +70,8 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "version": session.version + 1,
             "events": window,
             "kept_evidence": tuple(masked_kept_evidence(state, e) for e in kept),
-            "journey_paths": dict(state.paths),
+            # Stored compacted: a journey that loops keeps a bounded path (`compact_path`).
+            "journey_paths": {j: compact_path(p) for j, p in state.paths.items()},
             "completed_journeys": tuple(state.completed),
             "completed_by": dict(state.completed_by),
             "suspended_journeys": tuple(state.suspended),

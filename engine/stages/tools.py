@@ -323,6 +323,9 @@ async def _dispatch(
             error=outcome.error,
             sender=state.sender,
             **({"lifespan": "response"} if _response_only(outcome) else {}),
+            # what the call ran on that was worked out, not given: a result of it sources no
+            # consequential value on its own (`engine.values.grounding`)
+            **({"inferred": list(c.grounding.inferred)} if c.grounding.inferred else {}),
         )
         maybe_interrupt(state, call, outcome)
         paused = state.interrupt is not None and state.interrupt.call_id.startswith(state.turn_id)

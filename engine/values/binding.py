@@ -19,6 +19,7 @@ inferred one is shown and confirmed first; a dropped one leaves its step to ask 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -132,8 +133,10 @@ def _bind(
     if before is not None:
         binding = Binding(False, before.source, before.span[0], "said earlier, not as this answer")
         return _Found(binding, None)
-    if any(m.text.strip() for m in now) and find_in_messages(
-        shape, value, sources.offered, ctx, unique=False
+    if (
+        any(m.text.strip() for m in now)
+        and find_in_messages(shape, value, sources.offered, ctx, unique=False)
+        and not _names_another_offered(value, now, sources.offered)
     ):
         why = "one of the options the agent offered, for their words"
         return _Found(Binding(False, "the agent's offer", None, why), None)
@@ -146,6 +149,20 @@ def _bind(
             None,
         )
     return None
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[^\W\d_]{4,}", text.casefold())}
+
+
+def _names_another_offered(
+    value: Any, now: Sequence[CustomerMessage], offered: Sequence[CustomerMessage]
+) -> bool:
+    """Whether the customer's words name something of the agent's offer other than `value`
+    ("Checking", when it offered "Checking or Savings"): then `value` is not their pick."""
+    offer = set().union(*(_content_words(m.text) for m in offered)) if offered else set()
+    said = set().union(*(_content_words(m.text) for m in now)) if now else set()
+    return bool((offer & said) - _content_words(str(value)))
 
 
 def _bind_yes_no(value: Any, role: Role, now: Sequence[CustomerMessage]) -> _Found | None:

@@ -57,14 +57,25 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class SourceResult:
+    """A successful tool result in view: when it came (event offset), what it holds, and whether
+    the call that made it ran on values given for it (a lookup run on a worked-out value gives a
+    worked-out result)."""
+
+    offset: int
+    data: Any
+    given: bool = True
+
+
+@dataclass(frozen=True)
 class Evidence:
     """What a tool argument may be traced to, in this session, for this sender."""
 
     now: Sequence[CustomerMessage] = ()  # this sender's messages of this turn
     earlier: Sequence[CustomerMessage] = ()  # their earlier messages in the session
     others: Sequence[CustomerMessage] = ()  # other senders' messages (a group conversation)
-    # tool → (event offset, data) of its successful results for this sender, oldest first
-    results: Mapping[str, Sequence[tuple[int, Any]]] = field(default_factory=dict)
+    # tool → its successful results for this sender, oldest first
+    results: Mapping[str, Sequence[SourceResult]] = field(default_factory=dict)
     # journey → the offset of the message that asked for its current run (`run_started`)
     request_starts: Mapping[str, int] = field(default_factory=dict)
     variables: Mapping[str, Any] = field(default_factory=dict)
@@ -291,19 +302,21 @@ def _from_source(
     if param.source is None:
         return None
     tool, _, fld = param.source.partition(".")
-    seen = [(offset, _field_values(data, fld)) for offset, data in evidence.results.get(tool, ())]
-    seen = [(offset, values) for offset, values in seen if values]
+    seen = [(r, _field_values(r.data, fld)) for r in evidence.results.get(tool, ())]
+    seen = [(r, values) for r, values in seen if values]
     if not seen:
         return None
     where = f"tool {tool}" + (f".{fld}" if fld else "")
-    latest_offset, latest = seen[-1]
+    last, latest = seen[-1]
     since = evidence.request_starts.get(journey_id or "", None)
     if any(same_value(v, value) for v in latest):
         distinct = {canonical(v) for _, values in seen for v in values}
-        if since is not None and latest_offset < since:
+        if since is not None and last.offset < since:
             why = "a result from before this request"
         elif len(latest) != 1 or len(distinct) != 1:
             why = "one of several values that tool returned"
+        elif not last.given:
+            why = "that tool ran on a value worked out, not given"
         else:
             return Grounding(param.name, where, True, None, Provenance.SOURCE)
         return Grounding(param.name, where, False, None, Provenance.SOURCE, why)
@@ -383,9 +396,9 @@ def _from_history(
             return Grounding(
                 param.name, origin, not consequential, None, Provenance.HISTORY, "an earlier pick"
             )
-    for tool, datas in evidence.results.items():
-        for _, data in datas:
-            if any(same_value(v, value) for v in _field_values(data, param.name)):
+    for tool, made in evidence.results.items():
+        for result in made:
+            if any(same_value(v, value) for v in _field_values(result.data, param.name)):
                 why = "" if not consequential else "a result of the same name, not its source"
                 return Grounding(
                     param.name, f"tool {tool}", not consequential, None, Provenance.HISTORY, why

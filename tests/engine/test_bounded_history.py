@@ -298,3 +298,23 @@ def test_kept_evidence_is_compact_and_bounded_in_bytes_whatever_a_tool_returned(
     alone = keep_evidence(events[:1], [])
     assert alone[0].data["llm_view"] == {"account_id": "1234567890", "balance": "1000.00"}
     assert alone[0].data["arguments"] == {"account": "Checking"}  # the repeated-call check
+
+
+def test_a_tool_called_in_a_loop_never_pushes_out_another_tools_latest_result() -> None:
+    # The account lookup ran once; then a funds check ran for every amount tried, a hundred
+    # times (a transfer looping on insufficient funds). The next check still needs the account
+    # id: the lookup stays evidence, and the newest checks with it.
+    lookup = _tool_event(0, "lookup_account_id", {"account_name": "Checking"},
+                         {"account_id": "1234567890"})  # fmt: skip
+    checks = [
+        _tool_event(n, "check_funds", {"account_id": "1234567890", "amount": str(1000 + n)},
+                    {"sufficient": False})
+        for n in range(1, 101)
+    ]  # fmt: skip
+
+    kept = keep_evidence([lookup, *checks], [])
+
+    assert kept[0].data["tool"] == "lookup_account_id"
+    assert kept[-1].data["arguments"]["amount"] == "1100"
+    assert len(kept) <= MAX_KEPT_EVENTS
+    assert [e.offset for e in kept] == sorted(e.offset for e in kept)

@@ -242,7 +242,8 @@ def test_pruning_always_keeps_the_current_step() -> None:
 
 
 def test_a_jump_over_an_unexecuted_tool_step_stops_on_the_tool_step() -> None:
-    step = verify(lookup_journey(), ["ask_name"], answer("2", "3", "4", "5", "6"))
+    jump = answer("2", "3", "4", "5", "6", collected={"amount": "40"})
+    step = verify(lookup_journey(), ["ask_name"], jump)
     assert step.path == ("ask_name", "ask_amount", "lookup")
     assert step.node_id == "lookup" and step.outcome == "advance"
     assert any("tool step whose tools have not run" in r for r in step.repairs)
@@ -265,7 +266,7 @@ def test_a_tool_step_that_is_current_cannot_be_left_before_its_tools_run() -> No
 
 
 def test_a_missing_connector_step_is_inserted() -> None:
-    step = verify(lookup_journey(), ["ask_name"], answer("2", "4"))
+    step = verify(lookup_journey(), ["ask_name"], answer("2", "4", collected={"amount": "40"}))
     assert step.path == ("ask_name", "ask_amount", "lookup")
     assert "inserted step 3 between step 2 and step 4" in step.repairs
 

@@ -239,11 +239,13 @@ async def test_the_request_is_let_go_when_its_journey_ends() -> None:
     resumed = await h.say("seldo")
     assert set(resumed.state.said_with_request) == {"order"}  # running: still evidence
 
-    claim_done = {**advance(steps("thanks")), "next_step": "NONE"}
+    done_with = {"toppings": "mushrooms", "quantity": "2"}
+    claim_done = {**advance(steps("thanks"), collected=done_with), "next_step": "NONE"}
     h.llm.on(JourneyNodeSelection, per_journey({"Pizza order": [claim_done]}))
     await h.say("1")
     await h.say("mushrooms")
-    done = await h.say("two")
+    await h.say("two")  # the walk stops at each step until its value is given
+    done = await h.say("thanks")
 
     assert "order" in done.state.completed_journeys
     assert done.state.said_with_request == {}

@@ -21,10 +21,13 @@ async def test_an_answer_to_a_tool_step_asking_for_a_secret_is_masked_whole() ->
     LOGINS.clear()
     auth = auth_journey()
     n = lambda node: step_number(auth[0], node)  # noqa: E731
-    # Adversarial model: it walks past the password question to the tool step, then misreads
-    # the answer (its tool plan names a password the customer never typed).
+    # Adversarial model: it tries to walk past the password question to the tool step, claiming
+    # a password the customer never typed (a value nothing they said supports answers no step,
+    # so the walk stops at the question), then misreads the answer (its tool plan names that
+    # password again).
+    invented = {"username": "seldo", "password": "hunter2"}
     llm = auth_llm(
-        advance(n("user"), n("pass"), n("login"), collected={"username": "seldo"}),
+        advance(n("user"), n("pass"), n("login"), collected=invented),
         advance(n("login")),
     )
     llm.on(
@@ -44,7 +47,7 @@ async def test_an_answer_to_a_tool_step_asking_for_a_secret_is_masked_whole() ->
     h = tool_harness(llm, login, journeys=[auth])
     await h.start()
     first = await h.say("I need to log in as seldo")
-    assert first.state.journey_paths["auth"][-1] == "login"
+    assert first.state.journey_paths["auth"][-1] == "pass"
 
     out = await h.say(f"it is {PASSWORD}")
 

@@ -79,8 +79,17 @@ class HostileLLM:
     def __init__(self, agent: AgentSnapshot, behaviour: str, seed: int) -> None:
         assert behaviour in BEHAVIOURS, behaviour
         self.agent = agent
-        # what consequential tools take: the values worth misbinding
-        self.consequential = {p.name for t in agent.tools if t.consequential for p in t.parameters}
+        # what consequential tools take, and what the lookups they take values from are asked
+        # for (a lookup run on another account gives another account to debit): the values
+        # worth misbinding
+        consequential = [t for t in agent.tools if t.consequential]
+        sources = {
+            p.source.partition(".")[0] for t in consequential for p in t.parameters if p.source
+        }
+        self.targets = {t.name for t in consequential} | sources
+        self.consequential = {
+            p.name for t in agent.tools if t.name in self.targets for p in t.parameters
+        }
         self.behaviour = behaviour
         self.random = random.Random(f"{behaviour}:{seed}")
         self.honest = OfflineLLM()
@@ -151,7 +160,7 @@ class HostileLLM:
             said, latest = said_values(prompt), said_values(prompt, latest_only=True)
             for call in calls:
                 spec = self.agent.tool(call.tool) if self.agent.has_tool(call.tool) else None
-                if spec is None or not spec.consequential:
+                if spec is None or spec.name not in self.targets:
                     continue
                 given = {a.name: a.value for a in call.arguments}
                 call.arguments = [
@@ -213,11 +222,12 @@ class HostileLLM:
                 CollectedItem(name=c.name, value=_nudged(c.value)) for c in answer.collected
             ]
         elif behaviour == "misbind":
-            said = said_values(prompt)
+            said, latest = said_values(prompt), said_values(prompt, latest_only=True)
             reported = {c.name: c.value for c in answer.collected}
             targets = sorted({*reported, *_fields(prompt)} & self.consequential)
             answer.collected = [c for c in answer.collected if c.name not in self.consequential] + [
-                CollectedItem(name=n, value=self._other(said, reported.get(n))) for n in targets
+                CollectedItem(name=n, value=self._other(said, reported.get(n), latest))
+                for n in targets
             ]
         elif behaviour == "swap" and len(answer.collected) > 1:
             values = [c.value for c in answer.collected]

@@ -9,10 +9,30 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.adversary import BEHAVIOURS
-from tests.hostile.world import SECRET, Script, check_run, example, run_script, stored_texts
+from tests.hostile.adversary import BEHAVIOURS, HostileLLM
+from tests.hostile.world import (
+    SECRET,
+    Script,
+    answers_what_is_asked,
+    check_run,
+    example,
+    run_script,
+    run_with,
+    stored_texts,
+)
 
 A, B = "alice", "bob"
+# What the banking customer answers at each step the agent asks from
+BANK_ANSWERS = {
+    "ask_username": "seldo",
+    "login_failed": "seldo",
+    "ask_password": SECRET,
+    "ask_account": "Checking",
+    "ask_destination": "To account ID 1234324",
+    "ask_amount": "500",
+    "insufficient": "100",
+    "confirm": "yes",
+}
 
 SCRIPTS: dict[str, dict[str, Script]] = {
     "banking": {
@@ -75,7 +95,14 @@ async def test_a_hostile_model_cannot_break_the_action_layer(
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
 async def test_no_secret_appears_in_any_stored_item_or_prompt(behaviour: str) -> None:
-    run = await run_script(example("banking"), behaviour, 1, SCRIPTS["banking"]["transfer"])
+    # The customer answers what the agent asks (a model that invents a username makes the agent
+    # ask for it again: a customer then gives the username, not the password).
+    ex = example("banking")
+    run = await run_with(
+        ex, HostileLLM(ex.agent, behaviour, 1), [(A, "Hi"), (A, "Transfer money")],
+        respond=answers_what_is_asked(A, BANK_ANSWERS),
+    )  # fmt: skip
+    assert any(t.text == SECRET for t in run.turns)  # the password was typed
     leaks = [t[:120] for t in stored_texts(run, SECRET) if SECRET in t]
     assert leaks == []
 
@@ -85,8 +112,13 @@ async def test_the_adversary_really_attacks(behaviour: str) -> None:
     """The suite proves something only if the model's bad proposals reach the gate."""
     run = await run_script(example("pizza"), behaviour, 1, SCRIPTS["pizza"]["group"])
     statuses = {c.status for t in run.turns for c in t.output.trace.tool_calls}
+    # Stopped at the gate, or already where the model reported them (a collected value nothing
+    # the customer said supports is dropped: engine.values.binding).
+    dropped = [n for t in run.turns for n in t.output.trace.notes if n.startswith("ignored ")]
     assert run.llm.corrupted > 0
-    assert statuses & {"ungrounded", "refused", "invalid_arguments", "awaiting_confirmation"}
+    assert statuses & {"ungrounded", "refused", "invalid_arguments", "awaiting_confirmation"} or (
+        dropped
+    )
 
 
 async def test_a_login_completed_by_one_sender_is_not_a_prerequisite_met_for_another() -> None:

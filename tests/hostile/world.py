@@ -5,7 +5,7 @@ context it ran in. `check_run` asserts the suite's guarantees over a whole run."
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -115,12 +115,18 @@ async def run_script(example_: Example, behaviour: str, seed: int, script: Scrip
 
 
 async def run_with(
-    example_: Example, llm: Any, script: Script, *, answer: Answerer | None = None
+    example_: Example,
+    llm: Any,
+    script: Script,
+    *,
+    answer: Answerer | None = None,
+    respond: Responder | None = None,
 ) -> Run:
     """`script` through real engine turns of `example_`, with `llm` as the model (it is told
     the text of each turn's message: `llm.turn_text`, when it has that attribute). `answer`, when
     given, answers every confirmation the engine puts to a customer before the script goes on:
-    it returns the reply ("yes", "no")."""
+    it returns the reply ("yes", "no"). `respond`, when given, writes the customer's next line
+    from the last turn once the script is said (None: the customer is done)."""
     agent = example_.agent
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)
@@ -157,11 +163,37 @@ async def run_with(
         pending = output.state.pending_confirmation
         if answer is not None and pending is not None and not pending.agreed:
             lines.insert(0, (pending.sender, answer(pending)))
+        if not lines and respond is not None:
+            nxt = respond(turns[-1])
+            if nxt is not None:
+                lines.append(nxt)
     return Run(example_, llm, turns, sessions)
 
 
 MAX_TURNS = 60  # a customer who keeps being asked stops somewhere
 Answerer = Callable[[PendingConfirmation], str]
+Responder = Callable[["Turn"], tuple[str, str] | None]
+
+
+def answers_what_is_asked(sender: str, answers: Mapping[str, str], limit: int = 14) -> Responder:
+    """A customer who answers what the agent is asking — the step a journey stands at (step id →
+    the answer), or a confirmation ("yes") — at most `limit` times; done when nothing is asked
+    they have an answer for. Read from the session, so an empty or garbled reply does not
+    confuse them."""
+    said: list[str] = []
+
+    def respond(last: Turn) -> tuple[str, str] | None:
+        state = last.output.state
+        asked = [path[-1] for path in state.journey_paths.values() if path and path[-1]]
+        if state.pending_confirmation is not None:
+            asked.insert(0, "confirm")
+        for step in asked:
+            if step in answers and len(said) < limit:
+                said.append(answers[step])
+                return sender, answers[step]
+        return None
+
+    return respond
 
 
 # -- the guarantees -------------------------------------------------------------------------------
@@ -249,8 +281,9 @@ def check_failed_steps_do_not_advance(run: Run) -> None:
             for note in turn.output.trace.notes
             if (m := re.match(r"interrupt of (\w+) resumed", note))
         }
-        for jid, path in turn.output.state.journey_paths.items():
-            old = turn.before.journey_paths.get(jid, ())
+        # Each move the turn's trace records (the stored path is compacted, not a history).
+        for move in turn.output.trace.journeys:
+            jid, old, path = move.journey_id, move.previous_path, move.new_path
             walked = [old[-1], *path[len(old) :]] if old and path[: len(old)] == old else path
             for here, there in pairwise(walked):
                 if here is None:

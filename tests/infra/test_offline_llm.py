@@ -448,7 +448,9 @@ async def select(
     )
     selection = await answer(prompt, JourneyNodeSelection)
     executed = {r.tool for r in results}
-    step = verify_advancement(journey, views, path, selection, executed)
+    step = verify_advancement(
+        journey, views, path, selection, executed, collected=set(collected or {})
+    )
     values, _ = coerce_collected(journey, selection.collected, [n for n in step.path if n])
     return selection, step, values
 

@@ -17,7 +17,7 @@ from engine.authoring import END_JOURNEY, Agent
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.matching.journey_graph import build_node_views
-from engine.model import AgentSnapshot
+from engine.model import AgentSnapshot, Guideline
 from engine.ports import Generation
 from engine.session import EventKind, EventSource, SessionState
 from engine.tool_calls import ToolCallPlan
@@ -185,6 +185,22 @@ def test_injected_instructions_in_customer_text_move_no_money(
     assert len(platforms.replies()) == len(INJECTIONS)
 
 
+def bank_quoting_stocks() -> AgentSnapshot:
+    """The bank, plus a guideline offering the stock price lookup: a tool whose argument nobody
+    gave, so the model is asked to plan calls. (No journey step puts it there: a journey is
+    never walked past a step whose required fields were not collected.)"""
+    agent = load_bank()
+    quote = Guideline(
+        id="quote",
+        condition="The customer asks for the price of a stock",
+        action="Look up the price",
+        tools=("lookup_stock_price",),
+    )
+    return agent.model_copy(
+        update={"guidelines": (*agent.guidelines, quote)}
+    ).with_content_version()
+
+
 def test_a_model_that_obeys_the_injection_still_cannot_call_an_unoffered_tool(
     stack: Any,
     make_runtime: Callable[..., Runtime],
@@ -195,7 +211,7 @@ def test_a_model_that_obeys_the_injection_still_cannot_call_an_unoffered_tool(
     model = CompliantModel(load_bank())
     runtime = make_runtime()
     monkeypatch.setitem(runtime.__dict__, "llm", model)
-    runtime.run(runtime.publish_agent(load_bank()))
+    runtime.run(runtime.publish_agent(bank_quoting_stocks()))
 
     for n, text in enumerate(INJECTIONS, start=1):
         say(text, n)
