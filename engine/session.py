@@ -231,6 +231,10 @@ class SessionState(BaseModel):
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Secret names the steps the session stands at ask the customer for (`engine.secrets`): the
+    # next message answers them, whatever version reads it — a publish may end that step or
+    # drop the declaration, the answer is still the secret that step asked for. Names only.
+    secrets_asked: tuple[str, ...] = ()
     # The agent version the last turn ran on. While a journey is in flight the next turn runs on
     # it too (pinned) unless the published version migrates it (`engine.versioning`).
     agent_version: str | None = None

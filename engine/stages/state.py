@@ -134,8 +134,9 @@ class TurnState:
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
-        # Secret values seen this turn, in memory only: every stage masks what it writes.
-        self.secrets = TurnSecrets(secret_names_of(agent))
+        # Secret values seen this turn, in memory only: every stage masks what it writes. The
+        # names the step being answered asked for are secret whatever this version declares.
+        self.secrets = TurnSecrets(secret_names_of(agent) | set(session.secrets_asked))
         # offset → an earlier event of the session with this turn's secrets masked (rewritten)
         self.masked_earlier_events: dict[int, Event] = {}
         # Appended by load (customer messages), tools (tool events) and compose (the reply).
