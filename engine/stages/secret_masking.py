@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.secrets import MASK, TurnSecrets
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
+from engine.stages.secret_echoes import recognise_echoes
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace
 
@@ -25,11 +26,16 @@ def mask_events(state: TurnState) -> None:
     """Mask this turn's secrets in its events (the customer's message where the secret was typed,
     tool events, the reply) and in earlier events of the session: a customer may have typed the
     password before the turn that collected it. Those are rewritten at their offsets when the
-    turn commits (`TurnCommit.masked_events`)."""
+    turn commits (`TurnCommit.masked_events`). Secrets of earlier turns that the turn's
+    texts quote are recognised first (`engine.stages.secret_echoes`)."""
+    recognise_echoes(state)
     if _answers_a_request_for_a_secret(state):
         masked = [_masked_answer(state, e) for e in state.events]
         answers = [e for e, m in zip(state.events, masked, strict=True) if m is not e]
         _remember_values_taken_from(state, answers)
+        for answer in answers:
+            # Its digest is kept like any secret's: a model that read it cannot echo it later.
+            state.secrets.remember(answer.text)
         state.events = masked
     if not state.secrets.seen:
         return
