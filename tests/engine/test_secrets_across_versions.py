@@ -20,7 +20,13 @@ from engine.secrets import MASK
 from engine.turn import TurnOutput
 from examples.banking import load
 from infra.offline import OfflineLLM
-from tests.engine.agent_versions import changed_bank, migrate, rename_step, without_journey
+from tests.engine.agent_versions import (
+    changed_bank,
+    migrate,
+    rename_step,
+    secrets_undeclared,
+    without_journey,
+)
 from tests.engine.test_versioning import Conversation
 from tests.hostile.adversary import HostileLLM
 
@@ -38,17 +44,6 @@ class PromptLog:
     async def generate(self, prompt: str, schema: Any, *, model: str) -> Generation[Any]:
         self.prompts.append(prompt)
         return await self.inner.generate(prompt, schema, model=model)
-
-
-def not_a_secret(doc: dict[str, Any]) -> None:
-    """The author drops the declaration: the field is a plain string, the parameter too."""
-    for journey in doc["journeys"]:
-        for state in journey["states"]:
-            if state.get("collects") == {"password": "secret"}:
-                state["collects"] = {"password": "str"}
-    for tool in doc["tools"]:
-        for parameter in tool.get("parameters", []):
-            parameter.pop("secret", None)
 
 
 async def stored(chat: Conversation) -> str:
@@ -118,7 +113,7 @@ async def test_a_password_typed_to_a_step_migrated_to_a_version_without_the_secr
     llm = PromptLog()
     chat = await Conversation(llm).start()
     await chat.say(*TO_ASK_PASSWORD)
-    v2 = changed_bank(not_a_secret, migrate("authenticate", {}), migrate("transfer", {}))
+    v2 = changed_bank(secrets_undeclared, migrate("authenticate", {}), migrate("transfer", {}))
     await chat.publish(v2)
     prompts_before = len(llm.prompts)
 
