@@ -161,7 +161,8 @@ class SecretDigests(BaseModel):
 
     model_config = _FROZEN
     salt: str  # random per session: the same value has unrelated digests in two sessions
-    digests: tuple[str, ...] = ()  # HMAC under the deployment key and the salt; newest last
+    # a MAC of each value under a key derived from the deployment's key and the salt; newest last
+    digests: tuple[str, ...] = ()
 
 
 class SessionMode(StrEnum):

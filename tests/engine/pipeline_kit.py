@@ -264,10 +264,12 @@ class Harness:
         )
 
     async def say(self, text: str, session_id: str = "s1", **kwargs: Any):  # type: ignore[no-untyped-def]
+        return await self.engine.handle(session_id, [self.message(text, **kwargs)])
+
+    def message(self, text: str, *, id_prefix: str = "m", **kwargs: Any) -> InboundMessage:
+        """The next customer message (event ids `m1`, `m2` …, or with another prefix)."""
         self._n += 1
-        return await self.engine.handle(
-            session_id, [InboundMessage(event_id=f"m{self._n}", text=text, **kwargs)]
-        )
+        return InboundMessage(event_id=f"{id_prefix}{self._n}", text=text, **kwargs)
 
 
 def per_journey(script: dict[str, list[Any]]) -> Callable[[str], Any]:

@@ -65,12 +65,9 @@ async def logged_in(compose: Any, *, sender: str | None = None, **deps: Any) -> 
 
 def said(h: Harness, text: str, sender: str | None = None) -> InboundMessage:
     """The harness's next customer message (from `sender`, with an event id naming it)."""
-    h._n += 1
     if sender is None:
-        return InboundMessage(event_id=f"m{h._n}", text=text)
-    return InboundMessage(
-        event_id=f"evt:{sender}:{h._n}", text=text, metadata={"customer_id": sender}
-    )
+        return h.message(text)
+    return h.message(text, id_prefix=f"evt:{sender}:", metadata={"customer_id": sender})
 
 
 async def all_stored(h: Harness) -> str:
