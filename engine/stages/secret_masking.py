@@ -33,9 +33,13 @@ def mask_events(state: TurnState) -> None:
         masked = [_masked_answer(state, e) for e in state.events]
         answers = [e for e, m in zip(state.events, masked, strict=True) if m is not e]
         _remember_values_taken_from(state, answers)
-        for answer in answers:
-            # Its digest is kept like any secret's: a model that read it cannot echo it later.
-            state.secrets.remember(answer.text)
+        if _asked_by_an_earlier_version(state):
+            # Nothing in this version could collect it (the step is gone, or no longer asks for
+            # a secret): the answer is the secret, kept like one — a model that read it cannot
+            # echo it later. (An answer a step of this version read and took no secret from is
+            # no known secret: "what?" must not mask every later "what".)
+            for answer in answers:
+                state.secrets.remember(answer.text)
         state.events = masked
     if not state.secrets.seen:
         return
@@ -53,6 +57,14 @@ def _answers_a_request_for_a_secret(state: TurnState) -> bool:
     a session stored before it did — as this turn's version reads the step."""
     return bool(state.session.secrets_asked) or bool(
         _secrets_asked_at(state, state.session.journey_paths)
+    )
+
+
+def _asked_by_an_earlier_version(state: TurnState) -> bool:
+    """Whether the step this turn answers asked for a secret that this turn's version does not
+    ask for where the session stands: a publish ended the step or dropped the declaration."""
+    return bool(state.session.secrets_asked) and not _secrets_asked_at(
+        state, state.session.journey_paths
     )
 
 

@@ -177,6 +177,29 @@ async def test_a_password_masked_whole_across_a_version_change_is_remembered_for
     assert "monkey" not in (await stored(chat)).casefold()
 
 
+async def test_a_word_answered_to_the_password_question_is_not_masked_in_later_turns() -> None:
+    """The customer answers the password question with "what?": the answer is masked whole (the
+    model read no secret in it; it may hold one), but it is no known secret — later turns'
+    "what" stays."""
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo"}),
+        advance(n("pass")),
+        compose=later_compose("Your password?", "It is the word you log in with.", "What now?"),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    await h.say("I need to log in as seldo")
+
+    asked = await h.say("what?")
+    later = await h.say("I see")
+
+    assert asked.new_events[0].text == MASK
+    assert later.reply is not None and later.reply.text == "What now?"
+    assert later.state.secret_digests is None
+
+
 async def test_an_echo_is_masked_in_text_never_in_ids_senders_or_event_ids() -> None:
     """The customer's sender id and the channel's event ids happen to contain the password:
     the text is masked, the ids are not — neither in the turn it is typed in nor in the one a
