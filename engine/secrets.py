@@ -17,7 +17,7 @@ any text, since the customer typed it inside a sentence and a model may echo it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from engine.model import AgentSnapshot
@@ -29,6 +29,35 @@ MASK = "•••"
 # A secret shorter than this is masked only where its name says so, never inside free text:
 # masking every "7" or "ab" of a conversation would destroy it and protect little.
 MIN_MASKED_CHARS = 3
+
+# Masking touches text only. Under these keys the engine keeps ids — of events, senders, calls,
+# turns, sessions, journeys — and names it routes by: never masked, never searched for a secret
+# (a masked event id answers a message twice; a masked sender loses their login and reply).
+IDENTITY_KEYS = frozenset(
+    {
+        "id",
+        "sender",
+        "by",
+        "choice",
+        "channel_event_id",
+        "call_id",
+        "ticket_id",
+        "source_id",
+        "turn_id",
+        "session_id",
+        "agent_id",
+        "customer_id",
+        "guideline_id",
+        "journey_id",
+        "node_id",
+        "reply_to",
+        "tool",
+        "status",
+        "mode",
+        "agent_version",
+        "published_version",
+    }
+)
 
 
 def declared_secret_names(agent: AgentSnapshot) -> frozenset[str]:
@@ -62,6 +91,12 @@ class TurnSecrets:
     def seen(self) -> bool:
         """Whether this turn handled any secret value (there is text to scrub)."""
         return bool(self._values)
+
+    @property
+    def values(self) -> frozenset[str]:
+        """The secret values of this turn, in clear: memory only (the session keeps their
+        keyed digests, `engine.secret_digests`)."""
+        return frozenset(self._values)
 
     def remember(self, value: Any) -> None:
         """A secret value of this turn: it will be masked wherever it appears in text."""
@@ -97,14 +132,30 @@ class TurnSecrets:
 
     def scrub(self, value: Any) -> Any:
         """Any JSON-like value (dicts, lists, strings) with the secrets of this turn masked, in
-        values and by name (a dict key that is a secret name has its value masked)."""
+        values and by name (a dict key that is a secret name has its value masked); ids are
+        left as they are (`IDENTITY_KEYS`)."""
         if isinstance(value, str):
             return self.scrub_text(value)
         if isinstance(value, Mapping):
-            return {
-                k: MASK if isinstance(k, str) and self.is_secret(k) else self.scrub(v)
-                for k, v in value.items()
-            }
+            return {k: self._scrub_item(k, v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self.scrub(v) for v in value)
         return value
+
+    def _scrub_item(self, key: Any, value: Any) -> Any:
+        if isinstance(key, str) and self.is_secret(key):
+            return MASK
+        return value if key in IDENTITY_KEYS else self.scrub(value)
+
+
+def texts_in(value: Any) -> Iterator[str]:
+    """Every text of a JSON-like value but its ids (`IDENTITY_KEYS`): what may quote a secret."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if key not in IDENTITY_KEYS:
+                yield from texts_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from texts_in(item)

@@ -161,6 +161,16 @@ class CollectedValue(BaseModel):
     evidence: str = ""  # where it was read ("customer message #7: '40'")
 
 
+class SecretDigests(BaseModel):
+    """What a session keeps of the secret values its customers typed, to recognise one a model
+    echoes in a later turn: keyed digests, never a value (`engine.secret_digests`)."""
+
+    model_config = _FROZEN
+    salt: str  # random per session: the same value has unrelated digests in two sessions
+    # a MAC of each value under a key derived from the deployment's key and the salt; newest last
+    digests: tuple[str, ...] = ()
+
+
 class SessionMode(StrEnum):
     """Who answers the customer: the agent (`auto`), or a person (`human`) while the agent
     records the conversation and stays silent (`engine.handoff`)."""
@@ -247,6 +257,12 @@ class SessionState(BaseModel):
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # Secret names the steps the session stands at ask the customer for (`engine.secrets`): the
+    # next message answers them, whatever version reads it — a publish may end that step or
+    # drop the declaration, the answer is still the secret that step asked for. Names only.
+    secrets_asked: tuple[str, ...] = ()
+    # Keyed digests of the secret values typed in this session, for a model's later echoes.
+    secret_digests: SecretDigests | None = None
     # The agent version the last turn ran on. While a journey is in flight the next turn runs on
     # it too (pinned) unless the published version migrates it (`engine.versioning`).
     agent_version: str | None = None

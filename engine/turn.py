@@ -46,6 +46,7 @@ from engine.stages.new_state import new_session_state
 from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
 from engine.stages.retry_offers import read_retry_answer
+from engine.stages.secret_echoes import with_secret_digests
 from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
@@ -343,7 +344,7 @@ def _output(state: TurnState, new_state: SessionState, reply: Event | None) -> T
     with the traces of their turns (which quote them in their prompts)."""
     state.trace.llm_rounds = len({c.round for c in state.trace.llm_calls})
     return TurnOutput(
-        new_state,
+        with_secret_digests(state, new_state),
         state.events,
         reply,
         masked_trace(state),

@@ -25,6 +25,7 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
+| `WAYPOINT_SECRET_DIGEST_KEY`       | secret (SSM): key of the digests sessions keep of secrets    |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
 
 The settings are read by `infra.runtime_settings.RuntimeSettings`; the turn queue's message is
@@ -45,9 +46,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from infra.runtime_settings import (
     AGENT_ID_ENV,
     CHANNEL_AGENTS_ENV,
+    ENGINE_SECRET_NAMES,
     LLM_SECRET_NAMES,
     MANAGEMENT_API_KEY_ENV,
     MANAGEMENT_SECRET_NAMES,
+    MIN_SECRET_DIGEST_KEY_CHARS,
+    SECRET_DIGEST_KEY_ENV,
     RuntimeConfigurationError,
     RuntimeSettings,
     load_tool_registry,
@@ -145,6 +149,36 @@ class Runtime:
         self.load_secrets(MANAGEMENT_SECRET_NAMES)
         return os.environ.get(MANAGEMENT_API_KEY_ENV) or None
 
+    def secret_digest_key(self) -> bytes | None:
+        """The deployment's key of the digests sessions keep of their secrets, so that a model
+        echoing one in a later turn is masked (`engine.secret_digests`):
+        `WAYPOINT_SECRET_DIGEST_KEY`, or from the secrets path. Without it, None — sessions keep
+        no digest (never one under a key anyone could know) and the reason is logged; a key
+        shorter than 32 characters is refused."""
+        self.load_secrets(ENGINE_SECRET_NAMES)
+        value = os.environ.get(SECRET_DIGEST_KEY_ENV) or ""
+        if not value:
+            where = (
+                f"the SecureString parameter {self.settings.secrets_path}/{SECRET_DIGEST_KEY_ENV}"
+                if self.settings.secrets_path
+                else f"the environment variable {SECRET_DIGEST_KEY_ENV}"
+            )
+            log.log(
+                logging.ERROR if self.settings.secrets_path else logging.WARNING,
+                "%s is not configured: sessions keep no digest of their secrets, so a secret a "
+                "model echoes in a later turn than it was typed in is not masked. Set %s "
+                "(docs/deploy.md)",
+                SECRET_DIGEST_KEY_ENV,
+                where,
+            )
+            return None
+        if len(value) < MIN_SECRET_DIGEST_KEY_CHARS:
+            raise RuntimeConfigurationError(
+                f"{SECRET_DIGEST_KEY_ENV} is {len(value)} characters long; use at least "
+                f"{MIN_SECRET_DIGEST_KEY_CHARS} random ones (openssl rand -hex 32)"
+            )
+        return value.encode()
+
     # ---- stores
 
     @cached_property
@@ -241,7 +275,13 @@ class Runtime:
     def engine(self) -> TurnEngine:
         from engine.turn import EngineDeps, TurnEngine
 
-        deps = EngineDeps(llm=self.llm, embedder=self.embedder, tools=self.tools, clock=self.clock)
+        deps = EngineDeps(
+            llm=self.llm,
+            embedder=self.embedder,
+            tools=self.tools,
+            clock=self.clock,
+            secret_key=self.secret_digest_key(),
+        )
         return TurnEngine(
             self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables
         )

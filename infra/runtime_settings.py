@@ -26,11 +26,15 @@ CALLBACK_HOSTS_ENV = "WAYPOINT_CALLBACK_HOSTS"
 SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
+# The key of the digests sessions keep of their secrets (`engine.secret_digests`).
+SECRET_DIGEST_KEY_ENV = "WAYPOINT_SECRET_DIGEST_KEY"
+MIN_SECRET_DIGEST_KEY_CHARS = 32
 
 # The secrets each part reads from the secrets path (template.yaml grants each function exactly
 # the parameters of the parts it uses; tests/functions/test_iam_derived.py checks it).
 LLM_SECRET_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 MANAGEMENT_SECRET_NAMES = (MANAGEMENT_API_KEY_ENV,)
+ENGINE_SECRET_NAMES = (SECRET_DIGEST_KEY_ENV,)  # every function that runs turns
 
 
 class RuntimeConfigurationError(WaypointError):

@@ -103,6 +103,7 @@ class LocalServer:
         port: int = 0,
         management_api_key: str | None = None,
         generic_secret: str | None = None,
+        secret_digest_key: str | None = None,
         data_dir: Path | None = None,
         log_line: Callable[[str], None] | None = None,
         cors_origins: Sequence[str] = (),
@@ -123,6 +124,9 @@ class LocalServer:
         self.port = port
         self.management_api_key = management_api_key or secrets.token_urlsafe(24)
         self.generic_secret = generic_secret or secrets.token_urlsafe(24)
+        # The key of the digests sessions keep of their secrets (engine.secret_digests); `serve`
+        # keeps it with the data: a new one would not recognise the stored sessions' secrets.
+        self.secret_digest_key = secret_digest_key or secrets.token_hex(32)
         self.replies = ReplyInbox(self.generic_secret)
         self.stack: Any = None
         self.poller: QueuePoller | None = None
@@ -152,6 +156,7 @@ class LocalServer:
                 # literal is the one way to allow a loopback callback; infra.channels.callbacks).
                 "WAYPOINT_CALLBACK_HOSTS": self.host,
                 "WAYPOINT_MANAGEMENT_API_KEY": self.management_api_key,
+                "WAYPOINT_SECRET_DIGEST_KEY": self.secret_digest_key,
             }
         )
         if self.tools_module:

@@ -22,6 +22,7 @@ from engine.session import (
 from engine.stages.retry_offers import still_held
 from engine.stages.secret_masking import (
     masked_kept_evidence,
+    secrets_asked,
     stored_collected,
     stored_confirmation,
 )
@@ -79,6 +80,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "applied_guideline_ids": tuple(applied_ids),
             "pending_customer_guideline_ids": tuple(pending),
             "collected": collected,
+            "secrets_asked": secrets_asked(state),
             "pending_interrupt": state.interrupt,
             "pending_confirmation": stored_confirmation(state),
             "principals": dict(state.principals),

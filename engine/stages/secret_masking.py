@@ -12,10 +12,12 @@ where they are built.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from engine.secrets import MASK, TurnSecrets
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
+from engine.stages.secret_echoes import recognise_echoes
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace
 
@@ -24,11 +26,20 @@ def mask_events(state: TurnState) -> None:
     """Mask this turn's secrets in its events (the customer's message where the secret was typed,
     tool events, the reply) and in earlier events of the session: a customer may have typed the
     password before the turn that collected it. Those are rewritten at their offsets when the
-    turn commits (`TurnCommit.masked_events`)."""
+    turn commits (`TurnCommit.masked_events`). Secrets of earlier turns that the turn's
+    texts quote are recognised first (`engine.stages.secret_echoes`)."""
+    recognise_echoes(state)
     if _answers_a_request_for_a_secret(state):
         masked = [_masked_answer(state, e) for e in state.events]
         answers = [e for e, m in zip(state.events, masked, strict=True) if m is not e]
         _remember_values_taken_from(state, answers)
+        if _asked_by_an_earlier_version(state):
+            # Nothing in this version could collect it (the step is gone, or no longer asks for
+            # a secret): the answer is the secret, kept like one — a model that read it cannot
+            # echo it later. (An answer a step of this version read and took no secret from is
+            # no known secret: "what?" must not mask every later "what".)
+            for answer in answers:
+                state.secrets.remember(answer.text)
         state.events = masked
     if not state.secrets.seen:
         return
@@ -42,21 +53,48 @@ def mask_events(state: TurnState) -> None:
 
 def _answers_a_request_for_a_secret(state: TurnState) -> bool:
     """Whether this turn's messages answer a step that asked for a secret (the journey stood
-    there when the turn began): a chat step collecting a secret field, or a tool step whose
-    tool takes a secret the customer is asked for while it is missing."""
-    for journey_id, path in state.session.journey_paths.items():
+    there when the turn began): as the turn that asked recorded it (`secrets_asked`), or — for
+    a session stored before it did — as this turn's version reads the step."""
+    return bool(state.session.secrets_asked) or bool(
+        _secrets_asked_at(state, state.session.journey_paths)
+    )
+
+
+def _asked_by_an_earlier_version(state: TurnState) -> bool:
+    """Whether the step this turn answers asked for a secret that this turn's version does not
+    ask for where the session stands: a publish ended the step or dropped the declaration."""
+    return bool(state.session.secrets_asked) and not _secrets_asked_at(
+        state, state.session.journey_paths
+    )
+
+
+def secrets_asked(state: TurnState) -> tuple[str, ...]:
+    """The secret names the steps the session now stands at ask for, as the session stores them
+    for the turn that reads the answer (which may run on another version)."""
+    return tuple(sorted(_secrets_asked_at(state, state.paths)))
+
+
+def _secrets_asked_at(state: TurnState, paths: Mapping[str, tuple[str | None, ...]]) -> set[str]:
+    """Secret names asked by the current steps of `paths`: a chat step collecting a secret
+    field, or a tool step whose tool takes a secret the customer is asked for while it is
+    missing."""
+    names: set[str] = set()
+    for journey_id, path in paths.items():
         if not path or path[-1] is None or not state.agent.has_journey(journey_id):
             continue
-        node = state.agent.journey(journey_id).node(path[-1])
-        if any(field.secret for field in node.collects):
-            return True
+        journey = state.agent.journey(journey_id)
+        if not any(n.id == path[-1] for n in journey.nodes):
+            continue
+        node = journey.node(path[-1])
+        names |= {field.name for field in node.collects if field.secret}
         for name in node.tools:
             if not state.agent.has_tool(name):
                 continue
             spec = state.agent.tool(name)
-            if any(state.secrets.is_secret_parameter(spec, p.name) for p in spec.parameters):
-                return True
-    return False
+            names |= {
+                p.name for p in spec.parameters if state.secrets.is_secret_parameter(spec, p.name)
+            }
+    return names
 
 
 def _masked_answer(state: TurnState, event: Event) -> Event:

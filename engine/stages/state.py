@@ -23,6 +23,7 @@ from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
 from engine.recall_index import RecallIndex
 from engine.relations import TagMembers, tag_members
+from engine.secret_digests import DEVELOPMENT_KEY
 from engine.secrets import TurnSecrets, declared_secret_names
 from engine.session import (
     CollectedValue,
@@ -49,6 +50,9 @@ class EngineDeps:
     tools: ToolDispatcher | None = None
     clock: Clock = field(default_factory=SystemClock)
     ids: IdGenerator = field(default_factory=UuidIds)
+    # The deployment's key for the digests a session keeps of its secrets (`engine.secret_digests`):
+    # infra passes the configured one; None keeps no digest (a later echo is not recognised).
+    secret_key: bytes | None = field(default=DEVELOPMENT_KEY, repr=False)
 
 
 _PER_VERSION: dict[tuple[str, str, str], Any] = {}
@@ -134,10 +138,13 @@ class TurnState:
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
-        # Secret values seen this turn, in memory only: every stage masks what it writes.
-        self.secrets = TurnSecrets(secret_names_of(agent))
+        # Secret values seen this turn, in memory only: every stage masks what it writes. The
+        # names the step being answered asked for are secret whatever this version declares.
+        self.secrets = TurnSecrets(secret_names_of(agent) | set(session.secrets_asked))
         # offset → an earlier event of the session with this turn's secrets masked (rewritten)
         self.masked_earlier_events: dict[int, Event] = {}
+        # texts already searched for earlier turns' secrets (`engine.stages.secret_echoes`)
+        self.read_for_echoes: set[str] = set()
         # Appended by load (customer messages), tools (tool events) and compose (the reply).
         self.events: list[Event] = []
         # Journey progress — written by match, activation, tools and interrupts.

@@ -139,3 +139,42 @@ def test_the_template_routes_the_api_reference_to_the_management_function() -> N
     management = management[: management.index("\n  # ---") if "\n  # ---" in management else None]
     for path in ("/", "/openapi.json", "/docs"):
         assert f"            Method: GET\n            Path: {path}\n" in management, path
+
+
+def test_the_local_stack_gives_the_engine_its_secret_digest_key(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    from infra.runtime import current_runtime
+
+    server, _ = served
+
+    assert len(server.secret_digest_key) >= 32
+    assert current_runtime().engine.pipeline.deps.secret_key == server.secret_digest_key.encode()
+
+
+def test_serve_keeps_the_secret_digest_key_with_its_data_and_adds_it_to_an_older_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart with a new key would no longer recognise what the sessions kept of their
+    secrets: the key is kept in `secrets.json` (this user's only), added to a file written
+    before it existed without touching what that file held; the environment still wins."""
+    import json
+
+    from waypoint.cli.running import SECRETS_FILE, _served_secrets
+
+    for name in ("MANAGEMENT_API_KEY", "GENERIC_SECRET", "SECRET_DIGEST_KEY"):
+        monkeypatch.delenv(f"WAYPOINT_{name}", raising=False)
+    path = tmp_path / SECRETS_FILE
+    path.write_text(json.dumps({"management_api_key": "old-key", "generic_secret": "old"}))
+
+    first = _served_secrets(tmp_path)
+    again = _served_secrets(tmp_path)
+    monkeypatch.setenv("WAYPOINT_SECRET_DIGEST_KEY", "from-the-environment-" + "x" * 32)
+    overridden = _served_secrets(tmp_path)
+
+    assert (first.management_api_key, first.generic_secret) == ("old-key", "old")
+    assert len(first.secret_digest_key) == 64 and again == first
+    assert json.loads(path.read_text())["secret_digest_key"] == first.secret_digest_key
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert overridden.secret_digest_key.startswith("from-the-environment-")
+    assert json.loads(path.read_text())["secret_digest_key"] == first.secret_digest_key

@@ -98,6 +98,18 @@ def migrate(
     return change
 
 
+def secrets_undeclared(doc: dict[str, Any]) -> None:
+    """The author drops every secret declaration: `password: secret` becomes a plain string
+    field, and no tool parameter is secret any more."""
+    for journey in doc["journeys"]:
+        for state in journey["states"]:
+            if state.get("collects") == {"password": "secret"}:
+                state["collects"] = {"password": "str"}
+    for tool in doc["tools"]:
+        for parameter in tool.get("parameters", []):
+            parameter.pop("secret", None)
+
+
 def greeting_changed(doc: dict[str, Any]) -> None:
     doc["guidelines"][0]["action"] += " Be brief."
 

@@ -118,13 +118,15 @@ def tool_harness(
     guidelines: Iterable[Guideline] = (),
     journeys: Iterable[tuple[Journey, Guideline]] = (),
     index: bool = True,
+    **deps: Any,
 ) -> Harness:
     """An engine whose agent has `guidelines`, `journeys` and the `@tool` functions `tools`,
-    dispatched in process."""
+    dispatched in process (`deps`: more `EngineDeps` fields, e.g. `secret_key`)."""
     from engine.toolkit import InProcessDispatcher, ToolRegistry, spec_of
 
     agent = make_agent(guidelines=guidelines, journeys=journeys, tools=[spec_of(t) for t in tools])
-    return Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry(list(tools))), index=index)
+    dispatcher = InProcessDispatcher(ToolRegistry(list(tools)))
+    return Harness(agent, llm, tools=dispatcher, index=index, **deps)
 
 
 def priority(source: Guideline | Journey, target: Guideline | Journey) -> Relationship:
@@ -218,7 +220,13 @@ class Harness:
     """An engine over in-memory ports, with a session ready to talk to."""
 
     def __init__(
-        self, agent: AgentSnapshot, llm: ScriptedLLM, *, tools: Any = None, index: bool = True
+        self,
+        agent: AgentSnapshot,
+        llm: ScriptedLLM,
+        *,
+        tools: Any = None,
+        index: bool = True,
+        **deps: Any,
     ):
         self.agent = agent
         self.llm = llm
@@ -236,6 +244,7 @@ class Harness:
                 tools=tools,
                 clock=FixedClock(),
                 ids=SequentialIds(),
+                **deps,
             ),
             index_for=self._index_for,
         )
@@ -255,10 +264,12 @@ class Harness:
         )
 
     async def say(self, text: str, session_id: str = "s1", **kwargs: Any):  # type: ignore[no-untyped-def]
+        return await self.engine.handle(session_id, [self.message(text, **kwargs)])
+
+    def message(self, text: str, *, id_prefix: str = "m", **kwargs: Any) -> InboundMessage:
+        """The next customer message (event ids `m1`, `m2` …, or with another prefix)."""
         self._n += 1
-        return await self.engine.handle(
-            session_id, [InboundMessage(event_id=f"m{self._n}", text=text, **kwargs)]
-        )
+        return InboundMessage(event_id=f"{id_prefix}{self._n}", text=text, **kwargs)
 
 
 def per_journey(script: dict[str, list[Any]]) -> Callable[[str], Any]:

@@ -12,7 +12,7 @@ import pytest
 from engine.session import Event, EventKind, EventSource
 from engine.tool_spec import ToolParameter, ToolSpec
 from engine.values import Money
-from engine.values.grounding import Answer, CustomerMessage, Evidence, ground_call
+from engine.values.grounding import Answer, CustomerMessage, Evidence, SourceResult, ground_call
 from engine.values.reading import ReadingContext
 
 TRANSFER = ToolSpec(
@@ -54,7 +54,7 @@ def usd(amount: str) -> Money:
 def test_values_the_customer_said_are_grounded_directly_with_their_message() -> None:
     evidence = said(
         "transfer $40 to 1234324",
-        results={"lookup_account_id": [(0, {"account_id": "1234567890"})]},
+        results={"lookup_account_id": [SourceResult(0, {"account_id": "1234567890"})]},
     )
     result = ground_call(
         TRANSFER, {"account_id": "1234567890", "to_account_id": "1234324", "amount": 40.0}, evidence
@@ -75,7 +75,9 @@ def test_an_amount_the_customer_never_gave_is_ungrounded() -> None:
 
 def test_a_tool_result_of_another_name_never_grounds_a_consequential_argument() -> None:
     # The balance (1500.00) is a tool value, but not an amount the customer asked to move.
-    evidence = said("transfer $40 to 1234324", results={"balance": [(0, {"balance": "1500.00"})]})
+    evidence = said(
+        "transfer $40 to 1234324", results={"balance": [SourceResult(0, {"balance": "1500.00"})]}
+    )
     result = ground_call(
         TRANSFER, {"to_account_id": "1234324", "amount": Decimal("1500.00")}, evidence
     )
@@ -84,7 +86,7 @@ def test_a_tool_result_of_another_name_never_grounds_a_consequential_argument() 
 
 def test_a_same_named_field_of_another_result_is_only_a_candidate() -> None:
     # The first transfer's result says amount 500: a second transfer never runs on it silently.
-    evidence = said("40", results={"transfer_money": [(0, {"amount": "500.00"})]})
+    evidence = said("40", results={"transfer_money": [SourceResult(0, {"amount": "500.00"})]})
     result = ground_call(TRANSFER, {"amount": Decimal("500")}, evidence)
     assert result.ungrounded == () and result.inferred == ("amount",)
 
@@ -267,10 +269,15 @@ def test_principal_and_variables_ground_by_name() -> None:
 
 
 def test_a_declared_source_grounds_only_with_that_tools_latest_result_for_this_request() -> None:
-    results = {"lookup_account_id": [(3, {"account_id": "5555000011"}), (9, {"account_id": "1"})]}
+    results = {
+        "lookup_account_id": [
+            SourceResult(3, {"account_id": "5555000011"}),
+            SourceResult(9, {"account_id": "1"}),
+        ]
+    }
     latest = said("go", results=results)
     assert ground_call(TRANSFER, {"account_id": "1"}, latest).inferred == ("account_id",)
-    one = {"lookup_account_id": [(9, {"account_id": "1234567890"})]}
+    one = {"lookup_account_id": [SourceResult(9, {"account_id": "1234567890"})]}
     this_request = said("go", results=one, request_starts={"transfer": 5})
     grounded = ground_call(
         TRANSFER, {"account_id": "1234567890"}, this_request, journey_id="transfer"
@@ -404,3 +411,13 @@ def test_a_button_press_is_not_words_so_its_option_id_grounds_no_number() -> Non
         "amount",
     )
     assert ground_call(TRANSFER, three, Evidence(now=(typed,))).ungrounded == ("to_account_id",)
+
+
+def test_a_lookup_run_on_a_worked_out_value_sources_nothing_on_its_own() -> None:
+    # A lookup the model ran on another account than the customer named (allowed on a harmless
+    # tool, worked out) gives an account the transfer only shows, never debits silently.
+    made = {"lookup_account_id": [SourceResult(9, {"account_id": "5555000011"}, given=False)]}
+    result = ground_call(
+        TRANSFER, {"account_id": "5555000011"}, said("go", results=made), journey_id="transfer"
+    )
+    assert result.ungrounded == () and result.inferred == ("account_id",)

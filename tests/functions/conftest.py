@@ -32,6 +32,7 @@ from tests.functions.lambda_events import records_from_queue, sqs_event
 from tests.functions.platforms import BASE_URLS, FakePlatforms, resolve_to_public
 
 API_KEY = "test-management-key-0123456789"
+DIGEST_KEY = "test-secret-digest-key-0123456789abcdef"
 AGENT_ID = "bank"
 
 
@@ -63,6 +64,7 @@ def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("WAYPOINT_AGENT_ID", AGENT_ID)
     monkeypatch.setenv("WAYPOINT_TOOLS_MODULE", "examples.banking.tools")
     monkeypatch.setenv("WAYPOINT_MANAGEMENT_API_KEY", API_KEY)
+    monkeypatch.setenv("WAYPOINT_SECRET_DIGEST_KEY", DIGEST_KEY)
     monkeypatch.delenv("WAYPOINT_REPLY_PER_MESSAGE", raising=False)
     monkeypatch.delenv("WAYPOINT_TOOL_STATE_MACHINE_ARN", raising=False)
 

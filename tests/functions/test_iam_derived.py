@@ -25,7 +25,13 @@ from engine.session import EventSource, SessionState
 from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
 from infra.channels import registry
 from infra.runtime import Runtime, install_runtime, reset_runtime
-from infra.runtime_settings import LLM_SECRET_NAMES, MANAGEMENT_SECRET_NAMES, RuntimeSettings
+from infra.runtime_settings import (
+    ENGINE_SECRET_NAMES,
+    LLM_SECRET_NAMES,
+    MANAGEMENT_SECRET_NAMES,
+    SECRET_DIGEST_KEY_ENV,
+    RuntimeSettings,
+)
 from infra.turn_queue import session_id_for
 from tests.channels.payloads import (
     generic_message,
@@ -60,6 +66,7 @@ SECRETS_PATH = "/waypoint/dev"  # the template's default
 MANAGEMENT_KEY = "derived-management-key-0123456789"
 BANK_YAML = Path(__file__).resolve().parents[2] / "examples" / "banking" / "agent.yaml"
 OPENAI_KEY = "sk-derived-test-never-used"
+DIGEST_KEY = "derived-secret-digest-key-0123456789abcdef"
 
 
 @pytest.fixture
@@ -75,11 +82,21 @@ def secrets_in_ssm(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         registry.ChannelSecrets.env_var(name): secret.get_secret_value()
         for name, secret in channel_secrets().model_dump().items()
         if secret is not None
-    } | {"WAYPOINT_MANAGEMENT_API_KEY": MANAGEMENT_KEY, "OPENAI_API_KEY": OPENAI_KEY}
+    } | {
+        "WAYPOINT_MANAGEMENT_API_KEY": MANAGEMENT_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        SECRET_DIGEST_KEY_ENV: DIGEST_KEY,
+    }
     ssm = stack.client("ssm")
     for name, value in values.items():
         ssm.put_parameter(Name=f"{SECRETS_PATH}/{name}", Value=value, Type="SecureString")
-    for name in (*registry.ChannelSecrets.env_names(), *LLM_SECRET_NAMES, *MANAGEMENT_SECRET_NAMES):
+    every = (
+        *registry.ChannelSecrets.env_names(),
+        *LLM_SECRET_NAMES,
+        *MANAGEMENT_SECRET_NAMES,
+        *ENGINE_SECRET_NAMES,
+    )
+    for name in every:
         monkeypatch.setenv(name, "placeholder")  # recorded, so the teardown removes it again
         monkeypatch.delenv(name)
     monkeypatch.setenv("WAYPOINT_SECRETS_PATH", SECRETS_PATH)
@@ -363,7 +380,7 @@ def test_the_webhook_reads_only_channel_secrets_and_deletes_only_inbox_claims(
     webhook = policies["WebhookFunction"]
     region = "us-east-1"
     parameter = f"arn:aws:ssm:{region}:123456789012:parameter{SECRETS_PATH}/"
-    for name in (*LLM_SECRET_NAMES, *MANAGEMENT_SECRET_NAMES):
+    for name in (*LLM_SECRET_NAMES, *MANAGEMENT_SECRET_NAMES, *ENGINE_SECRET_NAMES):
         assert not webhook.allows(IamRequest("ssm:GetParameters", parameter + name))
     (table,) = {
         r.resource for _, r in exercised.requests("WebhookFunction") if ":table/" in r.resource

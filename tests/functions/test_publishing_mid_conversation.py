@@ -27,11 +27,14 @@ from tests.engine.agent_versions import (
     rename_step,
     rename_tool,
     reorder_transfer_questions,
+    secrets_undeclared,
     without_journey,
 )
 from tests.functions.conftest import (
     API_KEY,
+    CountingLLM,
     drain,
+    everything_stored,
     invoke_management,
     load_session,
     telegram_says,
@@ -174,6 +177,42 @@ def test_a_declared_migration_publishes_without_force_and_moves_the_session(
     assert chat.say("500") == DONE
     trace = chat.trace()
     assert trace["version_choice"] == "migrated" and trace["agent_version"] == migrated.version
+
+
+def test_a_password_typed_after_a_publish_dropped_its_secret_is_in_no_api_response_or_item(
+    runtime: Runtime, stack: Any, llm: CountingLLM
+) -> None:
+    """The session is at the password question; the published version migrates it to a login
+    whose password is no longer declared secret. The password typed next still answers the
+    step that asked for a secret: the management API's responses, every stored item and every
+    prompt after that turn's reading of it hold it masked."""
+    chat = Chat("web-secret-migrated")
+    for text in SEED[:3]:
+        chat.say(text)  # the transfer waits for the login, at ask_password
+    status, published = publish(
+        changed_bank(secrets_undeclared, migrate("authenticate", {}), migrate("transfer", {}))
+    )
+    assert status == 201, published
+    first_of_turn = len(llm.prompts)
+
+    assert "logged in" in chat.say("monkey")
+    reply_prompt, after_turn = llm.prompts[-1], len(llm.prompts)
+    for text in SEED[4:]:
+        chat.say(text)
+
+    assert chat.replies[-1] == DONE
+    status, page = api("GET", f"/sessions/{chat.id}/events")
+    turns = sorted({e["turn_id"] for e in page["events"] if e.get("turn_id")})
+    responses = [
+        page,
+        chat.view(),
+        *(api("GET", f"/sessions/{chat.id}/traces/{t}")[1] for t in turns),
+    ]
+    assert "monkey" not in json.dumps(responses, ensure_ascii=False) + " ".join(chat.replies)
+    assert "monkey" not in everything_stored(stack)
+    assert any("monkey" in p for p in llm.prompts[first_of_turn:after_turn])  # read, that turn
+    assert "monkey" not in reply_prompt
+    assert all("monkey" not in p for p in llm.prompts[after_turn:])
 
 
 def test_publish_counts_the_sessions_at_each_step_and_forgets_those_that_finished(

@@ -17,8 +17,14 @@ from examples.banking import load as load_bank
 from infra.aws.s3_vectors import S3VectorIndex
 from infra.aws.sfn_dispatcher import StepFunctionsDispatcher
 from infra.channels.registry import DisabledChannel
+from infra.offline import OfflineLLM
 from infra.runtime import Runtime
-from infra.runtime_settings import RuntimeConfigurationError, RuntimeSettings, parse_channel_agents
+from infra.runtime_settings import (
+    SECRET_DIGEST_KEY_ENV,
+    RuntimeConfigurationError,
+    RuntimeSettings,
+    parse_channel_agents,
+)
 from infra.turn_queue import check_session_id, session_id_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,6 +128,39 @@ def test_secrets_come_from_the_ssm_path_and_never_override_the_environment(
     finally:
         for name in exported:
             os.environ.pop(name, None)
+
+
+def test_the_secret_digest_key_comes_from_the_ssm_path_to_the_engine(
+    stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "from-ssm-" + "k" * 40
+    stack.client("ssm").put_parameter(
+        Name=f"/waypoint/test/{SECRET_DIGEST_KEY_ENV}", Value=key, Type="SecureString"
+    )
+    monkeypatch.setenv(SECRET_DIGEST_KEY_ENV, "placeholder")  # recorded: the teardown removes it
+    monkeypatch.delenv(SECRET_DIGEST_KEY_ENV)
+    runtime = Runtime(RuntimeSettings(secrets_path="/waypoint/test"), llm=OfflineLLM(), tools=None)
+
+    assert runtime.engine.pipeline.deps.secret_key == key.encode()
+    assert key not in repr(runtime.engine.pipeline.deps)
+
+
+def test_without_a_secret_digest_key_sessions_keep_no_digest_and_the_log_says_where_to_set_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Never the engine's public development key: a deployment without its own key keeps no
+    digest a leaked store could test guesses against. A key too short to be one is refused."""
+    monkeypatch.delenv(SECRET_DIGEST_KEY_ENV, raising=False)
+    runtime = Runtime(RuntimeSettings(secrets_path="/waypoint/none"))
+    monkeypatch.setattr(runtime, "_read_parameters", lambda path, names: {})
+
+    with caplog.at_level("ERROR", logger="infra.runtime"):
+        assert runtime.secret_digest_key() is None
+    assert f"/waypoint/none/{SECRET_DIGEST_KEY_ENV}" in caplog.text
+
+    monkeypatch.setenv(SECRET_DIGEST_KEY_ENV, "short")
+    with pytest.raises(RuntimeConfigurationError, match="at least 32"):
+        Runtime(RuntimeSettings()).secret_digest_key()
 
 
 def test_publishing_writes_the_embeddings_before_the_version_pointer(

@@ -75,6 +75,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStack]:
         env.setenv("WAYPOINT_AGENT_ID", AGENT_ID)
         env.setenv("WAYPOINT_TOOLS_MODULE", "examples.banking.tools")
         env.setenv("WAYPOINT_MANAGEMENT_API_KEY", API_KEY)
+        env.setenv("WAYPOINT_SECRET_DIGEST_KEY", "reliability-secret-digest-key-0123456789")
         env.delenv("WAYPOINT_REPLY_PER_MESSAGE", raising=False)
         with LocalStack() as stack:
             platforms, model = FakePlatforms(), CountingLLM()

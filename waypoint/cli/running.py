@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -140,26 +141,48 @@ def chat(
 SECRETS_FILE = "secrets.json"
 
 
-def _served_secrets(data: Path | None) -> tuple[str, str]:
-    """The management API key and the generic channel secret: from the environment, else kept in
-    the data directory (a restart must not invalidate the front end's configuration), else new."""
+# Each credential's name in the file, its environment variable, and how a new one is made.
+_SERVED_SECRETS = (
+    ("management_api_key", "WAYPOINT_MANAGEMENT_API_KEY", secrets.token_urlsafe, 24),
+    ("generic_secret", "WAYPOINT_GENERIC_SECRET", secrets.token_urlsafe, 24),
+    ("secret_digest_key", "WAYPOINT_SECRET_DIGEST_KEY", secrets.token_hex, 32),
+)
+
+
+@dataclass(frozen=True)
+class ServedSecrets:
+    """The local stack's credentials, kept across restarts of `waypoint serve`."""
+
+    management_api_key: str
+    generic_secret: str
+    secret_digest_key: str  # engine.secret_digests: a new one forgets what sessions kept
+
+
+def _served_secrets(data: Path | None) -> ServedSecrets:
+    """The management API key, the generic channel secret and the secret-digest key: from the
+    environment, else kept in the data directory (a restart must not invalidate the front
+    end's configuration, nor the digests the sessions keep), else new."""
     import json
 
     stored: dict[str, str] = {}
     path = data / SECRETS_FILE if data is not None else None
     if path is not None and path.exists():
         stored = json.loads(path.read_text(encoding="utf-8"))
-    key = os.environ.get("WAYPOINT_MANAGEMENT_API_KEY") or stored.get("management_api_key")
-    generic = os.environ.get("WAYPOINT_GENERIC_SECRET") or stored.get("generic_secret")
-    key = key or secrets.token_urlsafe(24)
-    generic = generic or secrets.token_urlsafe(24)
-    if path is not None and not path.exists():
+    chosen = {
+        name: os.environ.get(env) or stored.get(name) or make(size)
+        for name, env, make, size in _SERVED_SECRETS
+    }
+    if path is not None and any(name not in stored for name in chosen):
+        # Readable by this user only: these are credentials of the local stack. A file from
+        # before a credential existed gets it added; what it held stays.
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Written once, readable by this user only: these are credentials of the local stack.
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        partial = path.with_name(path.name + ".new")
+        partial.unlink(missing_ok=True)
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as f:
-            json.dump({"management_api_key": key, "generic_secret": generic}, f)
-    return key, generic
+            json.dump({**chosen, **stored}, f)
+        os.replace(partial, path)
+    return ServedSecrets(**chosen)
 
 
 def serve(
@@ -220,7 +243,7 @@ def studio(
 
 
 def _local_server(
-    agent: Any, tools_module: str | None, host: str, port: int, key: str, generic: str,
+    agent: Any, tools_module: str | None, host: str, port: int, served: ServedSecrets,
     data_dir: Path | None,
 ) -> Any:  # fmt: skip
     """The LocalServer `serve` and `studio` run (not started)."""
@@ -231,8 +254,9 @@ def _local_server(
         tools_module=tools_module,
         host=host,
         port=port,
-        management_api_key=key,
-        generic_secret=generic,
+        management_api_key=served.management_api_key,
+        generic_secret=served.generic_secret,
+        secret_digest_key=served.secret_digest_key,
         data_dir=data_dir,
         log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
     )
@@ -258,9 +282,10 @@ def _serve(
     data_dir = None if ephemeral else (data or DEFAULT_DATA_DIR)
     agent, tools_module = _load(path, tools)
     model = _choose_llm(llm)
-    key, generic = _served_secrets(data_dir)
+    served = _served_secrets(data_dir)
+    key, generic = served.management_api_key, served.generic_secret
     try:
-        server = _local_server(agent, tools_module, host, port, key, generic, data_dir)
+        server = _local_server(agent, tools_module, host, port, served, data_dir)
     except InvalidCorsOrigins as exc:
         console.print(f"[red]✗ {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
