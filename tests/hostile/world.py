@@ -5,7 +5,7 @@ context it ran in. `check_run` asserts the suite's guarantees over a whole run."
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -24,7 +24,7 @@ from examples.banking.tools import registry as bank_registry
 from examples.pizza import shop
 from examples.pizza.tools import registry as pizza_registry
 from infra.embeddings import HashingEmbedder
-from tests.hostile.adversary import HostileLLM, mentions
+from tests.hostile.adversary import ClaimingLLM, HostileLLM, mentions
 
 SECRET = "monkey"  # the banking password the customer types
 
@@ -94,7 +94,7 @@ class Turn:
 @dataclass
 class Run:
     example: Example
-    llm: HostileLLM
+    llm: HostileLLM | ClaimingLLM
     turns: list[Turn]
     sessions: InMemorySessionStore
 
@@ -102,7 +102,17 @@ class Run:
 Script = Sequence[tuple[str, str]]  # (sender, text); a text "!3" is a button press with id 3
 
 
-async def run_script(example_: Example, behaviour: str, seed: int, script: Script) -> Run:
+async def run_script(
+    example_: Example,
+    behaviour: str,
+    seed: int,
+    script: Script,
+    *,
+    llm: HostileLLM | ClaimingLLM | None = None,
+    before_turn: Callable[[int], None] | None = None,
+) -> Run:
+    """`script` through real engine turns with `llm` (else a `HostileLLM` of `behaviour` and
+    `seed`); `before_turn(i)` runs before the i-th message (a test arms its attack there)."""
     agent = example_.agent
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)
@@ -112,7 +122,7 @@ async def run_script(example_: Example, behaviour: str, seed: int, script: Scrip
     async def index_for(_agent: AgentSnapshot) -> Any:
         return index
 
-    llm = HostileLLM(agent, behaviour, seed)
+    llm = llm or HostileLLM(agent, behaviour, seed)
     dispatcher = RecordingDispatcher(example_.registry)
     engine = TurnEngine(
         agents, sessions, EngineDeps(llm=llm, embedder=embedder, tools=dispatcher),
@@ -121,6 +131,8 @@ async def run_script(example_: Example, behaviour: str, seed: int, script: Scrip
     await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="chat"))
     turns = []
     for i, (sender, said) in enumerate(script):
+        if before_turn is not None:
+            before_turn(i)
         choice, text = (said[1:], "") if said.startswith("!") else (None, said)
         before = await sessions.load("s")
         assert before is not None
@@ -148,6 +160,7 @@ def check_run(run: Run) -> None:
     check_values_were_given_or_confirmed(run)
     check_failed_steps_do_not_advance(run)
     check_replies_never_claim_what_failed(run)
+    check_replies_never_claim_what_did_not_run(run)
     check_identity_belongs_to_the_sender(run)
 
 
@@ -256,6 +269,41 @@ def check_replies_never_claim_what_failed(run: Run) -> None:
             for words in run.example.success_words.get(tool, ()):
                 assert words not in reply, (
                     f"the reply claims {tool} happened although it failed: "
+                    f"{turn.output.reply.text!r} ({run.llm.behaviour})"
+                )
+
+
+# Trace statuses of a call that did not run (or did not go through) this turn.
+NOT_RUN = frozenset(
+    {
+        "awaiting_confirmation",
+        "missing_arguments",
+        "ungrounded",
+        "invalid_arguments",
+        "refused",
+        "declined",
+        "prerequisite_not_met",
+        "retry_not_taken",
+        "error",
+    }
+)
+
+
+def check_replies_never_claim_what_did_not_run(run: Run) -> None:
+    """A call that waited for a confirmation, lacked a value or had one refused, was declined,
+    refused or not allowed for its sender this turn (and did not succeed later in the turn) is
+    never claimed: the reply, but for the engine's confirmation line, has none of its success
+    words."""
+    for turn in run.turns:
+        calls = turn.output.trace.tool_calls
+        not_run = {c.tool for c in calls if c.status in NOT_RUN}
+        not_run -= {c.tool for c in calls if c.status == "ok"}
+        said = (turn.output.reply.text or "").split("\n\nPlease confirm — ")[0]
+        reply = " ".join(re.findall(r"[\w']+", said.casefold()))
+        for tool in not_run:
+            for words in run.example.success_words.get(tool, ()):
+                assert words not in reply, (
+                    f"the reply claims {tool} happened although it did not run: "
                     f"{turn.output.reply.text!r} ({run.llm.behaviour})"
                 )
 
