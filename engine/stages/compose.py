@@ -14,7 +14,6 @@ from typing import Any
 
 from engine.agent_config import CompositionMode, LLMPurpose
 from engine.compose import (
-    FALLBACK_REPLY,
     CannedChoice,
     ComposedReply,
     CompositionInput,
@@ -32,6 +31,7 @@ from engine.compose import (
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
+from engine.own_lines import FALLBACK_REPLY
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.recall_index import recall_index
 from engine.relations import Resolution

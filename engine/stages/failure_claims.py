@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine import own_lines
 from engine.model import AgentSnapshot, NodeKind
 from engine.stages.state import TurnState
 
@@ -94,11 +95,7 @@ def claimed_failure(state: TurnState, text: str) -> FailedAction | None:
 def failure_reply(failed: FailedAction) -> str:
     """The engine's own words when the model's reply claimed what failed (an offer to retry
     that the customer did not take up is not made again)."""
-    again = " Would you like me to try again?" if failed.offer_retry else ""
-    return (
-        f"Sorry — {failed.action[:1].lower()}{failed.action[1:]} did not happen "
-        f"({failed.error}).{again}"
-    )
+    return own_lines.failed(failed.action, failed.error, offer_retry=failed.offer_retry)
 
 
 def _normal(text: str) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.compose import FALLBACK_REPLY, ComposedReply
+from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
+from engine.own_lines import FALLBACK_REPLY
 from engine.session import InboundMessage
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
