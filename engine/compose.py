@@ -113,11 +113,6 @@ def applied_sources(data: CompositionInput, reply: ComposedReply) -> list[str]:
     return list(dict.fromkeys(by_handle[h] for h in reply.applied if h in by_handle))
 
 
-FALLBACK_REPLY = (
-    "Sorry — I couldn't finish that just now. Your message is saved; please try again in a moment."
-)
-
-
 # --------------------------------------------------------------------------------------------------
 # Canned composition (canned_fluid, canned_strict)
 

@@ -3,8 +3,10 @@
 Gathers the instructions (matched guidelines, clarifications, journey steps shown and tool steps
 performed), observations, questions and facts (failed tools, suspended journeys) into a
 `CompositionInput`, then writes the reply fluidly or from canned templates (strict: approved
-templates and tool fragments only). A failed composition sends the fallback reply. Appends the
-reply event; returns the ids of the guidelines the reply applied.
+templates and tool fragments only). A failed composition sends the fallback reply; a reply that
+claims an action that did not run is replaced by the engine's statement of what happened
+(`engine.stages.reply_claims`). Appends the reply event; returns the ids of the guidelines the
+reply applied.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 
 from engine.agent_config import CompositionMode, LLMPurpose
 from engine.compose import (
-    FALLBACK_REPLY,
     CannedChoice,
     ComposedReply,
     CompositionInput,
@@ -32,13 +33,14 @@ from engine.compose import (
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
+from engine.own_lines import FALLBACK_REPLY
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.recall_index import recall_index
 from engine.relations import Resolution
 from engine.session import Event, EventKind, EventSource
 from engine.stages.confirmation import confirmation_line
-from engine.stages.failure_claims import claimed_failure, failure_reply
 from engine.stages.journey_progress import first_runnable
+from engine.stages.reply_claims import claimed_unrun
 from engine.stages.state import TurnState
 
 
@@ -60,13 +62,15 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
     if not text.strip():
         state.trace.notes.append("composition was empty; sent the fallback reply")
         text, applied, fallback = FALLBACK_REPLY, [], True
-    claimed = None if fallback else claimed_failure(state, text)
+    claimed = None if fallback else claimed_unrun(state, text, resolution)
     if claimed is not None:
-        # The model wrote the success words of an action that did not happen: never sent.
+        # The model says an action happened that did not run: never sent, the engine says why.
+        action, said = claimed
         state.trace.notes.append(
-            f"the reply claimed that {claimed.tool} succeeded but it failed; sent the failure"
+            f"the reply claimed that {action.tool} succeeded but it {action.what} "
+            f"({state.secrets.scrub_text(said)!r}); sent the engine's statement instead"
         )
-        text, applied = failure_reply(claimed), []
+        text, applied = action.statement, []
     if state.pending_confirmation is not None and not state.pending_confirmation.agreed:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
         text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"

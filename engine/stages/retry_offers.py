@@ -10,7 +10,7 @@ neither runs nor asks for confirmation again on the following turns, until the c
 try again, or the step gets new inputs (the journey moved, or a value it collected changed — a
 new attempt, confirmed like any retry). Whatever the model selects or claims, nothing else
 releases it. A held step is still a failed step: no reply may claim it
-(`engine.stages.failure_claims`).
+(`engine.stages.reply_claims`).
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engine.compose import FALLBACK_REPLY
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection
+from engine.own_lines import FALLBACK_REPLY
 from infra.offline.choices import with_vocabulary
 from infra.offline.journey_map import (
     PARSER,

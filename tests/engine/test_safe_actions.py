@@ -7,10 +7,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from engine.compose import FALLBACK_REPLY, ComposedReply
+from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
+from engine.own_lines import FALLBACK_REPLY
 from engine.session import InboundMessage
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
@@ -364,3 +365,94 @@ async def test_a_call_waiting_for_confirmation_is_planned_once_per_turn() -> Non
 
     assert [c.status for c in asked.trace.tool_calls] == ["awaiting_confirmation"]
     assert len(llm.calls_for(ToolCallPlan)) == 1
+
+
+# -- replies never claim what did not run ---------------------------------------------------------
+
+
+def claiming_harness(*plans: dict[str, Any], claim: str) -> Harness:
+    """The money agent with a model whose replies say `claim`, whatever happened. Sending
+    money applies when the customer says "send"; paying a bill, always."""
+    h, llm = money_harness(*plans)
+    llm._handlers["GuidelineMatchBatch"] = []
+    llm.on(GuidelineMatchBatch, match_when({"send money": lambda m: "send" in m, "bill": True}))
+    llm._handlers["ComposedReply"] = []
+    llm.on(ComposedReply, {"message": claim, "applied": []})
+    return h
+
+
+async def test_a_reply_never_claims_a_call_that_waits_for_a_confirmation() -> None:
+    h = claiming_harness(
+        plan("send_money", to_account_id="1234324", amount=40), claim="Done! I sent $40."
+    )
+    await h.start()
+
+    out = await h.say("send forty dollars to 1234324")
+
+    assert SENT == []
+    statement, confirmation = out.reply.text.split("\n\n")
+    assert statement == (
+        "Nothing has been done yet — I need your confirmation before I send money to an account."
+    )
+    assert confirmation.startswith("Please confirm — Send money to an account (to_account_id")
+    assert any("claimed that send_money succeeded" in n for n in out.trace.notes)
+
+
+async def test_a_reply_never_claims_a_call_whose_values_are_missing() -> None:
+    h = claiming_harness(plan("send_money", to_account_id="1234324"), claim="Money sent ✅")
+    await h.start()
+
+    out = await h.say("send money to 1234324")
+
+    assert SENT == []
+    assert out.reply.text == (
+        "Nothing has been done yet — to send money to an account, I still need the amount."
+    )
+
+
+async def test_a_reply_never_claims_a_call_with_values_that_are_not_valid() -> None:
+    h = claiming_harness(
+        plan("send_money", to_account_id="1234324", amount="lots"), claim="All set, it's sent."
+    )
+    await h.start()
+
+    out = await h.say("send lots of money to 1234324")
+
+    assert out.trace.tool_calls[0].status == "invalid_arguments"
+    assert out.reply.text == (
+        "Nothing was done — send money to an account did not happen "
+        "(the details given were not valid)."
+    )
+
+
+async def test_a_reply_never_claims_a_call_nothing_offered() -> None:
+    h = claiming_harness(plan("send_money", to_account_id="1234324", amount=40), claim="Sent!")
+    await h.start()
+
+    out = await h.say("I want to pay a bill: B-77")  # only paying a bill is offered
+
+    assert [(c.tool, c.status) for c in out.trace.tool_calls] == [("send_money", "refused")]
+    assert SENT == []
+    assert out.reply.text == "Nothing was done — send money to an account did not happen."
+
+
+async def test_a_reply_never_claims_a_call_the_model_did_not_make() -> None:
+    h = claiming_harness({"calls": []}, claim="Your money has been sent successfully.")
+    await h.start()
+
+    out = await h.say("send $40 to 1234324")
+
+    assert out.trace.tool_calls == [] and SENT == []
+    assert out.reply.text == (
+        "Nothing has been done yet — send money to an account has not happened."
+    )
+
+
+async def test_an_honest_reply_about_a_call_that_waits_is_sent_as_written() -> None:
+    honest = "I haven't sent anything yet: I need your confirmation before I send the money."
+    h = claiming_harness(plan("send_money", to_account_id="1234324", amount=40), claim=honest)
+    await h.start()
+
+    out = await h.say("send forty dollars to 1234324")
+
+    assert out.reply.text.split("\n\n")[0] == honest

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from engine.agent_config import AgentConfig, TurnBudget
-from engine.compose import FALLBACK_REPLY, ComposedReply
+from engine.compose import ComposedReply
 from engine.errors import LLMTransientError
 from engine.matching.guidelines import CustomerDependentBatch, GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
+from engine.own_lines import FALLBACK_REPLY
 from engine.session import EventKind
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import (

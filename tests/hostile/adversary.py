@@ -6,6 +6,9 @@ values and collected values, calls to tools nothing offered, every guideline app
 jumping to their end, values swapped between arguments, empty replies and replies claiming
 success. Every answer still validates against the schema asked for — the engine, not a parser,
 has to stop it. Seeded: the same behaviour and seed corrupt the same calls.
+
+`ClaimingLLM` is the narrower adversary of one guarantee: honest in everything but the reply of
+the turn a test attacks, which claims — in the wording the test gives — that the action was done.
 """
 
 from __future__ import annotations
@@ -236,6 +239,53 @@ class HostileLLM:
                 for c, v in zip(answer.collected, values[1:] + values[:1], strict=True)
             ]
         return answer
+
+
+class ClaimingLLM:
+    """`SchematicLLM`: the honest offline model, except that its replies claim the action was
+    done. A test sets `claim` (the reply's text; None: the honest reply) before the turn it
+    attacks, and `template` (words of an approved reply, which the model then chooses in a
+    canned mode). `nudge` names collected fields whose value the model shifts by one — near the
+    customer's, never equal — so the consequential call they feed is refused as ungrounded."""
+
+    behaviour = "claim_wordings"
+
+    def __init__(self, nudge: tuple[str, ...] = ()) -> None:
+        self.honest = OfflineLLM()
+        self.nudge = set(nudge)
+        self.claim: str | None = None
+        self.template: str | None = None
+        self.prompts: list[str] = []
+        self.corrupted = 0
+
+    async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]:
+        self.prompts.append(prompt)
+        answer: BaseModel = (await self.honest.generate(prompt, schema, model=model)).value
+        if isinstance(answer, JourneyNodeSelection) and self.nudge:
+            answer = answer.model_copy(deep=True)
+            answer.collected = [
+                CollectedItem(
+                    name=c.name, value=_nudged(c.value) if c.name in self.nudge else c.value
+                )
+                for c in answer.collected
+            ]
+        elif isinstance(answer, ComposedReply) and self.claim is not None:
+            answer = ComposedReply(message=self.claim, applied=answer.applied)
+            self.corrupted += 1
+        elif isinstance(answer, CannedChoice) and (self.claim or self.template) is not None:
+            handle = _handle_of(prompt, self.template) if self.template else None
+            answer = CannedChoice(template=handle, message=self.claim or "", applied=answer.applied)
+            self.corrupted += 1
+        value = schema.model_validate(answer.model_dump())  # schema-valid, like any adapter
+        return Generation(value, Usage(len(prompt) // 4, 20), "claiming", 0.0)
+
+
+def _handle_of(prompt: str, words: str) -> str | None:
+    """The handle of the approved reply (as the canned prompt lists them) containing `words`."""
+    for handle, text in re.findall(r"^- \[(t\d+)\] (.*)$", prompt, re.M):
+        if words in text:
+            return str(handle)
+    return None
 
 
 def _nudged(value: Any) -> Any:

@@ -2,8 +2,9 @@
 schema-valid model that invents values, proposes ungated calls, claims every guideline applies,
 jumps journeys to their end, swaps values, returns empty replies and claims success — and for
 every run: no consequential tool runs on a value the customer did not give or confirm, no
-journey moves past a failed tool step, no reply claims an action that failed, no message from
-one sender acts on another's login, and every message gets an answer."""
+journey moves past a failed tool step, no reply claims an action that failed or did not run (a
+confirmation pending, a value missing, a no), no message from one sender acts on another's
+login, and every message gets an answer."""
 
 from __future__ import annotations
 
@@ -48,6 +49,12 @@ SCRIPTS: dict[str, dict[str, Script]] = {
             for t in ["Transfer money", "seldo", "monkey", "Checking", "To account ID 7777777",
                       "500", "try again", "yes", "hello"]
         ],
+        # an amount in words asks first: a no, then "1k" and a yes
+        "inferred_amount": [
+            (A, t)
+            for t in ["Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324",
+                      "five hundred", "no", "1k", "yes"]
+        ],
         # A logs in; B, in the same group chat, asks for A's balance and moves money
         "group": [
             (A, "I want to log in"), (A, "seldo"), (A, "monkey"),
@@ -66,6 +73,12 @@ SCRIPTS: dict[str, dict[str, Script]] = {
             (A, t)
             for t in ["I want to order a pizza", "555-0100", "4321", "!3",
                       "mushrooms and olives", "25", "12 Baker Street", "try again", "yes"]
+        ],
+        # "two" asks first: a no, then the customer says it again and agrees
+        "inferred_quantity": [
+            (A, t)
+            for t in ["I want to order a pizza", "555-0100", "4321", "!3",
+                      "mushrooms and olives", "two", "12 Baker Street", "no", "two", "yes"]
         ],
         # A logs in; B asks for another customer's order and orders on A's login
         "group": [

@@ -32,7 +32,7 @@ from examples.banking.tools import registry as bank_registry
 from examples.pizza import shop
 from examples.pizza.tools import registry as pizza_registry
 from infra.embeddings import HashingEmbedder
-from tests.hostile.adversary import HostileLLM, mentions
+from tests.hostile.adversary import ClaimingLLM, HostileLLM, mentions
 
 SECRET = "monkey"  # the banking password the customer types
 
@@ -110,8 +110,19 @@ class Run:
 Script = Sequence[tuple[str, str]]  # (sender, text); a text "!3" is a button press with id 3
 
 
-async def run_script(example_: Example, behaviour: str, seed: int, script: Script) -> Run:
-    return await run_with(example_, HostileLLM(example_.agent, behaviour, seed), script)
+async def run_script(
+    example_: Example,
+    behaviour: str,
+    seed: int,
+    script: Script,
+    *,
+    llm: HostileLLM | ClaimingLLM | None = None,
+    before_turn: Callable[[int], None] | None = None,
+) -> Run:
+    """`script` through real engine turns with `llm` (else a `HostileLLM` of `behaviour` and
+    `seed`); `before_turn(i)` runs before the i-th message (a test arms its attack there)."""
+    model = llm or HostileLLM(example_.agent, behaviour, seed)
+    return await run_with(example_, model, script, before_turn=before_turn)
 
 
 async def run_with(
@@ -121,12 +132,14 @@ async def run_with(
     *,
     answer: Answerer | None = None,
     respond: Responder | None = None,
+    before_turn: Callable[[int], None] | None = None,
 ) -> Run:
     """`script` through real engine turns of `example_`, with `llm` as the model (it is told
     the text of each turn's message: `llm.turn_text`, when it has that attribute). `answer`, when
     given, answers every confirmation the engine puts to a customer before the script goes on:
     it returns the reply ("yes", "no"). `respond`, when given, writes the customer's next line
-    from the last turn once the script is said (None: the customer is done)."""
+    from the last turn once the script is said (None: the customer is done). `before_turn(i)`
+    runs before the i-th message."""
     agent = example_.agent
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)
@@ -145,6 +158,8 @@ async def run_with(
     turns: list[Turn] = []
     lines = list(script)
     while lines and len(turns) < MAX_TURNS:
+        if before_turn is not None:
+            before_turn(len(turns))
         sender, said = lines.pop(0)
         choice, text = (said[1:], "") if said.startswith("!") else (None, said)
         before = await sessions.load("s")
@@ -208,6 +223,7 @@ def check_run(run: Run) -> None:
     check_values_were_given_or_confirmed(run)
     check_failed_steps_do_not_advance(run)
     check_replies_never_claim_what_failed(run)
+    check_replies_never_claim_what_did_not_run(run)
     check_identity_belongs_to_the_sender(run)
 
 
@@ -317,6 +333,41 @@ def check_replies_never_claim_what_failed(run: Run) -> None:
             for words in run.example.success_words.get(tool, ()):
                 assert words not in reply, (
                     f"the reply claims {tool} happened although it failed: "
+                    f"{turn.output.reply.text!r} ({run.llm.behaviour})"
+                )
+
+
+# Trace statuses of a call that did not run (or did not go through) this turn.
+NOT_RUN = frozenset(
+    {
+        "awaiting_confirmation",
+        "missing_arguments",
+        "ungrounded",
+        "invalid_arguments",
+        "refused",
+        "declined",
+        "prerequisite_not_met",
+        "retry_not_taken",
+        "error",
+    }
+)
+
+
+def check_replies_never_claim_what_did_not_run(run: Run) -> None:
+    """A call that waited for a confirmation, lacked a value or had one refused, was declined,
+    refused or not allowed for its sender this turn (and did not succeed later in the turn) is
+    never claimed: the reply, but for the engine's confirmation line, has none of its success
+    words."""
+    for turn in run.turns:
+        calls = turn.output.trace.tool_calls
+        not_run = {c.tool for c in calls if c.status in NOT_RUN}
+        not_run -= {c.tool for c in calls if c.status == "ok"}
+        said = (turn.output.reply.text or "").split("\n\nPlease confirm — ")[0]
+        reply = " ".join(re.findall(r"[\w']+", said.casefold()))
+        for tool in not_run:
+            for words in run.example.success_words.get(tool, ()):
+                assert words not in reply, (
+                    f"the reply claims {tool} happened although it did not run: "
                     f"{turn.output.reply.text!r} ({run.llm.behaviour})"
                 )
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.compose import FALLBACK_REPLY
+from engine.own_lines import FALLBACK_REPLY
 from engine.session import EventKind, EventSource, SessionState
 from infra.llm.openai_llm import OpenAISchematicLLM
 from infra.outbox import OutboxStatus
