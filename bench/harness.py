@@ -77,6 +77,7 @@ class TurnSample:
     # activate this turn (a node-selection call not made), `late` did (entered in a later round).
     speculation_saved: int = 0
     speculation_late: int = 0
+    values_ms: float = 0.0  # of the overhead: reading and grounding values (trace.values_ms)
 
     @property
     def used_tools(self) -> bool:
@@ -288,6 +289,7 @@ class TurnRunner:
             llm_self_ms=llm_self,
             overhead_ms=overhead,
             breakdown_ms={k: round(v, 3) for k, v in breakdown.items()},
+            values_ms=trace.values_ms,
         )
 
 

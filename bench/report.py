@@ -24,6 +24,7 @@ from bench.turn_tables import (
     reference_table,
     scale_table,
     stages_table,
+    values_table,
 )
 
 
@@ -36,6 +37,7 @@ def tables(result: BenchResult) -> list[Table]:
     if result.overhead:
         out.append(overhead_table(result))
         out.append(stages_table(result))
+        out.append(values_table(result))
     if result.scale:
         out.append(scale_table(result))
     if result.reference:

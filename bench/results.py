@@ -45,6 +45,11 @@ class OverheadSummary:
     stages_p50_ms: dict[str, float]
     stages_p95_ms: dict[str, float]
     llm_self_p50_ms: float  # the fake LLM's own CPU per turn (excluded from the overhead)
+    # reading the customer's values and grounding arguments: per turn, and its share of the
+    # turn's overhead (the median of each turn's own share)
+    values_p50_ms: float = 0.0
+    values_p95_ms: float = 0.0
+    values_share_p50: float = 0.0
 
 
 @dataclass

@@ -119,6 +119,39 @@ def stages_table(result: BenchResult) -> Table:
     )
 
 
+def values_table(result: BenchResult) -> Table:
+    """What reading and grounding values costs a turn (`engine.values`), per agent."""
+    return Table(
+        "Values: reading the customer's words as types, binding answers and grounding every "
+        "tool argument (trace.values_ms), per turn",
+        [
+            "agent",
+            "ports",
+            "values p50 ms",
+            "values p95 ms",
+            "share of overhead p50",
+            "overhead p50",
+        ],
+        [
+            [
+                o.agent,
+                o.ports,
+                ms_cell(o.values_p50_ms, 2),
+                ms_cell(o.values_p95_ms, 2),
+                f"{100 * o.values_share_p50:.1f}%",
+                ms_cell(o.p50_ms, 1),
+            ]
+            for o in result.overhead
+        ],
+        [
+            "Part of the stages above (match, tools), not added to them: the time inside "
+            "`bind_answers` (node selection's values) and `ground_call` (the action gate), "
+            "summed over the turn. The share is the median of each turn's values time over its "
+            "overhead (zero-latency LLM, the fake's own CPU excluded)."
+        ],
+    )
+
+
 def scale_table(result: BenchResult) -> Table:
     """The synthetic agents from 10 to 5,000 guidelines: what a turn evaluates, asks and costs."""
     rows = []

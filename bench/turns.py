@@ -215,6 +215,9 @@ def _overhead(label: str, ports: str, samples: Sequence[TurnSample]) -> Overhead
         stages_p50_ms={k: median(s.breakdown_ms.get(k, 0.0) for s in samples) for k in BREAKDOWN},
         stages_p95_ms={k: p95(s.breakdown_ms.get(k, 0.0) for s in samples) for k in BREAKDOWN},
         llm_self_p50_ms=median(s.llm_self_ms for s in samples),
+        values_p50_ms=median(s.values_ms for s in samples),
+        values_p95_ms=p95(s.values_ms for s in samples),
+        values_share_p50=median(s.values_ms / s.overhead_ms for s in samples if s.overhead_ms),
     )
 
 

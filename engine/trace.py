@@ -118,6 +118,8 @@ class TurnTrace(BaseModel):
     matched_guideline_ids: list[str] = Field(default_factory=list)
     applied_guideline_ids: list[str] = Field(default_factory=list)
     stages: list[StageTiming] = Field(default_factory=list)
+    # of the stages' time: reading the customer's values and grounding arguments (ms)
+    values_ms: float = 0.0
     notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
     composition_mode: str = ""
     llm_rounds: int = 0

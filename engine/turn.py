@@ -51,6 +51,7 @@ from engine.stages.secret_masking import mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
+from engine.values import cost as values_cost
 from engine.versioning import VersionChoice, choose_version, journeys_in_flight
 
 __all__ = [
@@ -115,6 +116,7 @@ class TurnPipeline:
             self.deps, agent, session, messages, turn_id=turn_id, trace=trace, llm=llm
         )
         t = time.perf_counter()
+        state.values_clock = values_cost.start()
 
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
         # A pending confirmation is answered (or dropped) by this turn's messages.
@@ -343,6 +345,7 @@ def _output(state: TurnState, new_state: SessionState, reply: Event | None) -> T
     rounds counted, its trace masked, and earlier events a secret was masked in rewritten along
     with the traces of their turns (which quote them in their prompts)."""
     state.trace.llm_rounds = len({c.round for c in state.trace.llm_calls})
+    state.trace.values_ms = round(state.values_clock[0] * 1000, 3)
     return TurnOutput(
         with_secret_digests(state, new_state),
         state.events,

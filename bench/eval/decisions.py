@@ -17,7 +17,10 @@ Labels (`expect`) per kind:
 - tool_arguments: `{calls: {tool: {argument: value}}}` — the calls proposed, with the arguments
   the model gave (known values filled like the tool stage does); `{calls: {}}` for none; a list
   of argument maps for a tool expected to be called several times (any order); `instructions`
-  are the other guidelines in force, shown to the tool prompt;
+  are the other guidelines in force, shown to the tool prompt. Each call then goes through the
+  engine's gate (`engine.values.grounding`): a call with every argument the label gives that the
+  gate would ask a value for again is not right — a real turn would not run it. The sub-rows
+  count what the gate made of each case's calls: runs, confirmed first, asked;
 - canned: `{template: id | null}` — the approved template chosen, or none.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import date, time
 from decimal import Decimal
 from typing import Any
 
@@ -39,11 +43,25 @@ from engine.compose import (
     field_values,
     fillable,
 )
+from engine.context import TurnContext
 from engine.errors import ToolArgumentError
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journeys import select_journey_step
+from engine.session import EventKind, EventSource
+from engine.stages.confirmation import needs_confirmation
 from engine.tool_calls import ToolCallPlan, build_tool_call_prompt, coerce_argument
+from engine.tool_spec import ToolSpec
+from engine.values.grounding import (
+    Answer,
+    CustomerMessage,
+    Evidence,
+    SourceResult,
+    ground_call,
+    same_value,
+)
+from engine.values.money import Money
+from engine.values.types import written
 
 
 @dataclass(frozen=True)
@@ -171,6 +189,8 @@ def _same(got: Any, want: Any) -> bool:
             return Decimal(str(got)) == Decimal(str(want))
         except ArithmeticError:
             return False
+    if isinstance(got, date | time | Money):
+        return same_value(got, want)  # typed values meet their writing ("2026-03-04", "15:00")
     if isinstance(got, str) and isinstance(want, str):
         return got.strip().lower() == want.strip().lower()
     if isinstance(got, int | float) and isinstance(want, int | float | str):
@@ -205,12 +225,15 @@ async def _values(llm: TurnLLM, case: EvalCase) -> Outcome:
 async def _tool_arguments(llm: TurnLLM, case: EvalCase) -> Outcome:
     snapshot = agent(case.agent)
     specs = [snapshot.tool(name) for name in case.offered]
+    ctx = context(case)
     prompt = build_tool_call_prompt(
-        context(case), specs, case.offered, case.known, instructions=case.instructions
+        ctx, specs, case.offered, case.known, instructions=case.instructions
     )
     generation = await llm.generate(LLMPurpose.CALL_TOOLS, prompt, ToolCallPlan, label=case.id)
     want: dict[str, Any] = case.expect.get("calls", {})
     got: dict[str, Any] = {}
+    verdicts: list[str] = []
+    evidence = gate_evidence(case, ctx)
     for call in generation.value.calls:
         several = isinstance(want.get(call.tool), list)  # the case expects repeated calls
         if call.tool not in case.offered or (call.tool in got and not several):
@@ -227,12 +250,72 @@ async def _tool_arguments(llm: TurnLLM, case: EvalCase) -> Outcome:
                     typed[param.name] = coerce_argument(param, args[param.name])
                 except ToolArgumentError:
                     typed[param.name] = f"<invalid {args[param.name]!r}>"
+        verdicts.append(gate_verdict(spec, typed, evidence))
         if several:
             got.setdefault(call.tool, []).append(typed)
         else:
             got[call.tool] = typed
-    correct = set(got) == set(want) and all(_same_calls(got[t], want[t]) for t in want)
-    return Outcome(correct, got)
+    labelled = set(got) == set(want) and all(_same_calls(got[t], want[t]) for t in want)
+    # A right call the gate would not let run (it asks for a value the label says was given)
+    # is what a real turn does with it: asked again, so it is not counted right.
+    asked_wrongly = any(v == "asked" for v in verdicts) and all(
+        _complete(snapshot.tool(t), w) for t, w in want.items()
+    )
+    subkind = "no call" if not verdicts else max(verdicts, key=GATE_ORDER.index)
+    return Outcome(labelled and not asked_wrongly, got, f"gate: {subkind}")
+
+
+# What the gate makes of a call, least to most held back.
+GATE_ORDER = ("runs", "confirmed first", "asked")
+
+
+def gate_evidence(case: EvalCase, ctx: TurnContext) -> Evidence:
+    """What a turn's gate would trace the case's arguments to: its customer messages (the last
+    ones are this turn), the results of tools in view, the values already known (answers), its
+    variables and the instructions in force."""
+    first = ctx.session.next_offset()
+    customer = [
+        e for e in ctx.history if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
+    results: dict[str, list[SourceResult]] = {}
+    for e in ctx.history:
+        if e.kind is EventKind.TOOL:
+            tool = str(e.data.get("tool", ""))
+            results.setdefault(tool, []).append(SourceResult(e.offset, e.data.get("llm_view")))
+    for name, data in case.ran.items():
+        results.setdefault(name, []).append(SourceResult(first, data))
+    answers = {
+        name: [Answer(case.journey or "", value, True, "known")]
+        for name, value in case.known.items()
+    }
+    return Evidence(
+        now=[CustomerMessage.of(e) for e in customer if e.offset >= first],
+        earlier=[CustomerMessage.of(e) for e in customer if e.offset < first],
+        results=results,
+        variables=dict(case.variables),
+        answers=answers,
+        instructions=[(f"instruction-{i}", t) for i, t in enumerate(case.instructions, 1)],
+        reading=ctx.reading,
+    )
+
+
+def gate_verdict(spec: ToolSpec, typed: dict[str, Any], evidence: Evidence) -> str:
+    """Whether the engine's gate (`engine.values.grounding`) would run this call, show it to the
+    customer first, or ask for a value."""
+    clean = {k: v for k, v in typed.items() if not str(v).startswith("<invalid")}
+    grounding = ground_call(spec, clean, evidence)
+    missing = [p.name for p in spec.parameters if p.required and p.name not in clean]
+    if grounding.ungrounded or missing or len(clean) != len(typed):
+        return "asked"
+    needed, _ = needs_confirmation(spec, grounding, retry=False)
+    return "confirmed first" if needed else "runs"
+
+
+def _complete(spec: ToolSpec, wanted: Any) -> bool:
+    """Whether a labelled call gives every required argument (a call labelled without one is
+    meant to be asked)."""
+    calls = wanted if isinstance(wanted, list) else [wanted or {}]
+    return all(all(p.name in c for p in spec.parameters if p.required) for c in calls)
 
 
 def _same_calls(got: Any, want: Any) -> bool:
@@ -272,7 +355,7 @@ async def _canned(llm: TurnLLM, case: EvalCase) -> Outcome:
 
 
 def _plain(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: str(v) if isinstance(v, Decimal) else v for k, v in values.items()}
+    return {k: written(v) if isinstance(v, Decimal | date | time) else v for k, v in values.items()}
 
 
 EVALUATORS: dict[str, Evaluator] = {

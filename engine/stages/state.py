@@ -138,6 +138,8 @@ class TurnState:
         # Written by every stage: what happened and why; every LLM call goes through `llm`.
         self.trace = trace
         self.llm = llm
+        # CPU seconds spent reading and grounding values this turn (`engine.values.cost`)
+        self.values_clock: list[float] = [0.0]
         # Secret values seen this turn, in memory only: every stage masks what it writes. The
         # names the step being answered asked for are secret whatever this version declares.
         self.secrets = TurnSecrets(secret_names_of(agent) | set(session.secrets_asked))

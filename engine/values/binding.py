@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from engine.values.cost import measured
 from engine.values.grounding import (
     CustomerMessage,
     find_in_messages,
@@ -47,6 +48,7 @@ class Binding:
     why: str = ""  # why it is inferred
 
 
+@measured
 def bind_answers(
     shapes: Mapping[str, ValueShape],
     values: Mapping[str, Any],

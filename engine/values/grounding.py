@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine.session import Event
+from engine.values.cost import measured
 from engine.values.money import Money
 from engine.values.provenance import Provenance
 from engine.values.reading import Reading, ReadingContext, normalize, read
@@ -122,6 +123,7 @@ class CallGrounding:
         ]
 
 
+@measured
 def ground_call(
     spec: Any,
     arguments: Mapping[str, Any],

@@ -61,43 +61,31 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        Provenance.ANSWER,
-        "the value the customer gave for that field at the journey step that asks for it "
-        "(shown under the known values)",
-    ),
+    Rule(Provenance.ANSWER, "the customer's answer at the step that asks for it (known values)"),
     Rule(
         Provenance.SAID,
-        "a value the customer's latest message gives for exactly this argument — the only value "
-        "of its type there; never a part of a longer number, decimal or id, and never a value "
-        "they gave for something else",
+        "their latest message, where it is the only value of its type — never part of a longer "
+        "number or id, never a value they gave for something else",
     ),
-    Rule(Provenance.PICK, "the option the customer picked, or what they submitted in a form"),
-    Rule(Provenance.PRINCIPAL, "who the customer is logged in as"),
-    Rule(
-        Provenance.SOURCE,
-        "the result of the tool the argument's description names as its source (the latest one)",
-    ),
+    Rule(Provenance.PICK, "their pick among offered options, or their form"),
+    Rule(Provenance.PRINCIPAL, "who they are logged in as"),
+    Rule(Provenance.SOURCE, "the latest result of the tool named as the argument's source"),
     Rule(Provenance.VARIABLE, "a known value of the argument's own name"),
 )
 
 DERIVED_TEXT = (
-    "A value you work out is allowed and will be shown to the customer to confirm before a "
-    "consequential tool runs: a relative date written as YYYY-MM-DD counted from today's date "
-    '("tomorrow"), a listed choice for the customer\'s words ("keyboards" → "peripherals"), a '
-    "value an instruction in force sets, a converted unit, a number written in words."
+    "A value you work out is allowed and is shown to the customer to confirm: a relative date "
+    "as YYYY-MM-DD from today's date, a listed choice for their words, a value an instruction "
+    "in force sets, a converted unit, a number in words."
 )
-NEVER_TEXT = (
-    "Never use a value the customer said for something else, or earlier for another request, "
-    "and never make one up: leave a required argument out and the customer will be asked."
-)
+NEVER_TEXT = "Never invent a value: leave a required argument out and the customer is asked."
 
 
 def rules_text() -> str:
     """The rules as the tool-call prompt states them."""
     lines = [f"{i}. {rule.text}" for i, rule in enumerate(RULES, start=1)]
     return (
-        "Where an argument may come from (the engine checks every value against this list):\n"
+        "Where an argument may come from (the engine checks every value):\n"
         + "\n".join(lines)
-        + f"\n{DERIVED_TEXT}\n{NEVER_TEXT}"
+        + f"\n{DERIVED_TEXT} {NEVER_TEXT}"
     )

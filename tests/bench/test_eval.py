@@ -249,3 +249,27 @@ def test_a_tool_expected_several_times_is_graded_on_every_call() -> None:
     assert _same_calls([{"account": "savings"}, {"account": "checking"}], want)
     assert not _same_calls([{"account": "savings"}], want)
     assert not _same_calls([{"account": "savings"}, {"account": "savings"}], want)
+
+
+async def test_tool_arguments_are_scored_through_the_engines_gate() -> None:
+    """A call with the labelled arguments that the gate would not run — it asks for a value the
+    label says was given — is what a real turn does with it, so it is not counted right; the
+    report counts what the gate made of each case's calls."""
+    from bench.eval.cases import EvalCase, agent, context
+    from bench.eval.decisions import gate_evidence, gate_verdict
+
+    case = EvalCase(
+        id="gate", agent="bank", conv=["C: can I send 900 from savings?"],
+        offered={"check_funds": "x"}, expect={"calls": {"check_funds": {}}},
+    )  # fmt: skip
+    evidence = gate_evidence(case, context(case))
+    spec = agent("bank").tool("check_funds")
+    assert gate_verdict(spec, {"account": "savings", "amount": 900}, evidence) == "runs"
+    transfer = agent("bank").tool("transfer_money")
+    invented = {"account": "savings", "to_account_id": "1234567", "amount": 900}
+    assert gate_verdict(transfer, invented, evidence) == "asked"
+
+    cases = {k: v for k, v in load_cases().items() if k == "tool_arguments"}
+    run = await run_eval(OfflineLLM(), cases, provider="offline", model="offline-heuristic")
+    rows = {row.name for row in run.rows()}
+    assert {"tool_arguments: gate: runs", "tool_arguments: gate: asked"} <= rows
