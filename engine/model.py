@@ -26,7 +26,7 @@ from engine.agent_config import CompositionMode as CompositionMode
 from engine.tool_spec import ToolKind as ToolKind
 from engine.tool_spec import ToolParameter as ToolParameter
 from engine.tool_spec import ToolSpec as ToolSpec
-from engine.values.types import ValueShape
+from engine.values.types import ValueShape, compiled_pattern, currency_code
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -178,19 +178,12 @@ class CollectedField(BaseModel):
     @field_validator("currency")
     @classmethod
     def _currency_code(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z]{3}", value.strip()):
-            raise ValueError(f"{value!r} is not a currency code (three letters, e.g. USD)")
-        return None if value is None else value.strip().upper()
+        return currency_code(value)
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
-        return value
+        return compiled_pattern(value)
 
     @property
     def shape(self) -> ValueShape:
@@ -331,7 +324,6 @@ class CannedResponse(BaseModel):
 
     @property
     def fields(self) -> tuple[str, ...]:
-        import re
 
         return tuple(dict.fromkeys(re.findall(r"{{\s*([\w.]+)\s*}}", self.template)))
 

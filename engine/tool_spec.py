@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from engine.values.types import ValueKind, ValueShape
+from engine.values.types import ValueKind, ValueShape, compiled_pattern, currency_code
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -97,19 +97,12 @@ class ToolParameter(BaseModel):
     @field_validator("currency")
     @classmethod
     def _currency_code(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Z]{3}", value.strip().upper()):
-            raise ValueError(f"{value!r} is not a currency code (three letters, e.g. USD)")
-        return None if value is None else value.strip().upper()
+        return currency_code(value)
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
-        return value
+        return compiled_pattern(value)
 
     @field_validator("source")
     @classmethod

@@ -116,18 +116,7 @@ def collect_values(
     values, refused, notes = coerce_items(journey, items, (*reached, *ahead_nodes))
     fields = _fields_by_name(journey)
     order = {n.id: i for i, n in enumerate(journey.nodes)}
-    roles = {name: _role(fields[name][0], previous_path, name, words) for name in values}
-    bindings = bind_answers(
-        {name: fields[name][1].shape for name in values},
-        values,
-        roles,
-        now=words.now,
-        ahead_words=words.ahead,
-        earlier=words.earlier,
-        results=words.results,
-        offered=words.offered,
-        ctx=words.reading,
-    )
+    roles, bindings = _bind(journey, values, words, previous_path)
     ahead: dict[str, str] = {}
     grounded: set[str] = set()
     said_at: dict[str, int] = {}
@@ -163,6 +152,19 @@ def supported_items(
     `engine.values.binding`), and those that failed validation (their step must ask again): the
     values the journey's walk may count as given. An invented value answers no step."""
     values, rejected, _ = coerce_items(journey, items, [n.id for n in journey.nodes])
+    _, bindings = _bind(journey, values, words, previous_path)
+    keep = {n for n, b in bindings.items() if b is not None} | set(rejected)
+    folded = {n.casefold() for n in keep}
+    return [i for i in items if i.name.strip().casefold() in folded]
+
+
+def _bind(
+    journey: Journey,
+    values: Mapping[str, Any],
+    words: Words,
+    previous_path: Sequence[str | None],
+) -> tuple[dict[str, Role], dict[str, Binding | None]]:
+    """Each value's role in this turn and its binding (`engine.values.binding`)."""
     fields = _fields_by_name(journey)
     roles = {name: _role(fields[name][0], previous_path, name, words) for name in values}
     bindings = bind_answers(
@@ -176,9 +178,7 @@ def supported_items(
         offered=words.offered,
         ctx=words.reading,
     )
-    keep = {n for n, b in bindings.items() if b is not None} | set(rejected)
-    folded = {n.casefold() for n in keep}
-    return [i for i in items if i.name.strip().casefold() in folded]
+    return roles, bindings
 
 
 def _role(owners: set[str], previous_path: Sequence[str | None], name: str, words: Words) -> Role:

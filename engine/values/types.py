@@ -67,6 +67,26 @@ class ValueShape:
         return f"a JSON array, each item {one}" if self.many else one
 
 
+def currency_code(value: str | None) -> str | None:
+    """A declared currency as its ISO code ("usd" → "USD"); raises ValueError for anything else."""
+    if value is None:
+        return None
+    code = value.strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", code):
+        raise ValueError(f"{value!r} is not a currency code (three letters, e.g. USD)")
+    return code
+
+
+def compiled_pattern(value: str | None) -> str | None:
+    """A declared pattern, checked to be a regular expression; raises ValueError otherwise."""
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} is not a regular expression: {exc}") from None
+    return value
+
+
 def coerce(shape: ValueShape, raw: Any) -> Any:
     """The typed value of `raw` for `shape`; raises ValueError saying what is wrong."""
     if shape.many:
