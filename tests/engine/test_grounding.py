@@ -421,3 +421,28 @@ def test_a_lookup_run_on_a_worked_out_value_sources_nothing_on_its_own() -> None
         TRANSFER, {"account_id": "5555000011"}, said("go", results=made), journey_id="transfer"
     )
     assert result.ungrounded == () and result.inferred == ("account_id",)
+
+
+def test_a_result_that_is_not_a_mapping_is_a_source_too() -> None:
+    # A tool that returns the id itself, or a list of accounts: its result grounds the argument
+    # that names it as its source (one value: directly; one of several: shown first).
+    spec = ToolSpec(
+        name="close_account",
+        consequential=True,
+        parameters=(ToolParameter(name="account_id", source="find_account"),),
+    )
+    scalar = said("close it", results={"find_account": [SourceResult(1, "1234567890")]})
+    assert ground_call(spec, {"account_id": "1234567890"}, scalar).inferred == ()
+    listed = {"find_account": [SourceResult(1, ["1234567890", "5555000011"])]}
+    several = ground_call(spec, {"account_id": "5555000011"}, said("close it", results=listed))
+    assert several.ungrounded == () and several.inferred == ("account_id",)
+    items = ToolSpec(
+        name="close_account",
+        consequential=True,
+        parameters=(ToolParameter(name="account_id", source="list_accounts.id"),),
+    )
+    rows = {"list_accounts": [SourceResult(1, [{"id": "1234567890", "name": "Checking"}])]}
+    assert (
+        ground_call(items, {"account_id": "1234567890"}, said("close it", results=rows)).inferred
+        == ()
+    )
