@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.language.tags import normalize_tag
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -118,6 +120,19 @@ class AgentConfig(BaseModel):
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
     # Where the agent's customers are: "tomorrow" and "next Friday" are read in this time zone.
     timezone: str = "UTC"
+    # The languages the agent serves (BCP 47 tags); the first is its default. A customer is
+    # answered, and every line the engine writes itself, in the language they write in.
+    languages: tuple[str, ...] = ("en",)
+
+    @field_validator("languages")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("an agent serves at least one language (e.g. [en])")
+        tags = tuple(normalize_tag(t) for t in value)
+        if len(set(tags)) != len(tags):
+            raise ValueError(f"a language is listed twice: {list(value)}")
+        return tags
 
     def model_for(self, purpose: LLMPurpose) -> str:
         return self.models.get(purpose, self.default_model)

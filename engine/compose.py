@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from engine.agent_config import CompositionMode
 from engine.context import TurnContext, render_context
+from engine.language.tags import language_name
 from engine.model import AgentSnapshot, Guideline, Journey, JourneyNode
 
 _RESTRICTIVENESS = {
@@ -43,6 +44,7 @@ class CompositionInput:
     collected: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. "a tool failed: …"
     fragments: list[str] = field(default_factory=list)  # this turn's tool fragments, filled
+    language: str = "en"  # the session's language: the reply is written in it
 
 
 class ComposedReply(BaseModel):
@@ -100,7 +102,8 @@ def build_compose_prompt(ctx: TurnContext, data: CompositionInput, *, explain: b
         )
     parts.append(
         "Rules: never invent facts, amounts, ids or tool results; use only what is above. "
-        "Reply in the customer's language, concisely. Answer with JSON only: `message` is the "
+        f"Write the reply in {language_name(data.language)}, concisely, whatever language the "
+        "instructions are written in. Answer with JSON only: `message` is the "
         "reply, `applied` lists the handles of the instructions your reply follows."
         + (" Add nothing else." if not explain else "")
     )

@@ -424,6 +424,8 @@ class AgentSnapshot(BaseModel):
             default = config_defaults[name].get_default(call_default_factory=True)
             if isinstance(default, BaseModel):
                 default = default.model_dump(mode="json")
+            elif isinstance(default, tuple):
+                default = list(default)  # as the JSON payload holds it
             if payload["config"].get(name) == default:
                 del payload["config"][name]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
@@ -442,6 +444,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "handoff",
     "journey_min_similarity",
     "timezone",
+    "languages",
 )
 # … and of tool parameters and collected fields, with the value that leaves them out.
 _PARAMETER_FIELDS_ADDED_LATER = {

@@ -254,6 +254,9 @@ class SessionState(BaseModel):
     # result from then on was produced for this request (a declared `source` grounds with it
     # alone; an older one is a candidate the customer confirms)
     run_started: dict[str, int] = Field(default_factory=dict)
+    # The language the customer is served in (`engine.language.session`): their latest message's,
+    # when the agent serves it; None until they write (the agent's default).
+    language: str | None = None
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)

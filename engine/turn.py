@@ -20,6 +20,8 @@ from typing import Any
 
 from engine.erasure import written_before_erasure
 from engine.errors import AgentNotFound, SessionConflict
+from engine.language.detection import detect
+from engine.language.session import session_language
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
@@ -120,7 +122,8 @@ class TurnPipeline:
 
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
         # A pending confirmation is answered (or dropped) by this turn's messages.
-        for m in messages:
+        detected = [None if m.choice and not m.text else detect(m.text or "") for m in messages]
+        for m, language in zip(messages, detected, strict=True):
             state.add_event(
                 EventKind.MESSAGE,
                 EventSource.CUSTOMER,
@@ -129,7 +132,9 @@ class TurnPipeline:
                 **({"choice": m.choice} if m.choice else {}),
                 **({"sender": m.sender_id} if m.sender_id else {}),
                 **({"attachments": attachments_data(m)} if m.attachments else {}),
+                **({"language": language} if language else {}),
             )
+        state.language = session_language(state.session.language, detected, agent.config.languages)
         if state.mode is SessionMode.HUMAN:
             # A person has the session: match for the trace, answer nothing (engine.handoff).
             return await self._record_for_person(state, index)

@@ -103,6 +103,7 @@ class Agent:
         description: str = "",
         composition_mode: CompositionMode | str | None = None,
         config: AgentConfig | Mapping[str, Any] | None = None,
+        languages: Sequence[str] | None = None,
     ):
         self.id = id
         self.name = name
@@ -110,6 +111,8 @@ class Agent:
         settings = config.model_dump() if isinstance(config, AgentConfig) else dict(config or {})
         if composition_mode is not None:
             settings["composition_mode"] = composition_mode
+        if languages is not None:  # the languages served, the first the default
+            settings["languages"] = tuple(languages)
         self.config = construct(AgentConfig, f"agent '{id}' config", **settings)
         self._guidelines: list[Guideline] = []
         self._journeys: list[JourneyBuilder] = []

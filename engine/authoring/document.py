@@ -113,6 +113,8 @@ class AgentHeaderDoc(_Element):
     name: str
     description: str = ""
     composition_mode: CompositionMode | None = None
+    # the languages the agent serves (the first is its default); also `config.languages`
+    languages: tuple[str, ...] | None = None
     config: AgentConfig = Field(default_factory=AgentConfig)
 
 

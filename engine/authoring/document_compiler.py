@@ -89,6 +89,7 @@ class DocumentCompiler:
             description=header.description,
             composition_mode=header.composition_mode,
             config=header.config,
+            languages=header.languages,
         )
         self.absent = absent or Absent()
         self.tools = resolve_tools(

@@ -91,7 +91,9 @@ def composition_input(
     """What the reply must do and say, with the guidelines and steps it draws on."""
     agent = state.agent
     data = CompositionInput(
-        questions=list(state.questions), collected=state.secrets.scrub(state.collected_for())
+        questions=list(state.questions),
+        collected=state.secrets.scrub(state.collected_for()),
+        language=state.language,
     )
     guidelines: list[Guideline] = []
     steps: list[tuple[Journey, JourneyNode]] = []

@@ -87,6 +87,7 @@ def new_session_state(state: TurnState, applied: Sequence[str]) -> SessionState:
             "failed_steps": dict(state.failed_steps),
             "retries_not_taken": still_held(state),
             # kept while the journey still stands at the step
+            "language": state.language,
             "run_started": {
                 j: o
                 for j, o in state.run_started.items()

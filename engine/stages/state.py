@@ -132,6 +132,8 @@ class TurnState:
         self.messages = messages
         self.turn_id = turn_id
         self.views = node_views_of(agent)
+        # The language this turn answers in (`engine.language.session`), set by the load stage.
+        self.language: str = session.language or agent.config.languages[0]
         # Who this turn answers: the sender of its last message (in a group, one of several).
         last = messages[-1].sender_id if messages else None
         self.sender: str = last or session.customer_id
