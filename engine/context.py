@@ -26,17 +26,24 @@ class TurnContext:
     variables: dict[str, Any] = field(default_factory=dict)
     terms: Sequence[Term] = ()
     tool_results: Sequence[ToolOutcome] = ()  # staged in this turn so far
+    language: str = "en"  # the session's language this turn (`engine.language.session`)
 
     def with_tool_results(self, results: Sequence[ToolOutcome]) -> TurnContext:
         return TurnContext(
-            self.agent, self.session, self.history, self.variables, self.terms, tuple(results)
+            self.agent,
+            self.session,
+            self.history,
+            self.variables,
+            self.terms,
+            tuple(results),
+            self.language,
         )
 
     @property
     def reading(self) -> ReadingContext:
         """How this turn reads the customer's values: its today in the agent's time zone."""
         now = self.history[-1].created_at if self.history else None
-        return reading_context(self.agent.config.timezone, now)
+        return reading_context(self.agent.config.timezone, now, self.language)
 
     @property
     def last_customer_text(self) -> str:

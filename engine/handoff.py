@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from engine.agent_config import BusinessHours, HandoffConfig
 from engine.errors import WaypointError
 from engine.history import fold_history
+from engine.language.requests import asks_for_person_in_other_languages
 from engine.model import AgentSnapshot
 from engine.session import (
     Event,
@@ -86,7 +87,7 @@ def asks_for_person(text: str, config: HandoffConfig) -> bool:
     lowered = " ".join(text.lower().split())
     if any(p.strip() and p.strip().lower() in lowered for p in config.request_phrases):
         return True
-    return _DEFAULT_REQUEST.search(lowered) is not None
+    return _DEFAULT_REQUEST.search(lowered) is not None or asks_for_person_in_other_languages(text)
 
 
 def within_business_hours(hours: BusinessHours | None, now: datetime) -> bool:

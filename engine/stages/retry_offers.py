@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from engine.language.requests import asks_to_try_again_in_other_languages
 from engine.session import InboundMessage, latest_values
 from engine.stages.confirmation import agreement
 from engine.stages.state import TurnState
@@ -31,7 +32,8 @@ def asks_to_try_again(message: InboundMessage) -> bool:
     """Whether a message asks for the failed action again ("please try again", "retry"); a no
     ("don't try again") never does."""
     text = re.sub(r"\s+", " ", (message.text or "").strip().casefold())
-    return agreement(message) is not False and _TRY_AGAIN.search(text) is not None
+    asked = _TRY_AGAIN.search(text) is not None or asks_to_try_again_in_other_languages(text)
+    return agreement(message) is not False and asked
 
 
 def asks_before_retry(state: TurnState, journey_id: str, node_id: str) -> bool:

@@ -242,6 +242,7 @@ class TurnState:
             variables=self.variables(),
             terms=self.agent.terms,
             tool_results=tuple(self.tool_results),
+            language=self.language,
         )
 
     def earlier_events(self) -> list[Event]:

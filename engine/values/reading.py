@@ -24,6 +24,8 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from engine.values.locale import CURRENCY_WORDS, decimal_mark, groups_with_spaces, locale_dates
+from engine.values.locale import number_words as locale_number_words
 from engine.values.money import Money
 from engine.values.types import ValueShape
 
@@ -48,11 +50,14 @@ class Reading:
 
 @dataclass(frozen=True)
 class ReadingContext:
-    """What reading needs besides the text: the agent's today (relative dates) and the decimal
-    marks its customers write natively (a separator read by another convention is inferred)."""
+    """What reading needs besides the text: the agent's today (relative dates), the language the
+    customer writes in (number words, dates, currency words: `engine.values.locale`) and the
+    decimal marks they write natively (a separator read by another convention is inferred)."""
 
     today: date | None = None
     decimal_marks: frozenset[str] = field(default_factory=lambda: frozenset({"."}))
+    language: str = "en"
+    spaced_groups: bool = False  # the language groups thousands with a space ("1 000")
 
 
 @lru_cache(maxsize=64)
@@ -63,12 +68,16 @@ def _zone(name: str) -> tzinfo:
         return UTC  # validation reports an unknown time zone; a turn never fails on it
 
 
-def reading_context(timezone: str, now: datetime | None) -> ReadingContext:
-    """How a turn reads values: today's date where the agent's customers are."""
-    if now is None:
-        return ReadingContext()
-    local = now.astimezone(_zone(timezone)) if now.tzinfo is not None else now
-    return ReadingContext(today=local.date())
+def reading_context(timezone: str, now: datetime | None, language: str = "en") -> ReadingContext:
+    """How a turn reads values: today's date where the agent's customers are, in the language
+    the customer writes (its decimal mark)."""
+    marks = frozenset({decimal_mark(language)})
+    spaced = groups_with_spaces(language)
+    today = None
+    if now is not None:
+        local = now.astimezone(_zone(timezone)) if now.tzinfo is not None else now
+        today = local.date()
+    return ReadingContext(today, marks, language, spaced)
 
 
 def normalize(text: str) -> str:
@@ -108,10 +117,13 @@ _SCALED = re.compile(r"(\d+(?:[.,]\d+)?)([kK])")
 _THOUSANDS = {".": frozenset({",", "'", "’"}), ",": frozenset({".", "'", "’"})}
 
 
-def number_values(token: str, marks: frozenset[str]) -> tuple[set[Decimal], bool]:
+def number_values(
+    token: str, marks: frozenset[str], spaced: bool = False
+) -> tuple[set[Decimal], bool]:
     """The values a digit token can mean under the decimal marks people use (a dot or a comma),
     and whether the reading is settled: one value, written in one of `marks`' conventions, and
-    not grouped by spaces (a gap between digits may split two numbers)."""
+    not grouped by spaces (a gap between digits may split two numbers) unless `spaced` (the
+    customer's language groups thousands with a space)."""
     seps = re.findall(rf"[.,'’{_GAPS}]", token)
     groups = re.split(rf"[.,'’{_GAPS}]", token)
     if not seps:
@@ -120,7 +132,9 @@ def number_values(token: str, marks: frozenset[str]) -> tuple[set[Decimal], bool
     for mark in (".", ","):
         for value in _under(mark, seps, groups):
             values.setdefault(value, set()).add(mark)
-    gapped = any(s in _GAPS for s in seps)
+    # A gap between digits may split two numbers — unless the customer's language groups
+    # thousands with spaces (French "1 000,50").
+    gapped = any(s in _GAPS for s in seps) and not spaced
     settled = len(values) == 1 and not gapped and bool(next(iter(values.values())) & marks)
     return set(values), settled
 
@@ -153,14 +167,20 @@ _CODES = frozenset(
      "NOK", "DKK", "PLN", "CZK", "HUF", "MXN", "SGD", "HKD", "TWD", "KRW", "ZAR", "TRY"}
 )  # fmt: skip
 _CURRENCY_WORDS = {
-    "dollar": "$", "dollars": "$", "buck": "$", "bucks": "$", "usd": "USD", "euro": "EUR",
-    "euros": "EUR", "pound": "GBP", "pounds": "GBP", "quid": "GBP", "yen": "JPY", "yuan": "CNY",
-    "rmb": "CNY", "元": "CNY", "块": "CNY", "人民币": "CNY", "円": "JPY", "reais": "BRL",
+    "buck": "$", "bucks": "$", "usd": "USD", "pound": "GBP", "pounds": "GBP", "quid": "GBP",
+    "yen": "JPY", "yuan": "CNY", "rmb": "CNY", **CURRENCY_WORDS,
 }  # fmt: skip
 _BEFORE = re.compile(r"(US\$|R\$|[$€£¥₹]|\b[A-Z]{3})\s?$")
+_LATIN_WORDS = sorted((w for w in _CURRENCY_WORDS if w.isascii() or (w.isalpha() and w.islower())),
+                      key=len, reverse=True)  # fmt: skip
+_HAN_WORDS = sorted((w for w in _CURRENCY_WORDS if not w.isascii() and not w.islower()),
+                    key=len, reverse=True)  # fmt: skip
 _AFTER = re.compile(
-    r"^\s?(?:(US\$|R\$|[$€£¥₹])|([A-Za-z]{3})\b|(dollars?|bucks?|euros?|pounds?|quid|yen|yuan|"
-    r"rmb|reais)\b|(元|块|人民币|円))",
+    r"^\s?(?:(US\$|R\$|[$€£¥₹])|([A-Za-z]{3})\b|("
+    + "|".join(re.escape(w) for w in _LATIN_WORDS)
+    + r")\b|("
+    + "|".join(re.escape(w) for w in _HAN_WORDS)
+    + "))",
     re.IGNORECASE,
 )
 
@@ -186,16 +206,28 @@ def _currency_near(text: str, start: int, end: int) -> tuple[str | None, int, in
     return None, start, end
 
 
-def _resolve_currency(mark: str, default: str | None) -> tuple[str, bool]:
+def _resolve_currency(mark: str, default: str | None, language: str = "en") -> tuple[str, bool]:
     """An ISO code for a currency mark, and whether it is certain ("$" is the agent's dollar
-    when its currency is one; "¥" is yen or yuan)."""
+    when its currency is one; "¥" is yen or yuan: the agent's, else the customer's language's)."""
     if mark == "$":
         return (default, True) if default in _DOLLARS else ("USD", True)
     if mark == "¥":
-        return (default, True) if default in ("JPY", "CNY") else ("JPY", False)
+        if default in ("JPY", "CNY"):
+            return default or "JPY", True
+        if language.startswith("zh"):
+            return "CNY", True
+        return ("JPY", True) if language == "ja" else ("JPY", False)
     if mark == "RMB":
         return "CNY", True
     return mark, True
+
+
+_CJK_MULTIPLIERS = set("十百千万萬亿億")
+
+
+def _glued_to_cjk_numeral(text: str, run: Run) -> bool:
+    after = text[run.end : run.end + 1]
+    return bool(after) and after in _CJK_MULTIPLIERS
 
 
 @dataclass(frozen=True)
@@ -222,7 +254,9 @@ def numbers(
             token, scale, how = scaled.group(1), Decimal(1000), "2k read as 2000"
         elif not _NUMBER_RUN.fullmatch(token):
             continue
-        values, settled = number_values(token, ctx.decimal_marks)
+        if _glued_to_cjk_numeral(text, run):
+            continue  # "2万" is 20000, read whole by engine.values.locale
+        values, settled = number_values(token, ctx.decimal_marks, ctx.spaced_groups)
         if not values:
             continue
         if len(values) > 1:
@@ -232,7 +266,7 @@ def numbers(
         code, start, end = _currency_near(text, run.start, run.end)
         sure = True
         if code is not None:
-            code, sure = _resolve_currency(code, default_currency)
+            code, sure = _resolve_currency(code, default_currency, ctx.language)
         bare_long = code is None and token.isdigit() and len(token) >= 6
         if bare_long:
             how = how or f"{token!r} reads like an account or phone number, not an amount"
@@ -248,14 +282,16 @@ def numbers(
                 how=how,
             )
         )
-    for start, end, number in number_words(text):
+    said = [(s, e, n, True) for s, e, n in number_words(text)]
+    if ctx.language != "en":
+        said += locale_number_words(text, ctx.language)
+    for start, end, number, strong in said:
         code, start2, end2 = _currency_near(text, start, end)
         sure = True
         if code is not None:
-            code, sure = _resolve_currency(code, default_currency)
-        found.append(
-            NumberRead((number,), start2, end2, False, code, sure, False, "a number in words")
-        )
+            code, sure = _resolve_currency(code, default_currency, ctx.language)
+        how = "a number in words"
+        found.append(NumberRead((number,), start2, end2, False, code, sure, not strong, how))
     return found
 
 
@@ -351,6 +387,9 @@ def dates(text: str, ctx: ReadingContext) -> list[Reading]:
         found.extend(_named_date(m, int(m[2]), m[1], m[3], ctx))
     if ctx.today is not None:
         found.extend(_relative_dates(text, ctx.today))
+    if ctx.language != "en":
+        for start, end, day, exact, how in locale_dates(text, ctx.language, ctx.today):
+            found.append(Reading(day, start, end, exact, how=how))
     return found
 
 
