@@ -43,7 +43,8 @@ class TurnContext:
     def reading(self) -> ReadingContext:
         """How this turn reads the customer's values: its today in the agent's time zone."""
         now = self.history[-1].created_at if self.history else None
-        return reading_context(self.agent.config.timezone, now, self.language)
+        config = self.agent.config
+        return reading_context(config.timezone, now, self.language, config.languages)
 
     @property
     def last_customer_text(self) -> str:
