@@ -445,6 +445,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "journey_min_similarity",
     "timezone",
     "languages",
+    "messages",
 )
 # … and of tool parameters and collected fields, with the value that leaves them out.
 _PARAMETER_FIELDS_ADDED_LATER = {

@@ -104,6 +104,7 @@ class Agent:
         composition_mode: CompositionMode | str | None = None,
         config: AgentConfig | Mapping[str, Any] | None = None,
         languages: Sequence[str] | None = None,
+        messages: Mapping[str, Mapping[str, str]] | None = None,
     ):
         self.id = id
         self.name = name
@@ -113,6 +114,11 @@ class Agent:
             settings["composition_mode"] = composition_mode
         if languages is not None:  # the languages served, the first the default
             settings["languages"] = tuple(languages)
+        if messages is not None:  # the engine's lines as this agent words them, per language
+            merged = {tag: dict(lines) for tag, lines in settings.get("messages", {}).items()}
+            for tag, lines in messages.items():
+                merged[tag] = {**merged.get(tag, {}), **lines}
+            settings["messages"] = merged
         self.config = construct(AgentConfig, f"agent '{id}' config", **settings)
         self._guidelines: list[Guideline] = []
         self._journeys: list[JourneyBuilder] = []

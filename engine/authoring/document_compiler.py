@@ -90,6 +90,7 @@ class DocumentCompiler:
             composition_mode=header.composition_mode,
             config=header.config,
             languages=header.languages,
+            messages=header.messages,
         )
         self.absent = absent or Absent()
         self.tools = resolve_tools(
