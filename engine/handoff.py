@@ -121,11 +121,12 @@ def pickup_overdue(session: SessionState, config: HandoffConfig, now: datetime) 
 
 def approved_notice(agent: AgentSnapshot, tag: str, language: str) -> str:
     """The agent's approved text for a handoff notice (`tag`: `handoff`, `handoff_unavailable`)
-    in `language`: its canned response tagged `tag`, else the engine's line as the agent words
-    it (`config.handoff.message` / `unavailable_message`, `messages`) — never model text."""
+    in `language`: its canned response tagged `tag` (that language's variant), else the engine's
+    line as the agent words it (`config.handoff.message` / `unavailable_message`, `messages`) —
+    never model text."""
     for response in agent.canned_responses:
         if tag in response.tags:
-            return response.template
+            return response.text_in(language)
     return agent.config.lines().line(_NOTICE_LINES[tag], language)
 
 

@@ -312,8 +312,11 @@ class Agent:
         id: str | None = None,
         tags: Sequence[str] = (),
         signals: Sequence[str] = (),
+        variants: Mapping[str, str] | None = None,
     ) -> CannedResponse:
-        """An approved reply template; `{{field}}` placeholders are filled at run time."""
+        """An approved reply template; `{{field}}` placeholders are filled at run time.
+        `template` is in the agent's default language; `variants` gives the reply in its other
+        languages ({"es": "…"}), sent to a session in that language."""
         response_id = id or default_canned_response_id(template)
         response = construct(
             CannedResponse,
@@ -322,6 +325,7 @@ class Agent:
             template=template,
             tags=tuple(tags),
             signals=tuple(signals),
+            variants=dict(variants or {}),
         )
         self._canned_responses.append(response)
         return response

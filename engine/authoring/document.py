@@ -103,9 +103,11 @@ class RelationshipDoc(_Element):
 
 class CannedResponseDoc(_Element):
     id: str | None = None
-    template: str
+    template: str  # in the agent's default language
     tags: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
+    # the same reply in the other languages the agent serves: {es: "…", zh-Hans: "…"}
+    variants: dict[str, str] = Field(default_factory=dict)
 
 
 class AgentHeaderDoc(_Element):

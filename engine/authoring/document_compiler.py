@@ -321,6 +321,7 @@ class DocumentCompiler:
                 id=response.id,
                 tags=response.tags,
                 signals=response.signals,
+                variants=response.variants,
             )
             self._attempt(_item_path("canned_responses", response, index), create)
         for migration in self.document.migrations:

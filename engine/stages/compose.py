@@ -205,7 +205,7 @@ def _tool_fragments(state: TurnState) -> list[Template]:
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
     """Tool fragments of this turn, then the agent's templates in scope (untagged, or tagged to
-    a guideline, journey or step that applies)."""
+    a guideline, journey or step that applies), in the session's language."""
     scope = {f"guideline:{g}" for g in resolution.guideline_ids}
     scope |= {journey_tag(j) for j in resolution.journey_ids}
     scope |= {
@@ -214,8 +214,9 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
         if j in resolution.journey_ids and _may_speak_for(state, state.agent.journey(j).node(n))
     }
     scope |= {f"node:{j}:{n}" for j, n in state.performed_tool_steps}
+    # Each in the session's language: its variant for it, else its template.
     approved = [
-        Template("", c.id, c.template)
+        Template("", c.id, c.text_in(state.language))
         for c in state.agent.canned_responses
         if not c.tags or scope.intersection(c.tags)
     ]

@@ -144,8 +144,9 @@ def success_markers(agent: AgentSnapshot, tool: str) -> tuple[str, ...]:
     for journey, node in _steps_running(agent, tool):
         tag = f"node:{journey.id}:{node.id}"
         for canned in agent.canned_responses:
-            if tag in canned.tags:
-                markers += [_normal(c) for c in _PLACEHOLDER.split(canned.template)]
+            if tag in canned.tags:  # in every language it is written in
+                for text in (canned.template, *canned.variants.values()):
+                    markers += [_normal(c) for c in _PLACEHOLDER.split(text)]
         told = _told(node.action)
         if told is not None:
             words = tokens(told)

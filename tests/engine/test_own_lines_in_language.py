@@ -291,12 +291,17 @@ PUBLISHED: dict[str, Any] = {
 }
 
 
-def test_an_agent_without_messages_keeps_the_version_it_was_published_under() -> None:
-    # The version this document had before `messages` existed.
+def test_an_agent_without_messages_or_variants_keeps_the_version_it_was_published_under() -> None:
+    # The version this document had before `messages` and `variants` existed.
     assert load_agent(PUBLISHED).version == "7404aa5f4ee73745"
 
     worded = {**PUBLISHED, "agent": {**PUBLISHED["agent"], "messages": {"es": {"no_match": "?"}}}}
+    varied = {
+        **PUBLISHED,
+        "canned_responses": [{"id": "hello", "template": "Hola", "variants": {"en": "Hi"}}],
+    }
     assert load_agent(worded).version != "7404aa5f4ee73745"
+    assert load_agent(varied).version != "7404aa5f4ee73745"
 
 
 def test_the_no_one_available_notice_of_an_overdue_handoff_is_in_the_sessions_language() -> None:
