@@ -1,6 +1,6 @@
 """A canned response per language: `template` in the agent's default language, `variants` in the
 others; the session's language chooses which one is offered and sent, and a served language a
-response has no variant for gets its template."""
+response has no variant for is a `waypoint validate` warning, never a failure."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from engine.model import CannedResponse, Guideline
 from engine.session import SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
+from engine.validation import problems, warnings
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
 
 GREET = Guideline(id="greet", condition="the customer greets", action="Greet them")
@@ -86,6 +87,11 @@ async def test_a_response_without_a_variant_for_the_language_sends_its_template(
     out = await h.say("hola")
 
     assert out.reply.text == "Hello Ana!"
+    assert warnings(h.agent) == [
+        "canned response 'hello' has no variant for zh-Hans, es; a session in those languages "
+        "gets its template (en): add variants: {zh-Hans: …}"
+    ]
+    assert problems(h.agent) == []
 
 
 def test_variants_are_written_in_yaml_and_through_the_builder() -> None:
@@ -97,10 +103,29 @@ def test_variants_are_written_in_yaml_and_through_the_builder() -> None:
     }
     loaded = load_agent(document)
     assert loaded.canned_responses[0].variants == {"es": "¡Adiós!"}  # the tag, normalized
+    assert warnings(loaded) == []
 
     agent = Agent("shop", "Shop", languages=["en", "es"])
     agent.create_canned_response("Goodbye!", id="bye", variants={"es": "¡Adiós!"})
     assert agent.build().canned_responses == loaded.canned_responses
+
+
+def test_a_variant_never_sent_or_with_other_fields_is_a_warning() -> None:
+    agent = Agent("shop", "Shop", languages=["en", "es"])
+    agent.create_canned_response(
+        "Your balance is {{balance}}.",
+        id="bal",
+        variants={"es": "Tu saldo es {{saldo}}.", "en": "Balance: {{balance}}", "fr": "Solde"},
+    )
+
+    assert warnings(agent.build()) == [
+        "canned response 'bal': the es variant uses {{saldo}}, which the template does not; "
+        "check the field names",
+        "canned response 'bal': its template is the en text (the default language); the variant "
+        "for en is never sent",
+        "canned response 'bal': the agent does not serve fr (config.languages: en, es); the "
+        "variant for it is never sent",
+    ]
 
 
 async def test_the_handoff_notice_template_is_sent_in_the_sessions_language() -> None:
