@@ -13,8 +13,13 @@ from collections.abc import Sequence
 
 from engine.language.lines import Say, line
 
-# The fallback reply in English (what the offline model recognises as one).
-FALLBACK_REPLY = line("fallback_reply", "en")
+
+def __getattr__(name: str) -> str:
+    # FALLBACK_REPLY: the fallback reply in English (what the offline model recognises as one),
+    # read from its catalog when asked for, not when a turn imports this module.
+    if name == "FALLBACK_REPLY":
+        return line("fallback_reply", "en")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def failed(say: Say, action: str, error: str | None, *, offer_retry: bool) -> str:

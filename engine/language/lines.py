@@ -28,8 +28,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
-import yaml
-
 from engine.language.tags import SHIPPED, base
 
 CATALOGS = Path(__file__).with_name("catalogs")
@@ -64,7 +62,10 @@ class UnknownLine(KeyError):
 
 @cache
 def shipped(tag: str) -> Mapping[str, str]:
-    """The lines of the shipped catalog `tag` (one of `SHIPPED`), read once per process."""
+    """The lines of the shipped catalog `tag` (one of `SHIPPED`), read once per process — on the
+    first line a container writes, not on import (a turn that writes none never reads YAML)."""
+    import yaml
+
     if tag not in SHIPPED:
         raise ValueError(f"no catalog ships for {tag!r}; shipped: {', '.join(SHIPPED)}")
     path = CATALOGS / f"{tag}.yaml"

@@ -4,6 +4,9 @@ values the English line has, and each renders with its values in place (`engine.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +156,13 @@ def test_an_unknown_key_or_a_missing_value_is_a_programming_error() -> None:
 def _has_words(text: str) -> bool:
     """Whether a line has words of its own (not only placeholders and punctuation)."""
     return re.search(r"[A-Za-z]", re.sub(r"{{[^}]*}}", "", text)) is not None
+
+
+def test_importing_the_turn_reads_no_catalog() -> None:
+    # Cold start: YAML and the catalogs are read on the first line a container writes.
+    root = Path(__file__).resolve().parents[2]
+    script = "import sys, engine.turn, engine.own_lines; print('yaml' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
