@@ -9,8 +9,8 @@ declares a migration (`JourneyMigration`) for every journey it has in flight.
 
 Whatever version a turn runs on, a reference it cannot resolve (a journey or step that version
 does not have: the pinned version was lost, or the session predates pinning) ends that journey
-cleanly, and the reply tells the customer in plain words, in their language (`ended_notice`). Nothing here calls a
-model: the choice is deterministic and made before the turn's first stage.
+cleanly, and the reply tells the customer in plain words, in their language (`ended_notice`).
+Nothing here calls a model: the choice is deterministic and made before the turn's first stage.
 """
 
 from __future__ import annotations

@@ -117,8 +117,8 @@ class AgentHeaderDoc(_Element):
     composition_mode: CompositionMode | None = None
     # the languages the agent serves (the first is its default); also `config.languages`
     languages: tuple[str, ...] | None = None
-    # the engine's own lines as the agent words them: {es: {confirmation: "…"}} (docs/languages.md);
-    # also `config.messages`
+    # the engine's own lines as the agent words them: {es: {confirmation: "…"}}
+    # (docs/languages.md); also `config.messages`
     messages: dict[str, dict[str, str]] | None = None
     config: AgentConfig = Field(default_factory=AgentConfig)
 

@@ -7,9 +7,9 @@ After relationships, a turn in `auto` mode hands the session to a person when
 Handing off is deterministic (no model decides it, and none can undo it): the mode becomes
 `human` (a `mode_changed` event), a pending selector or confirmation is dropped (a person now
 answers, and a stale pick must never run a tool), and the customer is told what happens next —
-the template tagged `handoff` when the agent has one, else its `handoff` line (`HandoffConfig.message`);
-out of business hours, the `handoff_unavailable` template (or line) and a ticket — each in the
-session's language.
+the template tagged `handoff` when the agent has one, else its `handoff` line
+(`HandoffConfig.message`); out of business hours, the `handoff_unavailable` template (or line)
+and a ticket — each in the session's language.
 
 A turn in `human` mode still recalls and matches (the trace shows what the agent would have
 done), but composes nothing and runs no tool; it only records the customer's message, learns
