@@ -143,8 +143,9 @@ class TurnPipeline:
             reply = state.add_event(
                 EventKind.MESSAGE,
                 EventSource.AGENT,
-                agent.config.unsupported_media_response,
+                state.line("unsupported_media"),
                 unsupported_media=True,
+                language=state.language,
             )
             return TurnOutput(
                 new_session_state(state, ()), state.events, reply, masked_trace(state)
@@ -196,8 +197,9 @@ class TurnPipeline:
         reply, applied = await compose_reply(state, resolution)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
-        if version is not None and version.notice:
-            reply = _announce(state.events, reply, version.notice)
+        notice = version.notice(state.line) if version is not None else None
+        if notice:
+            reply = _announce(state.events, reply, notice)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
         state.timed("persist_prep", t)

@@ -33,7 +33,6 @@ from engine.compose import (
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
-from engine.own_lines import FALLBACK_REPLY
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.recall_index import recall_index
 from engine.relations import Resolution
@@ -58,10 +57,10 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
             text, applied = await _compose_canned(state, data, resolution, mode)
     except LLMError as exc:
         state.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
-        text, applied, fallback = FALLBACK_REPLY, [], True
+        text, applied, fallback = state.line("fallback_reply"), [], True
     if not text.strip():
         state.trace.notes.append("composition was empty; sent the fallback reply")
-        text, applied, fallback = FALLBACK_REPLY, [], True
+        text, applied, fallback = state.line("fallback_reply"), [], True
     claimed = None if fallback else claimed_unrun(state, text, resolution)
     if claimed is not None:
         # The model says an action happened that did not run: never sent, the engine says why.
@@ -73,10 +72,12 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
         text, applied = action.statement, []
     if state.pending_confirmation is not None and not state.pending_confirmation.agreed:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
-        text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
+        line = confirmation_line(state.line, state.pending_confirmation)
+        text = f"{text.strip()}\n\n{line}"
     # A fallback still carries the turn's buttons and view: a selector's options or a
     # confirmation's yes/no must reach the customer even when the model failed.
     extras: dict[str, Any] = {"fallback": True} if fallback else {"composition_mode": mode.value}
+    extras["language"] = state.language  # what the channel writes around it in (`infra.channels`)
     state.trace.applied_guideline_ids = applied
     if state.reply_options:
         extras["options"] = state.reply_options
@@ -204,7 +205,7 @@ def _tool_fragments(state: TurnState) -> list[Template]:
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
     """Tool fragments of this turn, then the agent's templates in scope (untagged, or tagged to
-    a guideline, journey or step that applies)."""
+    a guideline, journey or step that applies), in the session's language."""
     scope = {f"guideline:{g}" for g in resolution.guideline_ids}
     scope |= {journey_tag(j) for j in resolution.journey_ids}
     scope |= {
@@ -213,8 +214,9 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
         if j in resolution.journey_ids and _may_speak_for(state, state.agent.journey(j).node(n))
     }
     scope |= {f"node:{j}:{n}" for j, n in state.performed_tool_steps}
+    # Each in the session's language: its variant for it, else its template.
     approved = [
-        Template("", c.id, c.template)
+        Template("", c.id, c.text_in(state.language))
         for c in state.agent.canned_responses
         if not c.tags or scope.intersection(c.tags)
     ]
@@ -234,7 +236,7 @@ async def _compose_canned(
     if not candidates:
         if strict:
             state.trace.notes.append("canned_strict: no fillable template; sent the no-match reply")
-            return state.agent.config.no_match_response, []
+            return state.line("no_match"), []
         return await _compose_fluid(state, data)
     prompt = build_canned_prompt(_reply_context(state), data, candidates, values, strict=strict)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, CannedChoice, label=mode.value)
@@ -246,5 +248,5 @@ async def _compose_canned(
         return render_template(chosen, values), applied
     if strict or not choice.message.strip():
         state.trace.notes.append("canned: no template chosen; sent the no-match reply")
-        return state.agent.config.no_match_response, applied
+        return state.line("no_match"), applied
     return choice.message, applied

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # httpx costs ~180 ms to import and the webhook path never se
     import httpx
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-CHOOSE_PROMPT = "Please choose an option:"
 
 
 def _now() -> datetime:
@@ -230,6 +229,9 @@ class OutboundReply(BaseModel):
     # Stable per reply (the agent's event id): a retried delivery repeats it, so a receiver that
     # can (the generic channel's front end) drops what it already has.
     id: str = ""
+    # The language the reply is written in: what a channel adds around it ("Reply with a
+    # number:", a list's button) is written in it too (`line`).
+    language: str = "en"
 
     @model_validator(mode="after")
     def _has_something_to_say(self) -> OutboundReply:
@@ -241,7 +243,13 @@ class OutboundReply(BaseModel):
     def display_text(self) -> str:
         """The text to show: `text`, or a neutral prompt when only options were given (every
         platform rejects an empty message)."""
-        return self.text.strip() or CHOOSE_PROMPT
+        return self.text.strip() or self.line("choose_option")
+
+    def line(self, key: str) -> str:
+        """The engine's line `key` (`engine.language.lines`) in the reply's language."""
+        from engine.language.lines import line  # (read once, on the first send that needs it)
+
+        return line(key, self.language)
 
 
 class DeliveryReceipt(BaseModel):

@@ -13,6 +13,7 @@ import yaml
 
 from engine.authoring import dump_agent, load_agent
 from engine.errors import InvalidAgentDefinition
+from engine.language.lines import SHIPPED_LINES
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import SchematicLLM
@@ -249,13 +250,18 @@ def test_choose_version_without_a_journey_in_flight_follows_the_published_versio
 
     choice = choose_version(session, v2, v1)
 
-    assert choice.agent is v2 and choice.how == "published" and choice.notice is None
+    assert choice.agent is v2 and choice.how == "published" and choice.ended == ()
+    assert choice.notice(SHIPPED_LINES.speaker("en")) is None
 
 
 def test_ended_notice_names_every_journey_in_plain_words() -> None:
-    assert ended_notice(()) is None
+    say = SHIPPED_LINES.speaker("en")
+    assert ended_notice(say, ()) is None
     assert "money transfer and authentication we were in the middle of are no longer" in (
-        ended_notice(("Money transfer", "Authentication")) or ""
+        ended_notice(say, ("Money transfer", "Authentication")) or ""
+    )
+    assert "the money transfer we were in the middle of is no longer available" in (
+        ended_notice(say, ("Money transfer",)) or ""
     )
 
 
