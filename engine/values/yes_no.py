@@ -24,32 +24,32 @@ _WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     ),
     "es": (
         ("sí", "si", "claro", "vale", "de acuerdo", "confirmo", "confirmado", "adelante", "dale",
-         "correcto", "hazlo", "perfecto", "ok", "okey"),
+         "correcto", "hazlo", "perfecto", "ok", "okey", "continuar", "continúa"),
         ("no", "cancela", "cancelar", "mejor no", "para", "espera", "no lo hagas"),
         ("por favor", "gracias", "muchas gracias"),
     ),
     "pt": (
         ("sim", "pode", "pode sim", "claro", "confirmo", "confirmado", "isso", "isso mesmo",
-         "certo", "correto", "beleza", "ok", "pode fazer", "manda"),
+         "certo", "correto", "beleza", "ok", "pode fazer", "manda", "seguir", "pode seguir"),
         ("não", "nao", "cancela", "cancelar", "espera", "melhor não", "melhor nao"),
         ("por favor", "obrigado", "obrigada"),
     ),
     "fr": (
         ("oui", "d'accord", "daccord", "ok", "je confirme", "confirmé", "confirme", "vas-y",
-         "allez-y", "c'est bon", "parfait", "exact", "ouais"),
+         "allez-y", "c'est bon", "parfait", "exact", "ouais", "continuer"),
         ("non", "annule", "annuler", "arrête", "attends", "pas maintenant"),
         ("s'il vous plaît", "s'il te plaît", "svp", "merci"),
     ),
     "de": (
         ("ja", "genau", "klar", "ok", "okay", "bestätige", "bestätigt", "passt", "richtig",
-         "los", "mach das", "gerne", "jawohl", "einverstanden"),
+         "los", "mach das", "gerne", "jawohl", "einverstanden", "fortfahren", "weiter"),
         ("nein", "abbrechen", "stopp", "stop", "lieber nicht", "warte", "nicht"),
         ("bitte", "danke", "vielen dank"),
     ),
     "zh": (
         ("好的", "好", "是的", "是", "确认", "確認", "可以", "行", "对", "對", "没问题", "沒問題",
-         "同意", "嗯", "好啊"),
-        ("不要", "不", "取消", "不用", "算了", "不行", "别", "別", "不是"),
+         "同意", "嗯", "好啊", "继续", "繼續", "继续办理", "繼續辦理"),
+        ("不要", "不", "否", "取消", "不用", "算了", "不行", "别", "別", "不是"),
         ("请", "請", "谢谢", "謝謝"),
     ),
     "ja": (

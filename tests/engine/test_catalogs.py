@@ -23,6 +23,7 @@ from engine.language.lines import (
     unknown_forms,
 )
 from engine.language.tags import SHIPPED
+from engine.values.yes_no import read_yes_no
 
 # A value for every placeholder any line has (a list where the engine gives one).
 VALUES: dict[str, object] = {
@@ -166,3 +167,20 @@ def test_importing_the_turn_reads_no_catalog() -> None:
         [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+_QUOTED = re.compile(r"[“«„「\"]\s*([^”»“」\"]+?)\s*[”»“」\"]")
+
+
+@pytest.mark.parametrize("language", SHIPPED)
+def test_the_words_a_confirmation_asks_for_and_its_buttons_answer_it(language: str) -> None:
+    """The confirmation line asks for a yes or a no in the customer's words, and a channel
+    without buttons shows their labels as text to type: each of these is read as it says."""
+    asked = line("confirmation", language, summary="S")
+    quoted = _QUOTED.findall(asked) or ["yes", "no"]  # English asks without quotes
+    yes_word, no_word = quoted
+    assert yes_word.casefold() in asked.casefold() and no_word.casefold() in asked.casefold()
+    assert read_yes_no(yes_word) is True
+    assert read_yes_no(no_word) is False
+    assert read_yes_no(line("confirm_yes", language)) is True
+    assert read_yes_no(line("confirm_no", language)) is False
