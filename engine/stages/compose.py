@@ -205,7 +205,9 @@ def _tool_fragments(state: TurnState) -> list[Template]:
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
     """Tool fragments of this turn, then the agent's templates in scope (untagged, or tagged to
-    a guideline, journey or step that applies), in the session's language."""
+    a guideline, journey or step that applies), in the agent's default language: the model
+    chooses among them by meaning in the language the agent is written in, as it reads its
+    conditions, and the chosen one is sent in the session's language (`_in_language`)."""
     scope = {f"guideline:{g}" for g in resolution.guideline_ids}
     scope |= {journey_tag(j) for j in resolution.journey_ids}
     scope |= {
@@ -214,13 +216,24 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
         if j in resolution.journey_ids and _may_speak_for(state, state.agent.journey(j).node(n))
     }
     scope |= {f"node:{j}:{n}" for j, n in state.performed_tool_steps}
-    # Each in the session's language: its variant for it, else its template.
     approved = [
-        Template("", c.id, c.text_in(state.language))
+        Template("", c.id, c.template)
         for c in state.agent.canned_responses
         if not c.tags or scope.intersection(c.tags)
     ]
     return _tool_fragments(state) + approved  # fragments first: they are specific to this turn
+
+
+def _in_language(state: TurnState, chosen: Template, values: dict[str, str]) -> Template:
+    """The chosen template in the session's language: its variant for it when it has one that
+    can be filled, else the template itself (a tool fragment has no variants)."""
+    if chosen.transient:
+        return chosen
+    canned = next((c for c in state.agent.canned_responses if c.id == chosen.source_id), None)
+    if canned is None:
+        return chosen
+    variant = replace(chosen, text=canned.text_in(state.language))
+    return variant if fillable([variant], values) else chosen
 
 
 async def _compose_canned(
@@ -245,7 +258,7 @@ async def _compose_canned(
     chosen = next((t for t in candidates if t.handle == choice.template), None)
     if chosen is not None:
         state.trace.notes.append(f"canned: sent template {chosen.source_id}")
-        return render_template(chosen, values), applied
+        return render_template(_in_language(state, chosen, values), values), applied
     if strict or not choice.message.strip():
         state.trace.notes.append("canned: no template chosen; sent the no-match reply")
         return state.line("no_match"), applied

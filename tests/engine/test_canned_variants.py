@@ -1,6 +1,7 @@
 """A canned response per language: `template` in the agent's default language, `variants` in the
-others; the session's language chooses which one is offered and sent, and a served language a
-response has no variant for is a `waypoint validate` warning, never a failure."""
+others; the model chooses among the templates in the agent's own language (as it reads its
+conditions), the session's language chooses which text is sent, and a served language a response
+has no variant for is a `waypoint validate` warning, never a failure."""
 
 from __future__ import annotations
 
@@ -66,7 +67,22 @@ async def test_a_canned_response_is_sent_in_the_sessions_language() -> None:
 
     assert chinese.reply.text == "Ana，您好！有什么可以帮您？"
     prompt = h.llm.calls_for(CannedChoice)[-1].prompt
-    assert "[t1] Ana，您好！有什么可以帮您？" in prompt and "How can I help" not in prompt
+    # the model chooses by meaning in the language the agent is written in
+    assert "[t1] Hello Ana! How can I help?" in prompt and "您好" not in prompt
+
+
+async def test_a_variant_that_cannot_be_filled_sends_the_template() -> None:
+    """A variant that names a field the turn does not have (validate warns about it) never goes
+    out with a hole in it: the template it translates is sent."""
+    odd = CannedResponse(
+        id="hello",
+        template="Hello {{name}}!",
+        variants={"es": "¡Hola, {{name}}! Tu pedido {{order_id}} está en camino."},
+    )
+    h = harness(odd)
+    await start(h, "es")
+
+    assert (await h.say("hola")).reply.text == "Hello Ana!"
 
 
 async def test_a_spanish_session_gets_the_spanish_variant_and_an_english_one_the_template() -> None:
