@@ -39,9 +39,9 @@ MIN_CONFIDENCE = 0.15
 # Words every language types alike: they tell nothing about the language around them.
 _NEUTRAL_WORDS = frozenset({"ok", "okay", "okey", "oki", "okk", "kk", "k", "id"})
 _ADDRESS = re.compile(r"\S+@\S+|\w+://\S+|www\.\S+", re.IGNORECASE)
-# A number, or a Latin token with a digit in it (an id, "x2", "TX-9921-B"): CJK text around a
+# A number, or a Latin token with a digit in it (an id, "x2", "ORD-55821"): CJK text around a
 # number ("账号是1234324") keeps its characters.
-_NUMBERISH = re.compile(r"[A-Za-z]*\d[A-Za-z0-9\-./,:]*")
+_NUMBERISH = re.compile(r"[A-Za-z\-_#./]*\d[A-Za-z0-9\-_#./,:]*")
 _LATIN_WORD = re.compile(r"[^\W\d_]+")
 
 # Where a character's script decides the language by itself.
