@@ -102,7 +102,7 @@ def accuracy_table(results: Sequence[ModeResult], colds: dict[str, ColdRow]) -> 
             "answer (the model loaded), cold import = `import` of its module, both in a fresh "
             "interpreter (median over 3 hash seeds). installed MB: the distribution and what it "
             "brings beyond Waypoint's own dependencies (hanzidentifier + zhon, the Chinese script "
-            "step shared by all, add 0.4 MB). µs per message: the whole reading, warm.",
+            "step shared by all, add 0.25 MB). µs per message: the whole reading, warm.",
             *(f"Not measured: {name} — {why}." for name, why in NOT_MEASURED.items()),
         ],
     )
