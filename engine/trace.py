@@ -120,6 +120,8 @@ class TurnTrace(BaseModel):
     stages: list[StageTiming] = Field(default_factory=list)
     # of the stages' time: reading the customer's values and grounding arguments (ms)
     values_ms: float = 0.0
+    # of the load stage's time: detecting the language of the turn's messages (ms)
+    language_ms: float = 0.0
     notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
     composition_mode: str = ""
     llm_rounds: int = 0

@@ -122,7 +122,13 @@ class TurnPipeline:
 
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
         # A pending confirmation is answered (or dropped) by this turn's messages.
-        detected = [None if m.choice and not m.text else detect(m.text or "") for m in messages]
+        # Each message's language, among the agent's languages and English (engine.language).
+        served = agent.config.languages
+        detecting = time.perf_counter()
+        detected = [
+            None if m.choice and not m.text else detect(m.text or "", served) for m in messages
+        ]
+        trace.language_ms = round((time.perf_counter() - detecting) * 1000, 3)
         for m, language in zip(messages, detected, strict=True):
             state.add_event(
                 EventKind.MESSAGE,
@@ -134,7 +140,7 @@ class TurnPipeline:
                 **({"attachments": attachments_data(m)} if m.attachments else {}),
                 **({"language": language} if language else {}),
             )
-        state.language = session_language(state.session.language, detected, agent.config.languages)
+        state.language = session_language(state.session.language, detected, served)
         if state.mode is SessionMode.HUMAN:
             # A person has the session: match for the trace, answer nothing (engine.handoff).
             return await self._record_for_person(state, index)
