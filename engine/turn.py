@@ -21,7 +21,7 @@ from typing import Any
 from engine.erasure import written_before_erasure
 from engine.errors import AgentNotFound, SessionConflict
 from engine.language.detection import detect
-from engine.language.session import session_language
+from engine.language.session import in_session_words, session_language
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
@@ -128,6 +128,9 @@ class TurnPipeline:
         detected = [
             None if m.choice and not m.text else detect(m.text or "", served) for m in messages
         ]
+        detected = in_session_words(
+            session.language, [m.text or "" for m in messages], detected, served
+        )
         trace.language_ms = round((time.perf_counter() - detecting) * 1000, 3)
         for m, language in zip(messages, detected, strict=True):
             state.add_event(

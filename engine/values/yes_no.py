@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from engine.language.tags import base
 from engine.values.reading import normalize
 
 # language → (yes words, no words, courtesy words); a phrase is matched whole.
@@ -64,30 +65,57 @@ _PUNCTUATION = re.compile(r"[\s.!¡?¿,;:、。！？，；：…~〜👍🙏]+"
 
 
 @cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    yes_forms, no_forms = [], []
+def _forms() -> dict[str, tuple[str, str]]:
+    """language → (its yes form, its no form), as regular expressions."""
+    forms = {}
     for language, (yes, no, courtesy) in _WORDS.items():
         word = _alternation(yes)
         polite = _alternation(courtesy)
         # yes words of one language, with its courtesy words around them, in any order
-        yes_forms.append(rf"(?:(?:{polite})\s*)*(?:{word})(?:\s*(?:{word}|{polite}))*")
+        yes_form = rf"(?:(?:{polite})\s*)*(?:{word})(?:\s*(?:{word}|{polite}))*"
         # a no word starts the message: a whole word where words are spaced ("no, thanks"; not
         # "nothing"), anywhere a run of characters in Chinese and Japanese ("不要了")
         ends = "" if language in _UNSPACED else r"(?:\b|$)"
-        no_forms.append(rf"(?:{_alternation(no)}){ends}.*")
-    yes_pattern = re.compile("|".join(f"(?:{f})" for f in yes_forms))
-    no_pattern = re.compile("|".join(f"(?:{f})" for f in no_forms))
+        forms[language] = (yes_form, rf"(?:{_alternation(no)}){ends}.*")
+    return forms
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    forms = _forms().values()
+    yes_pattern = re.compile("|".join(f"(?:{yes})" for yes, _ in forms))
+    no_pattern = re.compile("|".join(f"(?:{no})" for _, no in forms))
     return yes_pattern, no_pattern
+
+
+@cache
+def _answer_pattern(language: str) -> re.Pattern[str] | None:
+    form = _forms().get(language)
+    return None if form is None else re.compile(f"(?:{form[0]})|(?:{form[1]})")
 
 
 def _alternation(words: tuple[str, ...]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
+def _spaced(text: str | None) -> str:
+    folded = normalize(text or "").strip().casefold().replace("’", "'")
+    return _PUNCTUATION.sub(" ", folded).strip()
+
+
+def answers_in(text: str | None, language: str) -> bool:
+    """Whether `text` is a yes or a no in `language`'s own words ("ja, genau" in German, "sim"
+    in Portuguese): a language detector reads such short answers unreliably ("ja, genau" looks
+    English to it), the session's language does not change on them."""
+    spaced = _spaced(text)
+    key = "zh" if base(language).startswith("zh") else base(language)
+    pattern = _answer_pattern(key)
+    return bool(spaced) and pattern is not None and pattern.fullmatch(spaced) is not None
+
+
 def read_yes_no(text: str | None) -> bool | None:
     """True for a clear yes, False for a clear no, None for anything else."""
-    folded = normalize(text or "").strip().casefold().replace("’", "'")
-    spaced = _PUNCTUATION.sub(" ", folded).strip()
+    spaced = _spaced(text)
     if not spaced:
         return None
     yes, no = _patterns()

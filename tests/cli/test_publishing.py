@@ -26,7 +26,7 @@ from tests.engine.agent_versions import (
 from waypoint.cli import app
 
 runner = CliRunner()
-V1 = "394b08d16ff00f13"  # the banking example's content version
+V1 = "450f8869958987f3"  # the banking example's content version
 
 
 @pytest.fixture(autouse=True)

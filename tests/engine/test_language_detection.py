@@ -10,7 +10,7 @@ import pytest
 from engine.agent_config import AgentConfig
 from engine.compose import ComposedReply
 from engine.language.detection import detect
-from engine.language.session import session_language
+from engine.language.session import in_session_words, session_language
 from engine.language.tags import SHIPPED
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
@@ -182,3 +182,43 @@ def test_detection_answers_alike_under_every_hash_seed() -> None:
     outputs = outputs_under_hash_seeds(script, ("0", "1", "42", "12345"))
     assert len(outputs) == 1
     assert next(iter(outputs)).count("\n") > 500
+
+
+SERVED_ALL = ("en", "zh-Hans", "zh-Hant", "es", "pt-BR", "fr", "de", "ja")
+
+
+@pytest.mark.parametrize(
+    ("session", "text"),
+    [
+        ("de", "ja, genau"),  # a detector reads it as English
+        ("es", "quinientos"),  # … as German
+        ("pt-BR", "quinhentos"),  # … as English
+        ("ja", "五百"),  # kanji only: Japanese too
+        ("ja", "当座預金"),
+    ],
+)
+def test_a_short_answer_in_the_sessions_own_words_keeps_its_language(
+    session: str, text: str
+) -> None:
+    detected = [detect(text, SERVED_ALL)]
+    assert session_language(session, detected, SERVED_ALL) != session  # the detector alone moves it
+
+    settled = in_session_words(session, [text], detected, SERVED_ALL)
+
+    assert settled == [session]
+    assert session_language(session, settled, SERVED_ALL) == session
+
+
+@pytest.mark.parametrize(
+    ("session", "text", "moves_to"),
+    [
+        ("de", "Can you help me with a transfer?", "en"),
+        ("es", "我想转账", "zh-Hans"),
+        ("es", "Je voudrais faire un virement", "fr"),
+    ],
+)
+def test_a_message_in_another_language_still_moves_the_session(
+    session: str, text: str, moves_to: str
+) -> None:
+    settled = in_session_words(session, [text], [detect(text, SERVED_ALL)], SERVED_ALL)
+    assert session_language(session, settled, SERVED_ALL) == moves_to
