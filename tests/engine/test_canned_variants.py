@@ -157,6 +157,6 @@ async def test_the_handoff_notice_template_is_sent_in_the_sessions_language() ->
     h = harness(notice)
     await start(h, "es")
 
-    out = await h.say("can I talk to a human?")
+    out = await h.say("¿puedo hablar con una persona?")
 
     assert out.reply.text == "Una persona te responderá por aquí."
