@@ -71,6 +71,9 @@ KINDS = (
     "canned",
 )
 
+# libyaml's safe loader when installed: the set is read ~8x faster (tests load it often)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 PARTS = ("dev", "test")  # the development part and the held-back test part
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -137,7 +140,7 @@ def load_cases(directory: Path = CASES_DIR) -> dict[str, list[EvalCase]]:
     by_kind: dict[str, list[EvalCase]] = {}
     seen: set[str] = set()
     for path in sorted(directory.glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
         try:
             parsed = CaseFile.model_validate(raw)
         except ValidationError as exc:
