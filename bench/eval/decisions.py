@@ -16,7 +16,10 @@ How each kind is asked, as a turn asks it:
   selected from its start, as a turn does);
 - tool_arguments: the tool stage's planning (`engine.stages.tools.plan_calls`: arguments known
   by name fill the call, and a tool whose arguments are all known runs without asking the
-  model) and then the action gate (`engine.stages.action_gate.clear_call`), call by call.
+  model) and then the action gate (`engine.stages.action_gate.clear_call`), call by call;
+- canned: the canned prompt builder (`engine.compose.build_canned_prompt`) on the case's
+  instructions and templates — not yet through the compose stage, which needs the whole turn's
+  resolution to pick instructions and templates.
 
 Labels (`expect`) per kind:
 - observational / actionable / previously_applied / continuous: `{guideline_id: true|false}` —

@@ -83,7 +83,8 @@ HOW_ASKED = (
     "round's batches (every guideline recall keeps is in the packed prompt a turn sends; only "
     "the labelled ones are scored), node selection through the step every stage moves a journey "
     "by, tool calls planned by the tool stage and then passed through the action gate (a right "
-    "call the gate would not run counts as wrong). "
+    "call the gate would not run counts as wrong); canned replies are asked with the canned "
+    "prompt builder on the case's instructions and templates. "
     '"Hard cases" are the ones the set is weighted to: a condition that held earlier but not '
     "now, an action already applied, half an answer, a topic switch mid-journey, a correction, "
     "a refusal."
@@ -116,8 +117,9 @@ def markdown_table(run: EvalRun) -> str:
         "python -m bench eval --write-doc                        # refresh this table",
         "```",
         "",
-        "A real model's run (`--llm openai`) writes its own dated section under "
-        '"Decision accuracy of real models" below; this table is the offline model\'s.',
+        "A real model's run of the whole set (`--llm openai --model M`) writes M's dated section "
+        'under "Decision accuracy of real models" (a section the first such run adds); '
+        "this table is the offline model's.",
         "",
         f"Model: `{run.provider}` / `{run.model}`, {counted(run)}. "
         "Tokens are per case (the offline model estimates them as characters / 4); "
