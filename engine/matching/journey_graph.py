@@ -179,6 +179,16 @@ def position_is_stale(path: Sequence[str | None], views: dict[str, NodeView]) ->
     return bool(path) and path[-1] is not None and path[-1] not in views
 
 
+def _last_run(path: Sequence[str | None]) -> tuple[str, ...]:
+    """The entries of the run a `None` closed last (the path must end with that `None`)."""
+    run: list[str] = []
+    for nid in reversed(path[:-1]):
+        if nid is None:
+            break
+        run.append(nid)
+    return tuple(reversed(run))
+
+
 def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[str, ...]:
     """The steps of the last run when it was left before it could end (the customer exited
     mid-way), so it can be resumed where it stopped; empty while a run is live, when the
@@ -186,15 +196,24 @@ def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[
     completed and a run exited there are not told apart: such a run is not offered again)."""
     if not path or path[-1] is not None:
         return ()
-    run: list[str] = []
-    for nid in reversed(path[:-1]):
-        if nid is None:
-            break
-        run.append(nid)
-    steps = tuple(n for n in reversed(run) if n in views and not views[n].transit)
+    steps = tuple(n for n in _last_run(path) if n in views and not views[n].transit)
     if not steps or views[steps[-1]].can_end:
         return ()
     return steps
+
+
+def resume_run(path: Sequence[str | None], views: dict[str, NodeView]) -> Path:
+    """The path with the run the customer left (`exited_run`) opened again: its entries, as the
+    path holds them, appended after the `None` that closed it, up to the step it was left at —
+    so the path only grows, and the resumed run's steps are the current run's again (visited,
+    the step it was left at current). The path unchanged when there is no such run."""
+    path = tuple(path)
+    left = exited_run(path, views)
+    if not left:
+        return path
+    run = [n for n in _last_run(path) if n in views]
+    last = len(run) - 1 - run[::-1].index(left[-1])
+    return (*path, *run[: last + 1])
 
 
 def close_run(path: Sequence[str | None]) -> Path:
