@@ -192,14 +192,18 @@ def _last_run(path: Sequence[str | None]) -> tuple[str, ...]:
 def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[str, ...]:
     """The steps of the last run when it was left before it could end (the customer exited
     mid-way), so it can be resumed where it stopped; empty while a run is live, when the
-    journey never ran, or when the last run ended at a step that may end the journey (a run
-    completed and a run exited there are not told apart: such a run is not offered again)."""
+    journey never ran, or when the last run ended.
+
+    A run is left at a step (a turn never stands on a fork), so a run whose last entry is a
+    transit node ended through it: a fork's END branch. A run whose last step may end the
+    journey is not offered either: a run completed there and a run exited there are not told
+    apart."""
     if not path or path[-1] is not None:
         return ()
-    steps = tuple(n for n in _last_run(path) if n in views and not views[n].transit)
-    if not steps or views[steps[-1]].can_end:
+    entries = [n for n in _last_run(path) if n in views]
+    if not entries or views[entries[-1]].transit or views[entries[-1]].can_end:
         return ()
-    return steps
+    return tuple(n for n in entries if not views[n].transit)
 
 
 def resume_run(path: Sequence[str | None], views: dict[str, NodeView]) -> Path:

@@ -16,7 +16,9 @@ from typing import Any
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.journey_graph import build_node_views, exited_run, resume_run
 from engine.model import CollectedField, Guideline, Journey
+from engine.projection import journey_condition_guideline_id
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool
@@ -29,6 +31,7 @@ from tests.engine.pipeline_kit import (
     step_number,
     tool_harness,
 )
+from tests.engine.test_journey_graph import chat, entry, fork, make_journey, tool
 
 SENT: list[dict[str, Any]] = []
 ACCOUNT_ID = r"\d{7,10}"
@@ -191,3 +194,88 @@ async def test_a_model_resuming_a_new_request_never_moves_money_on_the_left_runs
 
     assert SENT == []
     assert out.trace.tool_calls[-1].status == "awaiting_confirmation"
+
+
+# -- bug 2: a run completed through a fork's END branch is not a run left mid-way ----------------
+
+
+def confirmed_transfer() -> tuple[Journey, Guideline]:
+    """How much, where to, a confirmation, then a fork: sent when confirmed, ended when not."""
+    journey = make_journey(
+        entry(),
+        chat("ask_amount", "Ask how much to transfer",
+             collects=[CollectedField(name="amount", type="decimal", gt=0)]),
+        chat("ask_destination", "Ask for the account ID to transfer to",
+             collects=[CollectedField(name="to_account_id", pattern=ACCOUNT_ID)]),
+        chat("confirm", "Read the transfer back and ask to confirm",
+             customer="confirmed or declined", collects=[CollectedField(name="ok", type="bool")]),
+        fork("decided"),
+        tool("send", "send_money", action="Say the transfer is done"),
+        edges=["root -> ask_amount", "ask_amount -> ask_destination",
+               "ask_destination -> confirm", "confirm -> decided",
+               "decided -> send: the customer confirmed", "decided -> END: the customer declined",
+               "send -> END"],
+        jid="transfer", title="Money transfer", conditions=["The customer wants to transfer money"],
+    )  # fmt: skip
+    condition = Guideline(
+        id=journey_condition_guideline_id("transfer", 0),
+        condition="The customer wants to transfer money",
+        metadata={"journey_condition": "transfer"},
+    )
+    return journey.model_copy(update={"condition_guideline_ids": (condition.id,)}), condition
+
+
+def test_a_run_completed_through_a_forks_end_branch_is_not_offered_for_resumption() -> None:
+    journey = confirmed_transfer()[0]
+    views = build_node_views(journey)
+    declined = ("ask_amount", "ask_destination", "confirm", "decided", None)
+    assert exited_run(declined, views) == ()
+    assert resume_run(declined, views) == declined
+    # left at the confirmation (the customer said "forget it" there): resumable
+    left = ("ask_amount", "ask_destination", "confirm", None)
+    assert exited_run(left, views) == ("ask_amount", "ask_destination", "confirm")
+
+
+async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:
+    journey, condition = CONFIRMED = confirmed_transfer()
+    number = {n: step_number(journey, n) for n in ("ask_amount", "ask_destination", "confirm")}
+    decided = step_number(journey, "decided")
+    prompts: list[str] = []
+
+    def model(prompt: str) -> dict[str, Any]:
+        prompts.append(prompt)
+        message = last_customer_message(prompt).lower()
+        if message == "200":
+            return walk(
+                number["ask_amount"], number["ask_destination"], collected={"amount": "200"}
+            )
+        if message == "7770001":
+            return walk(number["ask_destination"], number["confirm"],
+                        collected={"to_account_id": "7770001"})  # fmt: skip
+        if message.startswith("no"):
+            declined = walk(number["confirm"], decided, collected={"ok": "no"})
+            return {**declined, "step_advancement": [number["confirm"], decided, "NONE"],
+                    "next_step": "NONE"}  # fmt: skip
+        if len(prompts) > 4:  # a model that resumes whatever it is shown: at the confirmation
+            return walk(number["confirm"], back=number["confirm"])
+        return walk(number["ask_amount"])
+
+    SENT.clear()
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({"transfer money": True}))
+    llm.on(JourneyNodeSelection, model)
+    llm.on(ComposedReply, compose_echo)
+    h = tool_harness(llm, send_money, journeys=[CONFIRMED])
+    await h.start()
+    for text in ("I want to transfer money", "200", "7770001", "no, cancel it"):
+        done = await h.say(text)
+    assert done.state.journey_paths["transfer"][-2:] == ("decided", None)
+    assert "transfer" in done.state.completed_journeys
+
+    again = await h.say("I want to transfer money")
+
+    assert "  - LEFT HERE" not in prompts[-1] and "an earlier run was exited" not in prompts[-1]
+    assert again.state.journey_paths["transfer"] == ("ask_amount",)
+    assert again.state.collected_values("transfer") == {}
+    assert any("no live run" in r for move in again.trace.journeys for r in move.repairs)
+    assert SENT == []
