@@ -9,16 +9,34 @@ ended (through any END, a fork's included) is never offered again.
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from engine.compose import ComposedReply
+from engine.context import TurnContext
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.matching.journey_graph import build_node_views, exited_run, resume_run
-from engine.model import CollectedField, Guideline, Journey
+from engine.matching.journey_graph import (
+    NodeView,
+    Path,
+    build_node_views,
+    compact_path,
+    current_run,
+    exited_run,
+    resume_run,
+)
+from engine.matching.journey_prompt import build_node_selection_prompt
+from engine.matching.journeys import select_journey_step
+from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
 from engine.projection import journey_condition_guideline_id
+from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool
@@ -31,8 +49,17 @@ from tests.engine.pipeline_kit import (
     step_number,
     tool_harness,
 )
-from tests.engine.test_journey_graph import chat, entry, fork, make_journey, tool
+from tests.engine.test_journey_graph import (
+    chat,
+    entry,
+    fork,
+    journeys_and_answers,
+    make_journey,
+    tool,
+)
+from tests.engine.test_journey_selection import turn_llm
 
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SENT: list[dict[str, Any]] = []
 ACCOUNT_ID = r"\d{7,10}"
 
@@ -237,7 +264,8 @@ def test_a_run_completed_through_a_forks_end_branch_is_not_offered_for_resumptio
 
 
 async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:
-    journey, condition = CONFIRMED = confirmed_transfer()
+    confirmed = confirmed_transfer()
+    journey = confirmed[0]
     number = {n: step_number(journey, n) for n in ("ask_amount", "ask_destination", "confirm")}
     decided = step_number(journey, "decided")
     prompts: list[str] = []
@@ -265,7 +293,7 @@ async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:
     llm.on(GuidelineMatchBatch, match_when({"transfer money": True}))
     llm.on(JourneyNodeSelection, model)
     llm.on(ComposedReply, compose_echo)
-    h = tool_harness(llm, send_money, journeys=[CONFIRMED])
+    h = tool_harness(llm, send_money, journeys=[confirmed])
     await h.start()
     for text in ("I want to transfer money", "200", "7770001", "no, cancel it"):
         done = await h.say(text)
@@ -279,3 +307,161 @@ async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:
     assert again.state.collected_values("transfer") == {}
     assert any("no live run" in r for move in again.trace.journeys for r in move.repairs)
     assert SENT == []
+
+
+# -- properties over random journey graphs -------------------------------------------------------
+
+PROPERTIES = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@st.composite
+def graphs_with_fields(draw: st.DrawFn) -> Journey:
+    """A random journey graph (forks, tool steps, END edges, cycles) whose chat steps collect a
+    field each."""
+    journey = draw(journeys_and_answers())[0]
+    return journey.model_copy(
+        update={
+            "nodes": tuple(
+                n.model_copy(update={"collects": (CollectedField(name=f"f_{n.id}"),)})
+                if n.kind is NodeKind.CHAT and n.action is not None
+                else n
+                for n in journey.nodes
+            )
+        }
+    )
+
+
+@st.composite
+def walk_from_root(
+    draw: st.DrawFn, views: dict[str, NodeView], root: str, *, ending: bool
+) -> list[str] | None:
+    """A run as a path records it (no action-less root; forks inside it). With `ending`, the
+    run ends through an END — at a step or a fork's END branch — and the list is what it
+    entered before the `None`; None when the drawn walk never reached a way to end."""
+    walk = [root]
+    for _ in range(draw(st.integers(min_value=0, max_value=10))):
+        here = views[walk[-1]]
+        if ending and here.can_end and draw(st.booleans()):
+            break
+        if not here.successors:
+            break
+        walk.append(draw(st.sampled_from(here.successors)))
+    recorded = walk[1:] if views[root].transit else walk
+    if ending:
+        performed = any(not views[n].transit for n in recorded)
+        return recorded if recorded and views[recorded[-1]].can_end and performed else None
+    return recorded
+
+
+def _context(journey: Journey, path: Path, run: Sequence[str]) -> TurnContext:
+    """A session whose journey stands at `path`, holding a value for every field of the run's
+    steps, and the customer's latest message."""
+    agent = AgentSnapshot(id="a", name="Agent", journeys=(journey,))
+    views = build_node_views(journey)
+    collected = tuple(
+        CollectedValue(journey_id=journey.id, node_id=n, name=f.name, value=f"v_{n}",
+                       turn_id="t0", bound=True)
+        for n in dict.fromkeys(run) for f in views[n].collects
+    )  # fmt: skip
+    session = SessionState(
+        id="s", agent_id="a", customer_id="c", journey_paths={journey.id: path},
+        collected=collected, version=3,
+    )  # fmt: skip
+    said = Event(id="e9", offset=9, kind=EventKind.MESSAGE, source=EventSource.CUSTOMER,
+                 created_at=T0, text="let's carry on with that")  # fmt: skip
+    return TurnContext(agent, session, [said])
+
+
+def _left_here_flags(prompt: str) -> list[str]:
+    """The display numbers of the steps the map flags LEFT HERE."""
+    flagged, step = [], None
+    for line in prompt.splitlines():
+        if line.startswith("STEP "):
+            step = line[5:].split(":")[0]
+        elif line.startswith("  - LEFT HERE") and step is not None:
+            flagged.append(step)
+    return flagged
+
+
+def _resume_as_told(prompt: str) -> dict[str, Any]:
+    """A model that resumes where the prompt says the run was left."""
+    left = LEFT_AT.search(prompt)
+    return walk(left.group(1), back=left.group(1)) if left else walk("1")
+
+
+@PROPERTIES
+@given(graphs_with_fields(), st.data())
+def test_a_run_left_at_any_step_resumes_there(journey: Journey, data: st.DataObject) -> None:
+    """Left at any step from which the journey cannot end (such a step cannot be told from a
+    completion): the map flags that step LEFT HERE, and a model resuming as the prompt says
+    stands at that step again, in the run it left, with that run's values."""
+    views = build_node_views(journey)
+    earlier = data.draw(walk_from_root(views, journey.root_id, ending=False))
+    run = data.draw(walk_from_root(views, journey.root_id, ending=False)) or []
+    prefix: list[str | None] = [*(earlier or []), None] if data.draw(st.booleans()) else []
+    for cut in range(len(run)):
+        left_at = run[cut]
+        if views[left_at].transit or views[left_at].can_end:
+            continue
+        stored = compact_path((*prefix, *run[: cut + 1], None))
+        left_run = current_run(stored[:-1])
+        assert exited_run(stored, views)[-1] == left_at
+        ctx = _context(journey, stored, left_run)
+        prompt = build_node_selection_prompt(
+            ctx, journey, views, stored, collected=ctx.session.collected_values(journey.id),
+            max_depth=4, explain=False,
+        )  # fmt: skip
+        assert _left_here_flags(prompt) == [str(views[left_at].index)]
+
+        result = asyncio.run(
+            select_journey_step(
+                turn_llm(ScriptedLLM().on(JourneyNodeSelection, _resume_as_told)),
+                ctx, journey, stored, executed_tools=set(), max_depth=4,
+            )
+        )  # fmt: skip
+
+        step = result.step
+        assert step.resumed and step.outcome == "stay" and step.node_id == left_at
+        assert step.path[: len(stored)] == stored  # the path only grows
+        assert current_run(step.path) == left_run  # the run left is the current run again
+        assert compact_path(step.path) == compact_path(stored[:-1])
+
+
+@settings(PROPERTIES, max_examples=400)
+@given(graphs_with_fields(), st.data())
+def test_a_completed_run_never_resumes(journey: Journey, data: st.DataObject) -> None:
+    """A run that ended — at a step, after a tool step, or through a fork's END branch — is
+    never offered, and a model that tries to resume it at any of its steps starts a fresh run
+    that holds none of its values."""
+    views = build_node_views(journey)
+    completed = data.draw(walk_from_root(views, journey.root_id, ending=True))
+    if completed is None:
+        return
+    stored = compact_path((*completed, None))
+    assert exited_run(stored, views) == () and resume_run(stored, views) == stored
+    ctx = _context(journey, stored, completed)
+    prompt = build_node_selection_prompt(
+        ctx, journey, views, stored, collected=ctx.session.collected_values(journey.id),
+        max_depth=4, explain=False,
+    )  # fmt: skip
+    assert _left_here_flags(prompt) == [] and "an earlier run was exited" not in prompt
+
+    for target in dict.fromkeys(n for n in completed if not views[n].transit):
+        number = str(views[target].index)
+        result = asyncio.run(
+            select_journey_step(
+                turn_llm(ScriptedLLM().on(JourneyNodeSelection, walk(number, back=number))),
+                ctx, journey, stored, executed_tools=set(), max_depth=4,
+            )
+        )  # fmt: skip
+        step = result.step
+        assert not step.resumed
+        assert step.path[: len(stored)] == stored
+        fresh = tuple(n for n in step.path[len(stored) :] if n is not None)
+        assert set(current_run(step.path)) <= set(fresh)  # nothing of the ended run carries over
+        assert not result.collected  # no value of the ended run is taken as this run's
