@@ -10,6 +10,8 @@ Vocabulary
   the current run; its last node is the *current step*.
 - A *transit* node has nothing for the agent to do and only routes: forks, and the action-less
   entry root. Transit nodes may appear inside a path but are never the step of a turn.
+- A run the customer *left* mid-way (`exited_run`) can be *resumed*: `resume_run` appends its
+  entries again after the `None` that closed it, so a path only ever grows.
 - The action-less root is an entry point, not a step: it is never recorded in a path.
 - A session stores a path compacted (`compact_path`): its last run, each step's last two
   entries; every reader derives the same from it as from the whole history.
