@@ -108,9 +108,9 @@ def keep_left_values_as_candidates(state: TurnState, journey_id: str) -> None:
     kept: list[CollectedValue] = []
     for c in state.collected:
         if c.journey_id == journey_id and c.turn_id != state.turn_id:
-            origin = f"{c.origin}; " if c.origin else ""
-            evidence = f"{c.evidence}; {left}" if c.evidence else left
-            c = c.model_copy(update={"bound": False, "origin": None, "evidence": origin + evidence})
+            said = [part for part in (c.origin, c.evidence) if part]
+            evidence = "; ".join(said if left in c.evidence else [*said, left])
+            c = c.model_copy(update={"bound": False, "origin": None, "evidence": evidence})
         kept.append(c)
     state.collected = kept
 

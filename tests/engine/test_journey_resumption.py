@@ -191,6 +191,19 @@ async def test_a_value_given_before_the_customer_left_is_confirmed_before_money_
     assert [{"to": "7770001", "amount": Decimal("200")}] == SENT
 
 
+async def test_a_run_left_and_resumed_twice_keeps_its_values_and_says_so_once() -> None:
+    h = await left_after_200(Customer())
+    await h.say("ok, let's finish that transfer")
+    await h.say("forget it")
+
+    out = await h.say("ok, let's finish that transfer")
+
+    assert "Ask for the account ID" in out.reply.text
+    (amount,) = [c for c in out.state.collected if c.name == "amount"]
+    assert amount.value == Decimal("200") and amount.bound is False
+    assert amount.evidence.count("given before the customer left this run") == 1
+
+
 async def test_starting_afresh_after_leaving_collects_every_value_again() -> None:
     h = await left_after_200(Customer(resume=False))
 
