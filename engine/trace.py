@@ -61,7 +61,8 @@ class JourneyTransitionRecord(BaseModel):
     previous_path: list[str | None]
     new_path: list[str | None]
     node_id: str | None  # the step projected for this turn (None = journey exited / completed)
-    how: str  # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended"
+    # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended" | "resumed"
+    how: str
     repairs: list[str] = Field(default_factory=list)  # what path verification fixed
     rationale: str = ""
     # The walk the model proposed this turn (node ids), before path verification kept what
@@ -214,6 +215,7 @@ HOW = {
     "exit": "left",
     "completed": "completed",
     "suspended": "paused for a prerequisite",
+    "resumed": "resumed where the customer left it",
 }
 
 
