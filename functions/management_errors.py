@@ -99,7 +99,9 @@ async def _invalid_request(request: Request, exc: RequestValidationError) -> JSO
     bad_agent_ids = [
         agent_id_problem(error.get("input"))
         for error in errors
-        if error["loc"] and error["loc"][-1] in _AGENT_ID_FIELDS
+        if error["type"] == "string_pattern_mismatch"
+        and error["loc"]
+        and error["loc"][-1] in _AGENT_ID_FIELDS
     ]
     if bad_agent_ids and len(bad_agent_ids) == len(errors):
         # The agent id rule answers as it does inside the routes (engine.agent_id): 400.

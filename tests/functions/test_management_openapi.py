@@ -102,6 +102,9 @@ def test_an_id_breaking_its_pattern_is_refused_before_the_route_runs(runtime: Ru
     assert status == 400 and "letters, digits" in body["problems"][0]
     status, body = call("POST", "/sessions", {"customer_id": "c", "session_id": "a/b"})
     assert status == 422 and body["problems"][0].startswith("body.session_id:")
+    # an agent id where the operation takes none is an unknown parameter, not a bad agent id
+    status, body = call("GET", "/sessions/s1", query={"agent_id": "bank"})
+    assert status == 422 and body["problems"][0].startswith("query.agent_id: unknown")
 
 
 def test_a_query_parameter_the_operation_does_not_declare_is_refused(runtime: Runtime) -> None:
