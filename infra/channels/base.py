@@ -131,6 +131,10 @@ class NormalizedMessage(BaseModel):
       shared locations; a caption or a file's comment is the `text`.
     - `raw_type`: the platform's own kind of event (`message`, `callback_query`, `block_actions`,
       `interactive.button_reply`, `sms` …), for traces.
+    - `sender_team`: the sender's own workspace, where the platform states it (Slack: the event's
+      `user_team` / `team`, a click's `user.team_id`). A Slack Connect channel holds people of
+      other organizations; the support relay trusts only its allowed teams
+      (`infra.channels.support_channel`).
     """
 
     model_config = _FROZEN
@@ -147,6 +151,7 @@ class NormalizedMessage(BaseModel):
     received_at: datetime
     sent_at: datetime | None = None
     interrupt_result: InterruptResult | None = None  # set on a delivered form result only
+    sender_team: str | None = None
     # Files and shared locations (a photo's caption, a file's comment, is `text`).
     attachments: list[Attachment] = Field(default_factory=list, repr=False)
 
