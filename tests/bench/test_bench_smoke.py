@@ -31,7 +31,7 @@ from engine.compose import (
 from engine.context import TurnContext
 from engine.matching import guidelines as gm
 from engine.model import CustomerDependentAction, Guideline
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 
 pytestmark = pytest.mark.timeout(60)
 

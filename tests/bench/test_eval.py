@@ -43,9 +43,9 @@ from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.ports import Generation
-from engine.session import InboundMessage
+from engine.sessions.session import InboundMessage
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
+from engine.tools.calls import ToolCallPlan
 from engine.trace import TurnTrace
 from engine.turn import EngineDeps, TurnPipeline
 from infra.offline import OfflineLLM

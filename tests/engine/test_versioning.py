@@ -14,14 +14,14 @@ import yaml
 from engine.authoring import dump_agent, load_agent
 from engine.errors import InvalidAgentDefinition
 from engine.language.lines import SHIPPED_LINES
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import SchematicLLM
-from engine.session import InboundMessage, SessionState
+from engine.sessions.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.trace import summarize
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
-from engine.versioning import choose_version, ended_notice, journeys_in_flight
+from engine.versioning.pinning import choose_version, ended_notice, journeys_in_flight
 from examples.banking import bank, load
 from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder

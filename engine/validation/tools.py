@@ -1,6 +1,6 @@
 """Validation of an agent's tools: what each declares, and the tools guidelines and steps name.
 
-Part of `engine.validation`; each problem names the tool to fix.
+Part of `engine.validation.agent`; each problem names the tool to fix.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.agent_config import HANDOFF_TOOL
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolKind
-from engine.validation_wording import did_you_mean, known_hint
+from engine.tools.spec import ToolKind
+from engine.validation.wording import did_you_mean, known_hint
 
 
 def unknown_tool_problems(

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from engine.context import TurnContext, render_history, render_terms, render_variables
 from engine.model import AgentSnapshot, Guideline, agent_tag, journey_tag
 from engine.ports import Embedder, VectorIndex
-from engine.recall_index import RecallIndex, is_audience_tag, preselection_role, recall_index
-from engine.session import EventKind, EventSource, SessionState
-from engine.vectors import GUIDELINES, JOURNEYS, Array
+from engine.recall.index import RecallIndex, is_audience_tag, preselection_role, recall_index
+from engine.recall.vectors import GUIDELINES, JOURNEYS, Array
+from engine.sessions.session import EventKind, EventSource, SessionState
 
 
 def conversation_tags(agent: AgentSnapshot, session: SessionState) -> set[str]:
@@ -45,7 +45,7 @@ def tag_filter(agent: AgentSnapshot, session: SessionState) -> list[Guideline]:
     Only audience tags filter: a guideline tagged `billing` to group it for a relationship is
     used in every conversation, as its author expects (nothing tags a conversation `billing`).
     This walks every guideline: the turn uses the same answer from the per-version
-    `RecallIndex` (engine.recall_index); this is the definition it is tested against.
+    `RecallIndex` (engine.recall.index); this is the definition it is tested against.
     """
     tags = conversation_tags(agent, session)
     return [g for g in agent.guidelines if g.enabled and _applies(g, tags)]

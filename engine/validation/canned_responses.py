@@ -1,7 +1,7 @@
 """Validation of an agent's canned responses: each tag names a guideline, a journey or a step that
 exists.
 
-Part of `engine.validation`; each problem names the canned response and the tag to fix.
+Part of `engine.validation.agent`; each problem names the canned response and the tag to fix.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from engine.model import JOURNEY_TAG_PREFIX, AgentSnapshot, Journey
-from engine.validation_wording import did_you_mean, known_hint
+from engine.validation.wording import did_you_mean, known_hint
 
 
 def canned_response_problems(snapshot: AgentSnapshot) -> Iterator[str]:

@@ -2,7 +2,7 @@
 collects, the transitions, and the graph they make (every step reachable, every fork's branches
 conditioned).
 
-Part of `engine.validation`; each problem names the journey, and the step or transition, to fix.
+Part of `engine.validation.agent`; each problem names the journey, and the step or transition, to fix.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from engine.model import (
     JourneyNode,
     NodeKind,
 )
-from engine.tool_validation import unknown_tool_problems
-from engine.validation_wording import known_hint
+from engine.validation.tools import unknown_tool_problems
+from engine.validation.wording import known_hint
 
 
 def journey_problems(

@@ -151,7 +151,7 @@ class CollectedValue(BaseModel):
     # to is passed once the journey reaches it (`engine.matching.values_ahead`).
     ahead: bool = False
     # A secret's clear value exists only in the turn that collected it; stored, it is masked and
-    # no longer a value (a later tool that needs it asks again — see `engine.secrets`).
+    # no longer a value (a later tool that needs it asks again — see `engine.privacy.secrets`).
     secret: bool = False
     # How the customer gave it (`engine.values.binding`): True when they said exactly this for
     # this field — a consequential tool may run on it; False when it was worked out or chosen
@@ -163,7 +163,7 @@ class CollectedValue(BaseModel):
 
 class SecretDigests(BaseModel):
     """What a session keeps of the secret values its customers typed, to recognise one a model
-    echoes in a later turn: keyed digests, never a value (`engine.secret_digests`)."""
+    echoes in a later turn: keyed digests, never a value (`engine.privacy.digests`)."""
 
     model_config = _FROZEN
     salt: str  # random per session: the same value has unrelated digests in two sessions
@@ -210,11 +210,11 @@ class SessionState(BaseModel):
     customer_id: str
     channel: str = "generic"
     version: int = 0  # bumped by every committed turn; writes are conditional on it
-    # The most recent events (at most `engine.history.EVENT_WINDOW` when loaded from a store),
+    # The most recent events (at most `engine.sessions.history.EVENT_WINDOW` when loaded from a store),
     # not the whole history: a turn's reads stay bounded however long the session runs.
     events: tuple[Event, ...] = ()
     # Older events still needed as evidence (tool results, the messages collected values came
-    # from), folded out of the window by `engine.history.fold_history`; bounded too.
+    # from), folded out of the window by `engine.sessions.history.fold_history`; bounded too.
     kept_evidence: tuple[Event, ...] = ()
     # journey id → visited node ids; a trailing None means the journey was exited. Stored
     # compacted, so a looping journey stays bounded: the last run, each step's last two entries
@@ -260,14 +260,14 @@ class SessionState(BaseModel):
     processed_event_ids: tuple[str, ...] = ()  # inbound ids already answered (bounded window)
     committed_turn_ids: tuple[str, ...] = ()  # bounded window, for idempotent commits
     metadata: dict[str, Any] = Field(default_factory=dict)
-    # Secret names the steps the session stands at ask the customer for (`engine.secrets`): the
+    # Secret names the steps the session stands at ask the customer for (`engine.privacy.secrets`): the
     # next message answers them, whatever version reads it — a publish may end that step or
     # drop the declaration, the answer is still the secret that step asked for. Names only.
     secrets_asked: tuple[str, ...] = ()
     # Keyed digests of the secret values typed in this session, for a model's later echoes.
     secret_digests: SecretDigests | None = None
     # The agent version the last turn ran on. While a journey is in flight the next turn runs on
-    # it too (pinned) unless the published version migrates it (`engine.versioning`).
+    # it too (pinned) unless the published version migrates it (`engine.versioning.pinning`).
     agent_version: str | None = None
     # `human` while a person has the conversation; changed only by mode events (`engine.handoff`)
     mode: SessionMode = SessionMode.AUTO
@@ -276,9 +276,9 @@ class SessionState(BaseModel):
     # message a turn took that carried one (opaque here; the conversation's address — chat,
     # topic, number — as the channel builds it, not a sender's). A handoff started outside a
     # turn delivers a person's message there. Never in an event, a trace or a prompt; erasure
-    # clears it (`engine.erasure`).
+    # clears it (`engine.privacy.erasure`).
     last_reply_to: dict[str, Any] | None = None
-    # Who was erased from this session, and when: `engine.erasure.person_digest` (never their
+    # Who was erased from this session, and when: `engine.privacy.erasure.person_digest` (never their
     # id) → the erasure's time. A message they wrote before it, still queued then, is dropped by
     # the turn; one written after is answered. Entries expire (`ERASURE_TOMBSTONE_DAYS`).
     erased_senders: dict[str, datetime] = Field(default_factory=dict)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from engine.context import TurnContext, render_context
 from engine.errors import ToolArgumentError
 from engine.ports import ToolOutcome
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values.provenance import rules_text
 from engine.values.types import coerce
 

@@ -4,7 +4,7 @@ It lets a person list an agent's conversations (the studio's Sessions view, `GET
 without reading every session: the summary says what a list shows — channel, last activity,
 who answers (its mode: the agent or a person), what it waits for (its status) and its journeys in
 flight. Both stores keep it in the same
-write as the session itself (`engine.memory`, `infra.aws.session_index`), so a listed session is
+write as the session itself (`engine.memory.stores`, `infra.aws.session_index`), so a listed session is
 never behind its state.
 
 It holds no customer words and no customer id: erasing a customer deletes the summary with the
@@ -19,7 +19,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from engine.session import Event, SessionState
+from engine.sessions.session import Event, SessionState
 
 # What a session waits for between turns, in the order a person would check it.
 SessionStatus = Literal[

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine.conversation_spec import Expectation, ToolCallExpectation
+from engine.conversations.spec import Expectation, ToolCallExpectation
 from engine.ports import SchematicLLM
-from engine.session import Event, EventKind, EventSource
+from engine.sessions.session import Event, EventKind, EventSource
 from engine.trace import ToolCallRecord
 from engine.turn import TurnOutput
 from engine.values.grounding import same_value as same_typed

@@ -1,4 +1,4 @@
-"""Rules every store implementation shares, so the in-memory stores (`engine.memory`) and the
+"""Rules every store implementation shares, so the in-memory stores (`engine.memory.stores`) and the
 DynamoDB adapters (`infra.aws.dynamo_*`) check and word things identically."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.model import AgentSnapshot, Journey
-from engine.versioning import SessionPosition
+from engine.versioning.pinning import SessionPosition
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -5,9 +5,9 @@ They back the engine's unit tests and the offline demo, and they run the same co
 optimistic concurrency (`SessionConflict`), idempotent replay of a turn (`commit` → False),
 immutable agent versions, inbox claims that expire.
 
-The session store is in `engine.memory_sessions` (with retention and erasure); the rules both
+The session store is in `engine.memory.sessions` (with retention and erasure); the rules both
 implementations share (`validate_commit`, `versioned`, `version_conflict`, `session_conflict`)
-are in `engine.store_rules`. Both are importable from here.
+are in `engine.sessions.store_rules`. Both are importable from here.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound
-from engine.inbox import ClaimOutcome
-from engine.memory_sessions import InMemoryErasureReport, InMemorySessionStore
+from engine.memory.sessions import InMemoryErasureReport, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import Clock
-from engine.store_rules import (
+from engine.sessions.inbox import ClaimOutcome
+from engine.sessions.store_rules import (
     agent_not_found,
     session_conflict,
     validate_commit,

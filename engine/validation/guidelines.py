@@ -1,7 +1,7 @@
 """Validation of an agent's guidelines: their condition and action, the tools they call, the
 journeys they are scoped to.
 
-Part of `engine.validation`; each problem names the guideline to fix.
+Part of `engine.validation.agent`; each problem names the guideline to fix.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from engine.model import JOURNEY_TAG_PREFIX, AgentSnapshot
-from engine.tool_validation import unknown_tool_problems
-from engine.validation_wording import known_hint
+from engine.validation.tools import unknown_tool_problems
+from engine.validation.wording import known_hint
 
 
 def guideline_problems(

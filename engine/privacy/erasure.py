@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, InboundMessage, SessionState
 
 ERASED = "erased"  # the customer of a group session whose opener was erased
 # How long an erasure is remembered (a group state's `erased_senders` entry, the tombstone of

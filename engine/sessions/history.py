@@ -32,7 +32,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from engine.session import CollectedValue, Event, EventKind, EventSource
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource
 from engine.values.grounding import value_in_text
 
 # The most recent events the prompts show (`engine.context.render_history`). Defined here, not
@@ -81,7 +81,7 @@ def with_channel_payload(event: Event, payload: dict[str, Any] | None) -> Event:
 def evidence_form(event: Event) -> Event:
     """An event as kept evidence: a customer message's words and sender, a tool event's call
     and the flat values of its result (all that grounding and argument filling read of an
-    earlier result: `engine.tool_calls.known_values`, `engine.stages.action_gate`); nothing a
+    earlier result: `engine.tools.calls.known_values`, `engine.stages.action_gate`); nothing a
     later turn does not read (it is rewritten with the state each turn)."""
     data = {k: event.data[k] for k in EVIDENCE_DATA if event.data.get(k) is not None}
     if event.kind is EventKind.MESSAGE:

@@ -6,11 +6,11 @@ on what they load. `warnings(snapshot)` lists what is allowed but probably not m
 reaches a customer in another language than theirs); they never fail validation, and
 `waypoint validate` shows them.
 
-The checks of each kind of element live beside this module: `engine.guideline_validation`,
-`engine.journey_validation`, `engine.tool_validation`, `engine.canned_response_validation`,
-`engine.relationship_validation` (relationships, priorities, prerequisite cycles),
-`engine.handoff_validation`, `engine.language.validation` (served languages, the engine's lines,
-canned variants); `engine.versioning` checks declared migrations. This module holds what
+The checks of each kind of element live beside this module: `engine.validation.guidelines`,
+`engine.validation.journeys`, `engine.validation.tools`, `engine.validation.canned_responses`,
+`engine.validation.relationships` (relationships, priorities, prerequisite cycles),
+`engine.validation.handoff`, `engine.language.validation` (served languages, the engine's lines,
+canned variants); `engine.versioning.pinning` checks declared migrations. This module holds what
 concerns the agent as a whole (its id, unique ids) and the order every check runs in.
 """
 
@@ -21,25 +21,25 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import partial
 
 from engine.agent_id import agent_id_problem
-from engine.canned_response_validation import canned_response_problems
 from engine.errors import InvalidAgentDefinition
-from engine.guideline_validation import guideline_problems
-from engine.handoff_validation import handoff_problems
-from engine.journey_validation import journey_problems
 from engine.language.validation import language_problems, language_warnings
 from engine.model import AgentSnapshot
-from engine.relationship_validation import (
+from engine.validation.canned_responses import canned_response_problems
+from engine.validation.guidelines import guideline_problems
+from engine.validation.handoff import handoff_problems
+from engine.validation.journeys import journey_problems
+from engine.validation.relationships import (
     journey_guideline_priorities,
     prerequisite_cycles,
     priority_cycles,
     relationship_problems,
 )
-from engine.tool_validation import (
+from engine.validation.tools import (
     composed_parameter_problems,
     tool_problems,
     value_source_problems,
 )
-from engine.versioning import migration_problems
+from engine.versioning.pinning import migration_problems
 
 Check = Callable[[AgentSnapshot], Iterable[str]]
 

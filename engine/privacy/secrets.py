@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 from engine.values.types import written
 
 MASK = "•••"
@@ -95,7 +95,7 @@ class TurnSecrets:
     @property
     def values(self) -> frozenset[str]:
         """The secret values of this turn, in clear: memory only (the session keeps their
-        keyed digests, `engine.secret_digests`)."""
+        keyed digests, `engine.privacy.digests`)."""
         return frozenset(self._values)
 
     def remember(self, value: Any) -> None:

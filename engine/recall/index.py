@@ -1,7 +1,7 @@
 """The recall index of an agent version: which guidelines a conversation may use, grouped so a
 turn touches only the groups it keeps.
 
-Recall's tag filter and pruning (engine.recall) need, per turn, the enabled guidelines whose
+Recall's tag filter and pruning (engine.recall.selection) need, per turn, the enabled guidelines whose
 audience tags meet the conversation's tags, split by the journey they are scoped to. Walking
 every guideline for that costs what the agent holds, not what the turn keeps (≈ 10 ms at 5,000
 guidelines). Most of the answer depends only on the version: a guideline with no audience tag,
@@ -122,7 +122,7 @@ class RecallIndex:
             group.always_ids = frozenset(e.guideline.id for e in group.always)
 
     def session_tags(self, channel: str, customer_tags: Iterable[str]) -> frozenset[str]:
-        """The conversation's tags (`engine.recall.conversation_tags`), the agent's and its
+        """The conversation's tags (`engine.recall.selection.conversation_tags`), the agent's and its
         journeys' taken from the version instead of rebuilt per turn."""
         tags = {f"channel:{channel}"}
         tags.update(t if t.startswith("customer:") else f"customer:{t}" for t in customer_tags)
@@ -210,7 +210,7 @@ _CACHE_LIMIT = 64
 
 def recall_index(agent: AgentSnapshot) -> RecallIndex:
     """The recall index of an agent version, built once per (agent, version) for the life of a
-    warm container, like `engine.projection.projected_guidelines` (a version names one content:
+    warm container, like `engine.matching.projection.projected_guidelines` (a version names one content:
     it is the content hash unless set explicitly)."""
     key = (agent.id, agent.version or agent.content_hash())
     index = _CACHE.get(key)

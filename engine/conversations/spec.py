@@ -2,7 +2,7 @@
 
 This is the contract of a conversation test file (`*.conv.yaml`, see docs/conversation-tests.md)
 and of its Python form: the same models, built in code. Checking a turn against its expectations
-is `engine.conversation_checks`; running a test against an engine is `infra.conversation_tests`.
+is `engine.conversations.checks`; running a test against an engine is `infra.conversation_tests`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Keyed digests of secret values: how a session recognises a secret echoed in a later turn
 without keeping it.
 
-A turn masks the secret values it handled (`engine.secrets.TurnSecrets`) and then forgets them.
+A turn masks the secret values it handled (`engine.privacy.secrets.TurnSecrets`) and then forgets them.
 A model that read the password in that turn may still quote it in a later one ("your password
 monkey is weak"). So the session keeps, for its lifetime, a digest of each secret value — never
 the value — and every later turn digests the words of what it is about to store and masks a
@@ -33,7 +33,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 
-from engine.secrets import MIN_MASKED_CHARS
+from engine.privacy.secrets import MIN_MASKED_CHARS
 
 # Public: tests and local runs without a configured key use it (infra passes the real one).
 DEVELOPMENT_KEY = b"waypoint development secret-digest key: public, never for a deployment"

@@ -2,7 +2,7 @@
 observation disambiguates), priorities (no cycles, none on a journey's own guidelines) and journey
 prerequisites (no cycles).
 
-Part of `engine.validation`; `find_cycles` is the cycle search both cycle checks use.
+Part of `engine.validation.agent`; `find_cycles` is the cycle search both cycle checks use.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How a validation problem points the author at a fix: the names that do exist, and the one
-they probably meant. Shared by the checks of each kind of element (`engine.validation`)."""
+they probably meant. Shared by the checks of each kind of element (`engine.validation.agent`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The in-memory `SessionStore`, with the DynamoDB store's semantics (tests/contracts run both).
 
 Besides turns (optimistic concurrency, idempotent replay, a bounded window), it keeps the same
-lifecycle as the state table: each item expires after its `engine.retention.Retention` TTL — an
+lifecycle as the state table: each item expires after its `engine.privacy.retention.Retention` TTL — an
 idle session (its state and turn markers) after `session_idle` since its last write, each event
 after `events` since it was written, each trace after `traces` — and reads treat an expired item
 as absent, so a session can start afresh under the same id. `erase_customer` removes one person
-the way `infra.aws.erasure` does (`engine.erasure`).
+the way `infra.aws.erasure` does (`engine.privacy.erasure`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from engine.clock import SystemClock
-from engine.erasure import (
+from engine.ports import Clock, TurnCommit
+from engine.privacy.erasure import (
     ERASURE_TOMBSTONE_DAYS,
     erased_copy,
     is_theirs,
@@ -29,18 +30,17 @@ from engine.erasure import (
     turns_that_may_quote,
     without_person,
 )
-from engine.history import (
+from engine.privacy.retention import DAY, Retention
+from engine.sessions.history import (
     EVENT_PAGE,
     EVENT_WINDOW,
     channel_payload,
     with_channel_payload,
     without_channel_payload,
 )
-from engine.ports import Clock, TurnCommit
-from engine.retention import DAY, Retention
-from engine.session import Event, EventKind, EventSource, SessionState
-from engine.session_index import SessionPage, SessionSummary, page_after, summarize_session
-from engine.store_rules import session_conflict, validate_commit
+from engine.sessions.index import SessionPage, SessionSummary, page_after, summarize_session
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.store_rules import session_conflict, validate_commit
 
 
 @dataclass
@@ -71,7 +71,7 @@ class InMemoryErasureReport:
     sessions_redacted: list[str] = field(default_factory=list)
     inbox_claims_deleted: int = 0
     complete: bool = True
-    # What the other in-memory stores hold about them (`engine.memory.InMemoryCustomerErasure`):
+    # What the other in-memory stores hold about them (`engine.memory.stores.InMemoryCustomerErasure`):
     # the channel ids of the erased messages (their inbox claims) and the agents whose context
     # variables for them go.
     message_ids: list[str] = field(default_factory=list)
@@ -85,7 +85,7 @@ class InMemorySessionStore:
         self._clock = clock or SystemClock()
         self._retention = retention if retention is not None else Retention()
         self._sessions: dict[str, _Session] = {}
-        self._summaries: dict[str, SessionSummary] = {}  # `engine.session_index`
+        self._summaries: dict[str, SessionSummary] = {}  # `engine.sessions.index`
         # `person_digest` → when they were erased (a tombstone, as the state table keeps one)
         self._erased: dict[str, _Stored] = {}
         self._lock = threading.Lock()
@@ -126,7 +126,7 @@ class InMemorySessionStore:
 
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
         """When `(channel, customer_id)` was last erased, while that is remembered
-        (`engine.erasure.ERASURE_TOMBSTONE_DAYS`), else None."""
+        (`engine.privacy.erasure.ERASURE_TOMBSTONE_DAYS`), else None."""
         with self._lock:
             tombstone = self._erased.get(person_digest(channel, customer_id))
             if tombstone is None or not self._alive(tombstone):
@@ -203,7 +203,7 @@ class InMemorySessionStore:
     async def list_sessions(
         self, agent_id: str, *, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """A page of the agent's session summaries (`engine.session_index`); a session idle past
+        """A page of the agent's session summaries (`engine.sessions.index`); a session idle past
         its TTL is not listed."""
         with self._lock:
             live = {k: v for k, v in self._summaries.items() if self._live(k) is not None}
@@ -223,7 +223,7 @@ class InMemorySessionStore:
         """Erase one person on one channel: a session that is theirs alone goes whole; in a
         group session their messages become erased markers, the traces of the turns from their
         first message on go (their prompts quote the conversation), and the state forgets them
-        (`engine.erasure`); a tombstone (`erased_at`) remembers when. Idempotent."""
+        (`engine.privacy.erasure`); a tombstone (`erased_at`) remembers when. Idempotent."""
         report = InMemoryErasureReport(channel, customer_id)
         with self._lock:
             now = self._clock.now()

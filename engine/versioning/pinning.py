@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engine.language.lines import Say
 from engine.model import AgentSnapshot, Journey
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 
 VersionHow = Literal["published", "pinned", "migrated"]
 
