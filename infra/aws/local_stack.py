@@ -10,7 +10,7 @@ shipped in a Lambda.
 
     with LocalStack() as stack:                 # in-process, for tests
         store = DynamoSessionStore()            # reads WAYPOINT_TABLE set by the stack
-    with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint local`
+    with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint serve`
         print(stack.endpoint_url)
     with LocalStack(server=True, data_dir=Path(".waypoint")):   # state kept on disk across restarts
 
