@@ -230,6 +230,7 @@ def failure_summary(exc: BaseException) -> str:
     """`Type: message (file:line)` of the innermost frame outside the import machinery."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"SyntaxError: {exc.msg} ({exc.filename}:{exc.lineno})"
+        column = f":{exc.offset}" if exc.offset else ""
+        return f"{type(exc).__name__}: {exc.msg} ({exc.filename}:{exc.lineno}{column})"
     place = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{place}"

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from waypoint.agent_source import AgentSource
+from waypoint.agent_source import AgentSource, CliProblem
 from waypoint.cli.options import (
     AgentPath,
     LLMChoice,
@@ -167,7 +167,7 @@ def _served_secrets(data: Path | None) -> ServedSecrets:
     stored: dict[str, str] = {}
     path = data / SECRETS_FILE if data is not None else None
     if path is not None and path.exists():
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = _stored_secrets(path)
     chosen = {
         name: os.environ.get(env) or stored.get(name) or make(size)
         for name, env, make, size in _SERVED_SECRETS
@@ -183,6 +183,24 @@ def _served_secrets(data: Path | None) -> ServedSecrets:
             json.dump({**chosen, **stored}, f)
         os.replace(partial, path)
     return ServedSecrets(**chosen)
+
+
+def _stored_secrets(path: Path) -> dict[str, str]:
+    import json
+
+    from engine.document_syntax import describe_syntax_error
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        stored = json.loads(text)
+    except ValueError as exc:
+        raise CliProblem(
+            f"{describe_syntax_error(exc, text, 'json', str(path))}\nFix it, or delete it to "
+            "make new credentials (clients configured with the old ones stop working)"
+        ) from None
+    if not isinstance(stored, dict):
+        raise CliProblem(f"{path}: expected a JSON object of credentials; fix or delete it")
+    return stored
 
 
 def serve(
