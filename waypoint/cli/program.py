@@ -58,6 +58,12 @@ def _told(exc: Exception) -> typer.Exit:
     return typer.Exit(1)
 
 
+def tell(exc: CliProblem) -> None:
+    """Print a problem the way a failing command tells it, without exiting (a command that
+    goes on to its next item)."""
+    _told(exc)
+
+
 def _debugging() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
