@@ -115,3 +115,14 @@ def test_every_hint_names_a_real_command_and_its_flags(
     taken = GLOBAL_FLAGS | {opt for p in PROGRAM.commands[command].params for opt in p.opts}
     unknown = [flag for flag in flags if flag not in taken]
     assert not unknown, f"{where}: `{hint}`: `waypoint {command}` takes no {', '.join(unknown)}"
+
+
+def test_publish_without_the_environment_points_at_commands_that_exist(tmp_path: Path) -> None:
+    from examples.banking import AGENT_PATH
+    from tests.cli.chat_kit import run_cli
+
+    done = run_cli("publish", str(AGENT_PATH), cwd=tmp_path, env={"WAYPOINT_TABLE": ""})
+    assert done.returncode == 2
+    assert "WAYPOINT_TABLE is not set" in done.stdout
+    assert "start `waypoint serve` and export the lines it prints" in done.stdout
+    assert "waypoint local" not in done.stdout
