@@ -267,7 +267,7 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
     )
     return "\n\n".join(
         [
-            "You decide which of a customer-service agent's guidelines shape its next reply.",
+            guide.ROLE,
             render_context(ctx),
             f"Task: {guide.count_text(count)} below; give every one a verdict, writing the "
             "rationale (the evidence in the conversation) before the verdict.",
@@ -303,7 +303,8 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
     options = "\n".join(guideline_line(h, g) for h, g in handles(batch).items())
     return "\n\n".join(
         [
-            "You check whether a customer's request is ambiguous between several handled cases.",
+            "You are the customer-service agent described below. Before your next reply, check "
+            "whether the customer's request is ambiguous between several cases you handle.",
             render_context(ctx),
             f'Task: first decide whether this holds: "{batch.head.condition}". If it does, decide '
             "which of the options below may be what the customer means. If two or more fit and "
