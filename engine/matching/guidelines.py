@@ -4,8 +4,8 @@ Guidelines are routed into batch kinds (observational, actionable, previously ap
 customer-dependent, disambiguation), each kind has its own rules (`match_guidance`), and many
 guidelines share one call: the observational, actionable and previously-applied checks are packed
 into one prompt while they fit the prompt budget, and split into parallel batches by kind above
-it. Outputs are compact and rationale-first: a handle, a few words of reasoning, then the verdict;
-a guideline the model did not answer is asked once more, then reported (`unanswered`).
+it. Outputs are compact and rationale-first: a handle, the reasoning the decision needs, then the
+verdict; a guideline the model did not answer is asked once more, then reported (`unanswered`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ class GuidelineVerdict(BaseModel):
     """Rationale before verdict: a model that writes its evidence first decides by it."""
 
     id: str = Field(description="the guideline's handle, e.g. 'g3'")
-    rationale: str = Field(default="", description="a few words; longer only in explain mode")
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     applies: bool
     score: int = Field(ge=0, le=10, description="0 = clearly not, 10 = certainly")
 
@@ -58,7 +60,9 @@ class GuidelineMatchBatch(BaseModel):
 
 class CustomerDependentVerdict(BaseModel):
     id: str
-    rationale: str = ""
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     condition_holds: bool
     customer_completed: bool = Field(description="the customer already supplied what was asked")
     score: int = Field(ge=0, le=10)
@@ -69,7 +73,9 @@ class CustomerDependentBatch(BaseModel):
 
 
 class DisambiguationVerdict(BaseModel):
-    rationale: str = ""
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     head_applies: bool
     is_ambiguous: bool = Field(description="two or more options fit and the customer must choose")
     candidate_ids: list[str] = Field(default_factory=list, description="handles that may fit")
@@ -262,15 +268,13 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
         return build_disambiguation_prompt(ctx, batch, explain=explain)
     count = len(batch.guidelines)
     shape = _CUSTOMER_SHAPE if batch.kind is BatchKind.CUSTOMER_DEPENDENT else _VERDICT_SHAPE
-    rationale = (
-        "explain your reasoning in one or two sentences" if explain else "a few words: the evidence"
-    )
+    rationale = guide.RATIONALE_EXPLAIN if explain else guide.RATIONALE_SHAPE
     return "\n\n".join(
         [
             guide.ROLE,
             render_context(ctx),
-            f"Task: {guide.count_text(count)} below; give every one a verdict, writing the "
-            "rationale (the evidence in the conversation) before the verdict.",
+            f"Task: {guide.count_text(count)} below; give every one a verdict. "
+            + guide.RATIONALE_RULE,
             guide.SHARED_RULES,
             *_group_texts(batch),
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
@@ -313,7 +317,11 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
             guide.DISAMBIGUATION_RULES,
             f"Options:\n{options}",
             "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
-            + (" Explain briefly in `rationale`." if explain else " Keep `rationale` short."),
+            + (
+                f" `rationale`: {guide.RATIONALE_EXPLAIN}."
+                if explain
+                else " `rationale`: the evidence that settles it, as long as that needs."
+            ),
         ]
     )
 

@@ -280,7 +280,13 @@ _ANSWER = (
     '"backtracking_target_step": null, "step_advancement": ["<step>", "..."], '
     '"next_step": "<step> or NONE", "collected": [{{"name": "<field>", "value": "<value>"}}]}}'
 )
-_RATIONALE_COMPACT = "<at most 12 words>"
+# As long as the walk needs: a stay is a few words, a walk over several steps or a backtrack
+# names the evidence for each move (a fixed 12-word cap could not hold a backtrack and its
+# fast-forward, so the model dropped the reasoning exactly where it decides most).
+_RATIONALE_COMPACT = (
+    "<whether the current step is complete and why; on a walk over several steps or a "
+    "backtrack, the evidence for each move — as long as that needs>"
+)
 _RATIONALE_EXPLAIN = "<which step is complete, and why each transition you took applies>"
 
 

@@ -35,6 +35,16 @@ recommends a product") holds only when the reply you must give now, to the lates
 that: not because this reply could, nor because you did it earlier. One about what you did \
 ("you offered a refund") is judged on the conversation so far."""
 
+# How long a rationale is: as long as its decision needs. A fixed cap ("a few words") starved the
+# decisions that turn on evidence, while the many plainly unrelated guidelines of a large batch
+# need only a few words: the cost stays with the decisions that need it.
+RATIONALE_RULE = """\
+Write each rationale before its verdict, as long as that decision needs: a few words for a \
+guideline plainly unrelated to the conversation; the evidence that settles it (a sentence or \
+two) for one that turns on what was said, done or implied."""
+RATIONALE_SHAPE = "the deciding evidence"
+RATIONALE_EXPLAIN = "explain your reasoning in full, for a person reading the trace"
+
 # Titles of the groups, one per kind (markers: see the module docstring).
 OBSERVATIONAL_TITLE = "Observations"
 ACTIONABLE_TITLE = "Actions not yet taken"

@@ -11,14 +11,32 @@ import re
 from engine.context import TurnContext
 from engine.matching import guidelines as gm
 from engine.matching import match_guidance as guide
-from engine.model import Guideline
+from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.journey_graph import build_node_views
+from engine.matching.journey_prompt import build_node_selection_prompt
+from engine.model import CustomerDependentAction, Guideline, Journey
 from engine.session import SessionState
-from tests.engine.pipeline_kit import make_agent
+from engine.tool_calls import ToolCallPlan
+from tests.engine.pipeline_kit import chain_journey, make_agent
 
 
 def _context() -> TurnContext:
     agent = make_agent()
     return TurnContext(agent, SessionState(id="s", agent_id=agent.id, customer_id="c"), ())
+
+
+def _transfer() -> Journey:
+    asked = CustomerDependentAction(customer_action="said how much", agent_action="asked")
+    journey, _ = chain_journey(
+        "transfer",
+        "Transfer money",
+        "the customer wants to send money",
+        [
+            ("ask", "Ask how much to send", {"customer_dependent": asked}),
+            ("warn", "Warn that transfers over 1000 take a day"),
+        ],
+    )
+    return journey
 
 
 def _unquoted(text: str) -> str:
@@ -69,3 +87,40 @@ def test_a_condition_about_what_the_agent_is_about_to_do_is_read_as_its_own_next
     assert 'A condition about what you are about to do ("you are about to quote a price"' in rule
     assert "holds only when the reply you must give now, to the latest message, does that" in rule
     assert "not because this reply could, nor because you did it earlier" in rule
+
+
+def test_rationales_are_as_long_as_the_decision_needs_with_no_fixed_cap() -> None:
+    """A 12-word cap for multi-step walks with backtracking, and "a few words" for every verdict
+    of a large batch, starved exactly the decisions that need evidence. No prompt or schema
+    caps a rationale now; the short ones are the plainly unrelated guidelines."""
+    journey = _transfer()
+    views = build_node_views(journey)
+    walk = build_node_selection_prompt(
+        _context(), journey, views, ("ask",), collected={}, max_depth=5, explain=False
+    )
+    rules = [
+        Guideline(id=f"r{i}", condition=f"the customer asks about topic {i}") for i in range(30)
+    ]
+    batch = gm.plan_batches(rules, _context().session, [], budget_chars=100_000)[0]
+    match = gm.build_match_prompt(_context(), batch)
+    disambiguation = gm.build_disambiguation_prompt(
+        _context(),
+        gm.Batch(gm.BatchKind.DISAMBIGUATION, tuple(rules[:2]), head=rules[2]),
+    )
+    schemas = [
+        gm.GuidelineVerdict,
+        gm.CustomerDependentVerdict,
+        gm.DisambiguationVerdict,
+        JourneyNodeSelection,
+        ToolCallPlan,
+    ]
+    descriptions = [
+        str(s.model_json_schema()["properties"]["rationale"].get("description", ""))
+        for s in schemas
+    ]
+    for text in (walk, match, disambiguation, *descriptions):
+        assert not re.search(r"at most \d+ words|\d+ words|keep `?rationale`? short", text, re.I)
+        assert "a few words;" not in text and "a few words: the evidence" not in text
+    assert "on a walk over several steps or a backtrack, the evidence for each move" in walk
+    assert "as long as that decision needs" in match
+    assert "a few words for a guideline plainly unrelated to the conversation" in match
