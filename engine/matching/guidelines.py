@@ -64,7 +64,13 @@ class CustomerDependentVerdict(BaseModel):
         default="", description="the evidence that decides the verdict, as long as it needs"
     )
     condition_holds: bool
-    customer_completed: bool = Field(description="the customer already supplied what was asked")
+    customer_completed: bool = Field(
+        description="the customer supplied what was asked, for the matter it was asked for"
+    )
+    new_context: bool = Field(
+        default=False,
+        description="the same need arose for another matter (a second account): ask again",
+    )
     score: int = Field(ge=0, le=10)
 
 
@@ -257,7 +263,7 @@ _GROUPS: dict[BatchKind, tuple[str, str]] = {
 _VERDICT_SHAPE = '{"id": "g1", "rationale": "<RATIONALE>", "applies": true, "score": 8}'
 _CUSTOMER_SHAPE = (
     '{"id": "g1", "rationale": "<RATIONALE>", "condition_holds": true, '
-    '"customer_completed": false, "score": 8}'
+    '"customer_completed": false, "new_context": false, "score": 8}'
 )
 
 
@@ -350,7 +356,9 @@ def interpret_batch(batch: Batch, answer: GuidelineMatchBatch) -> MatchingOutcom
 
 
 def interpret_customer_dependent(batch: Batch, answer: CustomerDependentBatch) -> MatchingOutcome:
-    """Still matched while the condition holds and the customer has not completed their part."""
+    """Still matched while the condition holds and the customer has not completed their part —
+    or when the same need arose for another matter (`new_context`): then the agent asks again
+    and keeps waiting, whatever the customer gave for the earlier one."""
     out = MatchingOutcome()
     by_handle = handles(batch)
     seen: set[str] = set()
@@ -359,9 +367,11 @@ def interpret_customer_dependent(batch: Batch, answer: CustomerDependentBatch) -
         if g is None or g.id in seen:
             continue
         seen.add(g.id)
-        if v.customer_completed:
+        again = v.condition_holds and v.new_context
+        if v.customer_completed and not again:
             out.completed_customer_dependent.append(g.id)
-        matched = v.condition_holds and not v.customer_completed and v.score >= MATCH_THRESHOLD
+        waiting = again or not v.customer_completed
+        matched = v.condition_holds and waiting and v.score >= MATCH_THRESHOLD
         out.verdicts.append((g.id, batch.kind, matched, v.score, v.rationale))
         if matched:
             out.matches.append(

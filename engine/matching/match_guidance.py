@@ -88,9 +88,12 @@ Example: greeted at the start, the customer says "thanks" mid-way → the greeti
 CUSTOMER_DEPENDENT_RULES = """\
 You did your part and wait for the customer. condition_holds: the matter is still live (a \
 topic switch in the same message cancels it). customer_completed: the customer has given what \
-was asked. A new context asks again (a second account needs its own number); settled static \
-facts (a name, a birth date) are not asked again without one.
+you asked, for the matter you asked it for. new_context: the same need arose for another \
+matter (a second account needs its own number): you ask again, whether or not they answered \
+for the first. Settled static facts (a name, a birth date) are not asked again without a new \
+context.
 Example: asked for the booking reference, the customer answers "it's QX7-22" → completed.
+Example: the reference given, now "I have a second booking to change too" → new_context.
 Example: asked for the booking reference, the customer says "forget it, is there wifi on \
 board?" → the condition no longer holds."""
 

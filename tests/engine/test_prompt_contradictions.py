@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from engine.compose import ComposedReply
 from engine.context import TurnContext
 from engine.matching import guidelines as gm
 from engine.matching import match_guidance as guide
@@ -16,8 +17,16 @@ from engine.matching.journey_graph import build_node_views
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.model import CustomerDependentAction, Guideline, Journey
 from engine.session import SessionState
+from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
-from tests.engine.pipeline_kit import chain_journey, make_agent
+from tests.engine.pipeline_kit import (
+    Harness,
+    chain_journey,
+    compose_echo,
+    customer_dependent,
+    make_agent,
+    match_when,
+)
 
 
 def _context() -> TurnContext:
@@ -124,3 +133,58 @@ def test_rationales_are_as_long_as_the_decision_needs_with_no_fixed_cap() -> Non
     assert "on a walk over several steps or a backtrack, the evidence for each move" in walk
     assert "as long as that decision needs" in match
     assert "a few words for a guideline plainly unrelated to the conversation" in match
+
+
+def test_customer_completed_no_longer_contradicts_a_new_context_that_asks_again() -> None:
+    """ "customer_completed: the customer has given what was asked" was true of a second payment
+    to dispute (the first one's date was given), while the rules said a new context asks again:
+    a model had to break one of the two. `customer_completed` is about the matter the agent
+    asked for, and `new_context` says the need arose for another matter — it keeps waiting."""
+    dispute = Guideline(
+        id="dispute",
+        condition="the customer wants to dispute a card payment",
+        action="Ask for the date and amount of the payment",
+        metadata=customer_dependent("gave the date and amount", "asked for them"),
+    )
+    batch = gm.Batch(gm.BatchKind.CUSTOMER_DEPENDENT, (dispute,))
+    prompt = " ".join(gm.build_match_prompt(_context(), batch).split())
+    assert "customer_completed: the customer has given what you asked, for the matter" in prompt
+    assert "new_context: the same need arose for another matter" in prompt
+    assert '"customer_completed": false, "new_context": false' in prompt
+    assert "customer_completed: the customer has given what was asked. A new context" not in prompt
+
+    def outcome(**verdict: bool) -> gm.MatchingOutcome:
+        v = gm.CustomerDependentVerdict(id="g1", condition_holds=True, score=9, **verdict)
+        return gm.interpret(batch, gm.CustomerDependentBatch(verdicts=[v]))
+
+    second = outcome(customer_completed=True, new_context=True)
+    assert [m.guideline.id for m in second.matches] == ["dispute"]
+    assert second.completed_customer_dependent == []
+    first = outcome(customer_completed=True)
+    assert first.matches == [] and first.completed_customer_dependent == ["dispute"]
+
+
+async def test_a_second_payment_to_dispute_asks_again_in_a_turn() -> None:
+    dispute = Guideline(
+        id="dispute",
+        condition="the customer wants to dispute a card payment",
+        action="Ask for the date and amount of the payment",
+        metadata=customer_dependent("gave the date and amount", "asked for them"),
+    )
+    answered = {"id": "g1", "condition_holds": True, "customer_completed": True, "score": 9}
+    llm = ScriptedLLM()
+    llm.on(gm.GuidelineMatchBatch, match_when({"dispute": True}))
+    llm.on(
+        gm.CustomerDependentBatch,
+        {"verdicts": [{**answered, "new_context": True}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    h = Harness(make_agent(guidelines=[dispute]), llm, index=False)
+    await h.start()
+    first = await h.say("I want to dispute a card payment")
+    assert first.state.pending_customer_guideline_ids == ("dispute",)
+
+    again = await h.say("3 March, 45 dollars, and there's a second payment to dispute as well")
+
+    assert again.state.pending_customer_guideline_ids == ("dispute",)
+    assert "Ask for the date and amount of the payment" in again.reply.text
