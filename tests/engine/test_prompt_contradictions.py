@@ -7,6 +7,7 @@ tests/snapshots/ show the whole prompts; docs/prompts.md says why each part read
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from engine.compose import ComposedReply
 from engine.context import TurnContext
@@ -14,11 +15,14 @@ from engine.matching import guidelines as gm
 from engine.matching import match_guidance as guide
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.matching.journey_graph import build_node_views
-from engine.matching.journey_prompt import build_node_selection_prompt
+from engine.matching.journey_prompt import TOOL_NOT_RUN, TOOL_RAN, build_node_selection_prompt
+from engine.matching.journeys import select_journey_step
 from engine.model import CustomerDependentAction, Guideline, Journey
+from engine.ports import ToolOutcome
 from engine.session import SessionState
 from engine.testing import ScriptedLLM
 from engine.tool_calls import ToolCallPlan
+from tests.engine import test_journey_selection as js
 from tests.engine.pipeline_kit import (
     Harness,
     chain_journey,
@@ -188,3 +192,78 @@ async def test_a_second_payment_to_dispute_asks_again_in_a_turn() -> None:
 
     assert again.state.pending_customer_guideline_ids == ("dispute",)
     assert "Ask for the date and amount of the payment" in again.reply.text
+
+
+def _selection_prompt(
+    previous: tuple[str, ...], *messages: str, results: tuple[ToolOutcome, ...] = ()
+) -> str:
+    journey = js.transfer_journey()
+    return build_node_selection_prompt(
+        js.context(*messages, tool_results=results, collected={"account": "savings"}),
+        journey,
+        build_node_views(journey),
+        previous,
+        collected={"account": "savings", "amount": Decimal("200")},
+        max_depth=5,
+        explain=False,
+    )
+
+
+def _step_block(prompt: str, number: int) -> str:
+    return prompt.split(f"\nSTEP {number}: ", 1)[1].split("\nSTEP ", 1)[0]
+
+
+def test_a_tool_steps_flag_and_the_rules_say_the_same_thing() -> None:
+    """The map said a tool step whose tools ran "may be passed" while the rules said a result for
+    changed inputs does not count. Both now state one rule: a tool step is complete only through
+    this turn's result (the engine ran it on the current values); an earlier turn's never
+    completes it, and a failed call is no run."""
+    ran = _selection_prompt(js.MID_FLOW, "send 200 from savings", results=(js.BALANCE,))
+    assert "may be passed" not in ran and "does not count" not in ran
+    assert f"TOOL STEP (get_balance) — {TOOL_RAN}" in _step_block(ran, 4)
+    rules = " ".join(ran.split("## How to decide", 1)[1].split())
+    assert "A TOOL STEP is complete only when its tools ran this turn" in rules
+    assert "on the current values; a result from an earlier turn never completes it" in rules
+
+    earlier = (*js.MID_FLOW, "covered", "confirm")
+    at_confirm = _selection_prompt(earlier, "send 200", "Send 200 from savings?", "make it 400")
+    assert f"TOOL STEP (get_balance) — {TOOL_NOT_RUN}" in _step_block(at_confirm, 4)
+    assert "an earlier turn's result does not complete it" in TOOL_NOT_RUN
+
+    failed = ToolOutcome(call_id="c2", tool="get_balance", data=None, error="timeout")
+    after_failure = _selection_prompt(js.MID_FLOW, "send 200", results=(failed,))
+    assert f"TOOL STEP (get_balance) — {TOOL_NOT_RUN}" in _step_block(after_failure, 4)
+    assert "Its tools have not run this turn, so the journey cannot leave it." in after_failure
+
+
+async def test_a_changed_answer_goes_back_passes_what_stands_and_runs_the_tool_step_again() -> None:
+    """Sharpened where a strong model missed: after a backtrack the walk fast-forwards over
+    answers that still stand and stops at the tool step that used the old answer, which the
+    engine then runs again; a walk proposed past it is cut there."""
+    earlier = (*js.MID_FLOW, "covered", "confirm")
+    prompt = _selection_prompt(earlier, "send 200", "Send 200 from savings?", "make it 400")
+    rules = " ".join(prompt.split("## How to decide", 1)[1].split())
+    assert "pass again the steps whose answers still stand" in rules
+    assert "stop at the first TOOL STEP on the way (its earlier result was for the old" in rules
+    assert 'stop at "search flights (tool)", which runs again for the new date' in rules
+
+    # the model walks past the balance check to the confirmation: verification stops it there
+    scripted = ScriptedLLM().on(
+        JourneyNodeSelection,
+        js.step_answer("3", "4", "5", "6", back="3", collected={"amount": "400"}),
+    )
+    result = await select_journey_step(
+        js.turn_llm(scripted),
+        js.context(
+            "send 200 from savings",
+            "Send 200 from savings?",
+            "make it 400",
+            collected={"account": "savings", "amount": Decimal("200")},
+        ),
+        js.transfer_journey(),
+        earlier,
+        executed_tools=set(),
+    )
+    assert result.step.outcome == "backtrack"
+    assert result.step.node_id == "check"  # get_balance runs again, for 400
+    assert result.collected == {"amount": Decimal("400")}
