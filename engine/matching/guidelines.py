@@ -324,7 +324,7 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
             f"Options:\n{options}",
             "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
             + (
-                f" `rationale`: {guide.RATIONALE_EXPLAIN}."
+                " `rationale`: explain your reasoning in full, for a person reading the trace."
                 if explain
                 else " `rationale`: the evidence that settles it, as long as that needs."
             ),

@@ -42,8 +42,8 @@ RATIONALE_RULE = """\
 Write each rationale before its verdict, as long as that decision needs: a few words for a \
 guideline plainly unrelated to the conversation; the evidence that settles it (a sentence or \
 two) for one that turns on what was said, done or implied."""
-RATIONALE_SHAPE = "the deciding evidence"
-RATIONALE_EXPLAIN = "explain your reasoning in full, for a person reading the trace"
+RATIONALE_SHAPE = "<the deciding evidence>"
+RATIONALE_EXPLAIN = "<explain your reasoning in full, for a person reading the trace>"
 
 # Titles of the groups, one per kind (markers: see the module docstring).
 OBSERVATIONAL_TITLE = "Observations"
@@ -53,9 +53,13 @@ CUSTOMER_DEPENDENT_TITLE = "Waiting for the customer"
 
 OBSERVATIONAL_RULES = """\
 Is the condition true of the conversation as it stands? Judge the whole conversation, not only \
-the last message: a stated fact keeps holding; a request holds while it is live.
+the last message: a stated fact keeps holding; a request holds while it is live. It must be \
+said or shown, in any words (by the customer, a tool result, a known fact): what is only \
+likely, or what a question suggests about the customer, does not hold.
 Example: "I'm a student" early on, a question about prices now → "the customer is a student" \
 holds.
+Example: "what would a mortgage on a flat cost me?" → "the customer owns a home" does not hold: \
+nothing says they do.
 Example: the baggage allowance asked and answered, now asking to pick a seat → "the customer \
 asks about baggage" no longer holds."""
 
@@ -77,12 +81,18 @@ ambiguous, ask which.
 Example: "my parcel arrived crushed" → only the damaged item fits: not ambiguous."""
 
 PREVIOUSLY_APPLIED_RULES = """\
-You already carried out these actions earlier. Apply one again only when its condition arose \
-anew: a recurring situation on each new occurrence (a second order to track), a one-time \
-behaviour (a greeting, a disclaimer) only if its condition lapsed and clearly came back. An \
-action done only in part (one of two questions asked) is not yet carried out: it applies.
+You already carried out these actions earlier in this conversation. Apply one again only when \
+its condition arose anew after you acted: a recurring situation on each new occurrence (a \
+second order to track), a one-time behaviour (a greeting, a disclaimer) only if its condition \
+lapsed and clearly came back, a situation that grew worse, a request the customer presses again \
+because what you did did not settle it. A condition that is merely still true is not enough: \
+the same matter, unchanged and still under discussion, or a fact that keeps holding, was served \
+by what you did. An action done only in part (one of two questions asked) is not yet carried \
+out: it applies.
 Example: the status of one booking given, now "and my return flight?" → "check a booking" \
 applies again.
+Example: fees explained, now "ok, and is that per month?" → "explain the fees" does not: the \
+same question goes on, answer it without repeating the action.
 Example: greeted at the start, the customer says "thanks" mid-way → the greeting does not."""
 
 CUSTOMER_DEPENDENT_RULES = """\

@@ -259,6 +259,50 @@ def test_actionable_batch_prompt_is_stable() -> None:
     assert_snapshot("match_prompt_actionable", gm.build_match_prompt(ctx, batch))
 
 
+def test_packed_batch_prompt_is_stable() -> None:
+    """The prompt a turn sends while the three yes/no kinds fit the budget: one group each."""
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "hi, what does a current account cost?",
+        "Hello! It is 5 euros a month, free for students.",
+        "ok, and is that per month for joint accounts too?",
+    )
+    rules = [
+        g("student", "The customer is a student", None),
+        g("rates", "You are about to quote an interest rate", "Say rates change daily"),
+        g("fees", "The customer asks about account fees", "Explain the fees"),
+    ]
+    (batch,) = gm.plan_batches(
+        rules, session(applied_guideline_ids=("fees",)), [], budget_chars=10_000
+    )
+    assert batch.kind is gm.BatchKind.PACKED
+    assert_snapshot("match_prompt_packed", gm.build_match_prompt(ctx, batch))
+
+
+def test_customer_dependent_batch_prompt_is_stable() -> None:
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "I want to dispute a card payment",
+        "What was the date and amount of the payment?",
+        "3 March, 45 euros. There's a second one too",
+    )
+    dispute = g(
+        "dispute",
+        "The customer wants to dispute a card payment",
+        "Ask for the date and amount of the payment",
+        metadata={
+            "customer_dependent_action_data": {
+                "customer_action": "gave the date and amount",
+                "agent_action": "asked for the date and amount",
+            }
+        },
+    )
+    batch = gm.Batch(gm.BatchKind.CUSTOMER_DEPENDENT, (dispute,))
+    assert_snapshot("match_prompt_customer_dependent", gm.build_match_prompt(ctx, batch))
+
+
 def test_compose_prompt_is_stable() -> None:
     agent = make_agent()
     ctx = context(agent, "I want to send 300 to my sister")

@@ -267,3 +267,21 @@ async def test_a_changed_answer_goes_back_passes_what_stands_and_runs_the_tool_s
     assert result.step.outcome == "backtrack"
     assert result.step.node_id == "check"  # get_balance runs again, for 400
     assert result.collected == {"amount": Decimal("400")}
+
+
+def test_an_action_already_taken_applies_again_only_when_its_condition_arose_anew() -> None:
+    """Sharpened where a strong model over-matched: a guideline already applied whose condition
+    is merely still true (the same matter still discussed, a fact that keeps holding)."""
+    rule = " ".join(guide.PREVIOUSLY_APPLIED_RULES.split())
+    assert "Apply one again only when its condition arose anew after you acted" in rule
+    assert "A condition that is merely still true is not enough" in rule
+    assert "a situation that grew worse, a request the customer presses again" in rule
+    assert '"explain the fees" does not: the same question goes on' in rule
+
+
+def test_an_observation_must_be_said_or_shown_not_merely_implied() -> None:
+    """Sharpened where a strong model over-matched: an observation implied rather than stated."""
+    rule = " ".join(guide.OBSERVATIONAL_RULES.split())
+    assert "It must be said or shown, in any words" in rule
+    assert "what is only likely, or what a question suggests about the customer, does not" in rule
+    assert '"the customer owns a home" does not hold' in rule
