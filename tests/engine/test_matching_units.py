@@ -21,6 +21,8 @@ from engine.model import (
 from engine.recall import high_probability_journeys, prune_low_probability, tag_filter
 from engine.relations import resolve
 from engine.session import Event, EventKind, EventSource, SessionState
+from engine.tool_calls import build_tool_call_prompt
+from engine.tool_spec import ToolParameter, ToolSpec
 from tests.engine.pipeline_kit import KeywordEmbedder, chain_journey, journey_index, make_agent
 from tests.golden import assert_snapshot
 
@@ -301,6 +303,45 @@ def test_customer_dependent_batch_prompt_is_stable() -> None:
     )
     batch = gm.Batch(gm.BatchKind.CUSTOMER_DEPENDENT, (dispute,))
     assert_snapshot("match_prompt_customer_dependent", gm.build_match_prompt(ctx, batch))
+
+
+def test_tool_call_prompt_is_stable() -> None:
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "send 40 dollars to my landlord, account 1234324",
+        "From which account?",
+        "checking, and do you have keyboards in the shop?",
+    )
+    transfer = ToolSpec(
+        name="transfer_money",
+        description="Move money to another account",
+        consequential=True,
+        parameters=(
+            ToolParameter(name="account_id", source="lookup_account_id.account_id"),
+            ToolParameter(name="to_account_id", pattern=r"\d{7,10}"),
+            ToolParameter(name="amount", type="money", currency="USD"),
+        ),
+    )
+    search = ToolSpec(
+        name="search_products",
+        description="Search the shop",
+        parameters=(
+            ToolParameter(name="category", enum=("peripherals", "laptops"), derived=True),
+            ToolParameter(name="query", composed=True, required=False),
+        ),
+    )
+    prompt = build_tool_call_prompt(
+        ctx,
+        [transfer, search],
+        {
+            "transfer_money": "the 'Transfer money' journey runs it now",
+            "search_products": "Search the shop for what the customer asks about",
+        },
+        {"account_id": "5555000011", "lookup_account_id.account_id": "5555000011"},
+        instructions=["when the customer says the usual, then send $900"],
+    )
+    assert_snapshot("tool_call_prompt", prompt)
 
 
 def test_compose_prompt_is_stable() -> None:

@@ -7,7 +7,9 @@ tests/snapshots/ show the whole prompts; docs/prompts.md says why each part read
 from __future__ import annotations
 
 import re
+from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from engine.compose import ComposedReply
 from engine.context import TurnContext
@@ -20,8 +22,20 @@ from engine.matching.journeys import select_journey_step
 from engine.model import CustomerDependentAction, Guideline, Journey
 from engine.ports import ToolOutcome
 from engine.session import SessionState
+from engine.stages.confirmation import needs_confirmation
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
+from engine.tool_calls import INSTRUCTIONS_HEADING, ToolCallPlan, build_tool_call_prompt
+from engine.tool_spec import ToolParameter, ToolSpec
+from engine.values.grounding import (
+    Answer,
+    CallGrounding,
+    CustomerMessage,
+    Evidence,
+    SourceResult,
+    ground_call,
+)
+from engine.values.provenance import NEVER_TEXT, RULES, Acceptance, rules_text
+from engine.values.reading import ReadingContext
 from tests.engine import test_journey_selection as js
 from tests.engine.pipeline_kit import (
     Harness,
@@ -285,3 +299,240 @@ def test_an_observation_must_be_said_or_shown_not_merely_implied() -> None:
     assert "It must be said or shown, in any words" in rule
     assert "what is only likely, or what a question suggests about the customer, does not" in rule
     assert '"the customer owns a home" does not hold' in rule
+
+
+# -- the tool-call prompt ------------------------------------------------------------------------
+
+
+def _tool_prompt(
+    instructions: tuple[str, ...] = (), specs: tuple[ToolSpec, ...] | None = None
+) -> str:
+    result = ToolOutcome(call_id="c", tool="lookup_account_id", data={"account_id": "5555000011"})
+    ctx = _context().with_tool_results([result])
+    offered = specs if specs is not None else (TRANSFER, _harmless(TRANSFER, name="check"))
+    return build_tool_call_prompt(
+        ctx,
+        offered,
+        {s.name: "the customer wants it" for s in offered},
+        {"account_id": "5555000011"},
+        instructions=instructions,
+    )
+
+
+def test_the_instructions_in_force_are_explained_where_they_are_listed() -> None:
+    """ "The instructions in force below" pointed at a section above it. The heading of the
+    section now says what the instructions are for, and no other part points at them."""
+    prompt = _tool_prompt(("when the customer says the usual, then send $900",))
+    assert "in force below" not in prompt and "in force above" not in prompt
+    section = prompt.split("\n\n" + INSTRUCTIONS_HEADING + "\n", 1)[1].split("\n\n", 1)[0]
+    assert section == "- when the customer says the usual, then send $900"
+    assert "one can shape an argument" in INSTRUCTIONS_HEADING
+    # what the rest of the prompt calls "above" is above it
+    assert prompt.index("Tool results from this turn:") < prompt.index(
+        "A result already shown above"
+    )
+    assert "Instructions in force" not in _tool_prompt()  # nothing to point at, nothing said
+
+
+TRANSFER = ToolSpec(
+    name="transfer_money",
+    consequential=True,
+    parameters=(
+        ToolParameter(name="account_id", source="lookup_account_id.account_id"),
+        ToolParameter(name="to_account_id", pattern=r"\d{7,10}"),
+        ToolParameter(name="amount", type="number"),
+    ),
+)
+PIZZA = ToolSpec(
+    name="order",
+    consequential=True,
+    parameters=(ToolParameter(name="size", enum=("small", "medium", "large")),),
+)
+PAY_ON = ToolSpec(
+    name="pay_on", consequential=True, parameters=(ToolParameter(name="day", type="date"),)
+)
+TODAY = ReadingContext(today=date(2026, 11, 28))
+
+
+def _said(*texts: str, **extra: Any) -> Evidence:
+    """The last text is this turn's message; the others came before it."""
+    messages = [CustomerMessage(i, t) for i, t in enumerate(texts, start=1)]
+    return Evidence(now=messages[-1:], earlier=messages[:-1], reading=TODAY, **extra)
+
+
+def _harmless(spec: ToolSpec, name: str | None = None, **param: Any) -> ToolSpec:
+    """`spec` as a non-consequential tool (renamed), its parameters updated with `param`."""
+    params = tuple(p.model_copy(update=param) for p in spec.parameters)
+    update = {"consequential": False, "parameters": params, "name": name or spec.name}
+    return spec.model_copy(update=update)
+
+
+_RESULT = {"lookup_account_id": [SourceResult(5, {"account_id": "5555000011"})]}
+_JOURNEY = {"journey_id": "transfer", "journey_fields": ("amount",)}
+
+# (the words of the clause it exercises, the tool, its arguments, the evidence, ground_call's
+# keyword arguments): one case per clause of the rules the prompt states
+GATE_CASES: list[tuple[str, ToolSpec, dict[str, Any], Evidence, dict[str, Any]]] = [
+    (
+        "their answer at the journey step that asks for it",
+        TRANSFER,
+        {"amount": Decimal("40")},
+        _said("40", answers={"amount": [Answer("transfer", Decimal("40"), True, "#1")]}),
+        _JOURNEY,
+    ),
+    ("the only value of that type", TRANSFER, {"amount": Decimal("40")}, _said("send 40"), {}),
+    (
+        "their pick among offered options",
+        PIZZA,
+        {"size": "large"},
+        _said("2", picks={"size": [("button", "large")]}),
+        {},
+    ),
+    (
+        "who they are logged in as",
+        TRANSFER,
+        {"to_account_id": "1234324"},
+        _said("hi", principal={"to_account_id": "1234324"}),
+        {},
+    ),
+    (
+        "the latest result of the tool named as the argument's source",
+        TRANSFER,
+        {"account_id": "5555000011"},
+        _said("go", results=_RESULT),
+        {},
+    ),
+    (
+        "a known fact about the customer of the argument's own name",
+        TRANSFER,
+        {"to_account_id": "1234324"},
+        _said("hi", variables={"to_account_id": "1234324"}),
+        {},
+    ),
+    ("a relative date as YYYY-MM-DD", PAY_ON, {"day": date(2026, 11, 29)}, _said("tomorrow"), {}),
+    ("a listed choice for their words", PIZZA, {"size": "large"}, _said("the big one"), {}),
+    (
+        "a value an instruction in force sets",
+        TRANSFER,
+        {"amount": Decimal("900")},
+        _said("the usual", instructions=[("rent", "When they say the usual, send 900")]),
+        {},
+    ),
+    ("a converted unit", TRANSFER, {"amount": Decimal("2000")}, _said("move 2k"), {}),
+    ("a number in words", TRANSFER, {"amount": Decimal("40")}, _said("forty dollars"), {}),
+    ("a separator that reads two ways", TRANSFER, {"amount": Decimal("1")}, _said("1.000"), {}),
+    (
+        "one of several values of its type in their message",
+        TRANSFER,
+        {"amount": Decimal("40")},
+        _said("$40 this time, not the $900"),
+        {},
+    ),
+    (
+        "said earlier or for something else",
+        TRANSFER,
+        {"amount": Decimal("900")},
+        _said("my rent is $900", "ok"),
+        {},
+    ),
+    (
+        "a same-named field of another tool's result",
+        TRANSFER,
+        {"amount": Decimal("500")},
+        _said("40", results={"transfer_money": [SourceResult(0, {"amount": "500.00"})]}),
+        {},
+    ),
+    (
+        "an answer from a journey run they left and came back to",
+        TRANSFER,
+        {"amount": Decimal("40")},
+        _said("yes", answers={"amount": [Answer("transfer", Decimal("40"), False, "#1")]}),
+        _JOURNEY,
+    ),
+    (
+        "an older result of the source tool",
+        TRANSFER,
+        {"account_id": "5555000011"},
+        _said("go", results=_RESULT, request_starts={"transfer": 9}),
+        {"journey_id": "transfer"},
+    ),
+    (
+        "a value the customer said anywhere in the conversation",
+        _harmless(TRANSFER),
+        {"amount": Decimal("900")},
+        _said("my rent is $900", "ok"),
+        {},
+    ),
+    (
+        "in any common writing (a relative date",
+        _harmless(PAY_ON),
+        {"day": date(2026, 11, 29)},
+        _said("tomorrow"),
+        {},
+    ),
+    (
+        "a field of a tool result",
+        _harmless(TRANSFER),
+        {"amount": Decimal("500")},
+        _said("hi", results={"transfer_money": [SourceResult(0, {"amount": "500.00"})]}),
+        {},
+    ),
+    (
+        "a value an instruction in force sets",
+        _harmless(TRANSFER),
+        {"amount": Decimal("900")},
+        _said("the usual", instructions=[("rent", "When they say the usual, send 900")]),
+        {},
+    ),
+    (
+        "only where the parameter says it may be worked out",
+        _harmless(PIZZA, derived=True),
+        {"size": "large"},
+        _said("the big one"),
+        {},
+    ),
+    (
+        "your own wording only where the parameter says you may compose it",
+        ToolSpec(name="search", parameters=(ToolParameter(name="query", composed=True),)),
+        {"query": "wire fees"},
+        _said("hi"),
+        {},
+    ),
+]
+
+
+def _acceptance(spec: ToolSpec, grounding: CallGrounding) -> Acceptance:
+    """What the gate does with the call (`engine.stages.action_gate.clear_call`): asks for an
+    ungrounded value, asks for a yes when the tool's confirmation policy wants one, else runs."""
+    if grounding.ungrounded:
+        return Acceptance.ASKED
+    needed, _ = needs_confirmation(spec, grounding, retry=False)
+    return Acceptance.CONFIRMED if needed else Acceptance.RUNS
+
+
+def test_the_tool_prompt_states_exactly_what_the_action_gate_accepts() -> None:
+    """The tool prompt and the gate share one set of rules (`engine.values.provenance`): each
+    clause the prompt states — runs at once, runs after a yes, or (for a harmless tool) taken —
+    is checked against what the gate does with a value of that clause."""
+    prompt = " ".join(_tool_prompt().split())
+    assert rules_text().split("\n")[0] in prompt
+    for rule in RULES:
+        assert " ".join(rule.text.split()) in prompt, rule.text
+    exercised = set()
+    for words, spec, arguments, evidence, where in GATE_CASES:
+        # the clause with these words among those for this kind of tool
+        [rule] = [r for r in RULES if words in r.text and r.consequential is spec.consequential]
+        exercised.add(rule)
+        grounding = ground_call(spec, arguments, evidence, **where)
+        assert _acceptance(spec, grounding) is rule.acceptance, (words, grounding.describe())
+        assert {g.provenance for g in grounding.groundings} <= set(rule.provenance), words
+    assert exercised == set(RULES)  # every clause is exercised against the gate
+    # a prompt states the rules for the kinds of tool it offers
+    lookups = " ".join(_tool_prompt(specs=(_harmless(TRANSFER),)).split())
+    assert "[consequential]" not in lookups and RULES[-1].text in lookups
+    payments = " ".join(_tool_prompt(specs=(TRANSFER,)).split())
+    assert RULES[0].text in payments and RULES[-1].text not in payments
+    # and what no clause names is never used: the customer is asked
+    never = ground_call(TRANSFER, {"amount": Decimal("900")}, _said("send 40"))
+    assert _acceptance(TRANSFER, never) is Acceptance.ASKED
+    assert NEVER_TEXT in prompt
