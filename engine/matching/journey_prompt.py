@@ -136,9 +136,7 @@ def _step_lines(
     if view.transit:
         flags.append("FORK — never the final step; continue along one of its transitions")
     elif _says_something(view) and not current:
-        flags.append(
-            "SAYS SOMETHING NEW — the agent must tell the customer this: a walk stops here"
-        )
+        flags.append("SAYS SOMETHING NEW — you must tell the customer this: a walk stops here")
     lines.extend(f"  - {flag}" for flag in flags)
     lines.extend(f"  - {_field_text(fld, collected)}" for fld in view.collects)
     lines.extend(_transition_lines(view, views, shown, door))
@@ -240,10 +238,13 @@ def _value_text(value: Any) -> str:
 # The prompt
 
 
+# The model is the agent whose journey this is, as in the matching prompt: steps are written to
+# the agent ("Ask how much to send"), and a condition's "you" means it.
 _INTRO = (
-    "You keep track of where a conversation stands in one journey: a step-by-step process the "
-    "agent follows with the customer. Given the latest customer message, say whether the journey "
-    "still applies and which single step the agent performs in its next reply."
+    "You are the customer-service agent described below, following a journey with the "
+    'customer: a step-by-step process whose steps and conditions speak to you ("you" and '
+    '"the agent" both mean you). Given the latest customer message, say whether the journey '
+    "still applies and which single step you perform in your next reply."
 )
 
 _RULES = """\
@@ -254,9 +255,9 @@ stop or refuses to go on, or switches to a purpose that replaces it: then answer
 journey_applies=false and nothing else matters. A side question does not stop it.
 2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave \
 what it asks for, whenever they gave it: before being asked, out of order, or several answers \
-in one message. The agent asking is not enough. A TOOL STEP is complete only when its tools ran \
+in one message. Your asking is not enough. A TOOL STEP is complete only when its tools ran \
 this turn (its flag says so), on the current values; a result from an earlier turn never \
-completes it. Any other step is complete once the agent has done it.
+completes it. Any other step is complete once you have done it.
 3. Going back. If the customer changed an answer given at a VISITED step, set \
 requires_backtracking=true and backtracking_target_step to that step, record the new value, and \
 walk on as in 4: pass again the steps whose answers still stand, and stop at the first TOOL \
@@ -270,7 +271,7 @@ step that collects it). Stop at the first step that is a TOOL STEP not run this 
 the customer has not given, or is marked SAYS SOMETHING NEW. Never stop on a FORK. When a \
 transition's condition has several parts and none is fully met, take the one with the most \
 parts met.
-5. next_step is where the walk stops: the step the agent performs now (the current step again if \
+5. next_step is where the walk stops: the step you perform now (the current step again if \
 it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
 transition applies.
 6. collected lists the values the customer stated for fields of the steps you stayed on or \

@@ -105,6 +105,19 @@ def test_the_matching_prompt_addresses_the_model_as_the_agent_its_guidelines_spe
         ),
     )
     assert disambiguation.startswith("You are the customer-service agent described below")
+    # the other decision prompts frame the model the same way
+    journey = _transfer()
+    walk = build_node_selection_prompt(
+        _context(), journey, build_node_views(journey), ("ask",), collected={}, max_depth=5,
+        explain=False,
+    )  # fmt: skip
+    assert walk.startswith("You are the customer-service agent described below")
+    assert '("you" and "the agent" both mean you)' in walk
+    rules = walk.split("## How to decide", 1)[1]
+    assert not re.search(r"\b(the|its) agent\b", _unquoted(rules)), rules
+    assert "SAYS SOMETHING NEW — you must tell the customer this" in walk
+    tools = _tool_prompt()
+    assert tools.startswith("You are the customer-service agent described below")
 
 
 def test_a_condition_about_what_the_agent_is_about_to_do_is_read_as_its_own_next_reply() -> None:
