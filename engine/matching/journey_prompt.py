@@ -249,40 +249,39 @@ _INTRO = (
 
 _RULES = """\
 Answer these questions in order.
-1. Does the journey still apply? Its activation condition only starts it: once running, it goes \
-on through steps that look unrelated to that condition. It stops only when the customer asks to \
-stop or refuses to go on, or switches to a purpose that replaces it: then answer \
-journey_applies=false and nothing else matters. A side question does not stop it.
-2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave \
-what it asks for, whenever they gave it: before being asked, out of order, or several answers \
-in one message. Your asking is not enough. A TOOL STEP is complete only when its tools ran \
-this turn (its flag says so), on the current values; a result from an earlier turn never \
-completes it. Any other step is complete once you have done it.
+1. Does the journey still apply? Its activation condition only starts it: once running, it goes on \
+through steps that look unrelated to that condition. It stops only when the customer asks to stop \
+or refuses to go on, or switches to a purpose that replaces it: then answer journey_applies=false \
+and nothing else matters. A side question does not stop it.
+2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave what \
+it asks for, whenever they gave it: before being asked, out of order, or several answers in one \
+message. Your asking is not enough. A TOOL STEP is complete only when its tools ran this turn (its \
+flag says so), on the current values; a result from an earlier turn never completes it. Any other \
+step is complete once you have done it.
 3. Going back. If the customer changed an answer given at a VISITED step, set \
 requires_backtracking=true and backtracking_target_step to that step, record the new value, and \
-walk on as in 4: pass again the steps whose answers still stand, and stop at the first TOOL \
-STEP on the way (its earlier result was for the old answer). If they start the same journey over for a new purpose (another item, a second \
-transfer), go back to its first step instead. A LEFT HERE step can be resumed the same way. Only \
-VISITED or LEFT HERE steps can be targets.
-4. step_advancement lists the steps the journey moves through this turn: from the current step \
-(or the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward \
-through every step the customer already satisfied (a known value of this run satisfies the \
-step that collects it). Stop at the first step that is a TOOL STEP not run this turn, lacks information \
-the customer has not given, or is marked SAYS SOMETHING NEW. Never stop on a FORK. When a \
-transition's condition has several parts and none is fully met, take the one with the most \
-parts met.
-5. next_step is where the walk stops: the step you perform now (the current step again if \
-it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
-transition applies.
-6. collected lists the values the customer stated for fields of the steps you stayed on or \
-passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of \
-the listed options. Also list values this message already gives for fields of later steps \
-("send $250 to 7770001" answers the amount too); those steps will not be asked. Never guess a \
-value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
-give the new one. Leave out known values that did not change.
+walk on as in 4: pass again the steps whose answers still stand, and stop at the first TOOL STEP \
+on the way (its earlier result was for the old answer). If they start the same journey over for a \
+new purpose (another item, a second transfer), go back to its first step instead. A LEFT HERE step \
+can be resumed the same way. Only VISITED or LEFT HERE steps can be targets.
+4. step_advancement lists the steps the journey moves through this turn: from the current step (or \
+the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward through \
+every step the customer already satisfied (a known value of this run satisfies the step that \
+collects it). Stop at the first step that is a TOOL STEP not run this turn, lacks information the \
+customer has not given, or is marked SAYS SOMETHING NEW. Never stop on a FORK. When a transition's \
+condition has several parts and none is fully met, take the one with the most parts met.
+5. next_step is where the walk stops: the step you perform now (the current step again if it is \
+not complete). Answer "NONE" only when the last step is complete and its END JOURNEY transition \
+applies.
+6. collected lists the values the customer stated for fields of the steps you stayed on or passed, \
+as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of the \
+listed options. Also list values this message already gives for fields of later steps ("send $250 \
+to 7770001" answers the amount too); those steps will not be asked. Never guess a value the \
+customer did not state. If the customer corrected a value ("actually, make it 300"), give the new \
+one. Leave out known values that did not change.
 Examples:
-- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is \
-"a flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
+- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is "a \
+flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
 - At "confirm", the customer says "wait, make it the 4th": back to "ask the dates", collect it, \
 pass it and stop at "search flights (tool)", which runs again for the new date.
 - Mid-way, "is there a baggage fee?": the journey still applies; stay on the step."""
