@@ -276,6 +276,23 @@ def test_a_run_completed_through_a_forks_end_branch_is_not_offered_for_resumptio
     assert exited_run(left, views) == ("ask_amount", "ask_destination", "confirm")
 
 
+def test_a_run_left_at_a_step_that_no_longer_exists_is_not_offered_for_resumption() -> None:
+    # The run stood at a step an edit has since removed when it was closed (the customer left
+    # after the edit, or the edit ended it): where it was left is gone, and whether that step
+    # could end the journey is not known. Offering an earlier step would be a guess.
+    journey = confirmed_transfer()[0]
+    views = build_node_views(journey)
+    gone = ("ask_amount", "ask_destination", "removed_step", None)
+    assert exited_run(gone, views) == ()
+    assert resume_run(gone, views) == gone
+    ctx = _context(journey, gone, gone[:2])
+    prompt = build_node_selection_prompt(
+        ctx, journey, views, gone, collected=ctx.session.collected_values(journey.id),
+        max_depth=4, explain=False,
+    )  # fmt: skip
+    assert _left_here_flags(prompt) == [] and "an earlier run was exited" not in prompt
+
+
 async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:
     confirmed = confirmed_transfer()
     journey = confirmed[0]
