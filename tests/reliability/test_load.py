@@ -44,7 +44,7 @@ from bench.document import LOAD_BLOCK, LOAD_HEADING
 from engine.matching.journey_graph import Path as JourneyPath
 from engine.matching.journey_graph import compact_path
 from engine.model import AgentSnapshot, NodeKind
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from examples.banking import bank
 from examples.banking import load as load_bank
 from tests.reliability.faults import record_llm_backoff
