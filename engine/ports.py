@@ -139,12 +139,15 @@ class SessionStore(Protocol):
 
 @runtime_checkable
 class VariableStore(Protocol):
-    """Per-customer values of context variables (customer → agent → defaults, later wins)."""
+    """Per-customer values of context variables (customer → agent → defaults, later wins). A
+    customer is an id on a channel, as everywhere: the same id on two channels is two people."""
 
-    async def get_variables(self, agent_id: str, customer_id: str) -> dict[str, Any]: ...
+    async def get_variables(
+        self, agent_id: str, channel: str, customer_id: str
+    ) -> dict[str, Any]: ...
 
     async def set_variable(
-        self, agent_id: str, customer_id: str, name: str, value: Any
+        self, agent_id: str, channel: str, customer_id: str, name: str, value: Any
     ) -> None: ...
 
 

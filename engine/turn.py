@@ -287,7 +287,9 @@ class TurnEngine:
             agent, session = version.agent, version.session
             if self.variables is not None:
                 # Per-customer values, fresh every turn (a tool or operator may have set them).
-                values = await self.variables.get_variables(agent.id, session.customer_id)
+                values = await self.variables.get_variables(
+                    agent.id, session.channel, session.customer_id
+                )
                 session = session.model_copy(update={"variables": {**session.variables, **values}})
             index = await self.index_for(agent) if self.index_for else None
             output = await self.pipeline.run(

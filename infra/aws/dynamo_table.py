@@ -22,7 +22,10 @@ Keys and access patterns are documented in docs/data-model.md; the short version
                                                        (channel, customer), never their id
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
-    VARS#{agent}#{customer}        VAR#{name}          one context variable value
+    VARS#{agent}#{channel}#{customer} VAR#{name}       one context variable value of a person
+                                                       (`deleted` when it shadows a legacy one)
+    VARS#{agent}#{customer}        VAR#{name}          legacy (before issue #33): read as a
+                                                       fallback (`infra.aws.dynamo_variables`)
 
 The stores' methods are `async def` because the ports are, but they call sync boto3: a Lambda
 container serves one request at a time, and aioboto3 neither works under in-process moto nor is

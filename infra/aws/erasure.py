@@ -73,6 +73,7 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
+from infra.aws.dynamo_variables import legacy_variables_pk, variables_pk
 from infra.aws.handoff_index import handoff_key, support_thread_key
 from infra.aws.in_flight import shard_of, shard_pk
 from infra.aws.session_index import index_key
@@ -195,8 +196,7 @@ class CustomerErasure:
         agent = meta.get("agent_id", {}).get("S")
         customer = meta.get("customer_id", {}).get("S")
         if agent and customer:
-            variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{customer}"}})
-            self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
+            self._delete_variables(agent, channel, customer, report)
         if agent:  # its entry in the index of sessions in flight, so a publish no longer counts it
             in_flight = {"pk": {"S": shard_pk(agent, shard_of(session_id))}}
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
@@ -267,8 +267,7 @@ class CustomerErasure:
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")
             if agent:
-                variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{person}"}})
-                self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
+                self._delete_variables(agent, channel, person, report)
         await self._forget_in_state(session_id, person, opener, now)
 
     async def _forget_in_state(
@@ -292,6 +291,15 @@ class CustomerErasure:
         )
 
     # ---- shared
+
+    def _delete_variables(
+        self, agent: str, channel: str, person: str, report: ErasureReport
+    ) -> None:
+        """Their context variables for `agent`: their channel's, and the legacy channel-less
+        ones of their id (`infra.aws.dynamo_variables`: they may be theirs)."""
+        for pk in (variables_pk(agent, channel, person), legacy_variables_pk(agent, person)):
+            variables = self._table.query("pk = :pk", {":pk": {"S": pk}}, projection="pk, sk")
+            self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
 
     def _events(self, items: list[Item]) -> list[Event]:
         return [

@@ -4,6 +4,7 @@ snapshot cache, publish races and how cancelled transactions are classified."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -285,4 +286,44 @@ async def test_key_parts_cannot_contain_the_separator(local_stack: LocalStack) -
     with pytest.raises(ValueError, match="'#'"):
         await DynamoInboxStore().claim("a#b", "e1", 60, owner="a", lease_seconds=30)
     with pytest.raises(ValueError, match="'#'"):
-        await DynamoVariableStore().set_variable("ba#nk", "c1", "x", 1)
+        await DynamoVariableStore().set_variable("ba#nk", "telegram", "c1", "x", 1)
+
+
+def legacy_variable(stack: LocalStack, customer: str, name: str, value: Any) -> None:
+    """A value as stored before the channel was part of the key (`VARS#{agent}#{customer}`)."""
+    stack.client("dynamodb").put_item(
+        TableName=stack.table_name,
+        Item={
+            "pk": {"S": f"VARS#bank#{customer}"},
+            "sk": {"S": f"VAR#{name}"},
+            "value": {"S": json.dumps(value)},
+        },
+    )
+
+
+async def test_variables_are_keyed_by_channel_and_legacy_values_are_read_beneath(
+    local_stack: LocalStack,
+) -> None:
+    store = DynamoVariableStore()
+    legacy_variable(local_stack, "4242", "tier", "gold")
+    legacy_variable(local_stack, "4242", "nickname", "Bo")
+    # Written before channels were told apart: every channel's 4242 still reads it.
+    assert await store.get_variables("bank", "telegram", "4242") == {
+        "tier": "gold",
+        "nickname": "Bo",
+    }
+    assert await store.get_variables("bank", "slack", "4242") == {"tier": "gold", "nickname": "Bo"}
+
+    await store.set_variable("bank", "telegram", "4242", "tier", "platinum")
+    await store.delete_variable("bank", "slack", "4242", "nickname")
+
+    assert set(items_of(local_stack, "VARS#bank#telegram#4242")) == {"VAR#tier"}
+    assert await store.get_variables("bank", "telegram", "4242") == {
+        "tier": "platinum",
+        "nickname": "Bo",
+    }
+    # Slack's delete shadows the legacy value for Slack only; the legacy item stays.
+    assert await store.get_variables("bank", "slack", "4242") == {"tier": "gold"}
+    assert set(items_of(local_stack, "VARS#bank#4242")) == {"VAR#tier", "VAR#nickname"}
+    await store.delete_variable("bank", "slack", "4242", "never-set")  # nothing to shadow
+    assert "VAR#never-set" not in items_of(local_stack, "VARS#bank#slack#4242")

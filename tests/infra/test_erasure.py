@@ -119,7 +119,7 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     for i in range(40):
         await talk(store, "tg-alice", f"a{i}", f"{SECRET_WORDS} ({i})", "alice")
         await inbox.claim("telegram", f"bot:a{i}", 3600, owner="w", lease_seconds=30)
-    await variables.set_variable("bank", "alice", "tier", "gold")
+    await variables.set_variable("bank", "telegram", "alice", "tier", "gold")
     # Bob's conversation, and a group where both Bob (its customer) and Alice write.
     await store.create(
         SessionState(id="tg-bob", agent_id="bank", customer_id="bob", channel="telegram")
@@ -146,7 +146,7 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     assert report.sessions_redacted == ["tg-group"]
     assert report.objects_deleted >= 1 and report.inbox_claims_deleted == 40
     assert await store.load("tg-alice") is None
-    assert await variables.get_variables("bank", "alice") == {}
+    assert await variables.get_variables("bank", "telegram", "alice") == {}
     # Bob keeps his session and the group, whose order is intact around the erased message.
     assert [e.text for e in (await store.load("tg-bob")).events] == [
         "hello from bob",
@@ -297,7 +297,7 @@ async def test_a_group_the_erased_customer_opened_stays_for_the_others(world) ->
     )
     await talk(store, "grp", "g0", SECRET_WORDS, "alice")
     await talk(store, "grp", "g1", "bob here", "bob")
-    await DynamoVariableStore().set_variable("bank", "alice", "tier", "gold")
+    await DynamoVariableStore().set_variable("bank", "slack", "alice", "tier", "gold")
 
     report = await CustomerErasure(store).erase("slack", "alice")
 
@@ -340,3 +340,30 @@ async def test_an_erased_session_in_a_journey_leaves_the_in_flight_index(world) 
     await CustomerErasure(store).erase("telegram", "carol")
 
     assert await store.sessions_in_flight("bank") == []
+
+
+async def test_erasing_a_person_deletes_their_channels_profile_and_the_legacy_one_of_their_id(
+    world,
+) -> None:
+    """Profiles are per (channel, id): erasing Telegram's 4242 leaves Slack's 4242 alone. A
+    value stored before the channel was part of the key cannot be told apart: it goes too."""
+    _stack, store, _ = world
+    variables = DynamoVariableStore()
+    for channel in ("telegram", "slack"):
+        await store.create(
+            SessionState(id=f"{channel}-4242", agent_id="bank", customer_id="4242", channel=channel)
+        )
+        await talk(store, f"{channel}-4242", f"{channel}0", "hello", "4242")
+    await variables.set_variable("bank", "telegram", "4242", "tier", "gold")
+    await variables.set_variable("bank", "slack", "4242", "tier", "silver")
+    client("dynamodb").put_item(
+        TableName=os.environ["WAYPOINT_TABLE"],
+        Item={"pk": {"S": "VARS#bank#4242"}, "sk": {"S": "VAR#pet"}, "value": {"S": '"Rex"'}},
+    )
+
+    report = await CustomerErasure(store).erase("telegram", "4242")
+
+    assert report.sessions_deleted == ["telegram-4242"]
+    assert await variables.get_variables("bank", "telegram", "4242") == {}
+    assert await variables.get_variables("bank", "slack", "4242") == {"tier": "silver"}
+    assert await store.load("slack-4242") is not None
