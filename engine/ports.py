@@ -136,6 +136,12 @@ class SessionStore(Protocol):
         created: it starts with their queued messages dropped (`SessionState.erased_senders`)."""
         ...
 
+    def person_digest(self, channel: str, person: str) -> str:
+        """How this store names a person where it remembers their erasure (tombstones, a
+        session's `erased_senders`): a keyed digest (`engine.erasure.PersonDigest`), never the
+        id, and never a hash anyone could recompute without the store's key."""
+        ...
+
 
 @runtime_checkable
 class VariableStore(Protocol):

@@ -274,7 +274,9 @@ class TurnEngine:
                 if m.event_id not in seen and not session.has_processed(m.event_id):
                     seen.add(m.event_id)
                     # Queued when its sender was erased: never answered (`engine.erasure`).
-                    if session.erased_senders and written_before_erasure(m, session):
+                    if session.erased_senders and written_before_erasure(
+                        m, session, self.sessions.person_digest
+                    ):
                         dropped += 1
                     else:
                         fresh.append(m)

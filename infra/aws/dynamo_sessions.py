@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
+from engine.erasure import PersonDigest, legacy_person_digest
 from engine.errors import WaypointError
 from engine.history import EVENT_PAGE, EVENT_WINDOW, with_channel_payload, without_channel_payload
 from engine.memory import session_conflict, validate_commit
@@ -39,6 +40,7 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
+from infra.aws.erasure_key import erasure_key
 from infra.aws.handoff_index import (
     WaitingSession,
     handoff_writes,
@@ -80,8 +82,11 @@ class DynamoSessionStore:
         trace_ttl_seconds: int | None = None,
         event_window: int = EVENT_WINDOW,
         retention: Retention | None = None,
+        people: PersonDigest | None = None,
     ):
         self._table = _Table(table_name, dynamodb)
+        # How erased people are named (the deployment's erasure key, fetched on first use).
+        self._people = people or PersonDigest(erasure_key)
         self._bodies = ItemBodies(bucket or os.environ.get(BUCKET_ENV), s3)
         self._clock = clock or SystemClock()
         self._retention = retention if retention is not None else Retention.from_env()
@@ -195,11 +200,20 @@ class DynamoSessionStore:
 
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
         """When `(channel, customer_id)` was last erased: their tombstone (written by
-        `infra.aws.erasure`), while it lives; None otherwise. One GetItem."""
-        item = self._table.get(erasure_pk(channel, customer_id), ERASED_SK)
-        if item is None or self._expired(item):
-            return None
-        return datetime.fromisoformat(item["erased_at"]["S"])
+        `infra.aws.erasure`), while it lives; None otherwise. One GetItem (two while tombstones
+        written before issue #33, under an unkeyed digest, may still live: 30 days)."""
+        for digest in (
+            self.person_digest(channel, customer_id),
+            legacy_person_digest(channel, customer_id),
+        ):
+            item = self._table.get(erasure_pk(digest), ERASED_SK)
+            if item is not None and not self._expired(item):
+                return datetime.fromisoformat(item["erased_at"]["S"])
+        return None
+
+    def person_digest(self, channel: str, person: str) -> str:
+        """How an erased person is named in this table (`engine.erasure.PersonDigest`)."""
+        return self._people(channel, person)
 
     # ---- writes
 

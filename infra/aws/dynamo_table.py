@@ -18,7 +18,7 @@ Keys and access patterns are documented in docs/data-model.md; the short version
                                                        (`infra.aws.in_flight`)
     CUSTOMER#{channel}#{customer}  SESSION#{session}   index: a session this person took part in
     ERASED#{digest}                ERASED              tombstone of an erased person: `erased_at`,
-                                                       `expires_at` (TTL); the digest of
+                                                       `expires_at` (TTL); the keyed digest of
                                                        (channel, customer), never their id
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
@@ -41,7 +41,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from engine.erasure import person_digest
 from engine.errors import WaypointError
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 
@@ -92,10 +91,10 @@ def customer_pk(channel: str, customer_id: str) -> str:
 ERASED_SK = "ERASED"
 
 
-def erasure_pk(channel: str, customer_id: str) -> str:
-    """The tombstone of one erased person on one channel, named by their digest
-    (`engine.erasure.person_digest`): the item outlives their data, so it holds no id."""
-    return f"ERASED#{person_digest(channel, customer_id)}"
+def erasure_pk(digest: str) -> str:
+    """The tombstone of one erased person on one channel, named by their keyed digest
+    (`SessionStore.person_digest`): the item outlives their data, so it holds no id."""
+    return f"ERASED#{digest}"
 
 
 def _s(value: str) -> dict[str, str]:

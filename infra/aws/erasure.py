@@ -160,9 +160,9 @@ class CustomerErasure:
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
 
     def _write_tombstone(self, channel: str, customer_id: str, now: datetime) -> None:
-        """When they were erased, under their digest (`engine.erasure.person_digest`)."""
+        """When they were erased, under their keyed digest (`SessionStore.person_digest`)."""
         item = {
-            **_key(erasure_pk(channel, customer_id), ERASED_SK),
+            **_key(erasure_pk(self._store.person_digest(channel, customer_id)), ERASED_SK),
             "erased_at": _s(now.isoformat()),
             **self._store._items.expiry(ERASURE_TOMBSTONE_DAYS * DAY),
         }
@@ -277,7 +277,7 @@ class CustomerErasure:
             state = await self._store.load(session_id)
             if state is None:
                 return
-            cleaned = without_person(state, person, opener, now)
+            cleaned = without_person(state, person, opener, now, self._store.person_digest)
             if cleaned == state:
                 return
             try:

@@ -9,7 +9,7 @@ import pytest
 
 from engine.agent_config import AgentConfig, BusinessHours, HandoffConfig
 from engine.compose import ComposedReply
-from engine.erasure import without_person
+from engine.erasure import DEVELOPMENT_ERASURE_KEY, PersonDigest, without_person
 from engine.errors import InvalidAgentDefinition
 from engine.handoff import (
     HANDOFF_TAKEN,
@@ -40,6 +40,8 @@ from tests.engine.pipeline_kit import (
     per_journey,
     step_number,
 )
+
+DIGEST = PersonDigest(DEVELOPMENT_ERASURE_KEY)  # how the in-memory store names people
 
 CALLS: list[str] = []
 
@@ -338,7 +340,9 @@ async def test_erasing_a_participant_forgets_where_the_conversation_was_answered
     await commit(h, start_handoff(await h.sessions.load("s1"), "op1", NOW, by="lead", reason="x"))
     state = await h.sessions.load("s1")
     assert state.last_reply_to and state.handoff.reply_to
-    cleaned = without_person(state, "ann", opener=False, erased_at=datetime(2026, 2, 1, tzinfo=UTC))
+    cleaned = without_person(
+        state, "ann", opener=False, erased_at=datetime(2026, 2, 1, tzinfo=UTC), digest=DIGEST
+    )
     assert cleaned.last_reply_to is None and cleaned.handoff.reply_to is None
     assert cleaned.mode is SessionMode.HUMAN  # the handoff itself stays for the others
 

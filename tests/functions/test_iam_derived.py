@@ -285,7 +285,27 @@ def run_every_code_path(
         tool_task.handler({"call": {"id": "c1", "tool": "nope", "arguments": {}}, "context": {}})
 
     run_the_handoff_paths(recorder, stack, platforms, tool_machine, seeded)
+    run_a_message_queued_before_its_sender_was_erased(recorder, stack, platforms, tool_machine)
     return seeded
+
+
+def run_a_message_queued_before_its_sender_was_erased(
+    recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
+) -> None:
+    """A customer writes and is erased before the worker runs their message: the worker finds
+    their session gone and looks for their erasure (under the keyed digest) before recreating
+    it."""
+    container(platforms)
+    update = tg_text_update("hi", update_id=91, chat_id=6262, user_id=6262)
+    queued = invoke_webhook(signed.telegram(update))
+    assert queued["statusCode"] == 200, queued["body"]
+    assert management("DELETE", "/customers/telegram/6262")["statusCode"] == 200
+    pending = receive_all(stack)
+    assert len(pending) == 1
+    with recorder.acting_as("WorkerFunction"):
+        container(platforms, tool_state_machine_arn=tool_machine)
+        response = invoke_worker(sqs_event(records_from_queue(pending)))
+        assert response["batchItemFailures"] == [], response
 
 
 def run_the_handoff_paths(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine.erasure import legacy_person_digest
 from engine.session import Event, EventKind, EventSource, SessionState
 from infra.aws.clients import client
 from infra.aws.dynamo_inbox import DynamoInboxStore
@@ -367,3 +368,41 @@ async def test_erasing_a_person_deletes_their_channels_profile_and_the_legacy_on
     assert await variables.get_variables("bank", "telegram", "4242") == {}
     assert await variables.get_variables("bank", "slack", "4242") == {"tier": "silver"}
     assert await store.load("slack-4242") is not None
+
+
+async def test_the_tombstone_is_named_by_a_keyed_digest_no_list_of_numbers_reverses(world) -> None:
+    """The adversary has the table and a block of phone numbers: hashing each (channel, number)
+    as the tombstone used to be named finds nothing; the store, holding the key, still does."""
+    stack, store, clock = world
+    phone = "+15550001234"
+    await store.create(
+        SessionState(id="sms-1", agent_id="bank", customer_id=phone, channel="twilio")
+    )
+    await talk(store, "sms-1", "t0", "hello", phone)
+
+    await CustomerErasure(store).erase("twilio", phone)
+
+    items, _ = everything(stack)
+    (tombstone,) = [i["pk"]["S"] for i in items if i["pk"]["S"].startswith("ERASED#")]
+    guesses = [f"+155500{n:05d}" for n in range(10_000)]
+    unkeyed = {f"ERASED#{legacy_person_digest('twilio', g)}" for g in guesses}
+    assert tombstone not in unkeyed
+    assert tombstone == f"ERASED#{store.person_digest('twilio', phone)}"
+    assert await store.erased_at("twilio", phone) == clock.now()
+
+
+async def test_a_tombstone_written_before_digests_were_keyed_is_still_found(world) -> None:
+    _stack, store, clock = world
+    client("dynamodb").put_item(
+        TableName=os.environ["WAYPOINT_TABLE"],
+        Item={
+            "pk": {"S": f"ERASED#{legacy_person_digest('telegram', 'alice')}"},
+            "sk": {"S": "ERASED"},
+            "erased_at": {"S": clock.now().isoformat()},
+            "expires_at": {"N": str(int(clock.now().timestamp()) + 30 * DAY)},
+        },
+    )
+    assert await store.erased_at("telegram", "alice") == clock.now()
+    assert await store.erased_at("telegram", "bob") is None
+    clock.advance(31 * DAY)  # they expire as they always did: the fallback ends with them
+    assert await store.erased_at("telegram", "alice") is None
