@@ -52,10 +52,10 @@ from infra.aws.retention import Retention
 from infra.aws.session_index import list_index
 
 # meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
-# customer index entry of a turn that creates its session + the session list's summary
-# (`infra.aws.session_index`) + the handed-off sessions' entry (`infra.aws.handoff_index`); a
-# turn with several new senders adds one index entry each (and one masking earlier turns one
-# trace each) and is refused by the transaction-size check
+# customer's index entry (written by every turn: it expires with the session) + the session
+# list's summary (`infra.aws.session_index`) + the handed-off sessions' entry
+# (`infra.aws.handoff_index`); a turn with other senders adds one index entry each (and one
+# masking earlier turns one trace each) and is refused by the transaction-size check
 MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 7
 
 
@@ -92,7 +92,12 @@ class DynamoSessionStore:
         self._retention = retention if retention is not None else Retention.from_env()
         trace_ttl = trace_ttl_seconds if trace_ttl_seconds is not None else self._retention.traces
         self._items = SessionItems(
-            self._table.name, self._bodies, self._clock, self._retention, trace_ttl
+            self._table.name,
+            self._bodies,
+            self._clock,
+            self._retention,
+            trace_ttl,
+            self.person_digest,
         )
         self._window = event_window
 
@@ -227,7 +232,7 @@ class DynamoSessionStore:
         meta = self._items.meta_update(state, state.events, condition=ABSENT, creating=True)
         items = [
             meta,
-            *self._items.event_puts(state.id, state.events),
+            *self._items.event_puts(state.id, state.events, person=_owner(state)),
             *self._items.index_puts(state, {state.customer_id}),
             self._items.summary_put(state),
         ]
@@ -306,21 +311,22 @@ class DynamoSessionStore:
                 "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
-        trace_item = self._items.trace_item(state.id, commit.turn_id, commit.trace)
+        owner = _owner(state)
+        trace_item = self._items.trace_item(state.id, commit.turn_id, commit.trace, owner)
         items = [
             meta,
             turn_marker,
             {"Put": {"TableName": self._table.name, "Item": trace_item}},
-            *self._items.event_puts(state.id, commit.new_events),
+            *self._items.event_puts(state.id, commit.new_events, person=owner),
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
-            *self._items.event_puts(state.id, commit.masked_events, rewrite=True),
+            *self._items.event_puts(state.id, commit.masked_events, rewrite=True, person=owner),
             # and the traces of their turns, whose recorded prompts quote them
             *(
                 {
                     "Put": {
                         "TableName": self._table.name,
-                        "Item": self._items.trace_item(state.id, t, trace),
+                        "Item": self._items.trace_item(state.id, t, trace, owner),
                     }
                 }
                 for t, trace in commit.masked_traces.items()
@@ -409,3 +415,8 @@ class DynamoSessionStore:
 
     def _expired(self, item: Item) -> bool:
         return "expires_at" in item and int(item["expires_at"]["N"]) <= self._epoch()
+
+
+def _owner(state: SessionState) -> tuple[str, str]:
+    """Whose bodies a session's offloads are: its customer's (`infra.aws.offloaded_bodies`)."""
+    return (state.channel, state.customer_id)

@@ -36,7 +36,7 @@ a Decimal conversion layer we do not need, since every body is JSON text.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -142,8 +142,12 @@ class ItemBodies:
             self._s3 = client("s3")
         return self._s3
 
-    def encode(self, text: str, s3_key: str) -> Item:
-        """Attributes holding `text`; `s3_key` names the object used if it must be offloaded."""
+    def encode(
+        self, text: str, s3_key: str, marker: Callable[[], str | None] | None = None
+    ) -> Item:
+        """Attributes holding `text`; `s3_key` names the object used if it must be offloaded,
+        and `marker` (called only then) the empty object put before and after it, naming whose
+        it is (`infra.aws.offloaded_bodies`)."""
         raw = text.encode()
         if len(raw) <= self.INLINE_LIMIT:
             return {"body": _s(text)}
@@ -155,9 +159,14 @@ class ItemBodies:
                 f"{s3_key}: {len(packed)} bytes gzipped exceed the {self.ITEM_BUDGET}-byte item "
                 f"budget; set {BUCKET_ENV} so large bodies are offloaded to S3"
             )
+        owner = marker() if marker is not None else None
+        if owner is not None:
+            self.s3.put_object(Bucket=self._bucket, Key=owner, Body=b"")
         self.s3.put_object(
             Bucket=self._bucket, Key=s3_key, Body=packed, ContentType="application/gzip"
         )
+        if owner is not None:  # again: younger than the body, it never expires before it
+            self.s3.put_object(Bucket=self._bucket, Key=owner, Body=b"")
         return {"body_s3": _s(f"s3://{self._bucket}/{s3_key}")}
 
     def decode(self, item: Item) -> str:

@@ -31,6 +31,7 @@ import os
 import re
 import urllib.request
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -240,7 +241,21 @@ class LocalStack:
             self._provision(logical_id, pending=())
         self.env, self.unresolved_env = self._function_env()
         self._set_env(self.env)
+        if self.restored:  # what S3's lifecycle would have expired while the stack was down
+            self.apply_lifecycle_rules()
         return dict(self.resources)
+
+    def apply_lifecycle_rules(self, now: datetime | None = None) -> list[str]:
+        """Expire the objects the buckets' lifecycle rules have expired by `now`, as S3 does
+        (moto keeps the rules but never applies them: `infra.aws.s3_lifecycle`); returns the
+        deleted keys."""
+        from infra.aws.s3_lifecycle import expire_objects
+
+        deleted: list[str] = []
+        for resource in self.resources.values():
+            if resource.type == BUCKET:
+                deleted += expire_objects(self.client("s3"), resource.name, now)
+        return deleted
 
     def _provision(self, logical_id: str, pending: tuple[str, ...]) -> LocalResource:
         if logical_id in self.resources:

@@ -104,14 +104,48 @@ async def test_a_large_state_is_gzipped_and_loads_back(local_stack: LocalStack) 
     assert await store.load("s1") == state
 
 
-async def test_a_trace_too_big_for_an_item_goes_to_s3(local_stack: LocalStack) -> None:
+async def test_a_trace_too_big_for_an_item_goes_to_s3_under_its_lifetime_marked_as_theirs(
+    local_stack: LocalStack,
+) -> None:
     store = DynamoSessionStore()
     state = await store.create(new_session())
     trace = {"prompt": incompressible(600_000)}
     await store.commit(turn_commit(state, "t1", "x", trace=trace))
 
     pointer = items_of(local_stack, "SESSION#s1")["TRACE#t1"]["body_s3"]["S"]
-    assert pointer == f"s3://{local_stack.bucket}/sessions/s1/traces/t1.json.gz"
+    assert pointer == f"s3://{local_stack.bucket}/sessions-traces/s1/t1.json.gz"
+    assert await store.trace("s1", "t1") == trace
+    s3 = local_stack.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=local_stack.bucket)["Contents"]]
+    owner = store.person_digest(state.channel, state.customer_id)  # keyed: never their id
+    assert sorted(keys) == [
+        f"sessions-traces/person={owner}/s1",  # how erasure finds it without the index
+        "sessions-traces/s1/t1.json.gz",
+    ]
+
+
+async def test_a_body_offloaded_before_issue_33_is_still_read(local_stack: LocalStack) -> None:
+    """Items keep the pointer they were written with: a body under the old layout
+    (`sessions/{session}/…`) is read where it is."""
+    store = DynamoSessionStore()
+    state = await store.create(new_session())
+    trace = {"prompt": incompressible(600_000)}
+    await store.commit(turn_commit(state, "t1", "x", trace=trace))
+    s3, bucket = local_stack.client("s3"), local_stack.bucket
+    old = "sessions/s1/traces/t1.json.gz"
+    s3.copy_object(
+        Bucket=bucket,
+        Key=old,
+        CopySource={"Bucket": bucket, "Key": "sessions-traces/s1/t1.json.gz"},
+    )
+    s3.delete_object(Bucket=bucket, Key="sessions-traces/s1/t1.json.gz")
+    local_stack.client("dynamodb").update_item(
+        TableName=local_stack.table_name,
+        Key={"pk": {"S": "SESSION#s1"}, "sk": {"S": "TRACE#t1"}},
+        UpdateExpression="SET body_s3 = :p",
+        ExpressionAttributeValues={":p": {"S": f"s3://{bucket}/{old}"}},
+    )
+
     assert await store.trace("s1", "t1") == trace
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import itertools
 import os
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -100,6 +101,19 @@ def mentions(stack: LocalStack, *needles: str) -> list[str]:
     return found
 
 
+def ttl_sweep(stack: LocalStack, now: datetime) -> int:
+    """What DynamoDB's TTL does (moto never does it): delete the items expired by `now`."""
+    ddb = stack.client("dynamodb")
+    swept = 0
+    for page in ddb.get_paginator("scan").paginate(TableName=stack.table_name):
+        for item in page["Items"]:
+            if "expires_at" in item and int(item["expires_at"]["N"]) <= now.timestamp():
+                key = {"pk": item["pk"], "sk": item["sk"]}
+                ddb.delete_item(TableName=stack.table_name, Key=key)
+                swept += 1
+    return swept
+
+
 @pytest.fixture
 def world(local_stack: LocalStack):
     clock = ManualClock()
@@ -189,7 +203,9 @@ async def test_a_redaction_cut_short_by_its_time_budget_leaves_nothing_of_them_o
     ticks = iter(range(10**9))  # a clock that moves one second per check
     calls = []
     while True:
-        erasure = CustomerErasure(store, time_budget=6, clock=lambda: float(next(ticks)))
+        # A call that finds nothing left still reads the index, lists her S3 markers (three
+        # prefixes) and the group's bodies (three), and deletes her index entry.
+        erasure = CustomerErasure(store, time_budget=12, clock=lambda: float(next(ticks)))
         report = await erasure.erase("telegram", "alice")
         calls.append(report)
         if report.complete:
@@ -279,9 +295,13 @@ async def test_expired_items_read_as_absent_and_a_session_starts_afresh(local_st
     assert loaded is not None and [e.text for e in loaded.events] == ["new life", "reply to t0"]
 
 
-def test_events_may_not_outlive_their_session() -> None:
+def test_events_and_traces_may_not_outlive_their_session() -> None:
     with pytest.raises(InvalidRetention, match="EventRetentionDays"):
         Retention(session_idle=30 * DAY, events=60 * DAY)
+    with pytest.raises(InvalidRetention, match="TraceRetentionDays"):
+        Retention(session_idle=30 * DAY, events=30 * DAY, traces=60 * DAY)
+    with pytest.raises(InvalidRetention, match="TraceRetentionDays"):
+        Retention(session_idle=30 * DAY, events=30 * DAY, traces=None)  # forever
     with pytest.raises(InvalidRetention, match="whole number of days"):
         os.environ["WAYPOINT_TRACE_RETENTION_DAYS"] = "a week"
         try:
@@ -406,3 +426,22 @@ async def test_a_tombstone_written_before_digests_were_keyed_is_still_found(worl
     assert await store.erased_at("telegram", "bob") is None
     clock.advance(31 * DAY)  # they expire as they always did: the fallback ends with them
     assert await store.erased_at("telegram", "alice") is None
+
+
+async def test_a_session_in_use_longer_than_the_idle_retention_is_still_found(world) -> None:
+    """Its customer's index entry is written again by every turn, so it expires with the
+    session, not a year after the session was created (DynamoDB's TTL sweeping it)."""
+    stack, store, clock = world
+    await store.create(
+        SessionState(id="tg-alice", agent_id="bank", customer_id="alice", channel="telegram")
+    )
+    for day in range(4):
+        await talk(store, "tg-alice", f"a{day}", f"{SECRET_WORDS} (day {200 * day})", "alice")
+        clock.advance(200 * DAY)
+    ttl_sweep(stack, clock.now())
+    assert await store.load("tg-alice") is not None  # in use: alive
+
+    report = await CustomerErasure(store).erase("telegram", "alice")
+
+    assert report.sessions_deleted == ["tg-alice"]
+    assert mentions(stack, "X12345678", "alice") == []

@@ -1,0 +1,106 @@
+"""What outlived an erasure or a retention before issue #33, after real turns (webhook, queue,
+worker, management API, moto): a 600 KB tool view naming the customer offloaded to S3, their
+tombstone, a profile shared with the same id on another channel."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, tool
+from examples.banking import tools as bank_tools
+from infra.runtime import Runtime
+from infra.turn_queue import session_id_for
+from tests.functions.conftest import drain, everything_stored, telegram_says
+from tests.functions.test_management import call
+from tests.infra.test_erasure import ttl_sweep
+
+CHAT = 5151  # the Telegram chat (and user) id of the customer
+SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
+NAME = "Alice Liddell"
+
+
+@tool(name="lookup_stock_price", description="Look up the current price of a stock")
+def price_with_a_chart(symbol: str) -> ToolResult:
+    # ~1.2 MB that does not compress, naming her: more than an item even gzipped (S3)
+    chart = {"prepared for": NAME, "points": os.urandom(600_000).hex()}
+    return ToolResult(data={"symbol": symbol, "price": "187.20"}, view=chart)
+
+
+def ask_for_a_price(runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two turns over the worker: the stock journey asks which company, then runs its tools;
+    the price tool's view is offloaded to S3."""
+    others = [t for t in bank_tools.TOOLS if t.tool_spec.name != "lookup_stock_price"]
+    tools = InProcessDispatcher(ToolRegistry([*others, price_with_a_chart]))
+    monkeypatch.setitem(runtime.__dict__, "tools", tools)
+    for update_id, text in ((1, "I would like to know a stock price"), (2, "apple")):
+        assert telegram_says(CHAT, text, update_id)["statusCode"] == 200
+        assert drain(stack) == [{"batchItemFailures": []}]
+    assert NAME in everything_stored(stack)  # the adversary: there is a view naming her
+
+
+def test_a_600_kb_tool_view_naming_the_customer_goes_with_its_items(
+    runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ask_for_a_price(runtime, stack, monkeypatch)
+    a_year_on = datetime.now(UTC) + timedelta(days=366)  # past every default retention
+
+    ttl_sweep(stack, a_year_on)  # DynamoDB's TTL: the items go (the customer index with them)
+    stack.apply_lifecycle_rules(a_year_on)  # S3's lifecycle (template.yaml's rules)
+
+    stored = everything_stored(stack)
+    assert NAME not in stored and str(CHAT) not in stored and SESSION not in stored
+
+
+def test_erasure_finds_the_offloaded_view_once_the_items_and_their_index_are_gone(
+    runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the items' expiry and S3's next lifecycle run (up to a day, and S3 removes
+    expired objects asynchronously), only the objects are left: erasure still finds them."""
+    ask_for_a_price(runtime, stack, monkeypatch)
+    ttl_sweep(stack, datetime.now(UTC) + timedelta(days=365, seconds=60))
+    assert NAME in everything_stored(stack)
+
+    status, report = call("DELETE", f"/customers/telegram/{CHAT}")
+
+    assert status == 200 and report["sessions_deleted"] == [SESSION]
+    stored = everything_stored(stack)
+    assert NAME not in stored and SESSION not in stored
+
+
+def test_the_tombstone_names_no_one_a_list_of_ids_could_find(
+    runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The adversary holds a copy of the table and every Telegram id of a block: hashing each
+    the way tombstones used to be named matches nothing stored."""
+    assert telegram_says(CHAT, "hello", 1)["statusCode"] == 200
+    drain(stack)
+
+    assert call("DELETE", f"/customers/telegram/{CHAT}")[0] == 200
+
+    stored = everything_stored(stack)
+    assert "ERASED#" in stored  # the erasure is remembered
+    unkeyed = (hashlib.sha256(f"telegram\0{n}".encode()).hexdigest()[:32] for n in range(10_000))
+    assert not [d for d in unkeyed if d in stored]
+    assert runtime.run(runtime.sessions.erased_at("telegram", str(CHAT))) is not None
+
+
+def test_erasing_a_person_keeps_the_profile_of_the_same_id_on_another_channel(
+    runtime: Runtime, stack: Any
+) -> None:
+    assert telegram_says(CHAT, "hello", 1)["statusCode"] == 200
+    drain(stack)
+    assert call("POST", "/sessions", {"customer_id": str(CHAT), "session_id": "web-5151"})[0] == 201
+    variables = runtime.variables
+    runtime.run(variables.set_variable("bank", "telegram", str(CHAT), "tier", "gold"))
+    runtime.run(variables.set_variable("bank", "api", str(CHAT), "tier", "silver"))
+
+    assert call("DELETE", f"/customers/telegram/{CHAT}")[0] == 200
+
+    assert runtime.run(variables.get_variables("bank", "telegram", str(CHAT))) == {}
+    assert runtime.run(variables.get_variables("bank", "api", str(CHAT))) == {"tier": "silver"}
+    assert call("GET", "/sessions/web-5151")[0] == 200
