@@ -24,6 +24,7 @@ so that it expires with the session), so erasure needs no scan:
 - a session whose items have expired but whose bodies S3 has not yet removed (up to a day,
   `infra.aws.offloaded_bodies`) is found by the owner markers naming them, not by the index
   (which expired with the items), and its leftovers are deleted;
+- their messages in the turn queue's dead-letter queue are deleted (`infra.aws.dead_letters`);
 - the index entries and the owner markers themselves.
 
 First of all, a tombstone `ERASED#{digest}` records when (`erased_at`; it expires after
@@ -44,6 +45,7 @@ again the same way.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -65,6 +67,8 @@ from engine.errors import SessionConflict
 from engine.handoff import SUPPORT_THREAD
 from engine.retention import DAY
 from engine.session import Event, EventSource
+from infra.aws.clients import client
+from infra.aws.dead_letters import DEAD_LETTER_QUEUE_URL_ENV, DeadLetterScan, judge_for
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.dynamo_table import (
     ERASED_SK,
@@ -113,6 +117,7 @@ class ErasureReport:
     items_deleted: int = 0
     objects_deleted: int = 0
     inbox_claims_deleted: int = 0
+    dead_letters_deleted: int = 0  # their messages taken out of the turn queue's DLQ
     # False: the call stopped before the end (time budget, or DynamoDB throttling); call again.
     complete: bool = True
     detail: str | None = None
@@ -132,10 +137,13 @@ class CustomerErasure:
         time_budget: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        dead_letter_queue: str | None = None,
     ) -> None:
         self._store = sessions
         self._table = sessions._table
         self._bodies = sessions._bodies
+        # The turn queue's DLQ (template.yaml gives every function its URL); none: not scanned.
+        self._dead_letter_queue = dead_letter_queue or os.environ.get(DEAD_LETTER_QUEUE_URL_ENV)
         # Read at call time, so a deployment (or a test) can set the module's default.
         self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_SECONDS
         self._clock = clock
@@ -185,6 +193,11 @@ class CustomerErasure:
             if meta.get("customer_id", {}).get("S") == customer_id
             and not self._others_wrote_in(session_id, customer_id)
         }
+        # Their dead letters first: while the sessions are there, a call cut short later finds
+        # again which sessions were theirs alone (whose handoff messages are theirs too).
+        report.dead_letters_deleted = self._purge_dead_letters(
+            channel, customer_id, alone | set(gone)
+        )
         for session_id, meta in live.items():
             self._check_time()
             if session_id in alone:
@@ -199,6 +212,14 @@ class CustomerErasure:
             report.sessions_deleted.append(session_id)
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
         self._delete_object_keys(markers, report)  # last, like the index
+
+    def _purge_dead_letters(self, channel: str, person: str, sessions_theirs: set[str]) -> int:
+        """Delete their messages from the turn queue's dead-letter queue
+        (`infra.aws.dead_letters`); how many."""
+        if not self._dead_letter_queue:
+            return 0
+        scan = DeadLetterScan(client("sqs"), self._dead_letter_queue, self._check_time)
+        return scan.purge(judge_for(channel, person, sessions_theirs))
 
     def _delete_leftovers(self, session_id: str, report: ErasureReport) -> None:
         """A session whose META is gone (expired): whatever items and bodies it left."""

@@ -1,6 +1,7 @@
 """What outlived an erasure or a retention before issue #33, after real turns (webhook, queue,
-worker, management API, moto): a 600 KB tool view naming the customer offloaded to S3, their
-tombstone, a profile shared with the same id on another channel."""
+worker, management API, moto): a 600 KB tool view naming the customer offloaded to S3, the
+dead-letter copy of their message, their tombstone, a profile shared with the same id on another
+channel."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import pytest
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, tool
 from examples.banking import tools as bank_tools
 from infra.runtime import Runtime
-from infra.turn_queue import session_id_for
-from tests.functions.conftest import drain, everything_stored, telegram_says
+from infra.turn_queue import QueuedMessage, session_id_for
+from tests.channels.payloads import generic_message
+from tests.functions import signed_events as signed
+from tests.functions.conftest import drain, everything_stored, invoke_webhook, telegram_says
+from tests.functions.platforms import CALLBACK_URL
 from tests.functions.test_management import call
 from tests.infra.test_erasure import ttl_sweep
 
@@ -104,3 +108,64 @@ def test_erasing_a_person_keeps_the_profile_of_the_same_id_on_another_channel(
     assert runtime.run(variables.get_variables("bank", "telegram", str(CHAT))) == {}
     assert runtime.run(variables.get_variables("bank", "api", str(CHAT))) == {"tier": "silver"}
     assert call("GET", "/sessions/web-5151")[0] == 200
+
+
+MAX_RECEIVE_COUNT = 8  # template.yaml's TurnQueue RedrivePolicy
+CONVERSATION = "family-account"
+GROUP = session_id_for("bank", "generic", f"generic:{CONVERSATION}")
+IBAN = "DE89370400440532013000"
+
+
+def in_group(person: str, text: str, event_id: str) -> None:
+    body = generic_message(
+        text,
+        event_id=event_id,
+        conversation_id=CONVERSATION,
+        customer_id=person,
+        callback_url=CALLBACK_URL,
+    )
+    assert invoke_webhook(signed.generic(body))["statusCode"] == 200
+
+
+def dead_letters(stack: Any) -> list[tuple[str, str]]:
+    """(group, text) of every message in the turn DLQ, each group in order (all received)."""
+    sqs = stack.client("sqs")
+    found = []
+    while batch := sqs.receive_message(
+        QueueUrl=stack.dead_letter_queue_url,
+        MaxNumberOfMessages=10,
+        AttributeNames=["MessageGroupId"],
+        VisibilityTimeout=300,
+    ).get("Messages", []):
+        for m in batch:
+            text = QueuedMessage.model_validate_json(m["Body"]).message.text
+            found.append((m["Attributes"]["MessageGroupId"], text))
+    return found
+
+
+def test_the_dead_letters_of_an_erased_person_go_and_everyone_elses_stay_in_order(
+    runtime: Runtime, stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every turn fails (a bug in production): after maxReceiveCount receives SQS moves the
+    messages to the dead-letter queue, where they wait 14 days for a redrive. Bob's message
+    heads the group; Alice's waits behind it."""
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected: every turn fails")
+
+    monkeypatch.setattr(runtime.engine, "handle", failing)
+    in_group("bob-7", "Hi, bob here", "evt-1")
+    in_group("alice-9", f"my IBAN is {IBAN}", "evt-2")
+    in_group("bob-7", "bob again", "evt-3")
+    assert telegram_says(CHAT, "someone on telegram", 1)["statusCode"] == 200
+    for _ in range(MAX_RECEIVE_COUNT):
+        drain(stack)
+    assert drain(stack) == []  # all moved to the dead-letter queue on this receive
+
+    status, _report = call("DELETE", "/customers/generic/alice-9")
+
+    assert status == 200
+    left = dead_letters(stack)
+    assert [text for _, text in left if IBAN in text] == []
+    assert [t for g, t in left if g == GROUP] == ["Hi, bob here", "bob again"]
+    assert [t for g, t in left if g == SESSION] == ["someone on telegram"]

@@ -17,6 +17,7 @@ from infra.aws.cfn_template import (
     declared_resources,
     load_template,
 )
+from infra.aws.dead_letters import DEAD_LETTER_QUEUE_URL_ENV
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.erasure_key import ERASURE_KEY_SECRET_ENV, erasure_key
 from infra.aws.local_resources import TemplateNotSupported
@@ -89,6 +90,7 @@ def test_the_functions_environment_comes_from_the_template_globals(local_stack: 
         clients.BUCKET_ENV: local_stack.bucket,
         clients.QUEUE_URL_ENV: local_stack.queue_url,
         ERASURE_KEY_SECRET_ENV: local_stack.resources["ErasureKey"].arn,
+        DEAD_LETTER_QUEUE_URL_ENV: local_stack.dead_letter_queue_url,
     }
     assert all(os.environ[name] == value for name, value in local_stack.env.items())
 
