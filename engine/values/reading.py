@@ -93,8 +93,15 @@ def reading_context(
 
 def normalize(text: str) -> str:
     """Compatibility forms folded (full-width digits and signs, no-break spaces kept as spaces
-    of their own kind): every reading, and every span, refers to this form of the text."""
-    return unicodedata.normalize("NFKC", text or "")
+    of their own kind) and every script's decimal digits written as ASCII ("٥٠٠", "५००" → "500",
+    one character for one): every reading, and every span, refers to this form of the text."""
+    folded = unicodedata.normalize("NFKC", text or "")
+    if folded.isascii():
+        return folded
+    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), folded)
+
+
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # a decimal digit of another script
 
 
 # -- runs ------------------------------------------------------------------------------------------
