@@ -215,6 +215,7 @@ class ErasureView(BaseModel):
     items_deleted: int
     objects_deleted: int
     inbox_claims_deleted: int
+    dead_letters_deleted: int = 0  # their messages taken out of the turn queue's DLQ
     complete: bool = True  # False (HTTP 202): the erasure continues; call DELETE again
     detail: str | None = None
 

@@ -3,8 +3,10 @@
 Tables, buckets, queues and generated secrets are created from `template.yaml` itself — its
 resources of type AWS::DynamoDB::Table, AWS::S3::Bucket, AWS::SQS::Queue and
 AWS::SecretsManager::Secret (a value generated here, as CloudFormation would) — so there is no
-hand-kept duplicate of the infrastructure. The env vars the adapters read are the ones the template gives every function
-(`Globals.Function.Environment.Variables`), resolved against the local resources.
+hand-kept duplicate of the infrastructure. The env vars the adapters read are the ones the
+template gives every function (`Globals.Function.Environment.Variables`), resolved against the
+local resources. moto keeps a bucket's lifecycle rules without applying them: the stack applies
+them when it is restored (`apply_lifecycle_rules`, `infra.aws.s3_lifecycle`).
 
 moto is imported only when a stack starts: it is a dev dependency (`waypoint[local]`), never
 shipped in a Lambda.

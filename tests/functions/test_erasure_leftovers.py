@@ -169,3 +169,41 @@ def test_the_dead_letters_of_an_erased_person_go_and_everyone_elses_stay_in_orde
     assert [text for _, text in left if IBAN in text] == []
     assert [t for g, t in left if g == GROUP] == ["Hi, bob here", "bob again"]
     assert [t for g, t in left if g == SESSION] == ["someone on telegram"]
+
+
+def test_a_dead_letter_the_scan_could_not_see_is_dropped_when_redriven(
+    runtime: Runtime, stack: Any, platforms: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the purge cannot reach: an operator holds her dead letter (received, in flight)
+    while she is erased, then redrives it. The worker drops it as written before her erasure
+    (the tombstone outlives the DLQ's 14 days): nothing of it is stored, nothing is answered."""
+    answer = runtime.engine.handle
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected: every turn fails")
+
+    monkeypatch.setattr(runtime.engine, "handle", failing)
+    assert telegram_says(CHAT, f"my IBAN is {IBAN}", 1)["statusCode"] == 200
+    for _ in range(MAX_RECEIVE_COUNT + 1):
+        drain(stack)
+    sqs = stack.client("sqs")
+    (held,) = sqs.receive_message(
+        QueueUrl=stack.dead_letter_queue_url, AttributeNames=["All"], VisibilityTimeout=300
+    )["Messages"]  # the operator's console has it
+
+    status, report = call("DELETE", f"/customers/telegram/{CHAT}")
+    assert status == 200 and report["dead_letters_deleted"] == 0  # it could not be seen
+
+    monkeypatch.setattr(runtime.engine, "handle", answer)  # the bug is fixed; redrive
+    sqs.send_message(
+        QueueUrl=stack.queue_url,
+        MessageBody=held["Body"],
+        MessageGroupId=held["Attributes"]["MessageGroupId"],
+        MessageDeduplicationId=held["Attributes"]["MessageDeduplicationId"],
+    )
+    sqs.delete_message(QueueUrl=stack.dead_letter_queue_url, ReceiptHandle=held["ReceiptHandle"])
+    platforms.requests.clear()
+
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert IBAN not in everything_stored(stack)
+    assert [r for r in platforms.requests if r.is_reply] == []
