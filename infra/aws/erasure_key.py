@@ -4,10 +4,11 @@ bodies; `engine.erasure.PersonDigest`).
 
 On AWS it is a Secrets Manager secret that template.yaml generates at deploy (`ErasureKey`: 64
 random characters, never in the template, a parameter or an environment). Every function gets its
-ARN (`WAYPOINT_ERASURE_KEY_SECRET`); the webhook, the worker and the management function may read
-it, once per container, on the first digest they need (most requests need none). The local stack
-creates its own secret from the same resource (`infra.aws.local_resources`), and `waypoint serve`
-keeps it with its data. `WAYPOINT_ERASURE_KEY` gives the key itself instead (another host).
+ARN (`WAYPOINT_ERASURE_KEY_SECRET`); the webhook, the worker, the handoff sweep (it writes bodies
+back, marked with their owner) and the management function may read it, once per container, on
+the first digest they need (most requests need none). The local stack creates its own secret
+from the same resource (`infra.aws.local_resources`), and `waypoint serve` keeps it with its
+data. `WAYPOINT_ERASURE_KEY` gives the key itself instead (another host).
 
 Replacing the key forgets the erasures it recorded (up to `ERASURE_TOMBSTONE_DAYS`, 30 days): a
 message of an erased person still queued would be answered. Keep the secret (the template retains
