@@ -17,7 +17,7 @@ from bench.tokens import EstimateCounter
 from engine.session import SessionState
 from infra.embeddings import HashingEmbedder
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)  # headroom for a loaded 2-core machine
 
 VISITS = 2
 
