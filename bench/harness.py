@@ -122,6 +122,9 @@ class _TimedSessions:
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
         return await self.inner.erased_at(channel, customer_id)
 
+    def person_digest(self, channel: str, person: str) -> str:
+        return self.inner.person_digest(channel, person)
+
 
 class _TimedAgents:
     def __init__(self, inner: AgentStore) -> None:

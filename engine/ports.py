@@ -136,15 +136,24 @@ class SessionStore(Protocol):
         created: it starts with their queued messages dropped (`SessionState.erased_senders`)."""
         ...
 
+    def person_digest(self, channel: str, person: str) -> str:
+        """How this store names a person where it remembers their erasure (tombstones, a
+        session's `erased_senders`): a keyed digest (`engine.privacy.erasure.PersonDigest`), never the
+        id, and never a hash anyone could recompute without the store's key."""
+        ...
+
 
 @runtime_checkable
 class VariableStore(Protocol):
-    """Per-customer values of context variables (customer → agent → defaults, later wins)."""
+    """Per-customer values of context variables (customer → agent → defaults, later wins). A
+    customer is an id on a channel, as everywhere: the same id on two channels is two people."""
 
-    async def get_variables(self, agent_id: str, customer_id: str) -> dict[str, Any]: ...
+    async def get_variables(
+        self, agent_id: str, channel: str, customer_id: str
+    ) -> dict[str, Any]: ...
 
     async def set_variable(
-        self, agent_id: str, customer_id: str, name: str, value: Any
+        self, agent_id: str, channel: str, customer_id: str, name: str, value: Any
     ) -> None: ...
 
 

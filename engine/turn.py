@@ -285,7 +285,9 @@ class TurnEngine:
                 if m.event_id not in seen and not session.has_processed(m.event_id):
                     seen.add(m.event_id)
                     # Queued when its sender was erased: never answered (`engine.privacy.erasure`).
-                    if session.erased_senders and written_before_erasure(m, session):
+                    if session.erased_senders and written_before_erasure(
+                        m, session, self.sessions.person_digest
+                    ):
                         dropped += 1
                     else:
                         fresh.append(m)
@@ -298,7 +300,9 @@ class TurnEngine:
             agent, session = version.agent, version.session
             if self.variables is not None:
                 # Per-customer values, fresh every turn (a tool or operator may have set them).
-                values = await self.variables.get_variables(agent.id, session.customer_id)
+                values = await self.variables.get_variables(
+                    agent.id, session.channel, session.customer_id
+                )
                 session = session.model_copy(update={"variables": {**session.variables, **values}})
             index = await self.index_for(agent) if self.index_for else None
             output = await self.pipeline.run(

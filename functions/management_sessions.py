@@ -215,6 +215,7 @@ class ErasureView(BaseModel):
     items_deleted: int
     objects_deleted: int
     inbox_claims_deleted: int
+    dead_letters_deleted: int = 0  # their messages taken out of the turn queue's DLQ
     complete: bool = True  # False (HTTP 202): the erasure continues; call DELETE again
     detail: str | None = None
 
@@ -232,7 +233,12 @@ async def erase_customer(
     report = await CustomerErasure(current_runtime().sessions).erase(channel, customer_id)
     logger.info(
         "customer erased" if report.complete else "customer erasure continues",
-        extra={"sessions": len(report.sessions_deleted) + len(report.sessions_redacted)},
+        extra={
+            "sessions": len(report.sessions_deleted) + len(report.sessions_redacted),
+            # their messages taken out of the turn DLQ (messages held in flight elsewhere, or
+            # dead-lettered in the last minute, can be missed: infra/aws/dead_letters.py)
+            "dead_letters": report.dead_letters_deleted,
+        },
     )
     if not report.complete:
         response.status_code = 202

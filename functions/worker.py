@@ -163,7 +163,8 @@ class TurnWorker:
             if await self.runtime.sessions.load(burst.session_id) is not None:
                 raise
             session = await _new_session(self.runtime, burst.requests[0], messages)
-            if all(written_before_erasure(m, session) for m in messages):
+            digest = self.runtime.sessions.person_digest
+            if all(written_before_erasure(m, session, digest) for m in messages):
                 # Deleted by their erasure with these still queued: nothing is recreated.
                 from engine.turn import dropped_turn, turn_id_for
 

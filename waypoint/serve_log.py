@@ -1,11 +1,20 @@
-"""`waypoint serve`'s log: one line per HTTP request and one per turn."""
+"""`waypoint serve`'s log: one line per HTTP request and one per turn.
+
+A request's line shows its route, not its path: a path names sessions, customers, turns and
+tool calls (`DELETE /api/customers/telegram/5151` would keep an erased person's id in the log
+after their erasure, issue #33), so each path parameter is written as its name
+(`/api/customers/{channel}/{customer_id}`). Only a channel, an agent or a studio asset — names of
+the deployment, not of people — is shown by its value, and only when the request was answered
+below 400 (a value the app did not accept may be anything). A path no route matches keeps only
+the words the routes use (`/api/…`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from engine.model import AgentSnapshot
@@ -25,9 +34,64 @@ def turn_line(trace: TurnTrace, agent: AgentSnapshot | None = None) -> str:
     )
 
 
+# Path parameters that name the deployment, not a person: shown when the request succeeded.
+NAMING_NO_ONE = frozenset({"channel", "agent_id", "name"})
+UNKNOWN = "…"  # a segment of a path no route matches, unless it is a word the routes use
+
+
+class LoggedPath:
+    """How a request path is written in the log: by the route `templates` it matches
+    (`/api/sessions/{session_id}`), never by the ids it names."""
+
+    def __init__(self, templates: Iterable[str]) -> None:
+        from starlette.routing import compile_path
+
+        unique = sorted(set(templates), key=_static_first)
+        self._routes = [compile_path(t)[:2] for t in unique]
+        self._words = {s for t in unique for s in t.split("/") if s and "{" not in s}
+
+    def __call__(self, path: str, status: int) -> str:
+        for regex, path_format in self._routes:
+            found = regex.match(path)
+            if found is None:
+                continue
+            shown = {
+                name: value if name in NAMING_NO_ONE and status < 400 else f"{{{name}}}"
+                for name, value in found.groupdict().items()
+            }
+            return path_format.format(**shown)
+        segments = path.split("/")
+        return "/".join(s if not s or s in self._words else UNKNOWN for s in segments)
+
+    @classmethod
+    def of(cls, app: Any) -> LoggedPath:
+        """The route templates of a Starlette app, its mounts' (a FastAPI app's from its
+        OpenAPI document too) included."""
+        return cls(_templates(getattr(app, "routes", []), ""))
+
+
+def _templates(routes: Iterable[Any], prefix: str) -> Iterator[str]:
+    from starlette.routing import Mount, Route
+
+    for route in routes:
+        if isinstance(route, Mount):
+            inner = prefix + route.path
+            openapi = getattr(route.app, "openapi", None)
+            if callable(openapi):  # a FastAPI app: its included routers' routes too
+                yield from (inner + path for path in openapi().get("paths", {}))
+            yield from _templates(getattr(route.app, "routes", []), inner)
+        elif isinstance(route, Route):
+            yield prefix + route.path
+
+
+def _static_first(template: str) -> tuple[int, str]:
+    # `/agents/check` before `/agents/{agent_id}`: the route Starlette would pick
+    return (template.count("{"), template)
+
+
 class RequestLog:
-    """ASGI middleware: `METHOD path status ms`, one line per HTTP request (`waypoint serve`).
-    The query string is left out: it may carry a token."""
+    """ASGI middleware: `METHOD route status ms`, one line per HTTP request (`waypoint serve`).
+    The query string is left out (it may carry a token), and the ids in the path (`path`)."""
 
     def __init__(
         self,
@@ -35,10 +99,12 @@ class RequestLog:
         log_line: Callable[[str], None],
         *,
         api_turns: Callable[[Sequence[str]], None] | None = None,
+        path: Callable[[str, int], str] | None = None,
     ) -> None:
         self.app = app
         self.log_line = log_line
         self.api_turns = api_turns  # logs the turn a management API call ran, by session
+        self.path = path if path is not None else LoggedPath.of(app)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -57,7 +123,8 @@ class RequestLog:
             await self.app(scope, receive, sending)
         finally:
             ms = (time.perf_counter() - started) * 1000
-            self.log_line(f"request {scope['method']} {scope['path']} {status} {ms:.0f} ms")
+            logged = self.path(scope["path"], status)
+            self.log_line(f"request {scope['method']} {logged} {status} {ms:.0f} ms")
         ran = _API_TURN.fullmatch(scope["path"])
         if ran and status == 200 and scope["method"] == "POST" and self.api_turns is not None:
             # a turn the management API ran in the request (not queued: that one is 202)

@@ -20,11 +20,12 @@ from typing import Any
 from engine.clock import SystemClock
 from engine.ports import Clock, TurnCommit
 from engine.privacy.erasure import (
+    DEVELOPMENT_ERASURE_KEY,
     ERASURE_TOMBSTONE_DAYS,
+    PersonDigest,
     erased_copy,
     is_theirs,
     others_wrote,
-    person_digest,
     sender_of,
     their_part,
     turns_that_may_quote,
@@ -81,11 +82,18 @@ class InMemoryErasureReport:
 class InMemorySessionStore:
     """`SessionStore` in dicts: session meta, ordered events, traces and committed turn ids."""
 
-    def __init__(self, *, clock: Clock | None = None, retention: Retention | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        retention: Retention | None = None,
+        erasure_key: bytes = DEVELOPMENT_ERASURE_KEY,
+    ) -> None:
         self._clock = clock or SystemClock()
         self._retention = retention if retention is not None else Retention()
         self._sessions: dict[str, _Session] = {}
         self._summaries: dict[str, SessionSummary] = {}  # `engine.sessions.index`
+        self._people = PersonDigest(erasure_key)
         # `person_digest` → when they were erased (a tombstone, as the state table keeps one)
         self._erased: dict[str, _Stored] = {}
         self._lock = threading.Lock()
@@ -128,11 +136,15 @@ class InMemorySessionStore:
         """When `(channel, customer_id)` was last erased, while that is remembered
         (`engine.privacy.erasure.ERASURE_TOMBSTONE_DAYS`), else None."""
         with self._lock:
-            tombstone = self._erased.get(person_digest(channel, customer_id))
+            tombstone = self._erased.get(self.person_digest(channel, customer_id))
             if tombstone is None or not self._alive(tombstone):
                 return None
             erased: datetime = tombstone.value
             return erased
+
+    def person_digest(self, channel: str, person: str) -> str:
+        """How an erased person is named here (`engine.privacy.erasure.PersonDigest`, this store's key)."""
+        return self._people(channel, person)
 
     # ---- writes
 
@@ -227,7 +239,7 @@ class InMemorySessionStore:
         report = InMemoryErasureReport(channel, customer_id)
         with self._lock:
             now = self._clock.now()
-            self._erased[person_digest(channel, customer_id)] = _Stored(
+            self._erased[self.person_digest(channel, customer_id)] = _Stored(
                 now, self._expiry(ERASURE_TOMBSTONE_DAYS * DAY)
             )
             for session_id in sorted(self._sessions):
@@ -265,7 +277,7 @@ class InMemorySessionStore:
         for turn in turns:
             stored.traces.pop(turn, None)
         meta: SessionState = stored.meta.value
-        cleaned = without_person(meta, person, opener, now)
+        cleaned = without_person(meta, person, opener, now, self.person_digest)
         if cleaned != meta:
             stored.meta = _Stored(
                 cleaned.model_copy(update={"version": meta.version + 1}), stored.meta.expires_at

@@ -174,33 +174,38 @@ class InMemoryInboxStore:
 
 
 class InMemoryVariableStore:
-    """Context variable values per (agent, customer)."""
+    """Context variable values per (agent, channel, customer): the same id on two channels is
+    two people, with a profile each."""
 
     def __init__(self) -> None:
-        self._values: dict[tuple[str, str], dict[str, Any]] = {}
+        self._values: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    async def get_variables(self, agent_id: str, customer_id: str) -> dict[str, Any]:
+    async def get_variables(self, agent_id: str, channel: str, customer_id: str) -> dict[str, Any]:
         """All stored values for this customer of this agent (name → value)."""
         with self._lock:
-            return copy.deepcopy(self._values.get((agent_id, customer_id), {}))
+            return copy.deepcopy(self._values.get((agent_id, channel, customer_id), {}))
 
-    async def set_variable(self, agent_id: str, customer_id: str, name: str, value: Any) -> None:
+    async def set_variable(
+        self, agent_id: str, channel: str, customer_id: str, name: str, value: Any
+    ) -> None:
         """Store one JSON value, replacing the previous one."""
         # A JSON round trip, as DynamoDB does: tuples come back as lists, bad types fail here.
         stored = json.loads(json.dumps(value))
         with self._lock:
-            self._values.setdefault((agent_id, customer_id), {})[name] = stored
+            self._values.setdefault((agent_id, channel, customer_id), {})[name] = stored
 
-    async def delete_variable(self, agent_id: str, customer_id: str, name: str) -> None:
+    async def delete_variable(
+        self, agent_id: str, channel: str, customer_id: str, name: str
+    ) -> None:
         """Forget one value; absent names are ignored."""
         with self._lock:
-            self._values.get((agent_id, customer_id), {}).pop(name, None)
+            self._values.get((agent_id, channel, customer_id), {}).pop(name, None)
 
-    def forget(self, agent_id: str, customer_id: str) -> None:
+    def forget(self, agent_id: str, channel: str, customer_id: str) -> None:
         """Delete every value of one customer of one agent (erasing that customer)."""
         with self._lock:
-            self._values.pop((agent_id, customer_id), None)
+            self._values.pop((agent_id, channel, customer_id), None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,7 +240,7 @@ class InMemoryCustomerErasure:
                     report.inbox_claims_deleted += int(forgotten)
         if self._variables is not None:
             for agent_id in report.variables_of:
-                self._variables.forget(agent_id, customer_id)
+                self._variables.forget(agent_id, channel, customer_id)
         return report
 
 

@@ -12,16 +12,24 @@ answered — goes.
 
 A message of theirs may still be queued when they are erased (the webhook accepted it, the worker
 has not run it yet). So that it is not written back, the erasure records when it happened under a
-digest of the person (`person_digest`: no id is stored): in a group session's state
+digest of the person (`PersonDigest`: no id is stored): in a group session's state
 (`SessionState.erased_senders`), and in a tombstone beside the deleted sessions of their own that
 a session created afresh copies; a turn drops the messages they wrote before it
 (`written_before_erasure`).
+
+The digest is keyed (HMAC-SHA256 under the deployment's erasure key, which the session store
+holds: `SessionStore.person_digest`). An unkeyed hash of (channel, id) would name them to anyone
+holding the table: the ids of a channel are few enough to enumerate (a block of a million phone
+numbers is hashed in about a second). Digests written before issue #33 were unkeyed
+(`legacy_person_digest`); they are still recognised until they expire with
+`ERASURE_TOMBSTONE_DAYS`, after which that fallback can go.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import hmac
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -34,15 +42,50 @@ ERASED = "erased"  # the customer of a group session whose opener was erased
 ERASURE_TOMBSTONE_DAYS = 30
 
 
-def person_digest(channel: str, person: str) -> str:
-    """Who was erased, as stored: a digest of `(channel, person)`, never their id."""
+# Public: the in-memory stores and tests use it; a deployment's stores get their own key.
+DEVELOPMENT_ERASURE_KEY = b"waypoint development erasure key: public, never for a deployment"
+MIN_ERASURE_KEY_BYTES = 32
+_DOMAIN = b"waypoint/person-digest/v1\x00"
+
+Digest = Callable[[str, str], str]  # (channel, person) → how they are named where stored
+
+
+class PersonDigest:
+    """Who was erased, as stored: `HMAC-SHA256(key, channel, person)` (32 hex), never their id.
+
+    `key` may be given late (a callable, called on the first digest): a store that never names
+    anyone never fetches it."""
+
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._key = key
+
+    def key(self) -> bytes:
+        if callable(self._key):
+            self._key = self._key()
+        if len(self._key) < MIN_ERASURE_KEY_BYTES:
+            raise ValueError(
+                f"an erasure key of {len(self._key)} bytes is too short: use at least "
+                f"{MIN_ERASURE_KEY_BYTES} random ones"
+            )
+        return self._key
+
+    def __call__(self, channel: str, person: str) -> str:
+        message = _DOMAIN + f"{channel}\0{person}".encode()
+        return hmac.digest(self.key(), message, "sha256").hex()[:32]
+
+
+def legacy_person_digest(channel: str, person: str) -> str:
+    """The unkeyed digest stored before issue #33: only ever compared with, never written."""
     return hashlib.sha256(f"{channel}\0{person}".encode()).hexdigest()[:32]
 
 
 class ErasureRecords(Protocol):
-    """Where erasures are remembered (a session store: `SessionStore.erased_at`)."""
+    """Where erasures are remembered, and how people are named there (a session store:
+    `SessionStore.erased_at`, `SessionStore.person_digest`)."""
 
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None: ...
+
+    def person_digest(self, channel: str, person: str) -> str: ...
 
 
 async def erasures_of(
@@ -54,19 +97,25 @@ async def erasures_of(
     for person in sorted(set(people)):
         erased_at = await records.erased_at(channel, person)
         if erased_at is not None:
-            erased[person_digest(channel, person)] = erased_at
+            erased[records.person_digest(channel, person)] = erased_at
     return erased
 
 
 def written_before_erasure(
-    message: InboundMessage, session: SessionState, erased: Mapping[str, datetime] | None = None
+    message: InboundMessage,
+    session: SessionState,
+    digest: Digest,
+    erased: Mapping[str, datetime] | None = None,
 ) -> bool:
     """Whether `message` was written by someone erased after it was received (it waited on the
     queue through their erasure): it is dropped, never answered. Its sender is the channel's
-    (else the session's customer); `erased` defaults to the session's `erased_senders`."""
+    (else the session's customer), named by `digest` (the session store's); `erased` defaults
+    to the session's `erased_senders`."""
     erased = session.erased_senders if erased is None else erased
     sender = message.sender_id or session.customer_id
-    erased_at = erased.get(person_digest(session.channel, sender))
+    erased_at = erased.get(digest(session.channel, sender))
+    if erased_at is None:  # recorded before issue #33 (expires with ERASURE_TOMBSTONE_DAYS)
+        erased_at = erased.get(legacy_person_digest(session.channel, sender))
     return (
         erased_at is not None
         and message.received_at is not None
@@ -136,11 +185,12 @@ def erased_copy(event: Event) -> Event:
 
 
 def without_person(
-    state: SessionState, person: str, opener: bool, erased_at: datetime
+    state: SessionState, person: str, opener: bool, erased_at: datetime, digest: Digest
 ) -> SessionState:
     """The session's state with nothing left of `person` (and, when they opened a group the
-    others stay in, its customer renamed `ERASED`), their digest recorded as erased at
-    `erased_at` (the erasure's time: their messages still queued are dropped)."""
+    others stay in, its customer renamed `ERASED`), their digest (`digest`: the session
+    store's) recorded as erased at `erased_at` (the erasure's time: their messages still
+    queued are dropped)."""
 
     def theirs(event: Event) -> bool:
         return is_theirs(event, person, opener) or str(event.data.get("sender") or "") == person
@@ -175,7 +225,13 @@ def without_person(
                 state.handoff.model_copy(update={"reply_to": None}) if state.handoff else None
             ),
             "erased_senders": remember_erasure(
-                state.erased_senders, person_digest(state.channel, person), erased_at
+                {
+                    d: at
+                    for d, at in state.erased_senders.items()
+                    if d != legacy_person_digest(state.channel, person)  # keyed from now on
+                },
+                digest(state.channel, person),
+                erased_at,
             ),
         }
     )

@@ -13,7 +13,10 @@ keep forever):
 
 Events may not outlive the session they belong to (`event days <= idle days`): a session that
 expired can start afresh under the same id, and an old event at an offset it reuses would
-otherwise collide with it. DynamoDB deletes expired items lazily, so every read and every
+otherwise collide with it. Nor may traces (`trace days <= idle days`, since issue #33): erasure
+finds a session's traces through the session (its customer index expires with it), and a trace
+body offloaded to S3 is expired by the bucket's rules no later than the session's
+(`infra.aws.offloaded_bodies`). DynamoDB deletes expired items lazily, so every read and every
 conditional write treats `expires_at <= now` as absent; the in-memory stores do the same.
 """
 
@@ -46,13 +49,20 @@ class Retention:
     traces: int | None = DEFAULT_TRACE_DAYS * DAY
 
     def __post_init__(self) -> None:
-        if self.session_idle is not None and (
-            self.events is None or self.events > self.session_idle
-        ):
+        if self.session_idle is None:
+            return
+        if self.events is None or self.events > self.session_idle:
             raise InvalidRetention(
                 f"events are kept {_days(self.events)} but idle sessions only "
                 f"{_days(self.session_idle)}: set {EVENTS_ENV} (EventRetentionDays) to at most "
                 f"{IDLE_ENV} (SessionIdleDays), or 0 for both to keep everything"
+            )
+        if self.traces is None or self.traces > self.session_idle:
+            raise InvalidRetention(
+                f"traces are kept {_days(self.traces)} but idle sessions only "
+                f"{_days(self.session_idle)}: set {TRACES_ENV} (TraceRetentionDays) to at most "
+                f"{IDLE_ENV} (SessionIdleDays): a trace outliving its session could no longer "
+                "be found by an erasure"
             )
 
     @classmethod

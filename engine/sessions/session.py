@@ -278,7 +278,7 @@ class SessionState(BaseModel):
     # turn delivers a person's message there. Never in an event, a trace or a prompt; erasure
     # clears it (`engine.privacy.erasure`).
     last_reply_to: dict[str, Any] | None = None
-    # Who was erased from this session, and when: `engine.privacy.erasure.person_digest` (never their
+    # Who was erased from this session, and when: `SessionStore.person_digest` (keyed; never their
     # id) → the erasure's time. A message they wrote before it, still queued then, is dropped by
     # the turn; one written after is answered. Entries expire (`ERASURE_TOMBSTONE_DAYS`).
     erased_senders: dict[str, datetime] = Field(default_factory=dict)

@@ -21,6 +21,7 @@ DEFAULT_TEMPLATE = stack_file("template.yaml")  # the checkout's, or the wheel's
 TABLE = "AWS::DynamoDB::Table"
 BUCKET = "AWS::S3::Bucket"
 QUEUE = "AWS::SQS::Queue"
+SECRET = "AWS::SecretsManager::Secret"
 
 
 class CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # no PyYAML stubs

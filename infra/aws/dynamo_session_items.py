@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.ports import Clock, TurnCommit
+from engine.privacy.erasure import ERASED, Digest
 from engine.sessions.history import channel_payload, without_channel_payload
 from engine.sessions.session import Event, EventSource, SessionState
 from infra.aws.dynamo_table import (
@@ -25,10 +26,19 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
+from infra.aws.offloaded_bodies import (
+    event_key,
+    owner_key,
+    owns_bodies,
+    payload_key,
+    state_key,
+    trace_key,
+)
 from infra.aws.retention import Retention
 from infra.aws.session_index import index_put
 
 ABSENT = "attribute_not_exists(pk) OR expires_at <= :now"  # TTL deletes lazily: expired = absent
+Person = tuple[str, str]  # (channel, customer id): whose bodies a session's offloads are
 
 
 class SessionItems:
@@ -42,12 +52,23 @@ class SessionItems:
         clock: Clock,
         retention: Retention,
         trace_ttl: int | None,
+        digest: Digest,
     ):
         self._table_name = table_name
         self._bodies = bodies
         self._clock = clock
         self._retention = retention
         self._trace_ttl = trace_ttl
+        self._digest = digest  # names the owner of offloaded bodies (`offloaded_bodies`)
+
+    def _encode(self, text: str, key: str, session_id: str, person: Person | None) -> Item:
+        """`text` as item attributes; offloaded to `key` with its owner's marker when too big."""
+        if person is None or not owns_bodies(person[1]):
+            return self._bodies.encode(text, key)
+        channel, customer = person
+        return self._bodies.encode(
+            text, key, lambda: owner_key(key, self._digest(channel, customer), session_id)
+        )
 
     def meta_update(
         self,
@@ -61,9 +82,11 @@ class SessionItems:
         """The META item's conditional update: the state without its events, `version`, and
         `next_offset` when events are added (or the session is created)."""
         # Defaults left out: an empty field costs read bytes on every turn and decodes the same.
-        body = self._bodies.encode(
+        body = self._encode(
             state.model_dump_json(exclude={"events"}, exclude_defaults=True),
-            f"sessions/{state.id}/state.json.gz",
+            state_key(state.id),
+            state.id,
+            (state.channel, state.customer_id),
         )
         attributes: Item = {
             "version": _n(state.version),
@@ -99,24 +122,32 @@ class SessionItems:
         }
 
     def event_puts(
-        self, session_id: str, events: Sequence[Event], *, rewrite: bool = False
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        *,
+        rewrite: bool = False,
+        person: Person | None = None,
     ) -> list[Item]:
         """One put per event (on a free offset, or over a live one when `rewrite`), each
-        preceded by its channel payload's put when it has one."""
+        preceded by its channel payload's put when it has one; `person` is the session's
+        customer (the owner of what is offloaded)."""
         pk = session_pk(session_id)
         now = self._epoch()
         puts = []
         for event in events:
             payload = channel_payload(event)
             if payload:  # beside the event: the window Query never reads (or pays for) it
-                puts.append(self.payload_put(session_id, event.offset, payload))
+                puts.append(self.payload_put(session_id, event.offset, payload, person))
             put: Item = {
                 "TableName": self._table_name,
                 "Item": {
                     **_key(pk, event_sk(event.offset)),
-                    **self._bodies.encode(
+                    **self._encode(
                         without_channel_payload(event).model_dump_json(),
-                        f"sessions/{session_id}/events/{event.offset:010d}.json.gz",
+                        event_key(session_id, event.offset),
+                        session_id,
+                        person,
                     ),
                     **self.expiry(self._retention.events),
                 },
@@ -129,16 +160,20 @@ class SessionItems:
             puts.append({"Put": put})
         return puts
 
-    def payload_put(self, session_id: str, offset: int, payload: dict[str, Any]) -> Item:
+    def payload_put(
+        self, session_id: str, offset: int, payload: dict[str, Any], person: Person | None = None
+    ) -> Item:
         """The put of an event's channel payload, the side item a turn never reads."""
         return {
             "Put": {
                 "TableName": self._table_name,
                 "Item": {
                     **_key(session_pk(session_id), payload_sk(offset)),
-                    **self._bodies.encode(
+                    **self._encode(
                         json.dumps(payload, default=str),
-                        f"sessions/{session_id}/payloads/{offset:010d}.json.gz",
+                        payload_key(session_id, offset),
+                        session_id,
+                        person,
                     ),
                     **self.expiry(self._retention.events),
                 },
@@ -163,12 +198,18 @@ class SessionItems:
             if person
         ]
 
-    def trace_item(self, session_id: str, turn_id: str, trace: Mapping[str, Any]) -> Item:
+    def trace_item(
+        self,
+        session_id: str,
+        turn_id: str,
+        trace: Mapping[str, Any],
+        person: Person | None = None,
+    ) -> Item:
         """The TRACE item of a turn (expiring after the traces' retention, if any)."""
         item: Item = {
             **_key(session_pk(session_id), f"TRACE#{turn_id}"),
-            **self._bodies.encode(
-                json.dumps(trace, default=str), f"sessions/{session_id}/traces/{turn_id}.json.gz"
+            **self._encode(
+                json.dumps(trace, default=str), trace_key(session_id, turn_id), session_id, person
             ),
         }
         if self._trace_ttl is not None:
@@ -189,15 +230,17 @@ class SessionItems:
 
 
 def new_people(commit: TurnCommit) -> set[str]:
-    """Who this turn adds to the session's index: the senders of its customer messages other
-    than the session's customer (indexed when the session was created), and the customer too
-    when the turn may be creating the session."""
+    """Whose index entries this turn writes (again): the senders of its customer messages, and
+    the session's customer on every turn — their entry then expires with the session's META
+    (idle retention from the last write), never before it: an entry written only when the
+    session was created would expire under a session still in use, and erasure would no
+    longer find it (issue #33). An opener erased from a group (`erased`) has no entry."""
     state = commit.state
     people = {
         str(e.data["sender"])
         for e in commit.new_events
         if e.source is EventSource.CUSTOMER and e.data.get("sender")
-    } - {state.customer_id}
-    if commit.expected_version == 0:
+    }
+    if state.customer_id != ERASED:
         people.add(state.customer_id)
     return people

@@ -16,6 +16,7 @@ from engine.clock import SystemClock
 from engine.errors import WaypointError
 from engine.memory.stores import session_conflict, validate_commit
 from engine.ports import Clock, TurnCommit
+from engine.privacy.erasure import PersonDigest, legacy_person_digest
 from engine.sessions.history import (
     EVENT_PAGE,
     EVENT_WINDOW,
@@ -44,6 +45,7 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
+from infra.aws.erasure_key import erasure_key
 from infra.aws.handoff_index import (
     WaitingSession,
     handoff_writes,
@@ -55,10 +57,10 @@ from infra.aws.retention import Retention
 from infra.aws.session_index import list_index
 
 # meta update + turn marker + trace + the in-flight index entry (`infra.aws.in_flight`) + the
-# customer index entry of a turn that creates its session + the session list's summary
-# (`infra.aws.session_index`) + the handed-off sessions' entry (`infra.aws.handoff_index`); a
-# turn with several new senders adds one index entry each (and one masking earlier turns one
-# trace each) and is refused by the transaction-size check
+# customer's index entry (written by every turn: it expires with the session) + the session
+# list's summary (`infra.aws.session_index`) + the handed-off sessions' entry
+# (`infra.aws.handoff_index`); a turn with other senders adds one index entry each (and one
+# masking earlier turns one trace each) and is refused by the transaction-size check
 MAX_EVENTS_PER_COMMIT = MAX_TRANSACTION_ITEMS - 7
 
 
@@ -85,14 +87,22 @@ class DynamoSessionStore:
         trace_ttl_seconds: int | None = None,
         event_window: int = EVENT_WINDOW,
         retention: Retention | None = None,
+        people: PersonDigest | None = None,
     ):
         self._table = _Table(table_name, dynamodb)
+        # How erased people are named (the deployment's erasure key, fetched on first use).
+        self._people = people or PersonDigest(erasure_key)
         self._bodies = ItemBodies(bucket or os.environ.get(BUCKET_ENV), s3)
         self._clock = clock or SystemClock()
         self._retention = retention if retention is not None else Retention.from_env()
         trace_ttl = trace_ttl_seconds if trace_ttl_seconds is not None else self._retention.traces
         self._items = SessionItems(
-            self._table.name, self._bodies, self._clock, self._retention, trace_ttl
+            self._table.name,
+            self._bodies,
+            self._clock,
+            self._retention,
+            trace_ttl,
+            self.person_digest,
         )
         self._window = event_window
 
@@ -200,11 +210,20 @@ class DynamoSessionStore:
 
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
         """When `(channel, customer_id)` was last erased: their tombstone (written by
-        `infra.aws.erasure`), while it lives; None otherwise. One GetItem."""
-        item = self._table.get(erasure_pk(channel, customer_id), ERASED_SK)
-        if item is None or self._expired(item):
-            return None
-        return datetime.fromisoformat(item["erased_at"]["S"])
+        `infra.aws.erasure`), while it lives; None otherwise. One GetItem (two while tombstones
+        written before issue #33, under an unkeyed digest, may still live: 30 days)."""
+        for digest in (
+            self.person_digest(channel, customer_id),
+            legacy_person_digest(channel, customer_id),
+        ):
+            item = self._table.get(erasure_pk(digest), ERASED_SK)
+            if item is not None and not self._expired(item):
+                return datetime.fromisoformat(item["erased_at"]["S"])
+        return None
+
+    def person_digest(self, channel: str, person: str) -> str:
+        """How an erased person is named in this table (`engine.privacy.erasure.PersonDigest`)."""
+        return self._people(channel, person)
 
     # ---- writes
 
@@ -218,7 +237,7 @@ class DynamoSessionStore:
         meta = self._items.meta_update(state, state.events, condition=ABSENT, creating=True)
         items = [
             meta,
-            *self._items.event_puts(state.id, state.events),
+            *self._items.event_puts(state.id, state.events, person=_owner(state)),
             *self._items.index_puts(state, {state.customer_id}),
             self._items.summary_put(state),
         ]
@@ -297,21 +316,22 @@ class DynamoSessionStore:
                 "ExpressionAttributeValues": {":now": _n(self._epoch())},
             }
         }
-        trace_item = self._items.trace_item(state.id, commit.turn_id, commit.trace)
+        owner = _owner(state)
+        trace_item = self._items.trace_item(state.id, commit.turn_id, commit.trace, owner)
         items = [
             meta,
             turn_marker,
             {"Put": {"TableName": self._table.name, "Item": trace_item}},
-            *self._items.event_puts(state.id, commit.new_events),
+            *self._items.event_puts(state.id, commit.new_events, person=owner),
             # Earlier events with a secret masked replace themselves in the same transaction:
             # the clear text and its mask are never both stored after the commit.
-            *self._items.event_puts(state.id, commit.masked_events, rewrite=True),
+            *self._items.event_puts(state.id, commit.masked_events, rewrite=True, person=owner),
             # and the traces of their turns, whose recorded prompts quote them
             *(
                 {
                     "Put": {
                         "TableName": self._table.name,
-                        "Item": self._items.trace_item(state.id, t, trace),
+                        "Item": self._items.trace_item(state.id, t, trace, owner),
                     }
                 }
                 for t, trace in commit.masked_traces.items()
@@ -400,3 +420,8 @@ class DynamoSessionStore:
 
     def _expired(self, item: Item) -> bool:
         return "expires_at" in item and int(item["expires_at"]["N"]) <= self._epoch()
+
+
+def _owner(state: SessionState) -> tuple[str, str]:
+    """Whose bodies a session's offloads are: its customer's (`infra.aws.offloaded_bodies`)."""
+    return (state.channel, state.customer_id)

@@ -18,11 +18,14 @@ Keys and access patterns are documented in docs/data-model.md; the short version
                                                        (`infra.aws.in_flight`)
     CUSTOMER#{channel}#{customer}  SESSION#{session}   index: a session this person took part in
     ERASED#{digest}                ERASED              tombstone of an erased person: `erased_at`,
-                                                       `expires_at` (TTL); the digest of
+                                                       `expires_at` (TTL); the keyed digest of
                                                        (channel, customer), never their id
     INBOX#{channel}#{event_id}     INBOX               dedup claim: `owner`, `state` CLAIMED → QUEUED,
                                                        `lease_until`, `expires_at` (TTL)
-    VARS#{agent}#{customer}        VAR#{name}          one context variable value
+    VARS#{agent}#{channel}#{customer} VAR#{name}       one context variable value of a person
+                                                       (`deleted` when it shadows a legacy one)
+    VARS#{agent}#{customer}        VAR#{name}          legacy (before issue #33): read as a
+                                                       fallback (`infra.aws.dynamo_variables`)
 
 The stores' methods are `async def` because the ports are, but they call sync boto3: a Lambda
 container serves one request at a time, and aioboto3 neither works under in-process moto nor is
@@ -33,13 +36,12 @@ a Decimal conversion layer we do not need, since every body is JSON text.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from engine.errors import WaypointError
-from engine.privacy.erasure import person_digest
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
@@ -89,10 +91,10 @@ def customer_pk(channel: str, customer_id: str) -> str:
 ERASED_SK = "ERASED"
 
 
-def erasure_pk(channel: str, customer_id: str) -> str:
-    """The tombstone of one erased person on one channel, named by their digest
-    (`engine.privacy.erasure.person_digest`): the item outlives their data, so it holds no id."""
-    return f"ERASED#{person_digest(channel, customer_id)}"
+def erasure_pk(digest: str) -> str:
+    """The tombstone of one erased person on one channel, named by their keyed digest
+    (`SessionStore.person_digest`): the item outlives their data, so it holds no id."""
+    return f"ERASED#{digest}"
 
 
 def _s(value: str) -> dict[str, str]:
@@ -140,8 +142,12 @@ class ItemBodies:
             self._s3 = client("s3")
         return self._s3
 
-    def encode(self, text: str, s3_key: str) -> Item:
-        """Attributes holding `text`; `s3_key` names the object used if it must be offloaded."""
+    def encode(
+        self, text: str, s3_key: str, marker: Callable[[], str | None] | None = None
+    ) -> Item:
+        """Attributes holding `text`; `s3_key` names the object used if it must be offloaded,
+        and `marker` (called only then) the empty object put before and after it, naming whose
+        it is (`infra.aws.offloaded_bodies`)."""
         raw = text.encode()
         if len(raw) <= self.INLINE_LIMIT:
             return {"body": _s(text)}
@@ -153,9 +159,14 @@ class ItemBodies:
                 f"{s3_key}: {len(packed)} bytes gzipped exceed the {self.ITEM_BUDGET}-byte item "
                 f"budget; set {BUCKET_ENV} so large bodies are offloaded to S3"
             )
+        owner = marker() if marker is not None else None
+        if owner is not None:
+            self.s3.put_object(Bucket=self._bucket, Key=owner, Body=b"")
         self.s3.put_object(
             Bucket=self._bucket, Key=s3_key, Body=packed, ContentType="application/gzip"
         )
+        if owner is not None:  # again: younger than the body, it never expires before it
+            self.s3.put_object(Bucket=self._bucket, Key=owner, Body=b"")
         return {"body_s3": _s(f"s3://{self._bucket}/{s3_key}")}
 
     def decode(self, item: Item) -> str:

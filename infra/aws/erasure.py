@@ -3,14 +3,15 @@
 "One customer" is a person on a channel: `(channel, customer_id)` as the channel names them —
 a phone number on Twilio, a user id on Slack, the `customer_id` given to `POST /sessions` on the
 API channel. Every session a person takes part in is indexed under them
-(`CUSTOMER#{channel}#{customer}` → `SESSION#{session}`, written when the session is created and
-when they first write in someone else's group session), so erasure needs no scan:
+(`CUSTOMER#{channel}#{customer}` → `SESSION#{session}`, written again by every turn of the
+session for its customer and by every turn in which they write in someone else's group session,
+so that it expires with the session), so erasure needs no scan:
 
 - a session that is theirs (its customer, and nobody else wrote in it) is deleted whole: META,
-  events, turn markers, traces, outbox records, the bodies offloaded to S3 under
-  `sessions/{id}/`, the inbox claims of its messages, its entries in the handed-off sessions'
-  index and the support threads' (`SUPPORT#…`) mapping; their context variables for the
-  session's agent go too;
+  events, turn markers, traces, outbox records, the bodies offloaded to S3 (under each
+  lifetime's prefix, `infra.aws.offloaded_bodies`, and the layout before it), the inbox claims
+  of its messages, its entries in the handed-off sessions' index and the support threads'
+  (`SUPPORT#…`) mapping; their context variables for the session's agent go too;
 - a group session they opened and others wrote in is the others' conversation too: it is
   redacted like the next case, and its customer becomes `erased`;
 - in a group session they only took part in, their messages, and the agent's replies and tool
@@ -20,7 +21,11 @@ when they first write in someone else's group session), so erasure needs no scan
   the conversation, not only the turns that answered them), and what the session's state holds
   about them (their principal, their picks, their evidence) is removed under the session's
   version, so a turn racing the erasure reloads instead of writing it back;
-- the index entries themselves.
+- a session whose items have expired but whose bodies S3 has not yet removed (up to a day,
+  `infra.aws.offloaded_bodies`) is found by the owner markers naming them, not by the index
+  (which expired with the items), and its leftovers are deleted;
+- their messages in the turn queue's dead-letter queue are deleted (`infra.aws.dead_letters`);
+- the index entries and the owner markers themselves.
 
 First of all, a tombstone `ERASED#{digest}` records when (`erased_at`; it expires after
 `ERASURE_TOMBSTONE_DAYS`): a message of theirs still on the turn queue must not be written back
@@ -40,6 +45,7 @@ again the same way.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -61,6 +67,8 @@ from engine.privacy.erasure import (
 )
 from engine.privacy.retention import DAY
 from engine.sessions.session import Event, EventSource
+from infra.aws.clients import client
+from infra.aws.dead_letters import DEAD_LETTER_QUEUE_URL_ENV, DeadLetterScan, judge_for
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.dynamo_table import (
     ERASED_SK,
@@ -73,8 +81,21 @@ from infra.aws.dynamo_table import (
     payload_sk,
     session_pk,
 )
+from infra.aws.dynamo_variables import legacy_variables_pk, variables_pk
 from infra.aws.handoff_index import handoff_key, support_thread_key
 from infra.aws.in_flight import shard_of, shard_pk
+from infra.aws.offloaded_bodies import (
+    EVENTS,
+    TRACES,
+    event_key,
+    legacy_keys,
+    legacy_prefix,
+    owners_prefixes,
+    payload_key,
+    session_of_marker,
+    session_prefixes,
+    trace_key,
+)
 from infra.aws.session_index import index_key
 
 _S3_BATCH = 1000  # DeleteObjects' limit
@@ -96,6 +117,7 @@ class ErasureReport:
     items_deleted: int = 0
     objects_deleted: int = 0
     inbox_claims_deleted: int = 0
+    dead_letters_deleted: int = 0  # their messages taken out of the turn queue's DLQ
     # False: the call stopped before the end (time budget, or DynamoDB throttling); call again.
     complete: bool = True
     detail: str | None = None
@@ -115,10 +137,13 @@ class CustomerErasure:
         time_budget: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        dead_letter_queue: str | None = None,
     ) -> None:
         self._store = sessions
         self._table = sessions._table
         self._bodies = sessions._bodies
+        # The turn queue's DLQ (template.yaml gives every function its URL); none: not scanned.
+        self._dead_letter_queue = dead_letter_queue or os.environ.get(DEAD_LETTER_QUEUE_URL_ENV)
         # Read at call time, so a deployment (or a test) can set the module's default.
         self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_SECONDS
         self._clock = clock
@@ -143,25 +168,72 @@ class CustomerErasure:
         index = list(
             self._table.query("pk = :pk", {":pk": {"S": customer_pk(channel, customer_id)}})
         )
+        live: dict[str, Item] = {}  # session → META, of the sessions they took part in
         for entry in index:
             self._check_time()
             session_id = entry["session_id"]["S"]
             meta = self._table.get(session_pk(session_id), META)
-            if meta is None:
-                continue
-            owner = meta.get("customer_id", {}).get("S") == customer_id
-            if owner and not self._others_wrote_in(session_id, customer_id):
+            if meta is not None:
+                live[session_id] = meta
+        # Sessions holding bodies of theirs in S3, found by their markers, not the index
+        # (`infra.aws.offloaded_bodies`): its entry may have expired before the objects did.
+        indexed = {entry["session_id"]["S"] for entry in index}
+        markers = self._markers(self._store.person_digest(channel, customer_id))
+        gone = []  # sessions whose items expired, leaving bodies behind
+        for session_id in sorted({session_of_marker(key) for key in markers} - indexed):
+            self._check_time()
+            meta = self._table.get(session_pk(session_id), META)
+            if meta is None or self._store._expired(meta):
+                gone.append(session_id)
+            else:
+                live[session_id] = meta
+        alone = {  # sessions that are theirs alone: deleted whole
+            session_id
+            for session_id, meta in live.items()
+            if meta.get("customer_id", {}).get("S") == customer_id
+            and not self._others_wrote_in(session_id, customer_id)
+        }
+        # Their dead letters first: while the sessions are there, a call cut short later finds
+        # again which sessions were theirs alone (whose handoff messages are theirs too).
+        report.dead_letters_deleted = self._purge_dead_letters(
+            channel, customer_id, alone | set(gone)
+        )
+        for session_id, meta in live.items():
+            self._check_time()
+            if session_id in alone:
                 self._delete_session(session_id, channel, meta, report)
                 report.sessions_deleted.append(session_id)
             else:
+                owner = meta.get("customer_id", {}).get("S") == customer_id
                 await self._redact_participant(session_id, channel, customer_id, report, owner, now)
                 report.sessions_redacted.append(session_id)
+        for session_id in gone:
+            self._delete_leftovers(session_id, report)
+            report.sessions_deleted.append(session_id)
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
+        self._delete_object_keys(markers, report)  # last, like the index
+
+    def _purge_dead_letters(self, channel: str, person: str, sessions_theirs: set[str]) -> int:
+        """Delete their messages from the turn queue's dead-letter queue
+        (`infra.aws.dead_letters`); how many."""
+        if not self._dead_letter_queue:
+            return 0
+        scan = DeadLetterScan(client("sqs"), self._dead_letter_queue, self._check_time)
+        return scan.purge(judge_for(channel, person, sessions_theirs))
+
+    def _delete_leftovers(self, session_id: str, report: ErasureReport) -> None:
+        """A session whose META is gone (expired): whatever items and bodies it left."""
+        items = self._table.query(
+            "pk = :pk", {":pk": {"S": session_pk(session_id)}}, projection="pk, sk"
+        )
+        self._delete_keys(list(items), report)
+        for prefix in session_prefixes(session_id):
+            self._delete_objects(prefix, report)
 
     def _write_tombstone(self, channel: str, customer_id: str, now: datetime) -> None:
-        """When they were erased, under their digest (`engine.privacy.erasure.person_digest`)."""
+        """When they were erased, under their keyed digest (`SessionStore.person_digest`)."""
         item = {
-            **_key(erasure_pk(channel, customer_id), ERASED_SK),
+            **_key(erasure_pk(self._store.person_digest(channel, customer_id)), ERASED_SK),
             "erased_at": _s(now.isoformat()),
             **self._store._items.expiry(ERASURE_TOMBSTONE_DAYS * DAY),
         }
@@ -195,8 +267,7 @@ class CustomerErasure:
         agent = meta.get("agent_id", {}).get("S")
         customer = meta.get("customer_id", {}).get("S")
         if agent and customer:
-            variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{customer}"}})
-            self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
+            self._delete_variables(agent, channel, customer, report)
         if agent:  # its entry in the index of sessions in flight, so a publish no longer counts it
             in_flight = {"pk": {"S": shard_pk(agent, shard_of(session_id))}}
             self._delete_keys([{**in_flight, "sk": {"S": f"SESSION#{session_id}"}}], report)
@@ -210,7 +281,8 @@ class CustomerErasure:
             if e.data.get("status") == SUPPORT_THREAD
         ]
         self._delete_keys([handoff_key(session_id), *threads], report)
-        self._delete_objects(f"sessions/{session_id}/", report)
+        for prefix in session_prefixes(session_id):
+            self._delete_objects(prefix, report)
         # META last, alone: while anything remains, the session is still found through its
         # index (a batch is not atomic, so META never shares one with other items).
         keys = [{"pk": i["pk"], "sk": i["sk"]} for i in items]
@@ -243,8 +315,20 @@ class CustomerErasure:
         turns = turns_that_may_quote(events, person, opener)
         traces = {f"TRACE#{t}" for t in turns}
         self._delete_keys(self._stored_keys(pk, "TRACE#", traces), report)
-        trace_keys = {f"sessions/{session_id}/traces/{t}.json.gz" for t in turns}
-        self._delete_objects(f"sessions/{session_id}/traces/", report, only=trace_keys)
+        # The session's bodies in S3, listed once (at most three listings) when any may be
+        # theirs: this layout's events and traces, and the layout before it.
+        listed: set[str] | None = None
+
+        def stored(wanted: set[str]) -> list[str]:
+            nonlocal listed
+            if wanted and listed is None:
+                prefixes = (f"{EVENTS}{session_id}/", f"{TRACES}{session_id}/")
+                listed = self._listed((*prefixes, legacy_prefix(session_id)))
+            return sorted(wanted & (listed or set()))
+
+        trace_keys = {trace_key(session_id, t) for t in turns}
+        trace_keys |= legacy_keys(session_id, "traces", turns)
+        self._delete_object_keys(stored(trace_keys), report)
         claims = [self._claim_key(channel, e) for e in theirs]
         self._delete_keys([k for k in claims if k is not None], report, claims=True)
         # The channel payloads of the replies (a selector's options name their accounts).
@@ -260,15 +344,16 @@ class CustomerErasure:
         # stops before this point leaves them to the next (an event whose body went first could
         # no longer be read — by the next call, or by the others' turns).
         erased = {e.offset for e in events if is_erased(e)} | {e.offset for e in part}
+        bodies = {event_key(session_id, o) for o in erased}
+        bodies |= {payload_key(session_id, o) for o in erased}
         for kind in ("events", "payloads"):
-            bodies = {f"sessions/{session_id}/{kind}/{offset:010d}.json.gz" for offset in erased}
-            self._delete_objects(f"sessions/{session_id}/{kind}/", report, only=bodies)
+            bodies |= legacy_keys(session_id, kind, {f"{o:010d}" for o in erased})
+        self._delete_object_keys(stored(bodies), report)
         if opener:  # their context variables for this agent go with them
             meta = self._table.get(pk, META) or {}
             agent = meta.get("agent_id", {}).get("S")
             if agent:
-                variables = self._table.query("pk = :pk", {":pk": {"S": f"VARS#{agent}#{person}"}})
-                self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
+                self._delete_variables(agent, channel, person, report)
         await self._forget_in_state(session_id, person, opener, now)
 
     async def _forget_in_state(
@@ -278,7 +363,7 @@ class CustomerErasure:
             state = await self._store.load(session_id)
             if state is None:
                 return
-            cleaned = without_person(state, person, opener, now)
+            cleaned = without_person(state, person, opener, now, self._store.person_digest)
             if cleaned == state:
                 return
             try:
@@ -292,6 +377,15 @@ class CustomerErasure:
         )
 
     # ---- shared
+
+    def _delete_variables(
+        self, agent: str, channel: str, person: str, report: ErasureReport
+    ) -> None:
+        """Their context variables for `agent`: their channel's, and the legacy channel-less
+        ones of their id (`infra.aws.dynamo_variables`: they may be theirs)."""
+        for pk in (variables_pk(agent, channel, person), legacy_variables_pk(agent, person)):
+            variables = self._table.query("pk = :pk", {":pk": {"S": pk}}, projection="pk, sk")
+            self._delete_keys([{"pk": v["pk"], "sk": v["sk"]} for v in variables], report)
 
     def _events(self, items: list[Item]) -> list[Event]:
         return [
@@ -370,29 +464,47 @@ class CustomerErasure:
                 raise _Interrupted("DynamoDB kept leaving inbox claims unread")
         return [{"pk": item["pk"], "sk": item["sk"]} for item in found]
 
-    def _delete_objects(
-        self, prefix: str, report: ErasureReport, only: Collection[str] | None = None
-    ) -> None:
-        """Delete the objects under `prefix` (those named in `only`, when given: one listing
-        instead of a request per key)."""
+    def _markers(self, digest: str) -> list[str]:
+        """The keys of the owner markers naming the person `digest` names."""
+        return sorted(self._listed(owners_prefixes(digest)))
+
+    def _listed(self, prefixes: Collection[str]) -> set[str]:
+        """The keys of the objects under `prefixes` (none without a bucket)."""
         bucket = self._bodies._bucket
-        if not bucket or (only is not None and not only):
+        if not bucket:
+            return set()
+        keys: set[str] = set()
+        for prefix in prefixes:
+            token: dict[str, str] = {}
+            while True:
+                self._check_time()
+                page = self._bodies.s3.list_objects_v2(Bucket=bucket, Prefix=prefix, **token)
+                keys.update(o["Key"] for o in page.get("Contents", []))
+                if not page.get("IsTruncated"):
+                    break
+                token = {"ContinuationToken": page["NextContinuationToken"]}
+        return keys
+
+    def _delete_object_keys(self, keys: list[str], report: ErasureReport) -> None:
+        """Delete these objects, 1000 per DeleteObjects."""
+        bucket = self._bodies._bucket
+        for start in range(0, len(keys), _S3_BATCH):
+            self._check_time()
+            batch = [{"Key": k} for k in keys[start : start + _S3_BATCH]]
+            self._bodies.s3.delete_objects(Bucket=bucket, Delete={"Objects": batch})
+            report.objects_deleted += len(batch)
+
+    def _delete_objects(self, prefix: str, report: ErasureReport) -> None:
+        """Delete every object under `prefix`, a listed page at a time."""
+        bucket = self._bodies._bucket
+        if not bucket:
             return
         s3 = self._bodies.s3
         token: dict[str, str] = {}
         while True:
             self._check_time()
             page = s3.list_objects_v2(Bucket=bucket, Prefix=prefix, **token)
-            keys = [
-                {"Key": o["Key"]}
-                for o in page.get("Contents", [])
-                if only is None or o["Key"] in only
-            ]
-            for start in range(0, len(keys), _S3_BATCH):
-                s3.delete_objects(
-                    Bucket=bucket, Delete={"Objects": keys[start : start + _S3_BATCH]}
-                )
-                report.objects_deleted += len(keys[start : start + _S3_BATCH])
+            self._delete_object_keys([o["Key"] for o in page.get("Contents", [])], report)
             if not page.get("IsTruncated"):
                 return
             token = {"ContinuationToken": page["NextContinuationToken"]}

@@ -8,12 +8,14 @@ AWS.
 from __future__ import annotations
 
 import json
+import secrets
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import WaypointError
-from infra.aws.cfn_template import BUCKET, QUEUE, TABLE
+from infra.aws.cfn_template import BUCKET, QUEUE, SECRET, TABLE
 
 if TYPE_CHECKING:
     from infra.aws.local_stack import LocalStack
@@ -38,6 +40,8 @@ class LocalResource:
 
     @property
     def ref(self) -> str:
+        if self.type == SECRET:  # a secret's !Ref is its ARN
+            return self.arn
         return self.url or self.name
 
 
@@ -61,6 +65,8 @@ def resource_name(
         return str(props.get("TableName") or f"{stack.stack_name}-{logical_id}")
     if kind == BUCKET:
         return str(props.get("BucketName") or f"{stack.stack_name}-{logical_id.lower()}")
+    if kind == SECRET:
+        return str(props.get("Name") or f"{stack.stack_name}-{logical_id}")
     fifo = bool(props.get("FifoQueue", False))
     return str(
         props.get("QueueName") or f"{stack.stack_name}-{logical_id}" + (".fifo" if fifo else "")
@@ -119,17 +125,59 @@ def _create_bucket(stack: LocalStack, logical_id: str, props: dict[str, Any]) ->
         "BucketEncryption",
         "PublicAccessBlockConfiguration",
         "VersioningConfiguration",
-        "LifecycleConfiguration",
         "OwnershipControls",
         "Tags",
     }
-    _check_properties(logical_id, props, {"BucketName"}, ignored)
+    _check_properties(logical_id, props, {"BucketName", "LifecycleConfiguration"}, ignored)
     name = resource_name(stack, logical_id, BUCKET, props)
     kwargs: dict[str, Any] = {"Bucket": name}
     if stack.region != "us-east-1":  # S3 rejects an explicit us-east-1 location constraint
         kwargs["CreateBucketConfiguration"] = {"LocationConstraint": stack.region}
-    stack.client("s3").create_bucket(**kwargs)
+    s3 = stack.client("s3")
+    s3.create_bucket(**kwargs)
+    if "LifecycleConfiguration" in props:
+        # moto keeps the rules but never applies them: `infra.aws.s3_lifecycle` does, locally.
+        rules = [_lifecycle_rule(logical_id, r) for r in props["LifecycleConfiguration"]["Rules"]]
+        s3.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": rules})
     return LocalResource(logical_id, BUCKET, name, f"arn:aws:s3:::{name}")
+
+
+def _lifecycle_rule(logical_id: str, rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A CloudFormation lifecycle rule (prefix and expiration in days) as the S3 API takes it."""
+    _check_properties(
+        f"{logical_id} lifecycle rule", rule, {"Id", "Status", "Prefix", "ExpirationInDays"}, set()
+    )
+    api: dict[str, Any] = {
+        "ID": rule["Id"],
+        "Status": rule["Status"],
+        "Filter": {"Prefix": rule.get("Prefix", "")},
+    }
+    if "ExpirationInDays" in rule:
+        api["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    return api
+
+
+def _create_secret(stack: LocalStack, logical_id: str, props: dict[str, Any]) -> LocalResource:
+    _check_properties(
+        logical_id, props, {"Name", "GenerateSecretString"}, {"Description", "KmsKeyId", "Tags"}
+    )
+    generate = props.get("GenerateSecretString")
+    if generate is None:  # a secret whose value the template would give: never in a template
+        raise TemplateNotSupported(f"{logical_id}: only generated secrets are emulated")
+    _check_properties(
+        f"{logical_id} GenerateSecretString",
+        generate,
+        {"PasswordLength", "ExcludePunctuation"},
+        set(),
+    )
+    alphabet = string.ascii_letters + string.digits
+    if not generate.get("ExcludePunctuation", False):
+        alphabet += string.punctuation
+    length = int(generate.get("PasswordLength", 32))
+    value = "".join(secrets.choice(alphabet) for _ in range(length))
+    name = resource_name(stack, logical_id, SECRET, props)
+    arn = stack.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
+    return LocalResource(logical_id, SECRET, name, arn)
 
 
 _QUEUE_ATTRIBUTES = {
@@ -172,4 +220,5 @@ CREATORS: dict[str, Callable[[LocalStack, str, dict[str, Any]], LocalResource]] 
     TABLE: _create_table,
     BUCKET: _create_bucket,
     QUEUE: _create_queue,
+    SECRET: _create_secret,
 }

@@ -1,9 +1,12 @@
 """The embedded local AWS stack: moto in-process (tests) or as a threaded server (local dev).
 
-Tables, buckets and queues are created from `template.yaml` itself — its resources of type
-AWS::DynamoDB::Table, AWS::S3::Bucket and AWS::SQS::Queue — so there is no hand-kept duplicate of
-the infrastructure. The env vars the adapters read are the ones the template gives every function
-(`Globals.Function.Environment.Variables`), resolved against the local resources.
+Tables, buckets, queues and generated secrets are created from `template.yaml` itself — its
+resources of type AWS::DynamoDB::Table, AWS::S3::Bucket, AWS::SQS::Queue and
+AWS::SecretsManager::Secret (a value generated here, as CloudFormation would) — so there is no
+hand-kept duplicate of the infrastructure. The env vars the adapters read are the ones the
+template gives every function (`Globals.Function.Environment.Variables`), resolved against the
+local resources. moto keeps a bucket's lifecycle rules without applying them: the stack applies
+them when it is restored (`apply_lifecycle_rules`, `infra.aws.s3_lifecycle`).
 
 moto is imported only when a stack starts: it is a dev dependency (`waypoint[local]`), never
 shipped in a Lambda.
@@ -28,12 +31,20 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from infra.aws import clients
-from infra.aws.cfn_template import BUCKET, QUEUE, TABLE, declared_resources, load_template
+from infra.aws.cfn_template import (
+    BUCKET,
+    QUEUE,
+    SECRET,
+    TABLE,
+    declared_resources,
+    load_template,
+)
 from infra.aws.local_resources import (
     ACCOUNT_ID,
     CREATORS,
@@ -221,12 +232,27 @@ class LocalStack:
         return clients.client(service)
 
     def create_resources(self) -> dict[str, LocalResource]:
-        """Create every table, bucket and queue of the template, then export the functions' env."""
-        for logical_id in declared_resources(self.template, TABLE, BUCKET, QUEUE):
+        """Create every table, bucket, queue and generated secret of the template, then export
+        the functions' env."""
+        for logical_id in declared_resources(self.template, TABLE, BUCKET, QUEUE, SECRET):
             self._provision(logical_id, pending=())
         self.env, self.unresolved_env = self._function_env()
         self._set_env(self.env)
+        if self.restored:  # what S3's lifecycle would have expired while the stack was down
+            self.apply_lifecycle_rules()
         return dict(self.resources)
+
+    def apply_lifecycle_rules(self, now: datetime | None = None) -> list[str]:
+        """Expire the objects the buckets' lifecycle rules have expired by `now`, as S3 does
+        (moto keeps the rules but never applies them: `infra.aws.s3_lifecycle`); returns the
+        deleted keys."""
+        from infra.aws.s3_lifecycle import expire_objects
+
+        deleted: list[str] = []
+        for resource in self.resources.values():
+            if resource.type == BUCKET:
+                deleted += expire_objects(self.client("s3"), resource.name, now)
+        return deleted
 
     def _provision(self, logical_id: str, pending: tuple[str, ...]) -> LocalResource:
         if logical_id in self.resources:
@@ -271,6 +297,9 @@ class LocalStack:
                 url = self.client("sqs").get_queue_url(QueueName=name)["QueueUrl"]
                 arn = f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}"
                 return LocalResource(logical_id, QUEUE, name, arn, url)
+            if kind == SECRET:  # its value stays: what it keyed is still checked against it
+                arn = self.client("secretsmanager").describe_secret(SecretId=name)["ARN"]
+                return LocalResource(logical_id, SECRET, name, arn)
         except ClientError:  # not there (yet): created from the template
             return None
         return None
@@ -301,6 +330,13 @@ class LocalStack:
             else:
                 raise TemplateNotSupported(f"parameter {name} has no Default; pass parameters=")
         return values
+
+    def condition(self, name: str) -> bool:
+        """The value of the template's condition `name` (for `Fn::If`)."""
+        conditions = self.template.get("Conditions", {})
+        if name not in conditions:
+            raise TemplateNotSupported(f"condition {name} is not declared in the template")
+        return bool(_Resolver(self, ()).resolve(conditions[name]))
 
     def _pseudo(self, name: str) -> str | None:
         return {
@@ -367,6 +403,13 @@ def _forget_warm_state() -> None:
 # Intrinsic functions (the subset our template uses)
 
 
+class _NoValue:
+    """`!Ref AWS::NoValue`: the property (or list item) is left out."""
+
+
+_NO_VALUE = _NoValue()
+
+
 class _Resolver:
     def __init__(self, stack: LocalStack, pending: tuple[str, ...]):
         self.stack = stack
@@ -374,7 +417,8 @@ class _Resolver:
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
-            return [self.resolve(v) for v in value]
+            items = [self.resolve(v) for v in value]
+            return [item for item in items if item is not _NO_VALUE]
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
@@ -388,11 +432,25 @@ class _Resolver:
             if key == "Fn::Join":
                 separator, parts = arg
                 return str(separator).join(str(p) for p in self.resolve(parts))
-            if key.startswith("Fn::") or key == "Condition":
+            if key == "Fn::If":
+                condition, when_true, when_false = arg
+                return self.resolve(when_true if self.stack.condition(condition) else when_false)
+            if key == "Fn::Equals":
+                left, right = self.resolve(arg)
+                return str(left) == str(right)  # CloudFormation compares the values as strings
+            if key == "Fn::Not":
+                (operand,) = arg
+                return not self.resolve(operand)
+            if key == "Condition":
+                return self.stack.condition(arg)
+            if key.startswith("Fn::"):
                 raise TemplateNotSupported(f"{key} is not supported by the local stack")
-        return {k: self.resolve(v) for k, v in value.items()}
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
 
-    def ref(self, name: str) -> str:
+    def ref(self, name: str) -> Any:
+        if name == "AWS::NoValue":
+            return _NO_VALUE
         if name in self.stack.parameters:
             return self.stack.parameters[name]
         pseudo = self.stack._pseudo(name)

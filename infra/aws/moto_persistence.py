@@ -1,11 +1,12 @@
 """Keep the local stack's moto state on disk, so `waypoint serve` survives a restart or a crash.
 
 moto keeps everything in memory. Here the threaded server's WSGI app is wrapped: after every
-request that changes DynamoDB, SQS or S3, that service's state (tables, queues with their
-messages, buckets) is pickled to `DIR/moto/{service}.pickle` — written to a temporary file,
-fsynced, then renamed over the old one — *before* the response leaves the server. The directory
-is its owner's only (0700, files 0600, tightened at start if an older version left them open):
-the snapshots are every conversation of the stack. So whatever a
+request that changes DynamoDB, SQS, S3 or Secrets Manager (the stack's generated keys), that
+service's state (tables, queues with their messages, buckets, secrets) is pickled to
+`DIR/moto/{service}.pickle` — written to a temporary file, fsynced, then renamed over the old
+one — *before* the response leaves the server. The directory is its owner's only (0700, files
+0600, tightened at start if an older version left them open): the snapshots are every
+conversation of the stack. So whatever a
 client was told succeeded (the webhook's `SendMessage`, a turn's commit) is on disk; a
 `kill -9` at any moment leaves the last complete snapshot of each service, never a torn one.
 
@@ -46,7 +47,7 @@ from infra.aws import moto_fidelity
 log = logging.getLogger("waypoint.local")
 
 FORMAT = 1
-PERSISTED_SERVICES = ("dynamodb", "sqs", "s3")
+PERSISTED_SERVICES = ("dynamodb", "sqs", "s3", "secretsmanager")
 # Actions of these shapes never change state; anything else (an unknown action included) is
 # snapshotted — a needless snapshot costs time, a missed one loses data.
 _READ_ACTIONS = ("Get", "Describe", "List", "Query", "Scan", "BatchGet", "TransactGet")
@@ -281,6 +282,14 @@ def _s3(files: MotoStateFiles) -> Any:
     return s3_backends[files.account_id]["aws"]
 
 
+def _secretsmanager(files: MotoStateFiles) -> Any:
+    # The local stack's generated secrets (the erasure key): a new one would forget what the
+    # old one keyed (infra.aws.erasure_key).
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    return secretsmanager_backends[files.account_id][files.region]
+
+
 def _restore_dynamodb(files: MotoStateFiles, tables: dict[str, Any]) -> None:
     _dynamodb(files).tables.update(tables)
 
@@ -307,15 +316,18 @@ _SNAPSHOTS: dict[str, Callable[[MotoStateFiles], Any]] = {
     "dynamodb": lambda files: _dynamodb(files).tables,
     "sqs": lambda files: _sqs(files).queues,
     "s3": lambda files: _s3(files).buckets,
+    "secretsmanager": lambda files: _secretsmanager(files).secrets,
 }
 _RESTORERS: dict[str, Callable[[MotoStateFiles, Any], None]] = {
     "dynamodb": _restore_dynamodb,
     "sqs": _restore_sqs,
     "s3": _restore_s3,
+    "secretsmanager": lambda files, secrets: _secretsmanager(files).secrets.update(secrets),
 }
 # The locks under which each service's state changes (moto_fidelity takes the same ones).
 _STATE_LOCKS: dict[str, Any] = {
     "dynamodb": moto_fidelity.DYNAMODB_WRITE_LOCK,
     "sqs": moto_fidelity.SQS_LOCK,
     "s3": _S3_LOCK,
+    "secretsmanager": threading.RLock(),
 }

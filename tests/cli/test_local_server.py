@@ -43,7 +43,7 @@ def test_serve_logs_one_line_per_request_and_per_turn(
     # is done (after the reply went out): wait for both.
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (
-        any("/api/sessions/nope" in line for line in lines)
+        any("/api/sessions/{session_id}" in line for line in lines)
         and sum(line.startswith("turn ") for line in lines) >= 2
     ):
         time.sleep(0.05)
@@ -54,12 +54,39 @@ def test_serve_logs_one_line_per_request_and_per_turn(
     assert len(webhook) == 2 and all(line.endswith(" ms") for line in webhook)
     assert any(line.startswith("request POST /local/replies 200 ") for line in requests)
     # (422: the management API refuses a query parameter the operation does not declare)
-    assert any(line.startswith("request GET /api/sessions/nope 422 ") for line in requests)
+    assert any(line.startswith("request GET /api/sessions/{session_id} 422 ") for line in requests)
     assert not any("hunter2" in line for line in lines)  # a query string is never logged
     assert len(turns) == 2, lines
     session = client.session_id
     assert turns[0].startswith(f"turn    {session} version {server.agent.version} matched=[greet]")
     assert "matched=[start of Money transfer]" in turns[1] and turns[1].endswith(" ms")
+
+
+def test_a_request_line_names_no_id_the_path_held_not_even_an_erased_persons(
+    served: tuple[LocalServer, list[str]],
+) -> None:
+    """Issue #33: `DELETE /api/customers/generic/{id}` left the erased id in serve's log."""
+    server, lines = served
+    client = GenericChatClient(server, "erase-me", "seldo-4471")
+    client.send("Hi")
+    client.close()
+    api, key = f"{server.base_url}/api", {"X-Api-Key": KEY}
+    assert httpx.get(f"{api}/sessions/{client.session_id}/events", headers=key).status_code == 200
+    assert httpx.delete(f"{api}/customers/generic/seldo-4471", headers=key).status_code == 200
+    assert httpx.get(f"{server.base_url}/webhooks/seldo-4471").status_code == 404
+    assert httpx.get(f"{api}/no-such/seldo-4471", headers=key).status_code == 404
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any("/api/no-such" in line for line in lines):
+        time.sleep(0.05)
+
+    requests = [line for line in lines if line.startswith("request ")]
+    assert [r for r in requests if "seldo" in r or client.session_id in r] == []
+    logged = [" ".join(r.split()[1:4]) for r in requests]
+    assert "POST /webhooks/generic 200" in logged  # a channel, answered: shown
+    assert "GET /api/sessions/{session_id}/events 200" in logged
+    assert "DELETE /api/customers/generic/{customer_id} 200" in logged
+    assert "GET /webhooks/{channel} 404" in logged  # not accepted as a channel: hidden
+    assert "GET /api/…/… 404" in logged  # no route: only the routes' own words
 
 
 def test_the_management_api_serves_its_reference(served: tuple[LocalServer, list[str]]) -> None:

@@ -120,31 +120,41 @@ class VariableStoreContract:
         raise NotImplementedError("provide a variable_store fixture")
 
     async def test_unknown_customer_has_no_values(self, variable_store: Any) -> None:
-        assert await variable_store.get_variables("bank", "c1") == {}
+        assert await variable_store.get_variables("bank", "telegram", "c1") == {}
 
     async def test_values_are_json_and_per_customer(self, variable_store: Any) -> None:
-        await variable_store.set_variable("bank", "c1", "tier", "gold")
-        await variable_store.set_variable("bank", "c1", "limits", {"daily": 1000, "cards": (1, 2)})
-        await variable_store.set_variable("bank", "c2", "tier", "silver")
-        await variable_store.set_variable("shop", "c1", "tier", "bronze")
-        assert await variable_store.get_variables("bank", "c1") == {
+        await variable_store.set_variable("bank", "telegram", "c1", "tier", "gold")
+        await variable_store.set_variable(
+            "bank", "telegram", "c1", "limits", {"daily": 1000, "cards": (1, 2)}
+        )
+        await variable_store.set_variable("bank", "telegram", "c2", "tier", "silver")
+        await variable_store.set_variable("shop", "telegram", "c1", "tier", "bronze")
+        assert await variable_store.get_variables("bank", "telegram", "c1") == {
             "tier": "gold",
             "limits": {"daily": 1000, "cards": [1, 2]},
         }
-        assert await variable_store.get_variables("bank", "c2") == {"tier": "silver"}
+        assert await variable_store.get_variables("bank", "telegram", "c2") == {"tier": "silver"}
 
     async def test_set_replaces_and_delete_forgets(self, variable_store: Any) -> None:
-        await variable_store.set_variable("bank", "c1", "tier", "gold")
-        await variable_store.set_variable("bank", "c1", "tier", "platinum")
-        await variable_store.set_variable("bank", "c1", "nickname", None)
-        assert await variable_store.get_variables("bank", "c1") == {
+        await variable_store.set_variable("bank", "telegram", "c1", "tier", "gold")
+        await variable_store.set_variable("bank", "telegram", "c1", "tier", "platinum")
+        await variable_store.set_variable("bank", "telegram", "c1", "nickname", None)
+        assert await variable_store.get_variables("bank", "telegram", "c1") == {
             "tier": "platinum",
             "nickname": None,
         }
-        await variable_store.delete_variable("bank", "c1", "tier")
-        await variable_store.delete_variable("bank", "c1", "never-set")
-        assert await variable_store.get_variables("bank", "c1") == {"nickname": None}
+        await variable_store.delete_variable("bank", "telegram", "c1", "tier")
+        await variable_store.delete_variable("bank", "telegram", "c1", "never-set")
+        assert await variable_store.get_variables("bank", "telegram", "c1") == {"nickname": None}
+
+    async def test_the_same_id_on_two_channels_is_two_profiles(self, variable_store: Any) -> None:
+        await variable_store.set_variable("bank", "telegram", "4242", "tier", "gold")
+        await variable_store.set_variable("bank", "slack", "4242", "nickname", "Bo")
+        assert await variable_store.get_variables("bank", "telegram", "4242") == {"tier": "gold"}
+        assert await variable_store.get_variables("bank", "slack", "4242") == {"nickname": "Bo"}
+        await variable_store.delete_variable("bank", "slack", "4242", "tier")  # not slack's
+        assert await variable_store.get_variables("bank", "telegram", "4242") == {"tier": "gold"}
 
     async def test_values_that_are_not_json_are_rejected(self, variable_store: Any) -> None:
         with pytest.raises(TypeError):
-            await variable_store.set_variable("bank", "c1", "bad", object())
+            await variable_store.set_variable("bank", "telegram", "c1", "bad", object())

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.privacy.erasure import ERASED, ERASURE_TOMBSTONE_DAYS, person_digest
+from engine.privacy.erasure import ERASED, ERASURE_TOMBSTONE_DAYS
 from engine.privacy.retention import DAY, Retention
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
 
@@ -157,16 +157,33 @@ class ErasureContract:
         await talk(w.store, "alice-1", "a0", "hi", "alice")  # its channel id: telegram:bot:a0
         await w.inbox.claim("telegram", "bot:a0", 3600, owner="w", lease_seconds=30)
         await w.inbox.claim("telegram", "bot:b0", 3600, owner="w", lease_seconds=30)  # bob's
-        await w.variables.set_variable("bank", "alice", "tier", "gold")
-        await w.variables.set_variable("bank", "bob", "tier", "silver")
+        await w.variables.set_variable("bank", "telegram", "alice", "tier", "gold")
+        await w.variables.set_variable("bank", "telegram", "bob", "tier", "silver")
 
         report = await w.erase("telegram", "alice")
 
         assert report.inbox_claims_deleted == 1
         assert not await w.inbox.is_claimed("telegram", "bot:a0")
         assert await w.inbox.is_claimed("telegram", "bot:b0")
-        assert await w.variables.get_variables("bank", "alice") == {}
-        assert await w.variables.get_variables("bank", "bob") == {"tier": "silver"}
+        assert await w.variables.get_variables("bank", "telegram", "alice") == {}
+        assert await w.variables.get_variables("bank", "telegram", "bob") == {"tier": "silver"}
+
+    async def test_erasing_a_person_keeps_the_profile_of_the_same_id_on_another_channel(
+        self, erasure_world: ErasureWorld
+    ) -> None:
+        w = erasure_world
+        await w.store.create(session("alice-1", "alice"))  # alice on Telegram
+        await talk(w.store, "alice-1", "a0", "hi", "alice")
+        await w.store.create(session("alice-sl", "alice", channel="slack"))  # another alice
+        await talk(w.store, "alice-sl", "s0", "hello", "alice")
+        await w.variables.set_variable("bank", "telegram", "alice", "tier", "gold")
+        await w.variables.set_variable("bank", "slack", "alice", "tier", "silver")
+
+        await w.erase("telegram", "alice")
+
+        assert await w.variables.get_variables("bank", "telegram", "alice") == {}
+        assert await w.variables.get_variables("bank", "slack", "alice") == {"tier": "silver"}
+        assert await w.store.load("alice-sl") is not None
 
     async def test_a_customers_own_session_is_deleted_whole(self, store_and_erase: Any) -> None:
         store, erase = store_and_erase
@@ -306,7 +323,7 @@ class ErasureContract:
         assert await store.erased_at("sms", "alice") is None  # another channel: another person
         group = await store.load("grp")
         assert group is not None
-        assert group.erased_senders == {person_digest("telegram", "alice"): erased_at}
+        assert group.erased_senders == {store.person_digest("telegram", "alice"): erased_at}
         await erase("telegram", "alice")  # again: remembered from the last call
         again = await store.erased_at("telegram", "alice")
         assert again is not None and again >= erased_at

@@ -159,7 +159,7 @@ async def test_an_early_tool_result_is_not_repeated_after_it_left_the_window() -
     from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
-    await store.set_variable(agent.id, "c1", "symbol", "NVDA")
+    await store.set_variable(agent.id, "generic", "c1", "symbol", "NVDA")
     h.engine.variables = store
 
     await h.say("what's the price?")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.privacy.erasure import without_person
+from engine.privacy.erasure import DEVELOPMENT_ERASURE_KEY, PersonDigest, without_person
 from engine.sessions.session import CollectedValue, InboundMessage, SessionState
 from tests.engine.test_bounded_history import balance_harness
+
+DIGEST = PersonDigest(DEVELOPMENT_ERASURE_KEY)  # how the in-memory store names people
 
 ACCOUNT = "12345678"
 T_ERASED = datetime(2026, 2, 1, tzinfo=UTC)
@@ -33,9 +35,11 @@ async def test_a_value_belongs_to_the_sender_whose_words_hold_it_not_the_last_wr
     [value] = [c for c in out.state.collected if c.name == "account"]
     assert value.value == ACCOUNT and value.sender == "alice"
 
-    without_alice = without_person(out.state, "alice", opener=False, erased_at=T_ERASED)
+    without_alice = without_person(
+        out.state, "alice", opener=False, erased_at=T_ERASED, digest=DIGEST
+    )
     assert ACCOUNT not in repr(without_alice.collected)
-    without_bob = without_person(out.state, "bob", opener=False, erased_at=T_ERASED)
+    without_bob = without_person(out.state, "bob", opener=False, erased_at=T_ERASED, digest=DIGEST)
     assert [c.value for c in without_bob.collected] == [ACCOUNT]
 
 
@@ -62,5 +66,10 @@ def test_a_value_stored_before_senders_were_recorded_goes_with_the_group_opener(
     state = SessionState(
         id="g", agent_id="bank", customer_id="alice", channel="slack", collected=(legacy,)
     )
-    assert without_person(state, "alice", opener=True, erased_at=T_ERASED).collected == ()
-    assert without_person(state, "bob", opener=False, erased_at=T_ERASED).collected == (legacy,)
+    assert (
+        without_person(state, "alice", opener=True, erased_at=T_ERASED, digest=DIGEST).collected
+        == ()
+    )
+    assert without_person(
+        state, "bob", opener=False, erased_at=T_ERASED, digest=DIGEST
+    ).collected == (legacy,)

@@ -3,12 +3,19 @@ written back; a message they write after the erasure is new and answered (`engin
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.privacy.erasure import ERASURE_TOMBSTONE_DAYS, person_digest, without_person
+from engine.privacy.erasure import (
+    DEVELOPMENT_ERASURE_KEY,
+    ERASURE_TOMBSTONE_DAYS,
+    PersonDigest,
+    legacy_person_digest,
+    without_person,
+)
 from engine.sessions.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
@@ -17,6 +24,7 @@ ERASED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 BEFORE = ERASED_AT - timedelta(minutes=1)
 AFTER = ERASED_AT + timedelta(minutes=1)
 IBAN = "DE89370400440532013000"
+person_digest = PersonDigest(DEVELOPMENT_ERASURE_KEY)  # the in-memory store's, by default
 
 
 def written(sender: str | None, event_id: str, text: str, at: datetime | None) -> InboundMessage:
@@ -108,8 +116,50 @@ def test_the_erasure_is_recorded_by_digest_and_forgotten_after_the_tombstone_day
         erased_senders={person_digest("slack", "carol"): long_ago},
     )
 
-    cleaned = without_person(state, "alice", opener=False, erased_at=ERASED_AT)
+    cleaned = without_person(state, "alice", False, ERASED_AT, person_digest)
 
     assert cleaned.erased_senders == {person_digest("slack", "alice"): ERASED_AT}
     assert "alice" not in cleaned.model_dump_json()
     assert person_digest("slack", "alice") != person_digest("telegram", "alice")
+
+
+def test_an_erased_phone_number_cannot_be_found_by_hashing_every_number() -> None:
+    """The adversary holds the table (a leaked backup) and a block of phone numbers: an unkeyed
+    hash of (channel, id) is reversed by hashing every candidate. The stored digest is keyed
+    by the deployment's erasure key: without it, no candidate matches."""
+    phone = "+15550001234"
+    key = b"this deployment's erasure key, 64 random characters in production....."
+    state = SessionState(id="grp", agent_id="bank", customer_id="bob", channel="twilio")
+    cleaned = without_person(state, phone, False, ERASED_AT, PersonDigest(key))
+    (stored,) = cleaned.erased_senders
+
+    guesses = {f"+155500{n:05d}" for n in range(1000, 1500)}
+    assert phone in guesses
+    unkeyed = {hashlib.sha256(f"twilio\0{g}".encode()).hexdigest()[:32] for g in guesses}
+    public = {PersonDigest(DEVELOPMENT_ERASURE_KEY)("twilio", g) for g in guesses}
+    assert stored not in unkeyed | public
+    assert stored == PersonDigest(key)("twilio", phone)  # the deployment still recognises them
+
+
+async def test_an_erasure_recorded_before_digests_were_keyed_still_drops_their_old_message() -> (
+    None
+):
+    """Group states written before issue #33 hold the unkeyed digest: honoured until it
+    expires (`ERASURE_TOMBSTONE_DAYS`), and replaced by the keyed one when erased again."""
+    h, llm = await group_with_alice_erased()
+    await h.sessions.create(
+        SessionState(
+            id="old",
+            agent_id=h.agent.id,
+            customer_id="bob",
+            erased_senders={legacy_person_digest("generic", "alice"): ERASED_AT},
+        )
+    )
+
+    out = await h.engine.handle("old", [written("alice", "m1", f"my IBAN is {IBAN}", BEFORE)])
+
+    assert out.dropped == 1 and llm.calls == []
+    state = await h.sessions.load("old")
+    assert state is not None
+    again = without_person(state, "alice", False, AFTER, h.sessions.person_digest)
+    assert again.erased_senders == {h.sessions.person_digest("generic", "alice"): AFTER}

@@ -24,7 +24,7 @@ from engine.handoff import (
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CannedResponse, Guideline
-from engine.privacy.erasure import without_person
+from engine.privacy.erasure import DEVELOPMENT_ERASURE_KEY, PersonDigest, without_person
 from engine.sessions.session import EventSource, SessionMode
 from engine.testing import ScriptedLLM
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
@@ -40,6 +40,8 @@ from tests.engine.pipeline_kit import (
     per_journey,
     step_number,
 )
+
+DIGEST = PersonDigest(DEVELOPMENT_ERASURE_KEY)  # how the in-memory store names people
 
 CALLS: list[str] = []
 
@@ -338,7 +340,9 @@ async def test_erasing_a_participant_forgets_where_the_conversation_was_answered
     await commit(h, start_handoff(await h.sessions.load("s1"), "op1", NOW, by="lead", reason="x"))
     state = await h.sessions.load("s1")
     assert state.last_reply_to and state.handoff.reply_to
-    cleaned = without_person(state, "ann", opener=False, erased_at=datetime(2026, 2, 1, tzinfo=UTC))
+    cleaned = without_person(
+        state, "ann", opener=False, erased_at=datetime(2026, 2, 1, tzinfo=UTC), digest=DIGEST
+    )
     assert cleaned.last_reply_to is None and cleaned.handoff.reply_to is None
     assert cleaned.mode is SessionMode.HUMAN  # the handoff itself stays for the others
 

@@ -11,7 +11,7 @@ from engine.matching.guidelines import CustomerDependentBatch, GuidelineMatchBat
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.own_lines import FALLBACK_REPLY
-from engine.sessions.session import EventKind
+from engine.sessions.session import EventKind, SessionState
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import (
     Harness,
@@ -440,10 +440,36 @@ async def test_per_customer_variable_values_reach_the_prompts() -> None:
     )
     h = Harness(agent, llm, index=False)
     store = InMemoryVariableStore()
-    await store.set_variable(agent.id, "c1", "tier", "gold")
+    await store.set_variable(agent.id, "generic", "c1", "tier", "gold")
     h.engine.variables = store
     await h.start()
 
     await h.say("hello")
 
     assert "- tier: gold" in llm.calls_for(ComposedReply)[0].prompt
+
+
+async def test_the_same_customer_id_on_another_channel_has_its_own_variable_values() -> None:
+    from engine.memory.stores import InMemoryVariableStore
+    from engine.model import ContextVariable
+
+    llm = ScriptedLLM()
+    llm.on(GuidelineMatchBatch, match_when({}))
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(guidelines=[Guideline(id="g", condition="c", action="a")])
+    agent = type(agent).model_validate(
+        {**agent.model_dump(), "variables": [ContextVariable(name="tier", default="basic")]}
+    )
+    h = Harness(agent, llm, index=False)
+    store = InMemoryVariableStore()
+    await store.set_variable(agent.id, "generic", "c1", "tier", "gold")
+    h.engine.variables = store
+    await h.agents.publish(agent)
+    await h.sessions.create(
+        SessionState(id="sl-1", agent_id=agent.id, customer_id="c1", channel="slack")
+    )
+
+    await h.say("hello", session_id="sl-1")  # Slack's c1 is someone else than the generic c1
+
+    prompt = llm.calls_for(ComposedReply)[0].prompt
+    assert "- tier: basic" in prompt and "gold" not in prompt

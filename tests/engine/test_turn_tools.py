@@ -378,7 +378,8 @@ async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_
     from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
-    await store.set_variable(agent.id, "c1", "symbol", "NVDA")  # known from the customer profile
+    # known from the customer profile
+    await store.set_variable(agent.id, "generic", "c1", "symbol", "NVDA")
     h.engine.variables = store
 
     first = await h.say("what's the price?")
@@ -436,8 +437,8 @@ async def test_consequential_tool_is_confirmed_by_the_model_even_with_known_argu
     from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
-    await store.set_variable(agent.id, "c1", "username", "seldo")
-    await store.set_variable(agent.id, "c1", "password", "monkey")
+    await store.set_variable(agent.id, "generic", "c1", "username", "seldo")
+    await store.set_variable(agent.id, "generic", "c1", "password", "monkey")
     h.engine.variables = store
     await h.start()
     LOGINS.clear()

@@ -225,6 +225,8 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
             IamRequest(action, f"arn:aws:ssm:{region}:{ACCOUNT_ID}:parameter{name}")
             for name in names
         ]
+    if call.service == "secretsmanager":
+        return [IamRequest(action, p["SecretId"])]  # our code names secrets by ARN
     raise AssertionError(f"teach iam_requests about {call.service}:{call.operation}")
 
 

@@ -61,6 +61,7 @@ from tests.functions.iam_policy import (
 from tests.functions.lambda_events import http_event, records_from_queue, sqs_event
 from tests.functions.platforms import BASE_URLS, CALLBACK_URL, FakePlatforms, resolve_to_public
 from tests.functions.test_template import transformed  # noqa: F401  (the module fixture)
+from tests.infra.test_dead_letters import customer_message
 
 SECRETS_PATH = "/waypoint/dev"  # the template's default
 MANAGEMENT_KEY = "derived-management-key-0123456789"
@@ -176,6 +177,25 @@ def seed_customer_message(runtime: Runtime, session_id: str, chat: int) -> None:
     )
 
 
+def seed_dead_letters(stack: Any, session_id: str, chat: int) -> None:
+    """What failed turns leave in the turn DLQ (written by the test: SQS's redrive, not a
+    function): someone else's message on the customer's channel ahead of theirs in a group,
+    theirs, and a message of another channel."""
+    group = session_id_for("bank", "telegram", "tg:group:1")
+    for channel, sender, session in (
+        ("telegram", "99", group),
+        ("telegram", str(chat), group),
+        ("telegram", str(chat), session_id),
+        ("slack", str(chat), "slack-elsewhere"),
+    ):
+        stack.client("sqs").send_message(
+            QueueUrl=stack.dead_letter_queue_url,
+            MessageBody=customer_message(channel, sender, "failed", session),
+            MessageGroupId=session,
+            MessageDeduplicationId=f"{session}-{sender}",
+        )
+
+
 def run_every_code_path(
     recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
 ) -> str:
@@ -274,7 +294,9 @@ def run_every_code_path(
         assert manager.tools is not None  # a synchronous turn's tool calls
         (outcome,) = manager.run(manager.tools.dispatch([call], context))
         assert outcome.error
-        # Erasing a customer deletes their session, its S3 bodies and its inbox claims.
+        # Erasing a customer deletes their session, its S3 bodies, its inbox claims and their
+        # dead letters (looking behind someone else's, holding another channel's).
+        seed_dead_letters(stack, forgotten, chat=4343)
         erased = management("DELETE", "/customers/telegram/4343")
         assert erased["statusCode"] == 200, erased["body"]
         assert forgotten in erased["body"]
@@ -285,7 +307,27 @@ def run_every_code_path(
         tool_task.handler({"call": {"id": "c1", "tool": "nope", "arguments": {}}, "context": {}})
 
     run_the_handoff_paths(recorder, stack, platforms, tool_machine, seeded)
+    run_a_message_queued_before_its_sender_was_erased(recorder, stack, platforms, tool_machine)
     return seeded
+
+
+def run_a_message_queued_before_its_sender_was_erased(
+    recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
+) -> None:
+    """A customer writes and is erased before the worker runs their message: the worker finds
+    their session gone and looks for their erasure (under the keyed digest) before recreating
+    it."""
+    container(platforms)
+    update = tg_text_update("hi", update_id=91, chat_id=6262, user_id=6262)
+    queued = invoke_webhook(signed.telegram(update))
+    assert queued["statusCode"] == 200, queued["body"]
+    assert management("DELETE", "/customers/telegram/6262")["statusCode"] == 200
+    pending = receive_all(stack)
+    assert len(pending) == 1
+    with recorder.acting_as("WorkerFunction"):
+        container(platforms, tool_state_machine_arn=tool_machine)
+        response = invoke_worker(sqs_event(records_from_queue(pending)))
+        assert response["batchItemFailures"] == [], response
 
 
 def run_the_handoff_paths(

@@ -199,6 +199,16 @@ def test_both_apis_write_access_logs_to_their_own_log_group() -> None:
     assert len(groups) == 2
 
 
+def test_the_access_logs_name_routes_never_the_ids_in_a_path() -> None:
+    """`DELETE /customers/telegram/5151` is logged as its route key: the erased id stays out
+    of the 30 days of access logs (issue #33; `waypoint serve` does the same)."""
+    resources = load_template()["Resources"]
+    for api in (r for r in resources.values() if r["Type"] == "AWS::Serverless::HttpApi"):
+        log_format = api["Properties"]["AccessLogSettings"]["Format"]
+        assert "$context.routeKey" in log_format
+        assert "$context.path" not in log_format and "$context.resourcePath" not in log_format
+
+
 def test_no_secret_is_in_the_template() -> None:
     """Secrets are SecureString parameters read at run time, never deploy-time values."""
     template = load_template()

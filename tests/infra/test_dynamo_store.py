@@ -4,6 +4,7 @@ snapshot cache, publish races and how cancelled transactions are classified."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -103,14 +104,48 @@ async def test_a_large_state_is_gzipped_and_loads_back(local_stack: LocalStack) 
     assert await store.load("s1") == state
 
 
-async def test_a_trace_too_big_for_an_item_goes_to_s3(local_stack: LocalStack) -> None:
+async def test_a_trace_too_big_for_an_item_goes_to_s3_under_its_lifetime_marked_as_theirs(
+    local_stack: LocalStack,
+) -> None:
     store = DynamoSessionStore()
     state = await store.create(new_session())
     trace = {"prompt": incompressible(600_000)}
     await store.commit(turn_commit(state, "t1", "x", trace=trace))
 
     pointer = items_of(local_stack, "SESSION#s1")["TRACE#t1"]["body_s3"]["S"]
-    assert pointer == f"s3://{local_stack.bucket}/sessions/s1/traces/t1.json.gz"
+    assert pointer == f"s3://{local_stack.bucket}/sessions-traces/s1/t1.json.gz"
+    assert await store.trace("s1", "t1") == trace
+    s3 = local_stack.client("s3")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=local_stack.bucket)["Contents"]]
+    owner = store.person_digest(state.channel, state.customer_id)  # keyed: never their id
+    assert sorted(keys) == [
+        f"sessions-traces/person={owner}/s1",  # how erasure finds it without the index
+        "sessions-traces/s1/t1.json.gz",
+    ]
+
+
+async def test_a_body_offloaded_before_issue_33_is_still_read(local_stack: LocalStack) -> None:
+    """Items keep the pointer they were written with: a body under the old layout
+    (`sessions/{session}/…`) is read where it is."""
+    store = DynamoSessionStore()
+    state = await store.create(new_session())
+    trace = {"prompt": incompressible(600_000)}
+    await store.commit(turn_commit(state, "t1", "x", trace=trace))
+    s3, bucket = local_stack.client("s3"), local_stack.bucket
+    old = "sessions/s1/traces/t1.json.gz"
+    s3.copy_object(
+        Bucket=bucket,
+        Key=old,
+        CopySource={"Bucket": bucket, "Key": "sessions-traces/s1/t1.json.gz"},
+    )
+    s3.delete_object(Bucket=bucket, Key="sessions-traces/s1/t1.json.gz")
+    local_stack.client("dynamodb").update_item(
+        TableName=local_stack.table_name,
+        Key={"pk": {"S": "SESSION#s1"}, "sk": {"S": "TRACE#t1"}},
+        UpdateExpression="SET body_s3 = :p",
+        ExpressionAttributeValues={":p": {"S": f"s3://{bucket}/{old}"}},
+    )
+
     assert await store.trace("s1", "t1") == trace
 
 
@@ -285,4 +320,44 @@ async def test_key_parts_cannot_contain_the_separator(local_stack: LocalStack) -
     with pytest.raises(ValueError, match="'#'"):
         await DynamoInboxStore().claim("a#b", "e1", 60, owner="a", lease_seconds=30)
     with pytest.raises(ValueError, match="'#'"):
-        await DynamoVariableStore().set_variable("ba#nk", "c1", "x", 1)
+        await DynamoVariableStore().set_variable("ba#nk", "telegram", "c1", "x", 1)
+
+
+def legacy_variable(stack: LocalStack, customer: str, name: str, value: Any) -> None:
+    """A value as stored before the channel was part of the key (`VARS#{agent}#{customer}`)."""
+    stack.client("dynamodb").put_item(
+        TableName=stack.table_name,
+        Item={
+            "pk": {"S": f"VARS#bank#{customer}"},
+            "sk": {"S": f"VAR#{name}"},
+            "value": {"S": json.dumps(value)},
+        },
+    )
+
+
+async def test_variables_are_keyed_by_channel_and_legacy_values_are_read_beneath(
+    local_stack: LocalStack,
+) -> None:
+    store = DynamoVariableStore()
+    legacy_variable(local_stack, "4242", "tier", "gold")
+    legacy_variable(local_stack, "4242", "nickname", "Bo")
+    # Written before channels were told apart: every channel's 4242 still reads it.
+    assert await store.get_variables("bank", "telegram", "4242") == {
+        "tier": "gold",
+        "nickname": "Bo",
+    }
+    assert await store.get_variables("bank", "slack", "4242") == {"tier": "gold", "nickname": "Bo"}
+
+    await store.set_variable("bank", "telegram", "4242", "tier", "platinum")
+    await store.delete_variable("bank", "slack", "4242", "nickname")
+
+    assert set(items_of(local_stack, "VARS#bank#telegram#4242")) == {"VAR#tier"}
+    assert await store.get_variables("bank", "telegram", "4242") == {
+        "tier": "platinum",
+        "nickname": "Bo",
+    }
+    # Slack's delete shadows the legacy value for Slack only; the legacy item stays.
+    assert await store.get_variables("bank", "slack", "4242") == {"tier": "gold"}
+    assert set(items_of(local_stack, "VARS#bank#4242")) == {"VAR#tier", "VAR#nickname"}
+    await store.delete_variable("bank", "slack", "4242", "never-set")  # nothing to shadow
+    assert "VAR#never-set" not in items_of(local_stack, "VARS#bank#slack#4242")

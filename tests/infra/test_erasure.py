@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import itertools
 import os
+from datetime import datetime
 from typing import Any
 
 import pytest
 
+from engine.privacy.erasure import legacy_person_digest
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from infra.aws.clients import client
 from infra.aws.dynamo_inbox import DynamoInboxStore
@@ -99,6 +101,19 @@ def mentions(stack: LocalStack, *needles: str) -> list[str]:
     return found
 
 
+def ttl_sweep(stack: LocalStack, now: datetime) -> int:
+    """What DynamoDB's TTL does (moto never does it): delete the items expired by `now`."""
+    ddb = stack.client("dynamodb")
+    swept = 0
+    for page in ddb.get_paginator("scan").paginate(TableName=stack.table_name):
+        for item in page["Items"]:
+            if "expires_at" in item and int(item["expires_at"]["N"]) <= now.timestamp():
+                key = {"pk": item["pk"], "sk": item["sk"]}
+                ddb.delete_item(TableName=stack.table_name, Key=key)
+                swept += 1
+    return swept
+
+
 @pytest.fixture
 def world(local_stack: LocalStack):
     clock = ManualClock()
@@ -119,7 +134,7 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     for i in range(40):
         await talk(store, "tg-alice", f"a{i}", f"{SECRET_WORDS} ({i})", "alice")
         await inbox.claim("telegram", f"bot:a{i}", 3600, owner="w", lease_seconds=30)
-    await variables.set_variable("bank", "alice", "tier", "gold")
+    await variables.set_variable("bank", "telegram", "alice", "tier", "gold")
     # Bob's conversation, and a group where both Bob (its customer) and Alice write.
     await store.create(
         SessionState(id="tg-bob", agent_id="bank", customer_id="bob", channel="telegram")
@@ -146,7 +161,7 @@ async def test_erasing_a_customer_leaves_nothing_of_them_and_keeps_everyone_else
     assert report.sessions_redacted == ["tg-group"]
     assert report.objects_deleted >= 1 and report.inbox_claims_deleted == 40
     assert await store.load("tg-alice") is None
-    assert await variables.get_variables("bank", "alice") == {}
+    assert await variables.get_variables("bank", "telegram", "alice") == {}
     # Bob keeps his session and the group, whose order is intact around the erased message.
     assert [e.text for e in (await store.load("tg-bob")).events] == [
         "hello from bob",
@@ -188,7 +203,9 @@ async def test_a_redaction_cut_short_by_its_time_budget_leaves_nothing_of_them_o
     ticks = iter(range(10**9))  # a clock that moves one second per check
     calls = []
     while True:
-        erasure = CustomerErasure(store, time_budget=6, clock=lambda: float(next(ticks)))
+        # A call that finds nothing left still reads the index, lists her S3 markers (three
+        # prefixes) and the group's bodies (three), and deletes her index entry.
+        erasure = CustomerErasure(store, time_budget=12, clock=lambda: float(next(ticks)))
         report = await erasure.erase("telegram", "alice")
         calls.append(report)
         if report.complete:
@@ -278,9 +295,13 @@ async def test_expired_items_read_as_absent_and_a_session_starts_afresh(local_st
     assert loaded is not None and [e.text for e in loaded.events] == ["new life", "reply to t0"]
 
 
-def test_events_may_not_outlive_their_session() -> None:
+def test_events_and_traces_may_not_outlive_their_session() -> None:
     with pytest.raises(InvalidRetention, match="EventRetentionDays"):
         Retention(session_idle=30 * DAY, events=60 * DAY)
+    with pytest.raises(InvalidRetention, match="TraceRetentionDays"):
+        Retention(session_idle=30 * DAY, events=30 * DAY, traces=60 * DAY)
+    with pytest.raises(InvalidRetention, match="TraceRetentionDays"):
+        Retention(session_idle=30 * DAY, events=30 * DAY, traces=None)  # forever
     with pytest.raises(InvalidRetention, match="whole number of days"):
         os.environ["WAYPOINT_TRACE_RETENTION_DAYS"] = "a week"
         try:
@@ -297,7 +318,7 @@ async def test_a_group_the_erased_customer_opened_stays_for_the_others(world) ->
     )
     await talk(store, "grp", "g0", SECRET_WORDS, "alice")
     await talk(store, "grp", "g1", "bob here", "bob")
-    await DynamoVariableStore().set_variable("bank", "alice", "tier", "gold")
+    await DynamoVariableStore().set_variable("bank", "slack", "alice", "tier", "gold")
 
     report = await CustomerErasure(store).erase("slack", "alice")
 
@@ -340,3 +361,87 @@ async def test_an_erased_session_in_a_journey_leaves_the_in_flight_index(world) 
     await CustomerErasure(store).erase("telegram", "carol")
 
     assert await store.sessions_in_flight("bank") == []
+
+
+async def test_erasing_a_person_deletes_their_channels_profile_and_the_legacy_one_of_their_id(
+    world,
+) -> None:
+    """Profiles are per (channel, id): erasing Telegram's 4242 leaves Slack's 4242 alone. A
+    value stored before the channel was part of the key cannot be told apart: it goes too."""
+    _stack, store, _ = world
+    variables = DynamoVariableStore()
+    for channel in ("telegram", "slack"):
+        await store.create(
+            SessionState(id=f"{channel}-4242", agent_id="bank", customer_id="4242", channel=channel)
+        )
+        await talk(store, f"{channel}-4242", f"{channel}0", "hello", "4242")
+    await variables.set_variable("bank", "telegram", "4242", "tier", "gold")
+    await variables.set_variable("bank", "slack", "4242", "tier", "silver")
+    client("dynamodb").put_item(
+        TableName=os.environ["WAYPOINT_TABLE"],
+        Item={"pk": {"S": "VARS#bank#4242"}, "sk": {"S": "VAR#pet"}, "value": {"S": '"Rex"'}},
+    )
+
+    report = await CustomerErasure(store).erase("telegram", "4242")
+
+    assert report.sessions_deleted == ["telegram-4242"]
+    assert await variables.get_variables("bank", "telegram", "4242") == {}
+    assert await variables.get_variables("bank", "slack", "4242") == {"tier": "silver"}
+    assert await store.load("slack-4242") is not None
+
+
+async def test_the_tombstone_is_named_by_a_keyed_digest_no_list_of_numbers_reverses(world) -> None:
+    """The adversary has the table and a block of phone numbers: hashing each (channel, number)
+    as the tombstone used to be named finds nothing; the store, holding the key, still does."""
+    stack, store, clock = world
+    phone = "+15550001234"
+    await store.create(
+        SessionState(id="sms-1", agent_id="bank", customer_id=phone, channel="twilio")
+    )
+    await talk(store, "sms-1", "t0", "hello", phone)
+
+    await CustomerErasure(store).erase("twilio", phone)
+
+    items, _ = everything(stack)
+    (tombstone,) = [i["pk"]["S"] for i in items if i["pk"]["S"].startswith("ERASED#")]
+    guesses = [f"+155500{n:05d}" for n in range(10_000)]
+    unkeyed = {f"ERASED#{legacy_person_digest('twilio', g)}" for g in guesses}
+    assert tombstone not in unkeyed
+    assert tombstone == f"ERASED#{store.person_digest('twilio', phone)}"
+    assert await store.erased_at("twilio", phone) == clock.now()
+
+
+async def test_a_tombstone_written_before_digests_were_keyed_is_still_found(world) -> None:
+    _stack, store, clock = world
+    client("dynamodb").put_item(
+        TableName=os.environ["WAYPOINT_TABLE"],
+        Item={
+            "pk": {"S": f"ERASED#{legacy_person_digest('telegram', 'alice')}"},
+            "sk": {"S": "ERASED"},
+            "erased_at": {"S": clock.now().isoformat()},
+            "expires_at": {"N": str(int(clock.now().timestamp()) + 30 * DAY)},
+        },
+    )
+    assert await store.erased_at("telegram", "alice") == clock.now()
+    assert await store.erased_at("telegram", "bob") is None
+    clock.advance(31 * DAY)  # they expire as they always did: the fallback ends with them
+    assert await store.erased_at("telegram", "alice") is None
+
+
+async def test_a_session_in_use_longer_than_the_idle_retention_is_still_found(world) -> None:
+    """Its customer's index entry is written again by every turn, so it expires with the
+    session, not a year after the session was created (DynamoDB's TTL sweeping it)."""
+    stack, store, clock = world
+    await store.create(
+        SessionState(id="tg-alice", agent_id="bank", customer_id="alice", channel="telegram")
+    )
+    for day in range(4):
+        await talk(store, "tg-alice", f"a{day}", f"{SECRET_WORDS} (day {200 * day})", "alice")
+        clock.advance(200 * DAY)
+    ttl_sweep(stack, clock.now())
+    assert await store.load("tg-alice") is not None  # in use: alive
+
+    report = await CustomerErasure(store).erase("telegram", "alice")
+
+    assert report.sessions_deleted == ["tg-alice"]
+    assert mentions(stack, "X12345678", "alice") == []

@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from infra.aws import clients
-from infra.aws.cfn_template import BUCKET, QUEUE, TABLE, declared_resources, load_template
+from infra.aws.cfn_template import (
+    BUCKET,
+    QUEUE,
+    SECRET,
+    TABLE,
+    declared_resources,
+    load_template,
+)
+from infra.aws.dead_letters import DEAD_LETTER_QUEUE_URL_ENV
 from infra.aws.dynamo_sessions import DynamoSessionStore
+from infra.aws.erasure_key import ERASURE_KEY_SECRET_ENV, erasure_key
 from infra.aws.local_resources import TemplateNotSupported
 from infra.aws.local_stack import LocalStack
 from tests.contracts.factories import new_session, turn_commit
@@ -27,7 +36,7 @@ def test_short_tags_are_read_as_intrinsic_functions() -> None:
 
 
 def test_the_stack_creates_exactly_what_the_template_declares(local_stack: LocalStack) -> None:
-    declared = declared_resources(local_stack.template, TABLE, BUCKET, QUEUE)
+    declared = declared_resources(local_stack.template, TABLE, BUCKET, QUEUE, SECRET)
     assert set(local_stack.resources) == set(declared)
     names = {lid: r.name for lid, r in local_stack.resources.items()}
 
@@ -42,6 +51,10 @@ def test_the_stack_creates_exactly_what_the_template_declares(local_stack: Local
         n for lid, n in names.items() if declared[lid]["Type"] == QUEUE
     )
     assert local_stack.table_name == "waypoint-local-state"  # Stage=local substituted
+    secrets = local_stack.client("secretsmanager").list_secrets()["SecretList"]
+    assert sorted(s["Name"] for s in secrets) == sorted(
+        n for lid, n in names.items() if declared[lid]["Type"] == SECRET
+    )
 
 
 def test_the_table_and_queues_have_the_declared_settings(local_stack: LocalStack) -> None:
@@ -76,6 +89,8 @@ def test_the_functions_environment_comes_from_the_template_globals(local_stack: 
         clients.TABLE_ENV: local_stack.table_name,
         clients.BUCKET_ENV: local_stack.bucket,
         clients.QUEUE_URL_ENV: local_stack.queue_url,
+        ERASURE_KEY_SECRET_ENV: local_stack.resources["ErasureKey"].arn,
+        DEAD_LETTER_QUEUE_URL_ENV: local_stack.dead_letter_queue_url,
     }
     assert all(os.environ[name] == value for name, value in local_stack.env.items())
 
@@ -113,6 +128,21 @@ async def test_server_mode_serves_the_adapters_over_http() -> None:
         loaded = await store.load("s1")
         assert loaded is not None and loaded.events[0].text == "over http"
     assert clients.ENDPOINT_URL_ENV not in os.environ
+
+
+def test_each_stack_generates_its_own_erasure_key_and_a_restored_one_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """The key erased people are named by is generated with the stack, never a constant; the
+    served stack keeps it with its data (a new key would forget the erasures it recorded)."""
+    with LocalStack():
+        one = erasure_key()
+    with LocalStack():
+        assert erasure_key() != one and len(erasure_key()) == 64
+    with LocalStack(server=True, data_dir=tmp_path):
+        kept = erasure_key()
+    with LocalStack(server=True, data_dir=tmp_path) as restored:
+        assert restored.restored and erasure_key() == kept
 
 
 def test_each_server_stack_has_credentials_of_its_own_and_the_adapters_sign_with_them(
