@@ -11,13 +11,14 @@ Within one turn the clear value lives in memory only (`TurnSecrets`): it fills t
 argument and grounds it against the customer's message. Everything the turn writes — events
 (the customer's own message where it was typed included), collected values, the pending
 confirmation, the trace — is masked: by name where a structure names the value, and by value in
-any text, since the customer typed it inside a sentence and a model may echo it.
+any text, since the customer typed it inside a sentence and a model may echo it. Only text is
+masked, never the engine's ids (`engine.secret_texts`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine.model import AgentSnapshot
@@ -29,35 +30,6 @@ MASK = "•••"
 # A secret shorter than this is masked only where its name says so, never inside free text:
 # masking every "7" or "ab" of a conversation would destroy it and protect little.
 MIN_MASKED_CHARS = 3
-
-# Masking touches text only. Under these keys the engine keeps ids — of events, senders, calls,
-# turns, sessions, journeys — and names it routes by: never masked, never searched for a secret
-# (a masked event id answers a message twice; a masked sender loses their login and reply).
-IDENTITY_KEYS = frozenset(
-    {
-        "id",
-        "sender",
-        "by",
-        "choice",
-        "channel_event_id",
-        "call_id",
-        "ticket_id",
-        "source_id",
-        "turn_id",
-        "session_id",
-        "agent_id",
-        "customer_id",
-        "guideline_id",
-        "journey_id",
-        "node_id",
-        "reply_to",
-        "tool",
-        "status",
-        "mode",
-        "agent_version",
-        "published_version",
-    }
-)
 
 
 def declared_secret_names(agent: AgentSnapshot) -> frozenset[str]:
@@ -131,31 +103,17 @@ class TurnSecrets:
         return self._pattern.sub(MASK, text)
 
     def scrub(self, value: Any) -> Any:
-        """Any JSON-like value (dicts, lists, strings) with the secrets of this turn masked, in
-        values and by name (a dict key that is a secret name has its value masked); ids are
-        left as they are (`IDENTITY_KEYS`)."""
+        """A structure a tool or a model wrote (a result, arguments, collected values, a parsed
+        answer: dicts, lists, strings) with the secrets of this turn masked, in values and by
+        name (a dict key that is a secret name has its value masked). Never the engine's own
+        records: an event or a trace is masked by its text fields (`engine.secret_texts`)."""
         if isinstance(value, str):
             return self.scrub_text(value)
         if isinstance(value, Mapping):
-            return {k: self._scrub_item(k, v) for k, v in value.items()}
+            return {
+                k: MASK if isinstance(k, str) and self.is_secret(k) else self.scrub(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return type(value)(self.scrub(v) for v in value)
         return value
-
-    def _scrub_item(self, key: Any, value: Any) -> Any:
-        if isinstance(key, str) and self.is_secret(key):
-            return MASK
-        return value if key in IDENTITY_KEYS else self.scrub(value)
-
-
-def texts_in(value: Any) -> Iterator[str]:
-    """Every text of a JSON-like value but its ids (`IDENTITY_KEYS`): what may quote a secret."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if key not in IDENTITY_KEYS:
-                yield from texts_in(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from texts_in(item)

@@ -49,7 +49,7 @@ from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
 from engine.stages.retry_offers import read_retry_answer
 from engine.stages.secret_echoes import with_secret_digests
-from engine.stages.secret_masking import mask_events, masked_trace
+from engine.stages.secret_masking import earlier_trace_masking, mask_events, masked_trace
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -357,7 +357,7 @@ def _output(state: TurnState, new_state: SessionState, reply: Event | None) -> T
         reply,
         masked_trace(state),
         masked_events=tuple(state.masked_earlier_events.values()),
-        scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
+        scrub_earlier=earlier_trace_masking(state),
     )
 
 

@@ -12,9 +12,11 @@ where they are built.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
+from engine.secret_texts import EVENT_DATA, TRACE, masked_fields
 from engine.secrets import MASK, TurnSecrets
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
 from engine.stages.secret_echoes import recognise_echoes
@@ -120,8 +122,10 @@ def _remember_values_taken_from(state: TurnState, answers: list[Event]) -> None:
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
+    """`event` with this turn's secrets masked in its texts — never in its ids, sender, channel
+    event id or attachments (`engine.secret_texts.EVENT_DATA`)."""
     text = secrets.scrub_text(event.text) if event.text else event.text
-    data = secrets.scrub(event.data)
+    data = masked_fields(secrets, event.data, EVENT_DATA)
     if text == event.text and data == event.data:
         return event
     return event.model_copy(update={"text": text, "data": data})
@@ -193,7 +197,14 @@ def masked_trace(state: TurnState) -> TurnTrace:
     trace = trace.model_copy(update={"llm_calls": calls})
     if not state.secrets.seen:
         return trace
-    return TurnTrace.model_validate(state.secrets.scrub(trace.model_dump()))
+    return TurnTrace.model_validate(masked_trace_record(state.secrets, trace.model_dump()))
+
+
+def masked_trace_record(secrets: TurnSecrets, trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace as stored (its JSON form) with `secrets` masked in its texts — never in its ids,
+    model names or timings (`engine.secret_texts.TRACE`)."""
+    masked: dict[str, Any] = masked_fields(secrets, trace, TRACE)
+    return masked
 
 
 def _answer_without_secrets(secrets: TurnSecrets, answer: str) -> str:
@@ -219,3 +230,11 @@ def _mask_named_items(secrets: TurnSecrets, value: Any) -> Any:
     if isinstance(value, list):
         return [_mask_named_items(secrets, v) for v in value]
     return value
+
+
+def earlier_trace_masking(state: TurnState) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """How the stored traces of earlier turns are masked when this turn masked an event they
+    may quote (None when it masked none): by this turn's secrets, in their texts only."""
+    if not state.masked_earlier_events:
+        return None
+    return partial(masked_trace_record, state.secrets)
