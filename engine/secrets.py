@@ -46,12 +46,21 @@ def declared_secret_names(agent: AgentSnapshot) -> frozenset[str]:
 
 
 class TurnSecrets:
-    """The secret names of an agent and the secret values seen in this turn (memory only)."""
+    """The secret names of an agent and the secret values seen in this turn (memory only).
 
-    def __init__(self, names: Iterable[str]) -> None:
+    `plain`: the values the session holds in clear for fields that are not secret (the
+    username). A secret value equal to one of them — the username typed again at the password
+    step, and read as the password — is masked where it was given as the secret, in this turn,
+    but never where it was given as the plain value (`beyond_plain`), and the session keeps no
+    digest of it: the customer can still give their username."""
+
+    def __init__(self, names: Iterable[str], *, plain: Iterable[Any] = ()) -> None:
         self.names = frozenset(names)
+        self._plain = frozenset(str(v).strip().casefold() for v in plain)
         self._values: set[str] = set()
+        self._suspected: set[str] = set()  # masked this turn, but no known secret
         self._pattern: re.Pattern[str] | None = None
+        self._beyond_plain: TurnSecrets | None = None
 
     def is_secret(self, name: str) -> bool:
         return name in self.names
@@ -66,22 +75,45 @@ class TurnSecrets:
 
     @property
     def values(self) -> frozenset[str]:
-        """The secret values of this turn, in clear: memory only (the session keeps their
-        keyed digests, `engine.secret_digests`)."""
-        return frozenset(self._values)
+        """The known secret values of this turn, in clear: memory only (the session keeps their
+        keyed digests, `engine.secret_digests`). Not those only suspected (`remember`), nor
+        those a plain field holds in clear (the class's docstring)."""
+        return frozenset(
+            v for v in self._values - self._suspected if v.casefold() not in self._plain
+        )
 
-    def remember(self, value: Any) -> None:
-        """A secret value of this turn: it will be masked wherever it appears in text."""
+    def beyond_plain(self) -> TurnSecrets:
+        """These secrets without the values a plain field of the session holds in clear: how
+        they mask what was written before this turn (a value equal to the username was given
+        there as the username) and the plain fields' own values."""
+        if self._beyond_plain is None:
+            other = TurnSecrets(self.names)
+            for value in self._values:
+                if value.casefold() not in self._plain:
+                    other.remember(value, known=value not in self._suspected)
+            self._beyond_plain = other
+        return self._beyond_plain
+
+    def remember(self, value: Any, *, known: bool = True) -> None:
+        """A secret value of this turn: it will be masked wherever it appears in text.
+
+        `known=False`: a value that may be a secret but was given for no secret field (a value
+        taken from an answer to a password question that held no recognised secret). It is
+        masked in this turn all the same, but it is no known secret: the session keeps no
+        digest of it, so it is not masked when typed again in a later turn."""
         text = str(value).strip() if value is not None else ""
-        if len(text) >= MIN_MASKED_CHARS and text not in self._values:
+        if len(text) < MIN_MASKED_CHARS:
+            return
+        if known:
+            if text in self._suspected:
+                self._suspected.discard(text)
+                self._beyond_plain = None
+        elif text not in self._values:
+            self._suspected.add(text)
+        if text not in self._values:
             self._values.add(text)
-            # Longest first, so that a secret containing another is masked whole.
-            alternatives = "|".join(
-                re.escape(v) for v in sorted(self._values, key=len, reverse=True)
-            )
-            # Not inside a longer word or number: "monkey" is masked in "pw: monkey", not the
-            # customer's own "monkeys"; case is ignored, a model may have changed it.
-            self._pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+            self._pattern = _pattern_of(self._values)
+            self._beyond_plain = None
 
     def mask_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """`values` with the value of every secret name masked (the others unchanged)."""
@@ -117,3 +149,21 @@ class TurnSecrets:
         if isinstance(value, list | tuple):
             return type(value)(self.scrub(v) for v in value)
         return value
+
+
+def typed_in(value: Any, texts: Iterable[str]) -> bool:
+    """Whether `value` stands in one of `texts` where masking it would find it (on its own,
+    case ignored, at least `MIN_MASKED_CHARS` long): whether the customer typed it there."""
+    text = str(value).strip() if value is not None else ""
+    if len(text) < MIN_MASKED_CHARS:
+        return False
+    pattern = _pattern_of({text})
+    return any(pattern.search(t) for t in texts if t)
+
+
+def _pattern_of(values: Iterable[str]) -> re.Pattern[str]:
+    # Longest first, so that a secret containing another is masked whole.
+    alternatives = "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+    # Not inside a longer word or number: "monkey" is masked in "pw: monkey", not the
+    # customer's own "monkeys"; case is ignored, a model may have changed it.
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from engine.secret_texts import EVENT_DATA, TRACE, masked_fields
-from engine.secrets import MASK, TurnSecrets
+from engine.secrets import MASK, TurnSecrets, typed_in
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
 from engine.stages.secret_echoes import recognise_echoes
 from engine.stages.state import TurnState
@@ -46,7 +46,10 @@ def mask_events(state: TurnState) -> None:
     if not state.secrets.seen:
         return
     state.events = [_masked_event(state.secrets, e) for e in state.events]
-    earlier = [_masked_event(state.secrets, e) for e in state.session.events]
+    # What was written before this turn is masked by the secrets no plain field holds in clear:
+    # a password equal to the username stays where it was given as the username.
+    before = state.secrets.beyond_plain()
+    earlier = [_masked_event(before, e) for e in state.session.events]
     changed = [m for m, e in zip(earlier, state.session.events, strict=True) if m is not e]
     if changed:
         state.session = state.session.model_copy(update={"events": tuple(earlier)})
@@ -113,12 +116,37 @@ def _masked_answer(state: TurnState, event: Event) -> Event:
 def _remember_values_taken_from(state: TurnState, answers: list[Event]) -> None:
     """A value collected this turn out of an answer masked whole may be the secret itself,
     reported under another name (a hostile model gives the password as a new username): it is
-    masked like the answer — in the reply prompt, the stored values and the trace."""
+    masked like the answer in this turn — the reply prompt, the stored value, the trace. But it
+    was given for no secret field, so it is no known secret: the session keeps no digest of it
+    (a new username typed at the password step is read like any username where it is asked
+    for next). A value the session already held in clear for that very field — the username
+    typed again — is no secret at all: nothing of it is masked."""
     texts = [(e.text or "").casefold() for e in answers]
+    held = {
+        (c.name, c.value.strip().casefold())
+        for c in state.session.collected
+        if not c.secret and isinstance(c.value, str)
+    }
     for c in state.collected:
         mine = c.turn_id == state.turn_id and not c.secret and isinstance(c.value, str)
-        if mine and c.value.strip() and any(c.value.strip().casefold() in t for t in texts):
-            state.secrets.remember(c.value)
+        if not mine or not c.value.strip() or (c.name, c.value.strip().casefold()) in held:
+            continue
+        if any(c.value.strip().casefold() in t for t in texts):
+            state.secrets.remember(c.value, known=False)
+
+
+def remember_typed(state: TurnState, value: Any) -> None:
+    """A value a model reported or planned for a secret field: this turn's secret when the
+    customer typed it — in this turn or earlier in the conversation, where it is then masked.
+    A value nobody typed is no secret: remembered, it would mask (and its digest keep masking)
+    every word that merely equals it ("welcome" in "welcome back")."""
+    typed = [
+        e.text or ""
+        for e in (*state.earlier_events(), *state.events)
+        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
+    if typed_in(value, typed):
+        state.secrets.remember(value)
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
@@ -134,7 +162,7 @@ def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
 def masked_kept_evidence(state: TurnState, event: Event) -> Event:
     """An event kept out of the window as evidence, as the session stores it: with this turn's
     secrets masked (it is rewritten with the session's state every turn)."""
-    return _masked_event(state.secrets, event) if state.secrets.seen else event
+    return _masked_event(state.secrets.beyond_plain(), event) if state.secrets.seen else event
 
 
 def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
@@ -145,13 +173,18 @@ def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
 
 
 def _stored_value(secrets: TurnSecrets, collected: CollectedValue) -> CollectedValue:
-    # Where a value was read quotes the customer's words: a secret typed there is masked too.
-    evidence = secrets.scrub_text(collected.evidence)
     if collected.secret:
+        # Where a value was read quotes the customer's words: a secret typed there is masked.
+        evidence = secrets.scrub_text(collected.evidence)
         if collected.value == MASK and evidence == collected.evidence:
             return collected
         return collected.model_copy(update={"value": MASK, "evidence": evidence})
+    # A plain field's value (and where it was read) is masked by the secrets no plain field
+    # holds in clear: a new username that is the password the model also read is masked; the
+    # username typed again, and read as the password, is not.
+    secrets = secrets.beyond_plain()
     value = secrets.scrub(collected.value)
+    evidence = secrets.scrub_text(collected.evidence)
     if value == collected.value and evidence == collected.evidence:
         return collected
     return collected.model_copy(update={"value": value, "evidence": evidence})
@@ -237,4 +270,4 @@ def earlier_trace_masking(state: TurnState) -> Callable[[dict[str, Any]], dict[s
     may quote (None when it masked none): by this turn's secrets, in their texts only."""
     if not state.masked_earlier_events:
         return None
-    return partial(masked_trace_record, state.secrets)
+    return partial(masked_trace_record, state.secrets.beyond_plain())

@@ -144,7 +144,10 @@ class TurnState:
         self.values_clock: list[float] = [0.0]
         # Secret values seen this turn, in memory only: every stage masks what it writes. The
         # names the step being answered asked for are secret whatever this version declares.
-        self.secrets = TurnSecrets(secret_names_of(agent) | set(session.secrets_asked))
+        self.secrets = TurnSecrets(
+            secret_names_of(agent) | set(session.secrets_asked),
+            plain=(c.value for c in session.collected if not c.secret),
+        )
         # offset → an earlier event of the session with this turn's secrets masked (rewritten)
         self.masked_earlier_events: dict[int, Event] = {}
         # texts already searched for earlier turns' secrets (`engine.stages.secret_echoes`)

@@ -14,8 +14,18 @@ from tests.engine.pipeline_kit import (
     advance,
     make_agent,
     step_number,
+    tool_harness,
 )
+from tests.engine.test_secret_echoes import later_compose
 from tests.engine.test_secret_paths import PINS, change_pin, pin_journey, pin_llm
+from tests.engine.test_secrets import (
+    LOGINS,
+    PASSWORD,
+    auth_journey,
+    auth_llm,
+    everything_stored,
+    login,
+)
 
 PIN = "2024"
 MODEL = "gpt-4o-2024-08-06"  # a dated model name holds the same number
@@ -95,3 +105,58 @@ def test_an_events_texts_are_masked_and_the_engines_records_in_it_never() -> Non
     assert sorted(texts_of(data, EVENT_DATA)) == sorted(
         ["1", said, said, PIN, "text", said, said, said, PIN, said]
     )
+
+
+async def test_a_new_username_typed_at_the_password_step_is_masked_there_but_no_secret() -> None:
+    """At the password step the customer types a new username: the answer is masked whole, and
+    the value taken from it is kept out of that turn's store, prompt and trace — but it is no
+    known secret: typed again where the journey asks for the username, it is read, stored and
+    used like any username (the customer is never locked out)."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo"}),
+        {  # back to the username step
+            **advance(n("user"), collected={"username": "seldo2"}),
+            "requires_backtracking": True,
+            "backtracking_target_step": n("user"),
+        },
+        advance(n("user"), n("pass"), collected={"username": "seldo2"}),
+        advance(n("pass"), n("login"), collected={"password": PASSWORD}),
+        compose=later_compose("Your password?", "Your username?", "Your password?", "Done."),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    await h.say("I need to log in as seldo")
+    corrected = await h.say("seldo2")
+    assert corrected.new_events[0].text == MASK
+    assert "seldo2" not in await everything_stored(h, [corrected.trace.turn_id])
+
+    again = await h.say("my username is seldo2")
+    await h.say(PASSWORD)
+
+    assert again.new_events[0].text == "my username is seldo2"
+    assert again.state.secret_digests is None  # nothing of it remembered
+    assert LOGINS == [("seldo2", PASSWORD)]
+
+
+async def test_a_password_the_customer_never_typed_is_no_secret() -> None:
+    """A hostile model reports "welcome" as the password the customer gave with the request: it
+    is no value they typed, so it is neither kept nor remembered — the agent's later "welcome
+    back" is not masked."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user"), n("pass"), collected={"username": "seldo", "password": "welcome"}),
+        compose=later_compose("Your password?", "Welcome back, seldo."),
+    )
+    h = tool_harness(llm, login, journeys=[auth])
+    await h.start()
+    first = await h.say("I need to log in as seldo")
+
+    later = await h.say("thanks")
+
+    assert first.state.secret_digests is None
+    assert later.reply is not None and later.reply.text == "Welcome back, seldo."

@@ -102,3 +102,24 @@ def test_a_group_member_whose_id_is_her_password_is_erased_whole(
     assert [w for w in (alice, "seldo", "1000.00") if w in stored] == []
     texts = [e.text for e in load_session(runtime, SESSION).events if e.text]
     assert "Hi" in texts and "hello again" in texts  # Bob's part stays
+
+
+def test_a_username_typed_again_at_the_password_step_is_no_secret(
+    runtime: Runtime, stack: Any
+) -> None:
+    """At the password step the customer types the username again (a bare "seldo"): that
+    answer is masked whole (the step asked for a secret), but the username is no secret — it
+    is not masked where it was typed before, not remembered, and the password typed next logs
+    them in."""
+    bank.reset_bank()
+    for text in ["I want to log in", "seldo", "seldo", "monkey"]:
+        says(stack, text)
+
+    state = load_session(runtime, SESSION)
+    assert "now logged in" in agent_replies(state)[-1]
+    assert state.principals == {"cust-1": {"username": "seldo"}}
+    customer = [e.text for e in state.events if e.source is EventSource.CUSTOMER]
+    assert customer == ["I want to log in", "seldo", "•••", "•••"]
+    says(stack, "I am seldo, what can I do?")
+    stored = everything_stored(stack)
+    assert "I am seldo, what can I do?" in stored and "monkey" not in stored
