@@ -271,3 +271,18 @@ def earlier_trace_masking(state: TurnState) -> Callable[[dict[str, Any]], dict[s
     if not state.masked_earlier_events:
         return None
     return partial(masked_trace_record, state.secrets.beyond_plain())
+
+
+def turns_quoting_masked_events(state: TurnState) -> tuple[str, ...]:
+    """The earlier turns whose stored traces may quote an event this turn masked: the turn that
+    wrote the earliest of them and every turn since, oldest first — each turn's prompts show
+    the conversation before it ("my password is monkey", typed three turns before the step
+    that asks for it, is in the prompts of all three)."""
+    if not state.masked_earlier_events:
+        return ()
+    first = min(state.masked_earlier_events)
+    turns: dict[str, None] = {}
+    for event in state.session.events:
+        if event.offset >= first and event.turn_id and event.turn_id != state.turn_id:
+            turns[event.turn_id] = None
+    return tuple(turns)

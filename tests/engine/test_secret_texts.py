@@ -16,7 +16,7 @@ from tests.engine.pipeline_kit import (
     step_number,
     tool_harness,
 )
-from tests.engine.test_secret_echoes import later_compose
+from tests.engine.test_secret_echoes import all_stored, later_compose
 from tests.engine.test_secret_paths import PINS, change_pin, pin_journey, pin_llm
 from tests.engine.test_secrets import (
     LOGINS,
@@ -160,3 +160,28 @@ async def test_a_password_the_customer_never_typed_is_no_secret() -> None:
 
     assert first.state.secret_digests is None
     assert later.reply is not None and later.reply.text == "Welcome back, seldo."
+
+
+async def test_a_password_typed_before_the_journey_is_masked_in_every_trace_since() -> None:
+    """The password comes in a first message nothing reads it in; the next turn starts the
+    login and the one after collects it from there. Both earlier turns' prompts quoted the
+    first message: no stored trace of the session keeps it."""
+    LOGINS.clear()
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(
+        advance(n("user")),
+        advance(n("user"), n("pass"), collected={"username": "seldo", "password": PASSWORD}),
+    )
+    h = tool_harness(llm, login, journeys=[auth], index=False)
+    await h.start()
+    outs = [
+        await h.say(f"hello, my password is {PASSWORD}"),
+        await h.say("I need to log in"),
+        await h.say("seldo"),
+    ]
+
+    assert [e.offset for e in outs[-1].masked_events] == [0]
+    turns = [o.trace.turn_id for o in outs]
+    assert PASSWORD not in await everything_stored(h, turns)
+    assert PASSWORD not in await all_stored(h)

@@ -123,3 +123,19 @@ def test_a_username_typed_again_at_the_password_step_is_no_secret(
     says(stack, "I am seldo, what can I do?")
     stored = everything_stored(stack)
     assert "I am seldo, what can I do?" in stored and "monkey" not in stored
+
+
+def test_a_password_typed_before_it_is_asked_is_in_no_trace_of_the_turns_since(
+    runtime: Runtime, stack: Any
+) -> None:
+    """The password comes in the first message; the journey asks for it three turns later and
+    the customer types it again. Every turn in between quoted the first message in its
+    prompts: none of their stored traces keeps it."""
+    bank.reset_bank()
+    for text in ["my password is monkey", "I want to log in", "seldo", "monkey"]:
+        says(stack, text)
+
+    state = load_session(runtime, SESSION)
+    assert "now logged in" in agent_replies(state)[-1]
+    assert state.events[0].text == "my password is •••"
+    assert "monkey" not in everything_stored(stack)
