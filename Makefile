@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test lint typecheck format demo bench soak clean schema scaffold-check browser-test
+.PHONY: install test lint typecheck format demo bench bench-languages soak clean schema scaffold-check browser-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,13 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench long-session
+
+# Language-identification libraries on short customer messages (bench/language_cases): accuracy on
+# the dev and test parts, time per message, import and install cost; rewrites docs/languages.md's
+# "Detection" tables.
+bench-languages: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,languages-bench]"
+	$(BIN)/python -m bench languages --write-doc
 
 soak: $(STAMP)
 	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"

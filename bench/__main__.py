@@ -1,7 +1,8 @@
 """`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md.
 
 `python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`);
-`python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`)."""
+`python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`); `python -m bench
+languages …` the language-detection comparison (`bench.language_report`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.eval.cli import main as eval_main
 
         return eval_main(argv[1:])
+    if argv[:1] == ["languages"]:  # language-identification libraries on short messages
+        from bench.language_report import main as languages_main
+
+        return languages_main(argv[1:])
     if argv[:1] == ["paraphrase"]:  # the paraphrase suite's pass rate per agent
         from bench.paraphrase import main as paraphrase_main
 

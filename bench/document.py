@@ -67,6 +67,10 @@ make bench                      # = .venv/bin/python -m bench   (< 10 minutes on
 ```
 Optional: `pip install mistral-common` for real token counts (its Tekken BPE tokenizer ships in \
 the wheel and works offline); without it the counts are the chars/4 estimate.
+
+Language identification on short customer messages (the libraries compared, accuracy on the dev \
+and test parts, cost): `make bench-languages` (= `python -m bench languages --write-doc`, its \
+tables in docs/languages.md, "Detection").
 """
 
 
@@ -288,7 +292,10 @@ COMPARE_HEADING = "## Side by side with the reference engine (`python -m bench c
 def write_document(result: BenchResult, path: Path = DOC) -> Path:
     """Rewrite the document; the blocks other commands wrote into it are kept (the load results
     of `make soak`, the long session of `python -m bench long-session`, the accuracy table of
-    `python -m bench eval`, the pass rates of `python -m bench paraphrase`)."""
+    `python -m bench eval` and the real models' runs of it, the pass rates of
+    `python -m bench paraphrase`)."""
+    from bench.eval.model_runs import BLOCK as MODELS_BLOCK
+    from bench.eval.model_runs import HEADING as MODELS_HEADING
     from bench.long_session import BLOCK as LONG_BLOCK
     from bench.long_session import HEADING as LONG_HEADING
     from bench.paraphrase import BLOCK as PARAPHRASE_BLOCK
@@ -301,6 +308,7 @@ def write_document(result: BenchResult, path: Path = DOC) -> Path:
         (LOAD_BLOCK, LOAD_HEADING),
         (LONG_BLOCK, LONG_HEADING),
         (EVAL_BLOCK, EVAL_HEADING),
+        (MODELS_BLOCK, MODELS_HEADING),
         (PARAPHRASE_BLOCK, PARAPHRASE_HEADING),
         (COMPARE_BLOCK, COMPARE_HEADING),
     )

@@ -78,6 +78,9 @@ class TurnSample:
     speculation_saved: int = 0
     speculation_late: int = 0
     values_ms: float = 0.0  # of the overhead: reading and grounding values (trace.values_ms)
+    language_ms: float = (
+        0.0  # of the overhead: detecting the messages' language (trace.language_ms)
+    )
 
     @property
     def used_tools(self) -> bool:
@@ -290,6 +293,7 @@ class TurnRunner:
             overhead_ms=overhead,
             breakdown_ms={k: round(v, 3) for k, v in breakdown.items()},
             values_ms=trace.values_ms,
+            language_ms=trace.language_ms,
         )
 
 

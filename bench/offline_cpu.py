@@ -5,7 +5,8 @@ Each model call is timed with `time.thread_time` around the offline model only (
 matching and composing; the engine's prompt building and verification are outside), and each
 turn with `time.process_time` around the whole `TurnEngine.handle`. CPU time, not wall time, so
 a busy machine inflates it less. The conversation runs `repeats` times on fresh sessions; the
-first run warms imports and caches and is not counted."""
+first run warms imports and caches and is not counted. Then one turn on a message at the inbound
+limit (40,000 characters), which the offline model must read in linear time."""
 
 from __future__ import annotations
 
@@ -51,10 +52,21 @@ class OfflineCpuRow:
     call_max_ms: float
     model_per_turn_ms: float  # the offline model's CPU per turn (sum of its calls)
     turn_p50_ms: float  # the whole turn's CPU (engine + model), median
+    # One turn on a message at the inbound limit (40,000 characters of number words, after the
+    # greeting): the offline model reads it in time proportional to its length.
+    limit_turn_ms: float = 0.0
     status: str = "ok"
 
 
-async def _one_run(llm: SchematicLLM) -> list[float]:
+def message_at_the_limit() -> str:
+    """40,000 characters (the inbound limit) of number words: a shape the offline model once
+    read in quadratic time (issue #33)."""
+    from infra.channels.text import MAX_INBOUND_CHARS
+
+    return ("one " * MAX_INBOUND_CHARS)[:MAX_INBOUND_CHARS]
+
+
+async def _one_run(llm: SchematicLLM, script: tuple[str, ...] = SEED_CONVERSATION) -> list[float]:
     """One conversation on a fresh engine; the CPU milliseconds of each turn."""
     from engine.memory import InMemoryAgentStore, InMemorySessionStore
     from engine.session import InboundMessage, SessionState
@@ -73,7 +85,7 @@ async def _one_run(llm: SchematicLLM) -> list[float]:
     deps = EngineDeps(llm=llm, embedder=HashingEmbedder(), tools=InProcessDispatcher(registry))
     engine = TurnEngine(agents, sessions, deps)
     turns_ms = []
-    for number, text in enumerate(SEED_CONVERSATION, start=1):
+    for number, text in enumerate(script, start=1):
         started = time.process_time()
         await engine.handle("s", [InboundMessage(event_id=f"m{number}", text=text)])
         turns_ms.append((time.process_time() - started) * 1000)
@@ -89,14 +101,17 @@ def measure_offline_cpu(repeats: int = 5) -> OfflineCpuRow:
     for _ in range(max(1, repeats)):
         turns_ms += asyncio.run(_one_run(llm))
     turns = len(turns_ms)
+    calls_ms = list(llm.calls_ms)
+    limit_turn_ms = asyncio.run(_one_run(llm, ("Hi", message_at_the_limit())))[-1]
     return OfflineCpuRow(
         runs=max(1, repeats),
         turns=turns,
-        calls_per_turn=len(llm.calls_ms) / turns,
-        call_p50_ms=statistics.median(llm.calls_ms),
-        call_max_ms=max(llm.calls_ms),
-        model_per_turn_ms=sum(llm.calls_ms) / turns,
+        calls_per_turn=len(calls_ms) / turns,
+        call_p50_ms=statistics.median(calls_ms),
+        call_max_ms=max(calls_ms),
+        model_per_turn_ms=sum(calls_ms) / turns,
         turn_p50_ms=statistics.median(turns_ms),
+        limit_turn_ms=limit_turn_ms,
     )
 
 

@@ -17,6 +17,7 @@ from bench.deployment_tables import (
 from bench.results import BenchResult
 from bench.table import Table, render_text
 from bench.turn_tables import (
+    language_table,
     offline_cpu_table,
     overhead_table,
     per_turn_table,
@@ -38,6 +39,7 @@ def tables(result: BenchResult) -> list[Table]:
         out.append(overhead_table(result))
         out.append(stages_table(result))
         out.append(values_table(result))
+        out.append(language_table(result))
     if result.scale:
         out.append(scale_table(result))
     if result.reference:

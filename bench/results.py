@@ -50,6 +50,10 @@ class OverheadSummary:
     values_p50_ms: float = 0.0
     values_p95_ms: float = 0.0
     values_share_p50: float = 0.0
+    # detecting the language of the turn's messages (one message per benchmark turn)
+    language_p50_ms: float = 0.0
+    language_p95_ms: float = 0.0
+    language_share_p50: float = 0.0
 
 
 @dataclass

@@ -218,6 +218,9 @@ def _overhead(label: str, ports: str, samples: Sequence[TurnSample]) -> Overhead
         values_p50_ms=median(s.values_ms for s in samples),
         values_p95_ms=p95(s.values_ms for s in samples),
         values_share_p50=median(s.values_ms / s.overhead_ms for s in samples if s.overhead_ms),
+        language_p50_ms=median(s.language_ms for s in samples),
+        language_p95_ms=p95(s.language_ms for s in samples),
+        language_share_p50=median(s.language_ms / s.overhead_ms for s in samples if s.overhead_ms),
     )
 
 

@@ -9,10 +9,12 @@ handoff tool and its template tags). One `AgentConfig` travels in each `AgentSna
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engine.language.lines import Lines
 from engine.language.tags import normalize_tag
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -123,6 +125,22 @@ class AgentConfig(BaseModel):
     # The languages the agent serves (BCP 47 tags); the first is its default. A customer is
     # answered, and every line the engine writes itself, in the language they write in.
     languages: tuple[str, ...] = ("en",)
+    # The engine's own lines as this agent words them, per language: language → catalog key →
+    # line (`engine.language.lines`; the keys of engine/language/catalogs/en.yaml). A line not
+    # given here is the shipped catalog's. `no_match_response`, `unsupported_media_response` and
+    # `handoff.message` / `unavailable_message`, when changed, are the default language's.
+    messages: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("messages")
+    @classmethod
+    def _message_languages(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for tag, lines in value.items():
+            key = normalize_tag(tag)
+            if key in out:
+                raise ValueError(f"messages: the language {key} is given twice ({tag!r})")
+            out[key] = dict(lines)
+        return out
 
     @field_validator("languages")
     @classmethod
@@ -136,3 +154,32 @@ class AgentConfig(BaseModel):
 
     def model_for(self, purpose: LLMPurpose) -> str:
         return self.models.get(purpose, self.default_model)
+
+    def lines(self) -> Lines:
+        """The engine's lines for this agent: `messages` over the shipped catalogs, and the
+        single-language reply fields, when changed, as lines of its default language."""
+        default = self.languages[0]
+        overrides = {tag: dict(lines) for tag, lines in self.messages.items()}
+        legacy = {key: text for key, text in self.worded_replies().items() if text is not None}
+        if legacy:
+            overrides[default] = {**legacy, **overrides.get(default, {})}
+        return Lines(overrides, default)
+
+    def worded_replies(self) -> Mapping[str, str | None]:
+        """The reply fields that predate `messages`, by catalog key: their text when the agent
+        changed it from the default, else None."""
+        fields = type(self).model_fields
+        handoff = HandoffConfig.model_fields
+        pairs = {
+            "no_match": (self.no_match_response, fields["no_match_response"].default),
+            "unsupported_media": (
+                self.unsupported_media_response,
+                fields["unsupported_media_response"].default,
+            ),
+            "handoff": (self.handoff.message, handoff["message"].default),
+            "handoff_unavailable": (
+                self.handoff.unavailable_message,
+                handoff["unavailable_message"].default,
+            ),
+        }
+        return {key: (text if text != default else None) for key, (text, default) in pairs.items()}

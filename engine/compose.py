@@ -215,7 +215,8 @@ def build_canned_prompt(
     fallback = (
         "If none fits, answer template=null (a standard reply is sent; never write free text)."
         if strict
-        else "If none fits well, answer template=null and write the reply yourself in `message`."
+        else "If none fits well, answer template=null and write the reply yourself in `message`, "
+        f"in {language_name(data.language)}."
     )
     return (
         f"{base}\n\nApproved replies (already filled in):\n{options}\n\n"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.history import HISTORY_LIMIT  # most recent events shown to the LLM
+from engine.language.tags import language_name
 from engine.model import AgentSnapshot, Term
 from engine.ports import ToolOutcome
 from engine.session import Event, EventKind, EventSource, SessionState
@@ -43,7 +44,8 @@ class TurnContext:
     def reading(self) -> ReadingContext:
         """How this turn reads the customer's values: its today in the agent's time zone."""
         now = self.history[-1].created_at if self.history else None
-        return reading_context(self.agent.config.timezone, now, self.language)
+        config = self.agent.config
+        return reading_context(config.timezone, now, self.language, config.languages)
 
     @property
     def last_customer_text(self) -> str:
@@ -134,7 +136,23 @@ def render_context(ctx: TurnContext) -> str:
     if tools:
         parts.append(f"Tool results from this turn:\n{tools}")
     parts.append(f"Conversation (most recent last):\n{render_history(ctx.history)}")
+    default = ctx.agent.config.languages[0]
+    if ctx.language != default:
+        parts.append(language_note(ctx.language, default))
     return "\n\n".join(parts)
+
+
+LANGUAGE_NOTE = "Language: "
+
+
+def language_note(language: str, default: str) -> str:
+    """What a prompt says when the customer writes another language than the agent's own (its
+    conditions, steps and instructions): judge the meaning, not the words."""
+    return (
+        f"{LANGUAGE_NOTE}the customer writes {language_name(language)}; the agent's conditions, "
+        f"steps and instructions are written in {language_name(default)}. Judge what the "
+        "customer means, whatever the language."
+    )
 
 
 def _compact(value: Any) -> str:

@@ -78,6 +78,9 @@ class Turn(BaseModel):
     model_config = _STRICT
     customer: str = ""
     choice: str | None = None  # the id of a button / list option the customer picked
+    # what `customer` means in the agent's own language: the offline model reads this instead
+    # (it reads English only); a real model reads the customer's words and ignores it
+    means: str | None = None
     expect: Expectation = Field(default_factory=Expectation)
 
     @model_validator(mode="after")

@@ -23,7 +23,12 @@ from datetime import datetime, time
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from engine.agent_config import BusinessHours, HandoffConfig
+from engine.agent_config import (
+    HANDOFF_TEMPLATE_TAG,
+    HANDOFF_UNAVAILABLE_TAG,
+    BusinessHours,
+    HandoffConfig,
+)
 from engine.errors import WaypointError
 from engine.history import fold_history
 from engine.language.requests import asks_for_person_in_other_languages
@@ -115,13 +120,19 @@ def pickup_overdue(session: SessionState, config: HandoffConfig, now: datetime) 
     return (now - handoff.since).total_seconds() >= config.pickup_timeout_seconds
 
 
-def approved_notice(agent: AgentSnapshot, tag: str, default: str) -> str:
-    """The agent's approved text for a handoff notice: its canned response tagged `tag`, else
-    the configured `default` — never model text."""
+def approved_notice(agent: AgentSnapshot, tag: str, language: str) -> str:
+    """The agent's approved text for a handoff notice (`tag`: `handoff`, `handoff_unavailable`)
+    in `language`: its canned response tagged `tag` (that language's variant), else the engine's
+    line as the agent words it (`config.handoff.message` / `unavailable_message`, `messages`) —
+    never model text."""
     for response in agent.canned_responses:
         if tag in response.tags:
-            return response.template
-    return default
+            return response.text_in(language)
+    return agent.config.lines().line(_NOTICE_LINES[tag], language)
+
+
+# The catalog line of each handoff notice.
+_NOTICE_LINES = {HANDOFF_TEMPLATE_TAG: "handoff", HANDOFF_UNAVAILABLE_TAG: "handoff_unavailable"}
 
 
 def mode_event_data(mode: SessionMode, *, by: str, why: str, **more: Any) -> dict[str, Any]:
@@ -338,10 +349,17 @@ def hand_back(
 
 
 def record_ticket(
-    session: SessionState, change_id: str, now: datetime, *, why: str, notice: str | None
+    session: SessionState,
+    change_id: str,
+    now: datetime,
+    *,
+    why: str,
+    notice: str | None,
+    language: str | None = None,
 ) -> SessionChange:
     """No one picked the session up: a ticket-style record (a status event, listed by the API)
-    and, when `notice` is given, that message to the customer from the agent."""
+    and, when `notice` is given, that message to the customer from the agent (written in
+    `language`, which the channel writes around it in)."""
     handoff = _handed_off(session)
     if handoff.ticket_id is not None:
         raise HandoffStateError(f"session {session.id!r} has a ticket already")
@@ -349,7 +367,10 @@ def record_ticket(
         (EventKind.STATUS, EventSource.SYSTEM, None, ticket_data(change_id, handoff, why))
     ]
     if notice:
-        events.append((EventKind.MESSAGE, EventSource.AGENT, notice, {"handoff_notice": True}))
+        data: dict[str, Any] = {"handoff_notice": True}
+        if language:
+            data["language"] = language
+        events.append((EventKind.MESSAGE, EventSource.AGENT, notice, data))
     return _change(
         session, change_id, now, events, handoff=handoff.model_copy(update={"ticket_id": change_id})
     )

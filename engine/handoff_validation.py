@@ -36,7 +36,8 @@ def handoff_problems(snapshot: AgentSnapshot) -> Iterator[str]:
                 )
     for response in snapshot.canned_responses:
         notice = {HANDOFF_TEMPLATE_TAG, HANDOFF_UNAVAILABLE_TAG} & set(response.tags)
-        if notice and ("{{" in response.template or "{%" in response.template):
+        texts = (response.template, *response.variants.values())
+        if notice and any("{{" in text or "{%" in text for text in texts):
             yield (
                 f"canned response '{response.id}' is a handoff notice, which is sent as "
                 "written; remove its template fields"

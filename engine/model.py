@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 # so they stay importable from here too.
 from engine.agent_config import AgentConfig as AgentConfig
 from engine.agent_config import CompositionMode as CompositionMode
+from engine.language.tags import normalize_tag
 from engine.tool_spec import ToolKind as ToolKind
 from engine.tool_spec import ToolParameter as ToolParameter
 from engine.tool_spec import ToolSpec as ToolSpec
@@ -314,18 +315,41 @@ class ContextVariable(BaseModel):
 
 class CannedResponse(BaseModel):
     """An approved reply template. `{{field}}` placeholders are filled from tool data, fragments,
-    collected values and context variables."""
+    collected values and context variables.
+
+    `template` is written in the agent's default language; `variants` holds the same reply in
+    the other languages it serves (language tag → text), sent to a session in that language."""
 
     model_config = _FROZEN
     id: str
     template: str
     tags: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()  # example phrasings that help choose it
+    variants: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_languages(cls, value: dict[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for tag, text in value.items():
+            key = normalize_tag(tag)
+            if key in out:
+                raise ValueError(f"variants: the language {key} is given twice ({tag!r})")
+            out[key] = text
+        return out
 
     @property
     def fields(self) -> tuple[str, ...]:
+        return fields_of(self.template)
 
-        return tuple(dict.fromkeys(re.findall(r"{{\s*([\w.]+)\s*}}", self.template)))
+    def text_in(self, language: str) -> str:
+        """The reply in `language`: its variant, else the template (the default language's)."""
+        return self.variants.get(language, self.template)
+
+
+def fields_of(text: str) -> tuple[str, ...]:
+    """The `{{field}}` placeholders of a template, in order, each once."""
+    return tuple(dict.fromkeys(re.findall(r"{{\s*([\w.]+)\s*}}", text)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -419,6 +443,9 @@ class AgentSnapshot(BaseModel):
             for node in journey["nodes"]:
                 for fld in node["collects"]:
                     _drop_defaults(fld, _FIELD_FIELDS_ADDED_LATER)
+        for response in payload["canned_responses"]:
+            if not response.get("variants"):
+                response.pop("variants", None)
         config_defaults = AgentConfig.model_fields
         for name in _CONFIG_FIELDS_ADDED_LATER:
             default = config_defaults[name].get_default(call_default_factory=True)
@@ -445,6 +472,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "journey_min_similarity",
     "timezone",
     "languages",
+    "messages",
 )
 # … and of tool parameters and collected fields, with the value that leaves them out.
 _PARAMETER_FIELDS_ADDED_LATER = {

@@ -19,14 +19,14 @@ every container whatever the hash order:
    what is left (a guideline depending on a suppressed one goes too);
 4. numeric priority, among what relational priority left: the highest priority of a matched
    entity that ranks is the ceiling, and what ranks below it is cut — except what the entities
-   at the ceiling need to hold (their dependencies, the guidelines entailing those) and what they
-   entail. Entailed-only guidelines and entities without a numeric priority (a journey the
+   at the ceiling need to hold (their dependencies — of an OR-group, one alternative —, the
+   guidelines entailing those) and what they entail. Entailed-only guidelines and entities without a numeric priority (a journey the
    customer just left, its guidelines) neither set the ceiling nor are cut by it.
 
 Relationships are indexed once per agent version.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.model import EntityKind, EntityRef, Relationship, RelationshipKind
@@ -274,20 +274,49 @@ def _numeric_ceiling(
 
     The ceiling is the highest priority among the matched entities that rank; kept are those at
     the ceiling, the exempt ones, and — transitively — what a kept member needs in order to hold
-    (its dependency targets, and the entailers of an entailed-only member) and what it entails.
-    The kept set is supported by construction: every requirement met in `held` is met by what
-    was pulled in."""
+    and what it entails. It needs every target of a `depends_on`, the entailers of an
+    entailed-only member, and one alternative of each OR-group (`depends_on_any`): none more
+    when an alternative is kept already, else the alternatives of the highest priority that
+    hold (all of them when tied; one without a number of its own — it holds only by
+    entailment — only when none has one). The kept set is supported by construction: every
+    requirement met in `held` is met by what was pulled in."""
     ranked = {k for k in held & base if k in numeric}
     if not ranked:
         return set(held), None
     ceiling = max(numeric[k] for k in ranked)
     keep = {k for k in held & base if k not in numeric or numeric[k] == ceiling}
+    while True:
+        keep = _with_what_they_need(keep, held, base, index, entailed_by)
+        # An OR-group none of whose alternatives is kept yet: the best that hold join (all such
+        # groups at once, so the result does not depend on an order among them).
+        chosen: set[Key] = set()
+        for key in keep:
+            for req in index.depends.get(key, ()):
+                if req.any_of and not req.targets & keep:
+                    chosen |= _best_alternatives(req.targets & held, numeric)
+        if not chosen:
+            return keep, ceiling
+        keep |= chosen
+
+
+def _with_what_they_need(
+    keep: set[Key],
+    held: set[Key],
+    base: set[Key],
+    index: RelationshipIndex,
+    entailed_by: Mapping[Key, list[tuple[Relationship, Key]]],
+) -> set[Key]:
+    """`keep` closed under what its members need outright and what they entail: the targets of
+    their `depends_on`, the entailers (in `held`) of an entailed-only member, and the guidelines
+    they entail."""
+    keep = set(keep)
     frontier = sorted(keep)
     while frontier:
         key = frontier.pop()
         pulled: set[Key] = set()
         for req in index.depends.get(key, ()):
-            pulled |= req.targets & held
+            if not req.any_of:
+                pulled |= req.targets & held
         if key not in base:
             pulled |= {src for _, src in entailed_by.get(key, ()) if src in held}
         for _, targets in index.entails.get(key, ()):
@@ -295,4 +324,14 @@ def _numeric_ceiling(
         for k in sorted(pulled - keep):
             keep.add(k)
             frontier.append(k)
-    return keep, ceiling
+    return keep
+
+
+def _best_alternatives(options: Collection[Key], numeric: Mapping[Key, int]) -> set[Key]:
+    """The alternatives of an OR-group to keep: those of the highest priority (all when tied);
+    when none has a number of its own, all of them."""
+    ranked = {k for k in options if k in numeric}
+    if not ranked:
+        return set(options)
+    top = max(numeric[k] for k in ranked)
+    return {k for k in ranked if numeric[k] == top}

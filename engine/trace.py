@@ -61,7 +61,8 @@ class JourneyTransitionRecord(BaseModel):
     previous_path: list[str | None]
     new_path: list[str | None]
     node_id: str | None  # the step projected for this turn (None = journey exited / completed)
-    how: str  # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended"
+    # "llm" | "auto_return" | "entry" | "exit" | "completed" | "suspended" | "resumed"
+    how: str
     repairs: list[str] = Field(default_factory=list)  # what path verification fixed
     rationale: str = ""
     # The walk the model proposed this turn (node ids), before path verification kept what
@@ -120,6 +121,8 @@ class TurnTrace(BaseModel):
     stages: list[StageTiming] = Field(default_factory=list)
     # of the stages' time: reading the customer's values and grounding arguments (ms)
     values_ms: float = 0.0
+    # of the load stage's time: detecting the language of the turn's messages (ms)
+    language_ms: float = 0.0
     notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
     composition_mode: str = ""
     llm_rounds: int = 0
@@ -212,6 +215,7 @@ HOW = {
     "exit": "left",
     "completed": "completed",
     "suspended": "paused for a prerequisite",
+    "resumed": "resumed where the customer left it",
 }
 
 

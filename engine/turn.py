@@ -21,7 +21,7 @@ from typing import Any
 from engine.erasure import written_before_erasure
 from engine.errors import AgentNotFound, SessionConflict
 from engine.language.detection import detect
-from engine.language.session import session_language
+from engine.language.session import in_session_words, session_language
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
@@ -129,7 +129,16 @@ class TurnPipeline:
 
         # Load: this turn's customer messages; an answer to a pending interrupt resumes its step.
         # A pending confirmation is answered (or dropped) by this turn's messages.
-        detected = [None if m.choice and not m.text else detect(m.text or "") for m in messages]
+        # Each message's language, among the agent's languages and English (engine.language).
+        served = agent.config.languages
+        detecting = time.perf_counter()
+        detected = [
+            None if m.choice and not m.text else detect(m.text or "", served) for m in messages
+        ]
+        detected = in_session_words(
+            session.language, [m.text or "" for m in messages], detected, served
+        )
+        trace.language_ms = round((time.perf_counter() - detecting) * 1000, 3)
         for m, language in zip(messages, detected, strict=True):
             state.add_event(
                 EventKind.MESSAGE,
@@ -141,7 +150,7 @@ class TurnPipeline:
                 **({"attachments": attachments_data(m)} if m.attachments else {}),
                 **({"language": language} if language else {}),
             )
-        state.language = session_language(state.session.language, detected, agent.config.languages)
+        state.language = session_language(state.session.language, detected, served)
         if state.mode is SessionMode.HUMAN:
             # A person has the session: match for the trace, answer nothing (engine.handoff).
             return await self._record_for_person(state, index)
@@ -150,8 +159,9 @@ class TurnPipeline:
             reply = state.add_event(
                 EventKind.MESSAGE,
                 EventSource.AGENT,
-                agent.config.unsupported_media_response,
+                state.line("unsupported_media"),
                 unsupported_media=True,
+                language=state.language,
             )
             return TurnOutput(
                 new_session_state(state, ()), state.events, reply, masked_trace(state)
@@ -203,8 +213,9 @@ class TurnPipeline:
         reply, applied = await compose_reply(state, resolution)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
-        if version is not None and version.notice:
-            reply = _announce(state.events, reply, version.notice)
+        notice = version.notice(state.line) if version is not None else None
+        if notice:
+            reply = _announce(state.events, reply, notice)
         t = state.timed("compose", t)
         new_state = new_session_state(state, applied)
         state.timed("persist_prep", t)

@@ -2,12 +2,15 @@
 
 `problems(snapshot)` lists them; `validate_snapshot(snapshot)` raises `InvalidAgentDefinition`
 with the whole list. Authoring (`engine.authoring`) runs it on every build; stores may run it again
-on what they load.
+on what they load. `warnings(snapshot)` lists what is allowed but probably not meant (a reply that
+reaches a customer in another language than theirs); they never fail validation, and
+`waypoint validate` shows them.
 
 The checks of each kind of element live beside this module: `engine.guideline_validation`,
 `engine.journey_validation`, `engine.tool_validation`, `engine.canned_response_validation`,
 `engine.relationship_validation` (relationships, priorities, prerequisite cycles),
-`engine.handoff_validation`; `engine.versioning` checks declared migrations. This module holds what
+`engine.handoff_validation`, `engine.language.validation` (served languages, the engine's lines,
+canned variants); `engine.versioning` checks declared migrations. This module holds what
 concerns the agent as a whole (its id, unique ids) and the order every check runs in.
 """
 
@@ -23,6 +26,7 @@ from engine.errors import InvalidAgentDefinition
 from engine.guideline_validation import guideline_problems
 from engine.handoff_validation import handoff_problems
 from engine.journey_validation import journey_problems
+from engine.language.validation import language_problems, language_warnings
 from engine.model import AgentSnapshot
 from engine.relationship_validation import (
     journey_guideline_priorities,
@@ -63,6 +67,11 @@ def problems(
         for check in _CHECKS
     ]
     return [problem for check in checks for problem in check(snapshot)]
+
+
+def warnings(snapshot: AgentSnapshot) -> list[str]:
+    """What `snapshot` allows but probably does not mean, in a stable order; never a failure."""
+    return [warning for check in _WARNINGS for warning in check(snapshot)]
 
 
 def validate_snapshot(snapshot: AgentSnapshot) -> None:
@@ -120,8 +129,10 @@ _CHECKS: tuple[Check, ...] = (
     prerequisite_cycles,
     canned_response_problems,
     handoff_problems,
+    language_problems,
     migration_problems,
 )
+_WARNINGS: tuple[Check, ...] = (language_warnings,)
 # Checks that report unknown tools, and skip those reported already (`problems`).
 _NAMING_TOOLS: dict[Check, Callable[..., Iterable[str]]] = {
     guideline_problems: guideline_problems,

@@ -9,8 +9,8 @@ declares a migration (`JourneyMigration`) for every journey it has in flight.
 
 Whatever version a turn runs on, a reference it cannot resolve (a journey or step that version
 does not have: the pinned version was lost, or the session predates pinning) ends that journey
-cleanly, and the reply tells the customer in plain words (`ended_notice`). Nothing here calls a
-model: the choice is deterministic and made before the turn's first stage.
+cleanly, and the reply tells the customer in plain words, in their language (`ended_notice`).
+Nothing here calls a model: the choice is deterministic and made before the turn's first stage.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from engine.language.lines import Say
 from engine.model import AgentSnapshot, Journey
 from engine.session import SessionState
 
@@ -37,10 +38,9 @@ class VersionChoice:
     ended: tuple[str, ...] = ()  # titles of journeys ended because this version lacks them
     notes: tuple[str, ...] = ()  # for the trace
 
-    @property
-    def notice(self) -> str | None:
-        """What the customer is told about ended journeys, or None."""
-        return ended_notice(self.ended)
+    def notice(self, say: Say) -> str | None:
+        """What the customer is told about ended journeys (in the language of `say`), or None."""
+        return ended_notice(say, self.ended)
 
 
 def journeys_in_flight(session: SessionState) -> tuple[str, ...]:
@@ -253,19 +253,13 @@ def _title(journey_id: str, previous: AgentSnapshot | None) -> str:
     return journey_id.replace("_", " ")
 
 
-def ended_notice(titles: tuple[str, ...]) -> str | None:
+def ended_notice(say: Say, titles: tuple[str, ...]) -> str | None:
     """Plain words for the customer about journeys that had to end, or None."""
     if not titles:
         return None
-    names = [t.lower() for t in titles]
-    what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    plural = len(names) > 1
-    return (
-        f"Sorry — our service was updated and the {what} we were in the middle of "
-        f"{'are' if plural else 'is'} no longer available, so I stopped "
-        f"{'them' if plural else 'it'}. Nothing more was done for "
-        f"{'them' if plural else 'it'}; you can ask me to start again."
-    )
+    if len(titles) == 1:
+        return say("journey_ended", journey=titles[0])
+    return say("journeys_ended", journeys=list(titles))
 
 
 def migration_problems(snapshot: AgentSnapshot) -> list[str]:

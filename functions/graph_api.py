@@ -22,6 +22,8 @@ from fastapi import FastAPI, Query, Response
 from starlette.exceptions import HTTPException
 
 from engine.agent_id import check_agent_id
+from functions.management_errors import error_responses
+from functions.management_params import AgentIdPath
 from infra.runtime import current_runtime
 
 SVG_MEDIA_TYPE = "image/svg+xml"
@@ -43,7 +45,7 @@ def _walk(raw: str | None, name: str) -> tuple[str, ...]:
 
 
 async def agent_graph(
-    agent_id: str,
+    agent_id: AgentIdPath,
     drawing: Annotated[Literal["svg", "mermaid"], Query(alias="format")] = "svg",
     version: Annotated[str | None, Query(max_length=64)] = None,
     journey: Annotated[str | None, Query(max_length=200)] = None,
@@ -88,8 +90,12 @@ def add_graph_route(app: FastAPI) -> None:
         response_class=Response,
         responses={
             200: {
-                "content": {SVG_MEDIA_TYPE: {}, "text/plain": {}},
-                "description": "the drawing",
-            }
+                "content": {
+                    SVG_MEDIA_TYPE: {"schema": {"type": "string"}},
+                    "text/plain": {"schema": {"type": "string"}},
+                },
+                "description": "the drawing: SVG, or Mermaid text (`format=mermaid`)",
+            },
+            **error_responses(400, 404),
         },
     )

@@ -18,7 +18,7 @@ A mode that does not fit (writing while the agent has the session) is 409 with w
 instead; so is taking, writing to or handing back a session someone else has, naming who, unless
 the body says `"take_over": true` (reassigned to the caller, recorded). A retry with the same
 `event_id` is the same change: answered with what it recorded, never refused, never sent twice.
-Included in `functions.management` (same key, same errors).
+Added to `functions.management` as its own routes (same key, same errors).
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Literal
 
-from fastapi import APIRouter, FastAPI, Query
-from fastapi.routing import APIRoute
-from pydantic import BaseModel, Field
+from fastapi import APIRouter
+from pydantic import BaseModel, Field, StrictBool
 from starlette.exceptions import HTTPException
 
 from engine.handoff import (
@@ -39,6 +38,8 @@ from engine.handoff import (
     take,
 )
 from engine.session import Event, Handoff, SessionMode, SessionState
+from functions.management_errors import error_responses
+from functions.management_params import AgentIdQuery, SessionIdPath
 from infra.channels.text import MAX_INBOUND_CHARS
 from infra.handoff_changes import (
     AppliedChange,
@@ -50,6 +51,10 @@ from infra.handoff_changes import (
 from infra.runtime import current_runtime
 
 router = APIRouter(tags=["handoff"])
+# A change to a session: it may not exist, or not be in the mode the change needs.
+_CHANGE_ERRORS = error_responses(
+    400, 404, 409, described={409: "the session's mode does not allow it, or someone else has it"}
+)
 
 Person = Field(min_length=1, max_length=200, description="who acts: a name or an inbox user id")
 TakeOver = Field(
@@ -112,7 +117,7 @@ class StartHandoff(BaseModel):
 
 class TakeHandoff(BaseModel):
     person: str = Person
-    take_over: bool = TakeOver
+    take_over: StrictBool = TakeOver
 
 
 class PersonMessage(BaseModel):
@@ -124,13 +129,13 @@ class PersonMessage(BaseModel):
         max_length=200,
         description="idempotency key: the same event id again records and sends it once",
     )
-    take_over: bool = TakeOver
+    take_over: StrictBool = TakeOver
 
 
 class ReleaseHandoff(BaseModel):
     person: str = Person
     note: str = Field(default="", max_length=500)
-    take_over: bool = TakeOver
+    take_over: StrictBool = TakeOver
 
 
 class ChangeView(BaseModel):
@@ -172,9 +177,9 @@ async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> Appl
         raise HTTPException(409, str(wrong)) from None
 
 
-@router.get("/handoffs", response_model=WaitingList)
+@router.get("/handoffs", response_model=WaitingList, responses=error_responses(400))
 async def list_handoffs(
-    agent_id: str | None = Query(default=None, max_length=100),
+    agent_id: AgentIdQuery = None,
     status: Literal["waiting", "taken", "ticket"] | None = None,
 ) -> WaitingList:
     """Sessions handed off to a person, oldest first; `status` narrows the list."""
@@ -187,8 +192,13 @@ async def list_handoffs(
     return WaitingList(sessions=views)
 
 
-@router.post("/sessions/{session_id}/handoff", response_model=ChangeView, status_code=201)
-async def start(session_id: str, body: StartHandoff) -> ChangeView:
+@router.post(
+    "/sessions/{session_id}/handoff",
+    response_model=ChangeView,
+    status_code=201,
+    responses=_CHANGE_ERRORS,
+)
+async def start(session_id: SessionIdPath, body: StartHandoff) -> ChangeView:
     """Hand the session to a person now (the agent stops answering it)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
@@ -197,8 +207,10 @@ async def start(session_id: str, body: StartHandoff) -> ChangeView:
     return ChangeView(**_view(session_id, await _apply(session_id, "handoff", None, make)))
 
 
-@router.post("/sessions/{session_id}/handoff/take", response_model=ChangeView)
-async def take_session(session_id: str, body: TakeHandoff) -> ChangeView:
+@router.post(
+    "/sessions/{session_id}/handoff/take", response_model=ChangeView, responses=_CHANGE_ERRORS
+)
+async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeView:
     """`person` takes the handed-off session; 409 naming who has it when someone else does
     (unless `take_over`)."""
 
@@ -208,8 +220,15 @@ async def take_session(session_id: str, body: TakeHandoff) -> ChangeView:
     return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
 
 
-@router.post("/sessions/{session_id}/handoff/messages", response_model=MessageView)
-async def post_person_message(session_id: str, body: PersonMessage) -> MessageView:
+@router.post(
+    "/sessions/{session_id}/handoff/messages",
+    response_model=MessageView,
+    responses={
+        **_CHANGE_ERRORS,
+        **error_responses(503, described={503: "recorded, but not queued; retry (same event_id)"}),
+    },
+)
+async def post_person_message(session_id: SessionIdPath, body: PersonMessage) -> MessageView:
     """A person's message: recorded in the session and delivered to the customer on their
     channel (through the outbox; a retry with the same `event_id` never sends twice). A waiting
     handoff is taken by the writer; someone else's is 409 unless `take_over`."""
@@ -238,8 +257,10 @@ async def post_person_message(session_id: str, body: PersonMessage) -> MessageVi
     return MessageView(**_view(session_id, applied), delivery="queued")
 
 
-@router.post("/sessions/{session_id}/handoff/release", response_model=ChangeView)
-async def release(session_id: str, body: ReleaseHandoff) -> ChangeView:
+@router.post(
+    "/sessions/{session_id}/handoff/release", response_model=ChangeView, responses=_CHANGE_ERRORS
+)
+async def release(session_id: SessionIdPath, body: ReleaseHandoff) -> ChangeView:
     """Hand the session back to the agent; it answers the customer's next message with the
     person's messages in its history. Someone else's session is 409 unless `take_over`."""
 
@@ -247,20 +268,3 @@ async def release(session_id: str, body: ReleaseHandoff) -> ChangeView:
         return hand_back(s, cid, now, by=body.person, why=body.note, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "release", None, make)))
-
-
-def install(app: FastAPI) -> None:
-    """Add these routes to `app` as its own routes (not a lazily included router), so that the
-    app's route list — the API index and the template's route check — names each of them."""
-    for route in router.routes:
-        if isinstance(route, APIRoute):
-            app.add_api_route(
-                route.path,
-                route.endpoint,
-                methods=sorted(route.methods or ()),
-                response_model=route.response_model,
-                status_code=route.status_code,
-                tags=list(route.tags),
-                summary=route.summary,
-                description=route.description,
-            )

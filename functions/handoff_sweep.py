@@ -75,7 +75,6 @@ async def _ticket(
     """Record the ticket of one overdue handoff; whether its notice was queued (None: the
     session no longer needed one)."""
     config = agent.config.handoff
-    notice = approved_notice(agent, HANDOFF_UNAVAILABLE_TAG, config.unavailable_message)
     why = f"no one picked it up within {config.pickup_timeout_seconds} s"
     # One id per handoff (its start): concurrent sweeps record one ticket.
     change_id = change_id_for("ticket", session_id, since)
@@ -83,7 +82,10 @@ async def _ticket(
     def make(session: SessionState) -> Any:
         if not pickup_overdue(session, config, now):
             raise NotDue(session.id)
-        return record_ticket(session, change_id, now, why=why, notice=notice)
+        # In the customer's language (the session's; the agent's default before they wrote).
+        language = session.language or agent.config.languages[0]
+        notice = approved_notice(agent, HANDOFF_UNAVAILABLE_TAG, language)
+        return record_ticket(session, change_id, now, why=why, notice=notice, language=language)
 
     try:
         applied = await apply_change(runtime.sessions, session_id, change_id, make)

@@ -47,14 +47,16 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from functions import management_agents, management_errors, management_sessions
-from functions.handoff_api import install as install_handoff_routes
+from functions.handoff_api import router as handoff_routes
 from functions.http_entry import http_lambda_handler
 from functions.management_cors import install as install_cors
 from functions.management_errors import error_response, logger
+from functions.management_params import refuse_unknown_query
 from functions.studio_api import router as studio_routes
 from infra.runtime import current_runtime
 
@@ -66,6 +68,7 @@ app = FastAPI(
     docs_url=None,  # our own page (`api_reference`): it must send the key to load the schema
     redoc_url=None,
     openapi_url="/openapi.json",  # behind the key, like everything but /docs
+    dependencies=[Depends(refuse_unknown_query)],  # every route: undeclared query → 422
 )
 PUBLIC_PATHS = frozenset({"/docs"})
 
@@ -118,7 +121,28 @@ management_agents.install(
     app
 )  # POST /agents[/check], /agents/{id}/rollback, GET /agents/{id}[/graph]
 management_sessions.install(app)  # /sessions/..., DELETE /customers/{channel}/{customer_id}
-app.include_router(studio_routes)  # GET /sessions, /sessions/{id}/turns (the studio page)
+
+
+def add_routes_of(router: APIRouter) -> None:
+    """Add `router`'s routes to the app as its own routes, not as an included router: the app's
+    route list then names each of them — for the API index, the template's route check, and the
+    `Allow` header of a 405 (a path two routes serve allows the methods of both)."""
+    for route in router.routes:
+        if isinstance(route, APIRoute):
+            app.add_api_route(
+                route.path,
+                route.endpoint,
+                methods=sorted(route.methods or ()),
+                response_model=route.response_model,
+                status_code=route.status_code,
+                responses=route.responses,
+                tags=list(route.tags),
+                summary=route.summary,
+                description=route.description,
+            )
+
+
+add_routes_of(studio_routes)  # GET /sessions, /sessions/{id}/turns (the studio page)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -126,16 +150,23 @@ app.include_router(studio_routes)  # GET /sessions, /sessions/{id}/turns (the st
 
 
 def _openapi_with_key() -> dict[str, Any]:
-    """FastAPI's schema, plus the `X-Api-Key` scheme every operation requires."""
+    """FastAPI's schema, plus the `X-Api-Key` scheme every operation requires and the agent
+    document's schemas (the body of `POST /agents`, which the route reads itself)."""
     if app.openapi_schema is None:
         from fastapi.openapi.utils import get_openapi
 
         schema = get_openapi(
             title=app.title, version=app.version, description=app.description, routes=app.routes
         )
-        schema.setdefault("components", {})["securitySchemes"] = {
+        components = schema.setdefault("components", {})
+        components["securitySchemes"] = {
             "ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
         }
+        schemas = components.setdefault("schemas", {})
+        for name, definition in management_agents.agent_document_components().items():
+            # Same name, same model (pydantic names schemas by class): never two meanings.
+            if schemas.setdefault(name, definition) != definition:
+                raise RuntimeError(f"two schemas named {name!r} in the management API")
         schema["security"] = [{"ApiKey": []}]
         app.openapi_schema = schema
     return app.openapi_schema
@@ -181,7 +212,7 @@ async def api_reference() -> Response:
     return HTMLResponse(REFERENCE_PAGE)
 
 
-install_handoff_routes(app)  # GET /handoffs, POST /sessions/{id}/handoff[...]
+add_routes_of(handoff_routes)  # GET /handoffs, POST /sessions/{id}/handoff[...]
 
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point

@@ -4,9 +4,9 @@ Added to the app by `install` (`functions.management`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from pydantic import BaseModel, Field
 
 from engine.agent_id import check_agent_id
@@ -14,13 +14,45 @@ from engine.document_text import MAX_DOCUMENT_BYTES, DocumentTooLarge, parse_doc
 from engine.errors import InvalidAgentDefinition
 from engine.version_diff import PublishCheck
 from functions.graph_api import add_graph_route
-from functions.management_errors import logger
+from functions.management_errors import PublishRefusedBody, error_responses, logger
+from functions.management_params import AgentIdPath
 from infra.runtime import current_runtime
 
 if TYPE_CHECKING:
     from engine.model import AgentSnapshot
 
 _YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
+AGENT_DOCUMENT = "AgentDocument"  # its schema's name among the OpenAPI document's components
+# The body of POST /agents and /agents/check, read by the route itself (JSON or YAML, limits
+# first: `parse_agent_document`), so FastAPI cannot derive it: declared here.
+AGENT_DOCUMENT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "an agent document (docs/agent.schema.json; docs/authoring.md), as JSON "
+        f"or YAML, at most {MAX_DOCUMENT_BYTES} bytes",
+        "content": {
+            "application/json": {
+                "schema": {"$ref": f"#/components/schemas/{AGENT_DOCUMENT}"},
+                "example": {
+                    "agent": {"id": "hello", "name": "Hello"},
+                    "guidelines": [
+                        {
+                            "id": "greet",
+                            "condition": "the customer greets",
+                            "action": "greet them back",
+                        }
+                    ],
+                },
+            },
+            "application/yaml": {
+                "schema": {"type": "string", "description": "the same document written as YAML"},
+                "example": "agent: {id: hello, name: Hello}\n"
+                "guidelines:\n"
+                "  - {id: greet, condition: the customer greets, action: greet them back}\n",
+            },
+        },
+    }
+}
 
 
 class PublishedAgentView(BaseModel):
@@ -71,6 +103,19 @@ def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidAgentDefinition(["body: expected a mapping with an 'agent' section"])
     return data
+
+
+def agent_document_components() -> dict[str, Any]:
+    """The agent document's JSON Schema and every schema it refers to, as OpenAPI components
+    (the document's own is named `AGENT_DOCUMENT`)."""
+    from engine.authoring.document import AgentDocument
+
+    schema = AgentDocument.model_json_schema(
+        by_alias=True, mode="validation", ref_template="#/components/schemas/{model}"
+    )
+    components: dict[str, Any] = schema.pop("$defs", {})
+    components[AGENT_DOCUMENT] = schema
+    return components
 
 
 async def publish_agent(request: Request, force: bool = False) -> PublishedAgentView:
@@ -126,7 +171,9 @@ async def _agent_from_request(request: Request) -> AgentSnapshot:
     return load_agent(parse_agent_document(raw, request.headers.get("content-type", "")))
 
 
-async def rollback_agent(agent_id: str, body: RollbackRequest | None = None) -> RollbackView:
+async def rollback_agent(
+    agent_id: AgentIdPath, body: RollbackRequest | None = None
+) -> RollbackView:
     """Point the agent back at an earlier stored version (default: the previous one)."""
     from infra.agent_versions import rollback
 
@@ -136,7 +183,9 @@ async def rollback_agent(agent_id: str, body: RollbackRequest | None = None) -> 
     return RollbackView(agent_id=agent_id, from_version=before, to_version=after)
 
 
-async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
+async def get_agent(
+    agent_id: AgentIdPath, version: Annotated[str | None, Query(max_length=64)] = None
+) -> AgentView:
     from engine.authoring import dump_agent
 
     check_agent_id(agent_id)
@@ -155,18 +204,42 @@ async def get_agent(agent_id: str, version: str | None = None) -> AgentView:
 
 def install(app: FastAPI) -> None:
     """Add the agent routes to `app`, as its own routes, in this order."""
+    refused: dict[int | str, dict[str, Any]] = {
+        409: {
+            "model": PublishRefusedBody,
+            "description": "refused: it would strand sessions or call tools the deployment "
+            "lacks (`check` says which); fix it, or publish again with ?force=true",
+        }
+    }
     app.add_api_route(
         "/agents",
         publish_agent,
         methods=["POST"],
         response_model=PublishedAgentView,
         status_code=201,
+        responses={**error_responses(400, 413, 503), **refused},
+        openapi_extra=AGENT_DOCUMENT_BODY,
     )
     app.add_api_route(
-        "/agents/check", check_agent, methods=["POST"], response_model=PublishCheckView
+        "/agents/check",
+        check_agent,
+        methods=["POST"],
+        response_model=PublishCheckView,
+        responses=error_responses(400, 413, 503),
+        openapi_extra=AGENT_DOCUMENT_BODY,
     )
     app.add_api_route(
-        "/agents/{agent_id}/rollback", rollback_agent, methods=["POST"], response_model=RollbackView
+        "/agents/{agent_id}/rollback",
+        rollback_agent,
+        methods=["POST"],
+        response_model=RollbackView,
+        responses=error_responses(400, 404),
     )
-    app.add_api_route("/agents/{agent_id}", get_agent, methods=["GET"], response_model=AgentView)
+    app.add_api_route(
+        "/agents/{agent_id}",
+        get_agent,
+        methods=["GET"],
+        response_model=AgentView,
+        responses=error_responses(400, 404),
+    )
     add_graph_route(app)  # GET /agents/{agent_id}/graph

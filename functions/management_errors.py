@@ -1,9 +1,12 @@
 """How the management API answers a failure: `{"error": ..., "problems": [...]}` with the right
-status, never a stack trace — the error body, and which exception becomes which status. Also the
-API's logger, shared by its route modules (`functions.management_agents`,
-`functions.management_sessions`)."""
+status, never a stack trace — the error body, which exception becomes which status, and how the
+OpenAPI document declares them (`error_responses`). Also the API's logger, shared by its route
+modules (`functions.management_agents`, `functions.management_sessions`)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request
@@ -12,31 +15,99 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from engine.agent_id import InvalidAgentId
+from engine.agent_id import InvalidAgentId, agent_id_problem
 from engine.document_text import DocumentTooComplex, DocumentTooLarge
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.version_diff import PublishCheck
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 
 logger = Logger(service="waypoint-management")
+_AGENT_ID_FIELDS = frozenset({"agent_id", "agent"})  # what an agent id is called in requests
 
 
 class ErrorBody(BaseModel):
+    """Every error the API answers: what went wrong, and each problem found (may be empty)."""
+
     error: str
     problems: list[str] = Field(default_factory=list)
 
 
-def error_response(status: int, error: str, problems: list[str] | None = None) -> JSONResponse:
+class PublishRefusedBody(ErrorBody):
+    """409 of `POST /agents`: the problems, and the whole check (`POST /agents/check`'s)."""
+
+    check: PublishCheck
+
+
+# What each error status means on this API (an operation may say it more precisely).
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "an id that breaks its rule, a document refused before it is read (`problems` name "
+    "the rule), or a body that cannot be read (not UTF-8 JSON)",
+    401: "missing or wrong `X-Api-Key` header: checked before anything else",
+    404: "no such agent, version, session, trace or journey",
+    409: "conflicts with the current state; `error` says what to do instead",
+    413: "the body is over its size limit",
+    422: "the request breaks this schema or a rule of the operation; `problems` lists each",
+    501: "this deployment's session store cannot answer it",
+    503: "a dependency is unavailable for now; retry",
+}
+
+
+def error_responses(
+    *statuses: int, described: Mapping[int, str] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a route: 401 (the key check) and 422 (an invalid request) always, plus
+    `statuses`, each an `ErrorBody` with its description (`described` overrides)."""
+    descriptions = {**ERROR_DESCRIPTIONS, **(described or {})}
+    return {
+        status: {"model": ErrorBody, "description": descriptions[status]}
+        for status in sorted({401, 422, *statuses})
+    }
+
+
+def error_response(
+    status: int,
+    error: str,
+    problems: list[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     body = ErrorBody(error=error, problems=problems or [])
-    return JSONResponse(body.model_dump(), status_code=status)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-    return error_response(exc.status_code, str(exc.detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route whose path matched; a path served by
+        # two routes (`GET` and `POST /sessions`) allows the methods of both.
+        headers["Allow"] = _allowed_methods(request) or headers.get("Allow", "")
+    return error_response(exc.status_code, str(exc.detail), headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route of the app serves at this request's path."""
+    from starlette.routing import Match, Route
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
 
 
 async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = exc.errors()
+    bad_agent_ids = [
+        agent_id_problem(error.get("input"))
+        for error in errors
+        if error["type"] == "string_pattern_mismatch"
+        and error["loc"]
+        and error["loc"][-1] in _AGENT_ID_FIELDS
+    ]
+    if bad_agent_ids and len(bad_agent_ids) == len(errors):
+        # The agent id rule answers as it does inside the routes (engine.agent_id): 400.
+        return error_response(400, "invalid agent id", [p for p in bad_agent_ids if p])
     problems = [
-        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in errors
     ]
     return error_response(422, "invalid request", problems)
 
@@ -52,13 +123,13 @@ async def _invalid_agent(request: Request, exc: InvalidAgentDefinition) -> JSONR
 
 
 async def _publish_refused(request: Request, exc: PublishRefused) -> JSONResponse:
-    body = ErrorBody(
+    body = PublishRefusedBody(
         error="publish refused: it would strand sessions or call tools the deployment lacks; "
         "fix the problems, or publish again with ?force=true",
         problems=[r.message for r in exc.check.risks],
-    ).model_dump()
-    body["check"] = exc.check.model_dump(mode="json")
-    return JSONResponse(body, status_code=409)
+        check=exc.check,
+    )
+    return JSONResponse(body.model_dump(mode="json"), status_code=409)
 
 
 async def _registry_unavailable(request: Request, exc: ToolRegistryUnavailable) -> JSONResponse:

@@ -11,22 +11,29 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import FastAPI, Path, Query, Response
+from fastapi import FastAPI, Query, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from engine.agent_id import check_agent_id
+from engine.agent_id import AGENT_ID_PATTERN, check_agent_id
 from engine.history import EVENT_PAGE
 from engine.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.versioning import journeys_in_flight
 from functions.handoff_api import HandoffView
-from functions.management_errors import ErrorBody, logger
+from functions.management_errors import error_responses, logger
+from functions.management_params import (
+    CallIdPath,
+    ChannelPath,
+    CustomerIdPath,
+    SessionIdPath,
+    TurnIdPath,
+)
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
 from infra.outbox import reply_options
 from infra.runtime import current_runtime
-from infra.turn_queue import QueuedMessage, check_session_id
+from infra.turn_queue import SESSION_ID_PATTERN, QueuedMessage, check_session_id
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput  # the engine loads on the first turn, not at import
@@ -87,8 +94,12 @@ class EventPage(BaseModel):
 
 class NewSession(BaseModel):
     customer_id: str = Field(min_length=1, max_length=200)
-    agent_id: str | None = Field(default=None, min_length=1, max_length=100)
-    session_id: str | None = Field(default=None, min_length=1, max_length=100)
+    agent_id: str | None = Field(
+        default=None, pattern=AGENT_ID_PATTERN, description="default: the configured agent"
+    )
+    session_id: str | None = Field(
+        default=None, pattern=SESSION_ID_PATTERN, description="default: a new `api-…` id"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -172,12 +183,12 @@ async def create_session(body: NewSession) -> SessionView:
     return SessionView.of(state)
 
 
-async def get_session(session_id: str) -> SessionView:
+async def get_session(session_id: SessionIdPath) -> SessionView:
     return SessionView.of(await _session(session_id))
 
 
 async def get_events(
-    session_id: str,
+    session_id: SessionIdPath,
     after: int = Query(default=-1, ge=-1),
     limit: int = Query(default=EVENT_PAGE, ge=1, le=EVENT_PAGE),
 ) -> EventPage:
@@ -189,7 +200,7 @@ async def get_events(
     return EventPage(session_id=session_id, events=events)
 
 
-async def get_trace(session_id: str, turn_id: str) -> TurnTrace:
+async def get_trace(session_id: SessionIdPath, turn_id: TurnIdPath) -> TurnTrace:
     trace = await current_runtime().sessions.trace(session_id, turn_id)
     if trace is None:
         raise HTTPException(404, f"no trace of turn {turn_id[:100]!r} in this session")
@@ -210,8 +221,8 @@ class ErasureView(BaseModel):
 
 async def erase_customer(
     response: Response,
-    channel: str = Path(pattern=r"^[a-z]{1,32}$"),
-    customer_id: str = Path(min_length=1, max_length=200),
+    channel: ChannelPath,
+    customer_id: CustomerIdPath,
 ) -> ErasureView:
     """Erase one customer (a person on a channel; `api` for sessions made with POST /sessions).
     Idempotent: erasing again finds nothing and deletes nothing. A very large erasure that does
@@ -229,7 +240,7 @@ async def erase_customer(
 
 
 async def post_message(
-    session_id: str,
+    session_id: SessionIdPath,
     body: NewMessage,
     response: Response,
     queue: bool = Query(default=False, alias="async"),
@@ -279,10 +290,10 @@ class InterruptResultBody(BaseModel):
 
 
 async def deliver_interrupt_result(
-    session_id: str,
+    session_id: SessionIdPath,
     body: InterruptResultBody,
     response: Response,
-    call_id: str = Path(min_length=1, max_length=200),
+    call_id: CallIdPath,
     queue: bool = Query(default=False, alias="async"),
 ) -> TurnView | QueuedView:
     """Complete the session's pending interrupter step with its result and resume the journey.
@@ -334,39 +345,68 @@ async def deliver_interrupt_result(
 
 def install(app: FastAPI) -> None:
     """Add the session and customer routes to `app`, as its own routes, in this order."""
+    queued: dict[int | str, dict[str, Any]] = {
+        202: {"model": QueuedView, "description": "queued for the turn worker"}
+    }
     app.add_api_route(
-        "/sessions", create_session, methods=["POST"], response_model=SessionView, status_code=201
+        "/sessions",
+        create_session,
+        methods=["POST"],
+        response_model=SessionView,
+        status_code=201,
+        responses=error_responses(400, 404, 409),
     )
     app.add_api_route(
-        "/sessions/{session_id}", get_session, methods=["GET"], response_model=SessionView
+        "/sessions/{session_id}",
+        get_session,
+        methods=["GET"],
+        response_model=SessionView,
+        responses=error_responses(404),
     )
     app.add_api_route(
-        "/sessions/{session_id}/events", get_events, methods=["GET"], response_model=EventPage
+        "/sessions/{session_id}/events",
+        get_events,
+        methods=["GET"],
+        response_model=EventPage,
+        responses=error_responses(404),
     )
     app.add_api_route(
         "/sessions/{session_id}/traces/{turn_id}",
         get_trace,
         methods=["GET"],
         response_model=TurnTrace,
+        responses=error_responses(404),
     )
     app.add_api_route(
         "/customers/{channel}/{customer_id}",
         erase_customer,
         methods=["DELETE"],
         response_model=ErasureView,
-        responses={202: {"model": ErasureView, "description": "erasure continues: call again"}},
+        responses={
+            202: {"model": ErasureView, "description": "erasure continues: call again"},
+            **error_responses(),
+        },
     )
     app.add_api_route(
         "/sessions/{session_id}/messages",
         post_message,
         methods=["POST"],
         response_model=TurnView | QueuedView,
-        responses={202: {"model": QueuedView}},
+        responses={**queued, **error_responses(400, 404, 409)},
     )
     app.add_api_route(
         "/sessions/{session_id}/interrupts/{call_id}",
         deliver_interrupt_result,
         methods=["POST"],
         response_model=TurnView | QueuedView,
-        responses={202: {"model": QueuedView}, 409: {"model": ErrorBody}},
+        responses={
+            **queued,
+            **error_responses(
+                400,
+                404,
+                409,
+                413,
+                described={409: "`call_id` is not the session's pending interrupter step"},
+            ),
+        },
     )

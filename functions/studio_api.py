@@ -26,6 +26,8 @@ from engine.session_index import (
     SessionIndex,
     SessionPage,
 )
+from functions.management_errors import error_responses
+from functions.management_params import AgentIdQuery, SessionIdPath
 from infra.runtime import current_runtime
 from infra.turn_queue import check_session_id
 
@@ -51,9 +53,9 @@ class TurnPage(BaseModel):
     next_after: int | None = None  # pass as `after` for the next page; None: no more events
 
 
-@router.get("/sessions", response_model=SessionPage)
+@router.get("/sessions", response_model=SessionPage, responses=error_responses(400, 501))
 async def list_sessions(
-    agent: str | None = Query(default=None, max_length=100),
+    agent: AgentIdQuery = None,
     limit: int = Query(default=SESSION_LIST_PAGE, ge=1, le=MAX_SESSION_LIST_PAGE),
     cursor: str | None = Query(default=None, max_length=100),
 ) -> SessionPage:
@@ -77,9 +79,9 @@ async def list_sessions(
     return await store.list_sessions(agent_id, limit=limit, cursor=cursor)
 
 
-@router.get("/sessions/{session_id}/turns", response_model=TurnPage)
+@router.get("/sessions/{session_id}/turns", response_model=TurnPage, responses=error_responses(404))
 async def list_turns(
-    session_id: str,
+    session_id: SessionIdPath,
     after: int = Query(default=-1, ge=-1),
     limit: int = Query(default=MAX_TURN_PAGE, ge=1, le=MAX_TURN_PAGE),
 ) -> TurnPage:

@@ -7,6 +7,9 @@ erasure tombstone of its customer, `engine.erasure`), enqueue it on the SQS
 FIFO turn queue (group = session), mark the claim QUEUED, and acknowledge. The turn runs in the worker; the reply goes out through the
 platform's API, never in this response.
 
+- A message in the Slack support channel (`WAYPOINT_SUPPORT_SLACK_CHANNEL`) from outside its
+  allow-list (`infra.channels.support_channel`: a Slack Connect member of another organization)
+  is acknowledged and dropped: never queued, never relayed to a customer.
 - A duplicate (platform retry, Slack `X-Slack-Retry-Num`, the same WhatsApp message in a new
   batch) is acknowledged like the original and enqueues nothing.
 - If the session or the enqueue fails after the claim, the claim is released and the answer is
@@ -40,7 +43,6 @@ from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcom
 from infra.channels.errors import PayloadTooLarge, WebhookRejected
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from infra.channels.registry import lookup_channel
-from infra.channels.support_channel import is_support_message
 from infra.runtime import Runtime, current_runtime
 from infra.turn_queue import QueuedMessage, session_id_for
 
@@ -128,8 +130,20 @@ async def accept(runtime: Runtime, outcome: WebhookOutcome) -> int:
     """Dedupe, create sessions and enqueue every message of a verified request; returns how many
     were new. Raises `EnqueueFailed` (claim released) when one could not be queued."""
     owner = uuid.uuid4().hex  # this request: its own retried writes are recognised as its own
+    relay = runtime.settings.support_relay
     enqueued = 0
     for message in outcome.messages:
+        if relay is not None and relay.refuses(message):
+            # In the support channel, but not from an allowed team or person (a Slack Connect
+            # member of another organization): never relayed to a customer, never a session.
+            logger.warning(
+                "support channel message from outside the allow-list dropped",
+                extra={
+                    "sender_team": message.sender_team,
+                    "team_allowed": message.sender_team in relay.teams,
+                },
+            )
+            continue
         claim_id = f"{message.account_id}:{message.event_id}"  # event ids are per account
         if not await _claim(runtime, message, claim_id, owner):
             logger.info("duplicate event", extra={"channel": message.channel})
@@ -195,7 +209,8 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
     known = runtime.known_sessions  # sessions never disappear: create each once per container
     # A person's reply in the handoff support channel belongs to a customer's session (the
     # worker finds it by the thread): it needs no session of its own.
-    if session_id not in known and not is_support_message(message):
+    relay = runtime.settings.support_relay
+    if session_id not in known and not (relay is not None and relay.in_channel(message)):
         # If they were erased (their session deleted) while a message of theirs was queued, the
         # new session remembers when: that message is dropped, this one is answered.
         erased = await erasures_of(runtime.sessions, message.channel, [message.customer_id])

@@ -48,7 +48,6 @@ from functions.worker_handoff import deliver_person_message, support_replies, to
 from functions.worker_replies import replies_for
 from functions.worker_telemetry import logger, metrics, tracer
 from infra.channels.base import ReplyOption
-from infra.channels.support_channel import is_support_message
 from infra.handoff_changes import QueuedPersonMessage
 from infra.runtime import Runtime, current_runtime
 from infra.turn_queue import QueuedMessage
@@ -118,7 +117,8 @@ class TurnWorker:
 
         started = time.perf_counter()
         last = burst.requests[-1].message
-        if is_support_message(last):  # a person in the support channel: no turn (handoff)
+        relay = self.runtime.settings.support_relay
+        if relay is not None and relay.in_channel(last):  # the support side: no turn (handoff)
             await support_replies(self.runtime, self.delivery, burst)
             return
         channel = self.runtime.channels.get(last.channel)

@@ -236,7 +236,7 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
     started = time.perf_counter()
     result = RunResult(test)
     try:
-        say, agent_model = await _start(test, models)
+        say, agent_model = await _start(test, _reading(test, models))
     except WaypointError as exc:
         result.error = str(exc)
         return result
@@ -270,6 +270,17 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
             break
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _reading(test: ConversationTest, models: Models) -> Models:
+    """The offline model reads glossed turns (`means:`) through their glosses; a real model
+    reads the customer's own words."""
+    glosses = {t.customer: t.means for t in test.turns if t.means is not None and t.customer}
+    if models.real or not glosses:
+        return models
+    from infra.offline.glossed import Glossed
+
+    return Models(Glossed(models.llm, glosses, "English"), models.embedder, models.real)
 
 
 async def _start(test: ConversationTest, models: Models) -> tuple[Any, str]:

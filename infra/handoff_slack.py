@@ -2,7 +2,9 @@
 
 Configured by `WAYPOINT_SUPPORT_SLACK_CHANNEL` (the channel id; the Slack app of the `slack`
 channel posts there with its bot token, and its request signing and verification apply to what
-people write back). The turn worker:
+people write back) and `WAYPOINT_SUPPORT_SLACK_TEAMS` / `_USERS`: only members of those teams (and
+only those people, when listed) write to customers from it — a Slack Connect channel also holds
+people of other organizations (`infra.channels.support_channel`). The turn worker:
 
 - opens the thread when a turn hands off (or, for a handoff started from the management API,
   at the customer's next message): a summary (who, what they wanted, journey state,
@@ -29,6 +31,7 @@ finished by the retry.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,8 +43,8 @@ from infra.aws.handoff_index import support_thread_key
 from infra.channels.base import Channel, NormalizedMessage, OutboundReply, ReplyOption
 from infra.channels.support_channel import (
     SUPPORT_CHANNEL_ENV,
-    is_support_message,
-    support_channel,
+    SUPPORT_TEAMS_ENV,
+    SUPPORT_USERS_ENV,
 )
 from infra.handoff_changes import (
     OutsideTurnDelivery,
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     from engine.model import AgentSnapshot
     from infra.runtime import Runtime
 
+log = logging.getLogger(__name__)
 HAND_BACK_CHOICE = "waypoint:handback"
 HAND_BACK_WORDS = {"handback", "!handback", "hand back", "/handback"}
 LAST_MESSAGES = 6
@@ -112,15 +116,15 @@ async def after_turn(runtime: Runtime, state: SessionState, turn_id: str) -> Non
     """Open the session's thread when this turn handed off; post the customer's messages of
     this turn into it while a person has the session. Best effort for the customer: a Slack
     failure never fails their turn (the next turn or redelivery tries again)."""
-    channel_id = support_channel()
+    relay = runtime.settings.support_relay
     slack = runtime.channels.get("slack")
-    if channel_id is None or slack is None or state.mode is not SessionMode.HUMAN:
+    if relay is None or slack is None or state.mode is not SessionMode.HUMAN:
         return
     events = [e for e in state.events if e.turn_id == turn_id]
     if state.handoff is not None and state.handoff.support_thread is None:
         # The turn that handed off — or, for a handoff started from the API, the customer's
         # next message — opens the thread (its summary holds this turn's messages).
-        await _open_thread(runtime, slack, channel_id, state, turn_id)
+        await _open_thread(runtime, slack, relay.channel, state, turn_id)
         return
     thread = state.handoff.support_thread if state.handoff else None
     said = [e.text for e in events if e.source is EventSource.CUSTOMER and e.text]
@@ -134,7 +138,7 @@ async def mirror_to_thread(runtime: Runtime, delivery: OutsideTurnDelivery) -> N
     """What reached the customer outside a turn — a person's message written in the inbox
     tool (not in the thread itself), a ticket's notice — also shown in the session's thread."""
     slack = runtime.channels.get("slack")
-    if support_channel() is None or slack is None:
+    if runtime.settings.support_relay is None or slack is None:
         return
     state = await runtime.sessions.load(delivery.session_id)
     thread = state.handoff.support_thread if state and state.handoff else None
@@ -225,8 +229,17 @@ async def _post_once(
 
 async def person_wrote(runtime: Runtime, message: NormalizedMessage) -> OutsideTurnDelivery | None:
     """Apply a support-thread message to its session: hand back, or a person's message (then
-    returned as what the worker delivers to the customer). None when the thread is not a
-    handoff's, the session is no longer with a person, or there is nothing to send."""
+    returned as what the worker delivers to the customer). None when the author is not allowed
+    to write to customers (the webhook drops those already; this holds for anything queued
+    before the allow-list changed), the thread is not a handoff's, the session is no longer with
+    a person, or there is nothing to send."""
+    relay = runtime.settings.support_relay
+    if relay is None or not relay.admits(message):
+        log.warning(
+            "support channel message from outside the allow-list not relayed",
+            extra={"sender_team": message.sender_team},
+        )
+        return None
     thread_ts = message.reply_to.get("thread_ts")
     channel_id = message.reply_to.get("channel")
     if not thread_ts or not channel_id:
@@ -271,8 +284,9 @@ async def person_wrote(runtime: Runtime, message: NormalizedMessage) -> OutsideT
 __all__ = [
     "HAND_BACK_CHOICE",
     "SUPPORT_CHANNEL_ENV",
+    "SUPPORT_TEAMS_ENV",
+    "SUPPORT_USERS_ENV",
     "after_turn",
-    "is_support_message",
     "mirror_to_thread",
     "person_wrote",
     "summary_text",

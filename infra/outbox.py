@@ -73,6 +73,7 @@ def outbound_reply(event: Event, reply_to: dict[str, Any]) -> OutboundReply | No
         view=view if isinstance(view, dict) else None,
         reply_to=reply_to,
         id=event.id,
+        language=str(event.data.get("language") or "en"),
     )
 
 

@@ -27,6 +27,9 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
 | `WAYPOINT_SECRET_DIGEST_KEY`       | secret (SSM): key of the digests sessions keep of secrets    |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
+| `WAYPOINT_SUPPORT_SLACK_CHANNEL`   | the Slack support channel of handoffs (`infra.handoff_slack`) |
+| `WAYPOINT_SUPPORT_SLACK_TEAMS`     | required with it: team ids whose members may write to customers |
+| `WAYPOINT_SUPPORT_SLACK_USERS`     | optional: only these Slack users may (`infra.channels.support_channel`) |
 
 The settings are read by `infra.runtime_settings.RuntimeSettings`; the turn queue's message is
 `infra.turn_queue.QueuedMessage`.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from engine.errors import WaypointError
+from infra.channels.support_channel import SupportRelay, SupportRelayConfigError
 
 if TYPE_CHECKING:
     from engine.toolkit import ToolRegistry
@@ -87,6 +88,8 @@ class RuntimeSettings:
     callback_hosts: tuple[str, ...] | None = None
     secrets_path: str | None = None
     reply_per_message: bool = False
+    # The Slack support channel and who may write to customers from it (None: no relay).
+    support_relay: SupportRelay | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
@@ -113,7 +116,15 @@ class RuntimeSettings:
             ),
             secrets_path=env.get(SECRETS_PATH_ENV) or None,
             reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
+            support_relay=_support_relay(env),
         )
+
+
+def _support_relay(env: Mapping[str, str]) -> SupportRelay | None:
+    try:
+        return SupportRelay.from_env(env)
+    except SupportRelayConfigError as exc:
+        raise RuntimeConfigurationError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from infra.channels.base import NormalizedMessage
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")  # also a valid SQS MessageGroupId
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"  # also a valid SQS MessageGroupId
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 class QueuedMessage(BaseModel):

@@ -19,15 +19,25 @@ cases:
     expect: {transfer_help: true, greet: false}
 ```
 
-What `expect` holds depends on the kind (`bench.eval.decisions`). Journey cases also give
+What `expect` holds depends on the kind (`bench.eval.decisions`). A case that paraphrases
+another names it as its `scenario` (`scenario: act-fees` on `act-fees-paraphrase`): one scenario,
+one part of the set (below). Journey cases also give
 `journey`, `path` (the steps walked so far; "EXIT" closes a run the customer left), `known`
 (values collected earlier) and
 `ran` (tools that ran this turn, with their data); tool cases `offered` (tool → why it is
 offered) and `known`; canned cases `instructions`, `templates` and `strict`.
+
+The set has two parts, fixed by scenario (`part_of`): the **development** part, which anyone
+improving the offline model or the prompts may read and work against, and the held-back **test**
+part, on which such a change is judged. A scenario (a case's `scenario`, else its id) is in the
+test part when the SHA-256 of its name, read as a number, is divisible by 3 — about a third of the
+set; no file says which, so a case cannot be moved to the part it scores better in without
+renaming it, and paraphrases of one decision never sit on both sides.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -61,6 +71,11 @@ KINDS = (
     "canned",
 )
 
+# libyaml's safe loader when installed: the set is read ~8x faster (tests load it often)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+PARTS = ("dev", "test")  # the development part and the held-back test part
+
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
@@ -78,6 +93,7 @@ class EvalCase(BaseModel):
     expect: dict[str, Any]
     hard: bool = False
     note: str = ""
+    scenario: str | None = None  # the case this one paraphrases (default: its own id)
     variables: dict[str, Any] = Field(default_factory=dict)
     applied: list[str] = Field(default_factory=list)  # guideline ids the agent followed earlier
     head: str | None = None  # disambiguation: the guideline whose options may be ambiguous
@@ -97,6 +113,18 @@ class CaseFile(BaseModel):
     cases: list[EvalCase]
 
 
+def scenario_of(case: EvalCase) -> str:
+    """The scenario a case belongs to: the case it paraphrases, else itself."""
+    return case.scenario or case.id
+
+
+def part_of(case: EvalCase) -> str:
+    """The part a case is in: "test" (held back) or "dev" — fixed by its scenario's name (the
+    SHA-256 divisible by 3), never by a file or a flag."""
+    digest = hashlib.sha256(scenario_of(case).encode("utf-8")).hexdigest()
+    return "test" if int(digest, 16) % 3 == 0 else "dev"
+
+
 @cache
 def agent(name: str) -> AgentSnapshot:
     """The agent `name`, from bench/eval/agents/<name>.yaml."""
@@ -112,7 +140,7 @@ def load_cases(directory: Path = CASES_DIR) -> dict[str, list[EvalCase]]:
     by_kind: dict[str, list[EvalCase]] = {}
     seen: set[str] = set()
     for path in sorted(directory.glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
         try:
             parsed = CaseFile.model_validate(raw)
         except ValidationError as exc:
@@ -125,6 +153,13 @@ def load_cases(directory: Path = CASES_DIR) -> dict[str, list[EvalCase]]:
             seen.add(case.id)
             _check(path.name, parsed.kind, case)
         by_kind.setdefault(parsed.kind, []).extend(parsed.cases)
+    for cases in by_kind.values():
+        for case in cases:
+            if case.scenario is not None and case.scenario not in seen:
+                raise CaseFileError(
+                    f"case {case.id!r}: scenario {case.scenario!r} is no case's id (name the "
+                    "case this one paraphrases)"
+                )
     return by_kind
 
 
@@ -154,7 +189,7 @@ def _check(file: str, kind: str, case: EvalCase) -> None:
             if gid not in ids or not isinstance(label, bool):
                 raise CaseFileError(f"{where}: expect maps guideline ids to true/false ({gid!r})")
     tools = {t.name for t in snapshot.tools}
-    for name in [*case.offered, *case.ran]:
+    for name in [*case.offered, *(_tool_call(head)[0] for head in case.ran)]:
         if name not in tools:
             raise CaseFileError(f"{where}: agent {case.agent!r} has no tool {name!r}")
 
@@ -240,11 +275,12 @@ def journey_path(case: EvalCase) -> tuple[str | None, ...]:
     return tuple(None if step == "EXIT" else step for step in case.path)
 
 
-def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
-    """The turn context the case describes: its agent, conversation, state and tool results."""
+def session_before(case: EvalCase, *, pending: tuple[str, ...] = ()) -> SessionState:
+    """The session as the case's turn finds it: the conversation up to the customer's last
+    messages (those are the turn's), the journey's run, the guidelines applied earlier, the
+    customer-dependent ones `pending`, the values collected and the context variables."""
     snapshot = agent(case.agent)
     events = history(case)
-    # The customer's last messages are this turn; everything before them the session holds.
     this_turn = len(events)
     while (
         this_turn > 0
@@ -252,7 +288,7 @@ def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
         and events[this_turn - 1].source is EventSource.CUSTOMER
     ):
         this_turn -= 1
-    session = SessionState(
+    return SessionState(
         id=f"eval-{case.id}",
         agent_id=snapshot.id,
         customer_id="eval-customer",
@@ -263,17 +299,28 @@ def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
         collected=_collected(snapshot, case),
         variables=dict(case.variables),
     )
-    results = [
-        ToolOutcome(call_id=f"call-{i}", tool=name, data=data)
-        for i, (name, data) in enumerate(case.ran.items())
-    ]
+
+
+def ran_results(case: EvalCase) -> list[ToolOutcome]:
+    """The case's `ran` as this turn's tool results; a key may name the arguments the call ran
+    on, as a conversation's tool line does (`check_funds(account=savings, amount=300)`)."""
+    results = []
+    for i, (head, data) in enumerate(case.ran.items()):
+        tool, arguments = _tool_call(head)
+        results.append(ToolOutcome(call_id=f"call-{i}", tool=tool, data=data, arguments=arguments))
+    return results
+
+
+def context(case: EvalCase, *, pending: tuple[str, ...] = ()) -> TurnContext:
+    """The turn context the case describes: its agent, conversation, state and tool results."""
+    snapshot = agent(case.agent)
     return TurnContext(
         agent=snapshot,
-        session=session,
-        history=events,
+        session=session_before(case, pending=pending),
+        history=history(case),
         variables=dict(case.variables),
         terms=snapshot.terms,
-        tool_results=tuple(results),
+        tool_results=tuple(ran_results(case)),
     )
 
 

@@ -1,4 +1,9 @@
-"""`python -m bench eval --llm offline|openai [--model M]`: run the evaluation set, print the table."""
+"""`python -m bench eval --llm offline|openai [--model M]`: run the evaluation set, print the table.
+
+`--llm openai` scores a real model in one command: the whole set's run writes a dated section for
+that model into docs/BENCHMARKS.md (`bench.eval.model_runs`). The offline model's table there is
+refreshed only with `--write-doc`.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,13 @@ import asyncio
 import json
 import sys
 from dataclasses import asdict
+from datetime import date
 from pathlib import Path
 
 from bench.blocks import update_block
 from bench.document import DOC, EVAL_BLOCK, EVAL_HEADING
-from bench.eval.cases import KINDS, CaseFileError, count, load_cases
+from bench.eval.cases import KINDS, PARTS, CaseFileError, count, load_cases, part_of
+from bench.eval.model_runs import write_model_section
 from bench.eval.report import console_table, markdown_table
 from bench.eval.runner import CaseResult, EvalRun, run_eval
 from engine.errors import LLMError
@@ -24,7 +31,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench eval",
         description="Run the labelled evaluation set (bench/eval/cases) through the engine's "
-        "prompt builders and a model; report accuracy per decision kind, tokens and latency.",
+        "stage functions and a model; report accuracy per decision kind on the development "
+        "and the held-back test part, tokens and latency. Changes to the offline model or the "
+        "prompts are judged on the test part only.",
     )
     p.add_argument(
         "--llm",
@@ -37,14 +46,34 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kind", action="append", choices=KINDS, help="only this decision kind (repeatable)"
     )
+    p.add_argument("--part", choices=PARTS, default=None, help="only this part of the set")
     p.add_argument("--limit", type=int, default=None, help="at most this many cases per kind")
     p.add_argument("--concurrency", type=int, default=4, help="model calls in flight (4)")
-    p.add_argument("--failures", type=int, default=0, help="list up to N wrong cases")
+    p.add_argument(
+        "--failures",
+        type=int,
+        default=0,
+        help="list up to N wrong cases of the development part (of the test part only with "
+        "--part test: its failures are not read while changing the model or the prompts)",
+    )
     p.add_argument("--json", type=Path, default=None, help="also write every result as JSON")
+    doc = DOC.relative_to(DOC.parents[1])
     p.add_argument(
         "--write-doc",
         action="store_true",
-        help=f"replace the accuracy table in {DOC.relative_to(DOC.parents[1])}",
+        help=f"offline: replace the accuracy table in {doc}; openai: write the model's dated "
+        "section even for a partial run (--kind, --part, --limit)",
+    )
+    p.add_argument(
+        "--no-write-doc",
+        action="store_true",
+        help=f"openai: do not write the model's dated section into {doc}",
+    )
+    p.add_argument(
+        "--date",
+        type=date.fromisoformat,
+        default=None,
+        help="the day a model's section is dated (today)",
     )
     return p
 
@@ -58,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.kind:
         cases = {k: v for k, v in cases.items() if k in args.kind}
+    if args.part:
+        cases = {k: [c for c in v if part_of(c) == args.part] for k, v in cases.items()}
     if args.limit is not None:
         cases = {k: v[: max(0, args.limit)] for k, v in cases.items()}
     try:
@@ -72,13 +103,30 @@ def main(argv: list[str] | None = None) -> int:
     run = asyncio.run(
         run_eval(llm, cases, provider=args.llm, model=model, concurrency=args.concurrency)
     )
-    print(console_table(run, failures=args.failures))
+    print(console_table(run, failures=args.failures, part=args.part))
     if args.json is not None:
         args.json.write_text(_as_json(run), encoding="utf-8")
-    if args.write_doc:
+    scope = _scope(args)
+    if args.llm == "openai" and not args.no_write_doc and (args.write_doc or not scope):
+        day = (args.date or date.today()).isoformat()
+        write_model_section(DOC, run, day, scope=scope)
+        print(f"wrote {model}'s section of {day} in {DOC}")
+    elif args.llm != "openai" and args.write_doc:
         update_block(DOC, EVAL_BLOCK, markdown_table(run), heading=EVAL_HEADING)
         print(f"wrote {DOC}")
     return 0
+
+
+def _scope(args: argparse.Namespace) -> str:
+    """What part of the set a run covered, when not all of it ("" for the whole set)."""
+    parts = []
+    if args.kind:
+        parts.append("kinds " + ", ".join(args.kind))
+    if args.part:
+        parts.append(f"the {args.part} part only")
+    if args.limit is not None:
+        parts.append(f"at most {args.limit} cases per kind")
+    return "; ".join(parts)
 
 
 def _as_json(run: EvalRun) -> str:

@@ -1,6 +1,25 @@
-"""One evaluator per decision kind: build the engine's real prompt for the case, ask the model
-through `TurnLLM` (the engine's own call path), interpret the answer the way a turn does, and
-compare the outcome with the label.
+"""One evaluator per decision kind: put the case in the state of the turn that decides it
+(`bench.eval.turn_state`), let the stage functions a real turn calls ask the model through
+`TurnLLM` — so the prompt is the one turns send, the packed matching batch included — interpret
+the answer the way the turn does, and compare the outcome with the label.
+
+How each kind is asked, as a turn asks it:
+- the guideline kinds (observational, actionable, previously applied, customer-dependent,
+  continuous, disambiguation): recall (`engine.stages.recall`) then the match round's batches
+  (`engine.stages.match.match_guidelines`): every guideline recall keeps is in the prompt —
+  the observational, actionable and previously-applied checks packed in one call while they fit
+  the budget, customer-dependent ones and each disambiguation head in their own — and only the
+  labelled ones are scored. A case whose `ran` tools returned results this turn is matched again
+  after them as the tool stage does (`rematch_after_tools`: the guidelines that opt in);
+- journey_node and values: `engine.stages.journey_progress.select_step`, the one entry every
+  stage moves a journey through (a journey not under way — never started, or left — is
+  selected from its start, as a turn does);
+- tool_arguments: the tool stage's planning (`engine.stages.tools.plan_calls`: arguments known
+  by name fill the call, and a tool whose arguments are all known runs without asking the
+  model) and then the action gate (`engine.stages.action_gate.clear_call`), call by call;
+- canned: the canned prompt builder (`engine.compose.build_canned_prompt`) on the case's
+  instructions and templates — not yet through the compose stage, which needs the whole turn's
+  resolution to pick instructions and templates.
 
 Labels (`expect`) per kind:
 - observational / actionable / previously_applied / continuous: `{guideline_id: true|false}` —
@@ -14,25 +33,28 @@ Labels (`expect`) per kind:
   completed, or dropped; optional `values` checked as well;
 - values: `{values: {field: value}}` — exactly the typed values accepted this turn; optional
   `step` (e.g. staying on a step after a refused value);
-- tool_arguments: `{calls: {tool: {argument: value}}}` — the calls proposed, with the arguments
-  the model gave (known values filled like the tool stage does); `{calls: {}}` for none; a list
-  of argument maps for a tool expected to be called several times (any order); `instructions`
-  are the other guidelines in force, shown to the tool prompt. Each call then goes through the
-  engine's gate (`engine.values.grounding`): a call with every argument the label gives that the
-  gate would ask a value for again is not right — a real turn would not run it. The sub-rows
-  count what the gate made of each case's calls: runs, confirmed first, asked;
+- tool_arguments: `{calls: {tool: {argument: value}}}` — the calls proposed, with their
+  arguments (known values filled like the tool stage does); `{calls: {}}` for none; a list of
+  argument maps for a tool expected to be called several times (any order); `offered` are the
+  tools the matched guidelines or the journey's tool step offer (tool → why), `instructions` the
+  other guidelines in force, shown to the tool prompt and to the gate as a turn shows theirs.
+  Each call then goes through the engine's action gate: a call with every argument the label
+  gives that the gate would not run without asking a value again is not right — a real turn
+  would not run it. The sub-rows count what the gate made of each case's calls: runs,
+  confirmed first, asked;
 - canned: `{template: id | null}` — the approved template chosen, or none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, time
 from decimal import Decimal
 from typing import Any
 
-from bench.eval.cases import EvalCase, agent, context, journey_path
+from bench.eval.cases import EvalCase, agent, context
+from bench.eval.turn_state import add_results, turn_state
 from engine.agent_config import LLMPurpose
 from engine.compose import (
     CannedChoice,
@@ -43,23 +65,19 @@ from engine.compose import (
     field_values,
     fillable,
 )
-from engine.context import TurnContext
-from engine.errors import ToolArgumentError
+from engine.errors import LLMError, ToolArgumentError
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
-from engine.matching.journeys import select_journey_step
-from engine.session import EventKind, EventSource
-from engine.stages.confirmation import needs_confirmation
-from engine.tool_calls import ToolCallPlan, build_tool_call_prompt, coerce_argument
+from engine.model import NodeKind
+from engine.stages.action_gate import clear_call, evidence_for
+from engine.stages.journey_progress import select_step
+from engine.stages.match import absorb_matches, match_guidelines
+from engine.stages.recall import recall
+from engine.stages.state import TurnState
+from engine.stages.tools import PlannedCall, known_for_arguments, plan_calls, rematch_after_tools
+from engine.tool_calls import coerce_argument, fill_arguments
 from engine.tool_spec import ToolSpec
-from engine.values.grounding import (
-    Answer,
-    CustomerMessage,
-    Evidence,
-    SourceResult,
-    ground_call,
-    same_value,
-)
+from engine.values.grounding import same_value
 from engine.values.money import Money
 from engine.values.types import written
 
@@ -75,75 +93,90 @@ class Outcome:
 
 Evaluator = Callable[[TurnLLM, EvalCase], Awaitable[Outcome]]
 
+
+class ModelCallFailed(LLMError):
+    """A model call of the case failed: the stage went on without it (as a turn does), and the
+    evaluation reports the failure rather than a wrong answer."""
+
+
+def _failed(state: TurnState, what: str) -> ModelCallFailed:
+    notes = [n for n in state.trace.notes if "failed" in n]
+    return ModelCallFailed("; ".join(notes) or f"{what}: the model call failed")
+
+
+# The session state that routes a labelled guideline to the batch its kind names.
 _BATCH_KIND = {
     "observational": gm.BatchKind.OBSERVATIONAL,
     "actionable": gm.BatchKind.ACTIONABLE,
     "continuous": gm.BatchKind.ACTIONABLE,  # continuous guidelines are asked as actionable ones
     "previously_applied": gm.BatchKind.PREVIOUSLY_APPLIED,
     "customer_dependent": gm.BatchKind.CUSTOMER_DEPENDENT,
+    "disambiguation": gm.BatchKind.DISAMBIGUATION,
 }
 
 
-async def _guideline_batch(llm: TurnLLM, case: EvalCase, kind: str) -> gm.MatchingOutcome:
-    snapshot = agent(case.agent)
-    members = tuple(snapshot.guideline(gid) for gid in case.expect)
+async def matched_in_turn(
+    llm: TurnLLM, case: EvalCase, kind: str
+) -> tuple[TurnState, gm.MatchingOutcome]:
+    """The case's turn through recall and the match round (and, when tools ran this turn, the
+    tool stage's re-matching): the state it leaves, and the round's outcome. The labelled
+    guidelines are routed as the case's kind says — applied earlier for previously_applied,
+    waiting for the customer for customer_dependent."""
     batch_kind = _BATCH_KIND[kind]
     pending = tuple(case.expect) if batch_kind is gm.BatchKind.CUSTOMER_DEPENDENT else ()
     if batch_kind is gm.BatchKind.PREVIOUSLY_APPLIED:
         case = case.model_copy(update={"applied": [*case.applied, *case.expect]})
-    ctx = context(case, pending=pending)
-    batch = gm.Batch(batch_kind, members)
-    schema = gm.schema_for(batch_kind)
-    prompt = gm.build_match_prompt(ctx, batch)
-    generation = await llm.generate(gm.purpose_for(batch_kind), prompt, schema, label=case.id)
-    return gm.interpret(batch, generation.value)
+    state = turn_state(case, llm, pending=pending, with_results=False)
+    ctx = state.context()
+    recalled = await recall(state, ctx, None)
+    outcome = await match_guidelines(state, ctx, recalled.to_match)
+    absorb_matches(state, outcome)
+    if outcome.skipped:
+        raise _failed(state, "matching")
+    if case.ran:
+        add_results(state, case)
+        await rematch_after_tools(state)
+        if any("failed" in n for n in state.trace.notes):
+            raise _failed(state, "matching after tools")
+    return state, outcome
 
 
 def _guideline_evaluator(kind: str) -> Evaluator:
     async def evaluate(llm: TurnLLM, case: EvalCase) -> Outcome:
-        outcome = await _guideline_batch(llm, case, kind)
-        matched = {m.guideline.id for m in outcome.matches}
-        got = {gid: gid in matched for gid in case.expect}
+        state, _ = await matched_in_turn(llm, case, kind)
+        got = {gid: gid in state.matches for gid in case.expect}
         return Outcome(got == case.expect, got)
 
     return evaluate
 
 
 async def _customer_dependent(llm: TurnLLM, case: EvalCase) -> Outcome:
-    outcome = await _guideline_batch(llm, case, "customer_dependent")
-    matched = {m.guideline.id for m in outcome.matches}
-    completed = set(outcome.completed_customer_dependent)
+    state, _ = await matched_in_turn(llm, case, "customer_dependent")
+    completed = set(state.completed_customer_dependent)
     got = {
-        gid: "completed" if gid in completed else "waiting" if gid in matched else "dropped"
+        gid: "completed" if gid in completed else "waiting" if gid in state.matches else "dropped"
         for gid in case.expect
     }
     return Outcome(got == case.expect, got)
 
 
 async def _disambiguation(llm: TurnLLM, case: EvalCase) -> Outcome:
-    snapshot = agent(case.agent)
+    """Read from the head's own batch: whether the head held, and then the question it asks or
+    the one option it picks (the options are also matched in the packed batch, as in a turn;
+    that is the other kinds' concern)."""
     if case.head is None:
         raise ValueError(f"disambiguation case {case.id!r} names no `head`")
-    head = snapshot.guideline(case.head)
-    targets = tuple(
-        snapshot.guideline(r.target.id)
-        for r in snapshot.relationships
-        if r.kind.value == "disambiguation" and r.source.id == head.id
-    )
-    batch = gm.Batch(gm.BatchKind.DISAMBIGUATION, targets, head=head)
-    prompt = gm.build_match_prompt(context(case), batch)
-    generation = await llm.generate(
-        LLMPurpose.DISAMBIGUATE, prompt, gm.DisambiguationVerdict, label=case.id
-    )
-    outcome = gm.interpret(batch, generation.value)
+    _, outcome = await matched_in_turn(llm, case, "disambiguation")
+    mine = [v for v in outcome.verdicts if v[1] is gm.BatchKind.DISAMBIGUATION]
+    head_holds = any(gid == case.head and matched for gid, _, matched, _, _ in mine)
+    clarify = [c for c in outcome.clarifications if c.id == f"{case.head}:clarify"]
     got: dict[str, Any]
-    if not any(m.guideline.id == head.id for m in outcome.matches):
+    if not head_holds:
         got = {"unrelated": True}
-    elif outcome.clarifications:
-        options = outcome.clarifications[0].metadata.get("disambiguates", [])
-        got = {"ask": sorted(options)}
+    elif clarify:
+        got = {"ask": sorted(clarify[0].metadata.get("disambiguates", []))}
     else:
-        picked = [m.guideline.id for m in outcome.matches if m.guideline.id != head.id]
+        picked = [gid for gid, _, matched, _, _ in mine if matched and gid != case.head]
         got = {"pick": picked[0] if picked else None}
     want = dict(case.expect)
     if "ask" in want:
@@ -153,17 +186,11 @@ async def _disambiguation(llm: TurnLLM, case: EvalCase) -> Outcome:
 
 async def _select(llm: TurnLLM, case: EvalCase) -> tuple[str, dict[str, Any], str]:
     """The verified step (node id, END or EXIT), the typed values and the journey move."""
-    snapshot = agent(case.agent)
     assert case.journey is not None
-    journey = snapshot.journey(case.journey)
-    result = await select_journey_step(
-        llm,
-        context(case),
-        journey,
-        journey_path(case),
-        executed_tools=set(case.ran),
-        max_depth=snapshot.config.max_journey_depth,
-    )
+    state = turn_state(case, llm)
+    result = await select_step(state, state.context(), state.agent.journey(case.journey))
+    if result is None:
+        raise _failed(state, "node selection")
     step = result.step
     where = "EXIT" if step.outcome == "exit" else step.node_id or "END"
     return where, dict(result.collected), _move(case, where)
@@ -222,93 +249,96 @@ async def _values(llm: TurnLLM, case: EvalCase) -> Outcome:
     return Outcome(correct, {"step": where, "values": _plain(values)}, subkind)
 
 
+# What the gate makes of a call, least to most held back.
+GATE_ORDER = ("runs", "confirmed first", "asked")
+
+
 async def _tool_arguments(llm: TurnLLM, case: EvalCase) -> Outcome:
-    snapshot = agent(case.agent)
-    specs = [snapshot.tool(name) for name in case.offered]
-    ctx = context(case)
-    prompt = build_tool_call_prompt(
-        ctx, specs, case.offered, case.known, instructions=case.instructions
-    )
-    generation = await llm.generate(LLMPurpose.CALL_TOOLS, prompt, ToolCallPlan, label=case.id)
+    state = turn_state(case, llm)
+    calls, proposed = await planned_calls(state, case)
     want: dict[str, Any] = case.expect.get("calls", {})
     got: dict[str, Any] = {}
-    verdicts: list[str] = []
-    evidence = gate_evidence(case, ctx)
-    for call in generation.value.calls:
-        several = isinstance(want.get(call.tool), list)  # the case expects repeated calls
-        if call.tool not in case.offered or (call.tool in got and not several):
-            continue  # the tool stage refuses calls to tools it did not offer
-        spec = snapshot.tool(call.tool)
-        args: dict[str, Any] = {a.name: a.value for a in call.arguments}
-        for param in spec.parameters:  # known values fill what the model left out, as in a turn
-            if param.name not in args and case.known.get(param.name) not in (None, ""):
-                args[param.name] = case.known[param.name]
-        typed: dict[str, Any] = {}
-        for param in spec.parameters:
-            if param.name in args and args[param.name] not in (None, ""):
-                try:
-                    typed[param.name] = coerce_argument(param, args[param.name])
-                except ToolArgumentError:
-                    typed[param.name] = f"<invalid {args[param.name]!r}>"
-        verdicts.append(gate_verdict(spec, typed, evidence))
-        if several:
-            got.setdefault(call.tool, []).append(typed)
+    for spec, args in proposed:
+        typed = _typed(spec, args)
+        if isinstance(want.get(spec.name), list):  # the case expects repeated calls
+            got.setdefault(spec.name, []).append(typed)
         else:
-            got[call.tool] = typed
+            got.setdefault(spec.name, typed)
+    verdicts = gate_verdicts(state, case, calls) + ["asked"] * (len(proposed) - len(calls))
     labelled = set(got) == set(want) and all(_same_calls(got[t], want[t]) for t in want)
     # A right call the gate would not let run (it asks for a value the label says was given)
     # is what a real turn does with it: asked again, so it is not counted right.
     asked_wrongly = any(v == "asked" for v in verdicts) and all(
-        _complete(snapshot.tool(t), w) for t, w in want.items()
+        _complete(state.agent.tool(t), w) for t, w in want.items()
     )
     subkind = "no call" if not verdicts else max(verdicts, key=GATE_ORDER.index)
     return Outcome(labelled and not asked_wrongly, got, f"gate: {subkind}")
 
 
-# What the gate makes of a call, least to most held back.
-GATE_ORDER = ("runs", "confirmed first", "asked")
+async def planned_calls(
+    state: TurnState, case: EvalCase
+) -> tuple[list[PlannedCall], list[tuple[ToolSpec, dict[str, Any]]]]:
+    """The tool stage's calls for the case's `offered` tools: a journey tool step whose
+    arguments are all known is called as it is, the rest are planned (`plan_calls`). Returns the
+    calls that go to the gate, and every call proposed — those also held back for a missing
+    argument — with its arguments."""
+    known = known_for_arguments(state)
+    offered = {t: why for t, why in case.offered.items() if t not in state.executed_tools}
+    calls: list[PlannedCall] = []
+    step_of_tool: dict[str, str] = {}
+    node_id = case.path[-1] if case.journey and case.path else None
+    if case.journey and node_id and node_id != "EXIT":
+        node = state.agent.journey(case.journey).node(node_id)
+        for name in [t for t in node.tools if t in offered] if node.kind is NodeKind.TOOL else []:
+            args, missing = fill_arguments(state.agent.tool(name), known)
+            if missing:
+                step_of_tool[name] = case.journey
+            else:
+                calls.append((state.agent.tool(name), args, case.journey))
+                del offered[name]
+    notes = len(state.trace.notes)
+    planned = await plan_calls(state, offered, known, lambda _asked: list(case.instructions))
+    if any("failed" in n for n in state.trace.notes[notes:]):
+        raise _failed(state, "tool planning")
+    calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
+    proposed = [(spec, args) for spec, args, _ in calls]
+    for record in state.trace.tool_calls:
+        if record.status == "missing_arguments" and state.agent.has_tool(record.tool):
+            proposed.append((state.agent.tool(record.tool), dict(record.arguments)))
+    return calls, proposed
 
 
-def gate_evidence(case: EvalCase, ctx: TurnContext) -> Evidence:
-    """What a turn's gate would trace the case's arguments to: its customer messages (the last
-    ones are this turn), the results of tools in view, the values already known (answers), its
-    variables and the instructions in force."""
-    first = ctx.session.next_offset()
-    customer = [
-        e for e in ctx.history if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
-    ]
-    results: dict[str, list[SourceResult]] = {}
-    for e in ctx.history:
-        if e.kind is EventKind.TOOL:
-            tool = str(e.data.get("tool", ""))
-            results.setdefault(tool, []).append(SourceResult(e.offset, e.data.get("llm_view")))
-    for name, data in case.ran.items():
-        results.setdefault(name, []).append(SourceResult(first, data))
-    answers = {
-        name: [Answer(case.journey or "", value, True, "known")]
-        for name, value in case.known.items()
-    }
-    return Evidence(
-        now=[CustomerMessage.of(e) for e in customer if e.offset >= first],
-        earlier=[CustomerMessage.of(e) for e in customer if e.offset < first],
-        results=results,
-        variables=dict(case.variables),
-        answers=answers,
-        instructions=[(f"instruction-{i}", t) for i, t in enumerate(case.instructions, 1)],
-        reading=ctx.reading,
-    )
+def gate_verdicts(state: TurnState, case: EvalCase, calls: list[PlannedCall]) -> list[str]:
+    """What the engine's action gate (`clear_call`) makes of each call: it runs, it is shown
+    to the customer first, or a value is asked for. The case's `instructions` stand for the
+    guidelines in force, whose actions may set a value."""
+    evidence = evidence_for(state)
+    shown = [(f"instruction-{i}", t) for i, t in enumerate(case.instructions, 1)]
+    evidence = replace(evidence, instructions=[*evidence.instructions, *shown])
+    verdicts = []
+    for spec, args, journey_id in calls:
+        before = len(state.trace.tool_calls)
+        cleared = clear_call(state, spec, args, journey_id, evidence)
+        statuses = [r.status for r in state.trace.tool_calls[before:]]
+        if cleared is not None:
+            verdicts.append("runs")
+        elif "awaiting_confirmation" in statuses:
+            verdicts.append("confirmed first")
+        else:
+            verdicts.append("asked")
+    return verdicts
 
 
-def gate_verdict(spec: ToolSpec, typed: dict[str, Any], evidence: Evidence) -> str:
-    """Whether the engine's gate (`engine.values.grounding`) would run this call, show it to the
-    customer first, or ask for a value."""
-    clean = {k: v for k, v in typed.items() if not str(v).startswith("<invalid")}
-    grounding = ground_call(spec, clean, evidence)
-    missing = [p.name for p in spec.parameters if p.required and p.name not in clean]
-    if grounding.ungrounded or missing or len(clean) != len(typed):
-        return "asked"
-    needed, _ = needs_confirmation(spec, grounding, retry=False)
-    return "confirmed first" if needed else "runs"
+def _typed(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as the tool would get them (an invalid one marked, for the report)."""
+    typed: dict[str, Any] = {}
+    for param in spec.parameters:
+        if param.name in args and args[param.name] not in (None, ""):
+            try:
+                typed[param.name] = coerce_argument(param, args[param.name])
+            except ToolArgumentError:
+                typed[param.name] = f"<invalid {args[param.name]!r}>"
+    return typed
 
 
 def _complete(spec: ToolSpec, wanted: Any) -> bool:

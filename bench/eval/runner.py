@@ -1,4 +1,5 @@
-"""Running the evaluation set against one provider and model, and the numbers it produces."""
+"""Running the evaluation set against one provider and model, and the numbers it produces: per
+decision kind and sub-kind, for the development part, the held-back test part and both."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.eval.cases import KINDS, EvalCase, iter_cases
+from bench.eval.cases import KINDS, PARTS, EvalCase, iter_cases, part_of
 from bench.eval.decisions import EVALUATORS
 from engine.agent_config import AgentConfig, TurnBudget
 from engine.errors import LLMError
@@ -23,6 +24,7 @@ class CaseResult:
     kind: str
     case_id: str
     hard: bool
+    part: str  # "dev" or "test" (`bench.eval.cases.part_of`)
     correct: bool
     expect: dict[str, Any]
     got: Any
@@ -48,10 +50,16 @@ class KindRow:
     prompt_tokens: float  # per case
     completion_tokens: float  # per case
     latency_ms_p50: float
+    # part → (cases, right) in that part
+    parts: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def accuracy(self) -> float:
         return self.correct / self.cases if self.cases else 0.0
+
+    def part_accuracy(self, part: str) -> float | None:
+        cases, correct = self.parts.get(part, (0, 0))
+        return correct / cases if cases else None
 
     @property
     def hard_accuracy(self) -> float | None:
@@ -66,7 +74,8 @@ class EvalRun:
     seconds: float = 0.0
 
     def rows(self) -> list[KindRow]:
-        """Per kind (in the order of KINDS), each followed by its sub-kinds, then the total."""
+        """Per kind (in the order of KINDS), each followed by its sub-kinds, then the total;
+        each row counts both parts and each part apart."""
         rows: list[KindRow] = []
         for kind in KINDS:
             mine = [r for r in self.results if r.kind == kind]
@@ -91,6 +100,13 @@ def _row(name: str, results: Sequence[CaseResult]) -> KindRow:
     n = len(results)
     latencies = [r.latency_ms for r in results if r.calls]
     return KindRow(
+        parts={
+            part: (
+                sum(r.part == part for r in results),
+                sum(r.correct for r in results if r.part == part),
+            )
+            for part in PARTS
+        },
         name=name,
         cases=n,
         correct=sum(r.correct for r in results),
@@ -133,6 +149,7 @@ async def _run_case(
         kind=kind,
         case_id=case.id,
         hard=case.hard,
+        part=part_of(case),
         correct=correct,
         expect=case.expect,
         got=got,

@@ -104,6 +104,7 @@ class Agent:
         composition_mode: CompositionMode | str | None = None,
         config: AgentConfig | Mapping[str, Any] | None = None,
         languages: Sequence[str] | None = None,
+        messages: Mapping[str, Mapping[str, str]] | None = None,
     ):
         self.id = id
         self.name = name
@@ -113,6 +114,11 @@ class Agent:
             settings["composition_mode"] = composition_mode
         if languages is not None:  # the languages served, the first the default
             settings["languages"] = tuple(languages)
+        if messages is not None:  # the engine's lines as this agent words them, per language
+            merged = {tag: dict(lines) for tag, lines in settings.get("messages", {}).items()}
+            for tag, lines in messages.items():
+                merged[tag] = {**merged.get(tag, {}), **lines}
+            settings["messages"] = merged
         self.config = construct(AgentConfig, f"agent '{id}' config", **settings)
         self._guidelines: list[Guideline] = []
         self._journeys: list[JourneyBuilder] = []
@@ -306,8 +312,11 @@ class Agent:
         id: str | None = None,
         tags: Sequence[str] = (),
         signals: Sequence[str] = (),
+        variants: Mapping[str, str] | None = None,
     ) -> CannedResponse:
-        """An approved reply template; `{{field}}` placeholders are filled at run time."""
+        """An approved reply template; `{{field}}` placeholders are filled at run time.
+        `template` is in the agent's default language; `variants` gives the reply in its other
+        languages ({"es": "…"}), sent to a session in that language."""
         response_id = id or default_canned_response_id(template)
         response = construct(
             CannedResponse,
@@ -316,6 +325,7 @@ class Agent:
             template=template,
             tags=tuple(tags),
             signals=tuple(signals),
+            variants=dict(variants or {}),
         )
         self._canned_responses.append(response)
         return response

@@ -103,9 +103,11 @@ class RelationshipDoc(_Element):
 
 class CannedResponseDoc(_Element):
     id: str | None = None
-    template: str
+    template: str  # in the agent's default language
     tags: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
+    # the same reply in the other languages the agent serves: {es: "…", zh-Hans: "…"}
+    variants: dict[str, str] = Field(default_factory=dict)
 
 
 class AgentHeaderDoc(_Element):
@@ -115,6 +117,9 @@ class AgentHeaderDoc(_Element):
     composition_mode: CompositionMode | None = None
     # the languages the agent serves (the first is its default); also `config.languages`
     languages: tuple[str, ...] | None = None
+    # the engine's own lines as the agent words them: {es: {confirmation: "…"}}
+    # (docs/languages.md); also `config.messages`
+    messages: dict[str, dict[str, str]] | None = None
     config: AgentConfig = Field(default_factory=AgentConfig)
 
 

@@ -90,6 +90,7 @@ class DocumentCompiler:
             composition_mode=header.composition_mode,
             config=header.config,
             languages=header.languages,
+            messages=header.messages,
         )
         self.absent = absent or Absent()
         self.tools = resolve_tools(
@@ -320,6 +321,7 @@ class DocumentCompiler:
                 id=response.id,
                 tags=response.tags,
                 signals=response.signals,
+                variants=response.variants,
             )
             self._attempt(_item_path("canned_responses", response, index), create)
         for migration in self.document.migrations:

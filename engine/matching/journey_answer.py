@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,6 +66,7 @@ def verify_advancement(
     executed_tools: Collection[str],
     *,
     collected: Collection[str] = (),
+    left_collected: Collection[str] = (),
 ) -> VerifiedStep:
     """The one legal step for this turn, whatever the model answered.
 
@@ -72,7 +74,8 @@ def verify_advancement(
     journey is over", and hands the walk to `verify_walk`, which enforces the graph rules. A step
     whose value failed validation this turn is not passed: the agent has to ask again. Nor is a
     step with a required field the run holds no value for: neither in `collected` (the fields
-    this run already holds) nor among the valid values this answer reports.
+    this run already holds; `left_collected`, those of a run the customer left, count only if
+    the answer resumes it) nor among the valid values this answer reports.
     """
     if not selection.journey_applies:
         return exit_step(previous_path)
@@ -130,10 +133,9 @@ def verify_advancement(
         executed_tools=executed_tools,
         hold_at=hold_at,
         collected={*collected, *given},
+        left_collected=left_collected,
     )
-    return VerifiedStep(
-        step.path, step.node_id, step.outcome, (*notes, *step.repairs), proposed=tuple(steps)
-    )
+    return replace(step, repairs=(*notes, *step.repairs), proposed=tuple(steps))
 
 
 def _backtrack_target(

@@ -14,6 +14,7 @@ from engine.matching.journey_graph import (
     Path,
     close_run,
     current_step,
+    exited_run,
     position_is_stale,
 )
 from engine.matching.journey_walk import VerifiedStep
@@ -50,13 +51,16 @@ def auto_return(
     - The current step is a tool step whose tools ran this turn and it has one way out: take it,
       walking through single-exit forks (completed when that way is the END).
     - No live run and the root leads (through single-exit forks) straight into a tool step: enter
-      it, so the pipeline can run its tools.
+      it, so the pipeline can run its tools — unless the customer left a run mid-way: whether
+      they resume it or start afresh is a judgement.
     Returns None whenever a judgement is needed.
     """
     previous = tuple(previous_path)
     here = current_step(previous, views)
     if here is None:
         if position_is_stale(previous, views) or journey.root_id not in views:
+            return None
+        if exited_run(previous, views):
             return None
         root = views[journey.root_id]
         if root.kind is NodeKind.TOOL:

@@ -10,6 +10,8 @@ Vocabulary
   the current run; its last node is the *current step*.
 - A *transit* node has nothing for the agent to do and only routes: forks, and the action-less
   entry root. Transit nodes may appear inside a path but are never the step of a turn.
+- A run the customer *left* mid-way (`exited_run`) can be *resumed*: `resume_run` appends its
+  entries again after the `None` that closed it, so a path only ever grows.
 - The action-less root is an entry point, not a step: it is never recorded in a path.
 - A session stores a path compacted (`compact_path`): its last run, each step's last two
   entries; every reader derives the same from it as from the whole history.
@@ -179,22 +181,45 @@ def position_is_stale(path: Sequence[str | None], views: dict[str, NodeView]) ->
     return bool(path) and path[-1] is not None and path[-1] not in views
 
 
-def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[str, ...]:
-    """The steps of the last run when it was left before it could end (the customer exited
-    mid-way), so it can be resumed where it stopped; empty while a run is live, when the
-    journey never ran, or when the last run ended at a step that may end the journey (a run
-    completed and a run exited there are not told apart: such a run is not offered again)."""
-    if not path or path[-1] is not None:
-        return ()
+def _last_run(path: Sequence[str | None]) -> tuple[str, ...]:
+    """The entries of the run a `None` closed last (the path must end with that `None`)."""
     run: list[str] = []
     for nid in reversed(path[:-1]):
         if nid is None:
             break
         run.append(nid)
-    steps = tuple(n for n in reversed(run) if n in views and not views[n].transit)
-    if not steps or views[steps[-1]].can_end:
+    return tuple(reversed(run))
+
+
+def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[str, ...]:
+    """The steps of the last run when it was left before it could end (the customer exited
+    mid-way), so it can be resumed where it stopped; empty while a run is live, when the
+    journey never ran, or when the last run ended.
+
+    A run is left at a step (a turn never stands on a fork), so a run whose last entry is a
+    transit node ended through it: a fork's END branch. A run whose last step may end the
+    journey is not offered either: a run completed there and a run exited there are not told
+    apart."""
+    if not path or path[-1] is not None:
         return ()
-    return steps
+    entries = [n for n in _last_run(path) if n in views]
+    if not entries or views[entries[-1]].transit or views[entries[-1]].can_end:
+        return ()
+    return tuple(n for n in entries if not views[n].transit)
+
+
+def resume_run(path: Sequence[str | None], views: dict[str, NodeView]) -> Path:
+    """The path with the run the customer left (`exited_run`) opened again: its entries, as the
+    path holds them, appended after the `None` that closed it, up to the step it was left at —
+    so the path only grows, and the resumed run's steps are the current run's again (visited,
+    the step it was left at current). The path unchanged when there is no such run."""
+    path = tuple(path)
+    left = exited_run(path, views)
+    if not left:
+        return path
+    run = [n for n in _last_run(path) if n in views]
+    last = len(run) - 1 - run[::-1].index(left[-1])
+    return (*path, *run[: last + 1])
 
 
 def close_run(path: Sequence[str | None]) -> Path:

@@ -295,7 +295,8 @@ def _position_text(
             "(LEFT HERE). If the customer now wants to carry on with it, resume: set "
             f"requires_backtracking=true and backtracking_target_step={views[left[-1]].index}, "
             "then walk on from there. If they start it afresh (a new purpose, another item), "
-            "begin at BEGIN HERE."
+            "begin at BEGIN HERE. The known values below are that run's: they carry over only "
+            "if it is resumed."
         )
     if here is None:
         return (

@@ -15,7 +15,7 @@ a step the run entered before (the customer wants to change an earlier answer).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.matching.journey_graph import (
@@ -26,6 +26,7 @@ from engine.matching.journey_graph import (
     current_step,
     exited_run,
     position_is_stale,
+    resume_run,
 )
 from engine.model import Journey, NodeKind
 
@@ -42,6 +43,9 @@ class VerifiedStep:
     repairs: tuple[str, ...] = ()  # what verification fixed, for the trace
     # The walk the model proposed (empty: no model was asked); for the trace, not the outcome.
     proposed: tuple[str, ...] = field(default=(), compare=False)
+    # The run the customer left was opened again (`resume_run`): `path` replays it after its
+    # `None`, and the walk went on from the step it was left at (or back to one of its steps).
+    resumed: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,11 +186,16 @@ def verify_walk(
     executed_tools: Collection[str],
     hold_at: Collection[str] = (),
     collected: Collection[str] = (),
+    left_collected: Collection[str] = (),
 ) -> VerifiedStep:
     """Turn a proposed walk into the one legal step for this turn.
 
     Rules (they hold for any proposal): the walk starts at the current step, at a visited step
-    when backtracking, or at the root when no run is live; consecutive steps must be joined by an
+    when backtracking, or at the root when no run is live — unless the proposal backtracks to a
+    step of a run the customer left mid-way (`exited_run`): that run is opened again
+    (`resume_run`, the path only grows) and the walk goes on from the step it was left at, or
+    back to one of its steps, with the fields that run held (`left_collected`) counted as
+    collected; consecutive steps must be joined by an
     edge (a unique missing connector is inserted, otherwise the walk stops); it never passes a
     tool step whose tools did not run this turn, a step in `hold_at`, nor a chat step with a
     required field missing from `collected` (the fields this run holds a value for, this turn's
@@ -199,6 +208,14 @@ def verify_walk(
     if position_is_stale(previous, views):
         repairs.append(f"stored position {previous[-1]!r} no longer exists; restarted the journey")
         previous = close_run(previous)
+    resumed = here is None and proposal.backtrack_to in exited_run(previous, views)
+    if resumed:
+        # The customer carries on with the run they left: it is the current run again.
+        previous = resume_run(previous, views)
+        here = current_step(previous, views)
+        collected = {*collected, *left_collected}
+        if proposal.backtrack_to == here:
+            proposal = replace(proposal, backtrack_to=None)  # resumed where it was left
     start, backtracking = _start_of_walk(journey, views, previous, here, proposal, repairs)
     if start is None:
         return exit_step(previous, "the journey has no entry step")
@@ -237,7 +254,7 @@ def verify_walk(
             return exit_step(previous, "; ".join([*repairs, "no first step could be chosen"]))
         # only a corrupt stored path ends on a fork; stay rather than invent a branch
         repairs.append(f"no step could be chosen; stayed at {views[here].label}")
-        return VerifiedStep(previous, here, "stay", tuple(repairs))
+        return VerifiedStep(previous, here, "stay", tuple(repairs), resumed=resumed)
 
     if backtracking:
         recorded = walk.nodes
@@ -250,9 +267,9 @@ def verify_walk(
 
     path: Path = (*previous, *recorded)
     if finished:
-        return VerifiedStep((*path, None), None, "completed", tuple(repairs))
+        return VerifiedStep((*path, None), None, "completed", tuple(repairs), resumed=resumed)
     outcome: Outcome = "backtrack" if backtracking else ("advance" if recorded else "stay")
-    return VerifiedStep(path, walk.nodes[-1], outcome, tuple(repairs))
+    return VerifiedStep(path, walk.nodes[-1], outcome, tuple(repairs), resumed=resumed)
 
 
 def _performed_last(walk: _Walk, here: str | None) -> bool:
@@ -277,8 +294,6 @@ def _start_of_walk(
     """Where the walk begins, and whether that is a (legal) backtrack."""
     target = proposal.backtrack_to
     if here is None:
-        if target is not None and target in exited_run(previous, views):
-            return target, True  # resuming a run the customer left mid-way, where it was
         if target is not None:
             repairs.append("ignored backtracking: the journey has no live run to go back in")
         return (journey.root_id if journey.root_id in views else None), False

@@ -21,7 +21,7 @@ from engine.llm import TurnLLM
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_forced_moves import auto_return
-from engine.matching.journey_graph import build_node_views, current_run
+from engine.matching.journey_graph import build_node_views, current_run, exited_run, resume_run
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.values_ahead import (
@@ -176,8 +176,11 @@ async def select_journey_step(
         if given_ahead is None
         else {node: set(names) for node, names in given_ahead.items()}
     )
-    held = set(known if run_values is None else run_values) if live else set()
+    run_held = set(known if run_values is None else run_values)
+    held = set(run_held) if live else set()
     held.update(name for names in ahead_before.values() for name in names)
+    # What the run the customer left holds counts only if the answer resumes that run.
+    left_held = run_held if not live and exited_run(previous_path, views) else set()
     words = words_of(ctx, journey.id)
     # Where the journey stood when the customer wrote: the step they were answering (not where
     # this turn's tools have moved it since).
@@ -191,7 +194,11 @@ async def select_journey_step(
         selection.model_copy(update={"collected": supported}),
         executed_tools,
         collected=held,
+        left_collected=left_held,
     )
+    if step.resumed and given_ahead is None:
+        # The resumed run's values given ahead answer their steps as in any live run.
+        ahead_before = _given_ahead_before(ctx, journey.id, resume_run(previous_path, views))
     if step.outcome == "exit":
         notes = ("dropped the values given for an exited journey",) if selection.collected else ()
         return JourneyStepResult(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.matching.collected_values import CollectedItem, coerce_items
@@ -238,7 +238,7 @@ def pass_satisfied_steps(
             break
     if here == step.node_id:
         return step
-    return VerifiedStep(tuple(path), here, "advance", tuple(repairs))
+    return replace(step, path=tuple(path), node_id=here, outcome="advance", repairs=tuple(repairs))
 
 
 def _single_way_on(views: Mapping[str, NodeView], start: str) -> list[str] | None:

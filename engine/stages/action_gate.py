@@ -108,7 +108,9 @@ def evidence_for(state: TurnState) -> Evidence:
         answers=answers,
         instructions=instructions,
         request_starts=dict(state.run_started),
-        reading=reading_context(state.agent.config.timezone, latest, state.language),
+        reading=reading_context(
+            state.agent.config.timezone, latest, state.language, state.agent.config.languages
+        ),
     )
 
 

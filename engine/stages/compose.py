@@ -33,7 +33,6 @@ from engine.compose import (
 from engine.context import TurnContext
 from engine.errors import LLMError
 from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
-from engine.own_lines import FALLBACK_REPLY
 from engine.projection import journey_node_guideline_id, node_action_text
 from engine.recall_index import recall_index
 from engine.relations import Resolution
@@ -58,10 +57,10 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
             text, applied = await _compose_canned(state, data, resolution, mode)
     except LLMError as exc:
         state.trace.notes.append(f"composition failed, fallback reply sent: {exc}")
-        text, applied, fallback = FALLBACK_REPLY, [], True
+        text, applied, fallback = state.line("fallback_reply"), [], True
     if not text.strip():
         state.trace.notes.append("composition was empty; sent the fallback reply")
-        text, applied, fallback = FALLBACK_REPLY, [], True
+        text, applied, fallback = state.line("fallback_reply"), [], True
     claimed = None if fallback else claimed_unrun(state, text, resolution)
     if claimed is not None:
         # The model says an action happened that did not run: never sent, the engine says why.
@@ -73,10 +72,12 @@ async def compose_reply(state: TurnState, resolution: Resolution) -> tuple[Event
         text, applied = action.statement, []
     if state.pending_confirmation is not None and not state.pending_confirmation.agreed:
         # Whatever the model wrote (or failed to), the customer sees the exact call to agree to.
-        text = f"{text.strip()}\n\n{confirmation_line(state.pending_confirmation)}"
+        line = confirmation_line(state.line, state.pending_confirmation)
+        text = f"{text.strip()}\n\n{line}"
     # A fallback still carries the turn's buttons and view: a selector's options or a
     # confirmation's yes/no must reach the customer even when the model failed.
     extras: dict[str, Any] = {"fallback": True} if fallback else {"composition_mode": mode.value}
+    extras["language"] = state.language  # what the channel writes around it in (`infra.channels`)
     state.trace.applied_guideline_ids = applied
     if state.reply_options:
         extras["options"] = state.reply_options
@@ -204,7 +205,9 @@ def _tool_fragments(state: TurnState) -> list[Template]:
 
 def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template]:
     """Tool fragments of this turn, then the agent's templates in scope (untagged, or tagged to
-    a guideline, journey or step that applies)."""
+    a guideline, journey or step that applies), in the agent's default language: the model
+    chooses among them by meaning in the language the agent is written in, as it reads its
+    conditions, and the chosen one is sent in the session's language (`_in_language`)."""
     scope = {f"guideline:{g}" for g in resolution.guideline_ids}
     scope |= {journey_tag(j) for j in resolution.journey_ids}
     scope |= {
@@ -221,6 +224,18 @@ def _canned_templates(state: TurnState, resolution: Resolution) -> list[Template
     return _tool_fragments(state) + approved  # fragments first: they are specific to this turn
 
 
+def _in_language(state: TurnState, chosen: Template, values: dict[str, str]) -> Template:
+    """The chosen template in the session's language: its variant for it when it has one that
+    can be filled, else the template itself (a tool fragment has no variants)."""
+    if chosen.transient:
+        return chosen
+    canned = next((c for c in state.agent.canned_responses if c.id == chosen.source_id), None)
+    if canned is None:
+        return chosen
+    variant = replace(chosen, text=canned.text_in(state.language))
+    return variant if fillable([variant], values) else chosen
+
+
 async def _compose_canned(
     state: TurnState, data: CompositionInput, resolution: Resolution, mode: CompositionMode
 ) -> tuple[str, list[str]]:
@@ -234,7 +249,7 @@ async def _compose_canned(
     if not candidates:
         if strict:
             state.trace.notes.append("canned_strict: no fillable template; sent the no-match reply")
-            return state.agent.config.no_match_response, []
+            return state.line("no_match"), []
         return await _compose_fluid(state, data)
     prompt = build_canned_prompt(_reply_context(state), data, candidates, values, strict=strict)
     gen = await state.llm.generate(LLMPurpose.COMPOSE, prompt, CannedChoice, label=mode.value)
@@ -243,8 +258,8 @@ async def _compose_canned(
     chosen = next((t for t in candidates if t.handle == choice.template), None)
     if chosen is not None:
         state.trace.notes.append(f"canned: sent template {chosen.source_id}")
-        return render_template(chosen, values), applied
+        return render_template(_in_language(state, chosen, values), values), applied
     if strict or not choice.message.strip():
         state.trace.notes.append("canned: no template chosen; sent the no-match reply")
-        return state.agent.config.no_match_response, applied
+        return state.line("no_match"), applied
     return choice.message, applied

@@ -14,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from engine.language.lines import Say
 from engine.secrets import MASK
 from engine.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
@@ -24,10 +25,15 @@ from engine.values.yes_no import read_yes_no
 
 CONFIRM_CHOICE = "confirm"
 CANCEL_CHOICE = "cancel"
-CONFIRM_OPTIONS = [
-    {"id": CONFIRM_CHOICE, "label": "Yes, go ahead", "value": CONFIRM_CHOICE},
-    {"id": CANCEL_CHOICE, "label": "No", "value": CANCEL_CHOICE},
-]
+
+
+def confirm_options(say: Say) -> list[dict[str, str]]:
+    """The two buttons of a confirmation, labelled in the turn's language (their ids, which the
+    answer is read by, are the same in every language)."""
+    return [
+        {"id": CONFIRM_CHOICE, "label": say("confirm_yes"), "value": CONFIRM_CHOICE},
+        {"id": CANCEL_CHOICE, "label": say("confirm_no"), "value": CANCEL_CHOICE},
+    ]
 
 
 def agreement(message: InboundMessage) -> bool | None:
@@ -118,7 +124,7 @@ def request_confirmation(
 ) -> PendingConfirmation:
     """Hold the call and ask: the reply states the exact action and offers yes / no."""
     shown = _shown(state, spec, arguments)
-    summary = describe_call(spec, shown)
+    summary = describe_call(state.line, spec, shown)
     pending = PendingConfirmation(
         tool=spec.name,
         arguments=shown,
@@ -129,7 +135,7 @@ def request_confirmation(
         retry=retry,
     )
     state.pending_confirmation = pending
-    state.reply_options = list(CONFIRM_OPTIONS)
+    state.reply_options = confirm_options(state.line)
     state.questions.append(
         "Before anything is done, the customer must confirm an action. Tell them briefly you "
         "need their confirmation; the exact action and a yes/no question are added after your "
@@ -138,20 +144,23 @@ def request_confirmation(
     return pending
 
 
-def confirmation_line(pending: PendingConfirmation) -> str:
+def confirmation_line(say: Say, pending: PendingConfirmation) -> str:
     """The engine's own words for the request: exact values, independent of the model."""
-    again = "Try again: " if pending.retry else ""
-    return f"Please confirm — {again}{pending.summary}. Reply yes to go ahead or no to cancel."
+    return say("confirmation_retry" if pending.retry else "confirmation", summary=pending.summary)
 
 
-def describe_call(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+def describe_call(say: Say, spec: ToolSpec, arguments: dict[str, Any]) -> str:
     """The action and its exact values, each written one way only ("amount 1000.00 USD", never
-    "$1.000")."""
-    values = ", ".join(
-        f"{p.name} {show(arguments[p.name])}" for p in spec.parameters if p.name in arguments
-    )
+    "$1.000"), framed in the language of `say` (the values as `show` writes them)."""
+    values = [
+        say("call_value", name=p.name, value=show(arguments[p.name]))
+        for p in spec.parameters
+        if p.name in arguments
+    ]
     action = (spec.description or spec.name).rstrip(".")
-    return f"{action} ({values})" if values else action
+    if not values:
+        return action
+    return say("call_summary", action=action, values=say("call_value_separator").join(values))
 
 
 def _shown(state: TurnState, spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:

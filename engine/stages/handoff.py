@@ -7,8 +7,9 @@ After relationships, a turn in `auto` mode hands the session to a person when
 Handing off is deterministic (no model decides it, and none can undo it): the mode becomes
 `human` (a `mode_changed` event), a pending selector or confirmation is dropped (a person now
 answers, and a stale pick must never run a tool), and the customer is told what happens next —
-the template tagged `handoff` when the agent has one, else `HandoffConfig.message`; out of
-business hours, the `handoff_unavailable` template (or `unavailable_message`) and a ticket.
+the template tagged `handoff` when the agent has one, else its `handoff` line
+(`HandoffConfig.message`); out of business hours, the `handoff_unavailable` template (or line)
+and a ticket — each in the session's language.
 
 A turn in `human` mode still recalls and matches (the trace shows what the agent would have
 done), but composes nothing and runs no tool; it only records the customer's message, learns
@@ -155,11 +156,11 @@ def begin_handoff(state: TurnState, request: HandoffRequest) -> Event:
     state.trace.notes.append(
         f"handed off to a person ({request.trigger}): {request.reason}; no reply composed, no tool run"
     )
-    if available:
-        text = _approved_text(state, HANDOFF_TEMPLATE_TAG, config.message)
-    else:
-        text = _approved_text(state, HANDOFF_UNAVAILABLE_TAG, config.unavailable_message)
-    return state.add_event(EventKind.MESSAGE, EventSource.AGENT, text, handoff_notice=True)
+    tag = HANDOFF_TEMPLATE_TAG if available else HANDOFF_UNAVAILABLE_TAG
+    text = approved_notice(state.agent, tag, state.language)
+    return state.add_event(
+        EventKind.MESSAGE, EventSource.AGENT, text, handoff_notice=True, language=state.language
+    )
 
 
 def record_for_person(state: TurnState, resolution: Resolution) -> Event | None:
@@ -190,8 +191,10 @@ def record_for_person(state: TurnState, resolution: Resolution) -> Event | None:
         EventKind.STATUS, EventSource.SYSTEM, None, **ticket_data(ticket_id, handoff, why)
     )
     state.trace.notes.append(f"handoff ticket {ticket_id}: {why}")
-    text = _approved_text(state, HANDOFF_UNAVAILABLE_TAG, config.unavailable_message)
-    return state.add_event(EventKind.MESSAGE, EventSource.AGENT, text, handoff_notice=True)
+    text = approved_notice(state.agent, HANDOFF_UNAVAILABLE_TAG, state.language)
+    return state.add_event(
+        EventKind.MESSAGE, EventSource.AGENT, text, handoff_notice=True, language=state.language
+    )
 
 
 def silent_session_state(state: TurnState) -> SessionState:
@@ -228,7 +231,3 @@ def _move_past_step(state: TurnState, source_id: str) -> None:
     step = auto_return(journey, state.views[journey_id], state.paths[journey_id], {HANDOFF_TOOL})
     if step is not None:
         apply_verified(state, journey_id, step, "auto_return", "handed off to a person")
-
-
-def _approved_text(state: TurnState, tag: str, default: str) -> str:
-    return approved_notice(state.agent, tag, default)

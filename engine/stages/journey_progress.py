@@ -31,13 +31,15 @@ async def select_step(
     journey: Journey,
     given_ahead: Mapping[str, Collection[str]] | None = None,
 ) -> JourneyStepResult | None:
-    """Ask the model where `journey` goes next; a failed call keeps the journey where it was."""
+    """Ask the model where `journey` goes next; a failed call keeps the journey where it was.
+    A journey that is not running is selected from its stored path too: a run the customer
+    left mid-way is offered where it was left (`engine.matching.journey_graph.exited_run`)."""
     try:
         result = await select_journey_step(
             state.llm,
             ctx,
             journey,
-            state.paths.get(journey.id, ()) if journey.id in state.active() else (),
+            state.paths.get(journey.id, ()),
             executed_tools=state.succeeded_tools,
             max_depth=state.agent.config.max_journey_depth,
             explain=state.agent.config.explain,
@@ -80,7 +82,9 @@ def apply_step(
             state.steps[journey_id] = previous[-1]  # keep the step we were at
         return
     fresh_run = not previous or previous[-1] is None
-    if fresh_run and result.step.outcome != "exit" and not keep_collected:
+    if result.step.resumed:
+        keep_left_values_as_candidates(state, journey_id)
+    elif fresh_run and result.step.outcome != "exit" and not keep_collected:
         # A new run of a journey collects its own values again: a second transfer must never
         # reuse the first one's amount or destination.
         state.collected = [c for c in state.collected if c.journey_id != journey_id]
@@ -90,13 +94,27 @@ def apply_step(
     state.trace.notes.extend(result.notes)
     for name, why in result.refused:  # never the value itself: it may be a secret
         state.notes_for_reply.append(refused_value_note(name, why))
+    how = "llm" if result.used_llm else "auto_return"
     apply_verified(
-        state,
-        journey_id,
-        result.step,
-        "llm" if result.used_llm else "auto_return",
-        result.rationale,
+        state, journey_id, result.step, "resumed" if result.step.resumed else how, result.rationale
     )
+
+
+def keep_left_values_as_candidates(state: TurnState, journey_id: str) -> None:
+    """The customer resumes a run they left: its values are kept (its steps are not asked
+    again), but as candidates — each was given before the customer said to stop, and whether
+    this message resumes that run or starts a new one is the model's reading. A consequential
+    tool shows them and runs only after a yes to exactly that call (`CollectedValue.bound`
+    False, no pick `origin`); a value the customer gives again answers as usual."""
+    left = "given before the customer left this run, which they resumed later"
+    kept: list[CollectedValue] = []
+    for c in state.collected:
+        if c.journey_id == journey_id and c.turn_id != state.turn_id:
+            said = [part for part in (c.origin, c.evidence) if part]
+            evidence = "; ".join(said if left in c.evidence else [*said, left])
+            c = c.model_copy(update={"bound": False, "origin": None, "evidence": evidence})
+        kept.append(c)
+    state.collected = kept
 
 
 def refused_value_note(name: str, why: str) -> str:

@@ -144,8 +144,9 @@ def success_markers(agent: AgentSnapshot, tool: str) -> tuple[str, ...]:
     for journey, node in _steps_running(agent, tool):
         tag = f"node:{journey.id}:{node.id}"
         for canned in agent.canned_responses:
-            if tag in canned.tags:
-                markers += [_normal(c) for c in _PLACEHOLDER.split(canned.template)]
+            if tag in canned.tags:  # in every language it is written in
+                for text in (canned.template, *canned.variants.values()):
+                    markers += [_normal(c) for c in _PLACEHOLDER.split(text)]
         told = _told(node.action)
         if told is not None:
             words = tokens(told)
@@ -170,12 +171,13 @@ def _failures(state: TurnState) -> Iterator[UnrunAction]:
         if not state.agent.has_journey(jid):
             continue
         for tool in state.agent.journey(jid).node(node_id).tools:
-            failed.setdefault(tool, "it did not go through")
+            failed.setdefault(tool, "")  # an earlier turn's failure: its error is not kept
             if jid in state.retries_not_taken and tool not in state.executed_tools:
                 held.add(tool)
     for tool, error in failed.items():
         if state.agent.has_tool(tool):
-            statement = own_lines.failed(_action(state, tool), error, offer_retry=tool not in held)
+            offer = tool not in held
+            statement = own_lines.failed(state.line, _action(state, tool), error, offer_retry=offer)
             yield UnrunAction(tool, "failed", statement, markers=success_markers(state.agent, tool))
 
 
@@ -184,7 +186,7 @@ def _calls(state: TurnState) -> Iterator[UnrunAction]:
     traced status."""
     pending = state.pending_confirmation
     if pending is not None and not pending.agreed:
-        statement = own_lines.awaiting_confirmation(_action(state, pending.tool))
+        statement = own_lines.awaiting_confirmation(state.line, _action(state, pending.tool))
         yield UnrunAction(pending.tool, "waits for the customer's confirmation", statement)
     for record in reversed(state.trace.tool_calls):
         tool = record.tool
@@ -192,38 +194,44 @@ def _calls(state: TurnState) -> Iterator[UnrunAction]:
             continue
         action = _action(state, tool)
         if record.status == "awaiting_confirmation":
-            statement = own_lines.awaiting_confirmation(action)
+            statement = own_lines.awaiting_confirmation(state.line, action)
             yield UnrunAction(tool, "waits for the customer's confirmation", statement)
         elif record.status in ("missing_arguments", "ungrounded"):
             spec = state.agent.tool(tool)
             names = _listed(record.detail, [p.name for p in spec.parameters])
             statement = (
-                own_lines.still_needed(action, names) if names else own_lines.not_yet(action)
+                own_lines.still_needed(state.line, action, names)
+                if names
+                else own_lines.not_yet(state.line, action)
             )
             yield UnrunAction(tool, "still needs values", statement)
         elif record.status == "invalid_arguments":
-            statement = own_lines.not_done(action, own_lines.NOT_VALID)
+            statement = own_lines.not_done(state.line, action, state.line(own_lines.NOT_VALID))
             yield UnrunAction(tool, "had values that are not valid", statement)
         elif record.status == "declined":
-            yield UnrunAction(tool, "was declined", own_lines.declined(action))
+            yield UnrunAction(tool, "was declined", own_lines.declined(state.line, action))
         elif record.status == "refused":
-            yield UnrunAction(tool, "was refused", own_lines.not_done(action))
+            yield UnrunAction(tool, "was refused", own_lines.not_done(state.line, action))
         elif record.status == "prerequisite_not_met":
             journeys = [j.id for j in state.agent.journeys]
             titles = [state.agent.journey(j).title for j in _listed(record.detail, journeys)]
-            why = own_lines.needs_first_reason(titles) if titles else ""
+            why = own_lines.needs_first_reason(state.line, titles) if titles else ""
             yield UnrunAction(
-                tool, "is not allowed for this sender", own_lines.not_done(action, why)
+                tool, "is not allowed for this sender", own_lines.not_done(state.line, action, why)
             )
 
 
 def _answers(state: TurnState) -> Iterator[UnrunAction]:
     """The customer's answer to last turn's request: a no, or no yes (the request dropped)."""
     for tool in sorted(state.declined_tools):
-        yield UnrunAction(tool, "was declined", own_lines.declined(_action(state, tool)))
+        yield UnrunAction(
+            tool, "was declined", own_lines.declined(state.line, _action(state, tool))
+        )
     asked = state.session.pending_confirmation
     if asked is not None and not asked.agreed and state.confirmed is None:
-        statement = own_lines.not_done(_action(state, asked.tool), own_lines.NOT_CONFIRMED)
+        statement = own_lines.not_done(
+            state.line, _action(state, asked.tool), state.line(own_lines.NOT_CONFIRMED)
+        )
         yield UnrunAction(asked.tool, "was not confirmed", statement)
 
 
@@ -245,19 +253,23 @@ def _due(state: TurnState, resolution: Resolution) -> Iterator[UnrunAction]:
             first = [r for r in journey.requires if not state.completed_by_sender(r)]
             if first:
                 titles = [agent.journey(r).title if agent.has_journey(r) else r for r in first]
-                yield UnrunAction(tool, "did not run", own_lines.needs_first(action, titles), False)
+                yield UnrunAction(
+                    tool, "did not run", own_lines.needs_first(state.line, action, titles), False
+                )
                 continue
             known = _known(state) if known is None else known
             _, missing = fill_arguments(agent.tool(tool), known)
             statement = (
-                own_lines.still_needed(action, missing) if missing else own_lines.not_yet(action)
+                own_lines.still_needed(state.line, action, missing)
+                if missing
+                else own_lines.not_yet(state.line, action)
             )
             yield UnrunAction(tool, "did not run", statement, False)
     for gid in sorted(resolution.guideline_ids):
         if agent.has_guideline(gid):
             for tool in agent.guideline(gid).tools:
                 if agent.has_tool(tool):
-                    statement = own_lines.not_yet(_action(state, tool))
+                    statement = own_lines.not_yet(state.line, _action(state, tool))
                     yield UnrunAction(tool, "did not run", statement, False)
 
 

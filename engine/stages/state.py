@@ -16,6 +16,7 @@ from typing import Any, cast
 from engine.clock import SystemClock, UuidIds
 from engine.context import TurnContext
 from engine.history import is_response_only
+from engine.language.lines import Lines, Value
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
@@ -132,8 +133,10 @@ class TurnState:
         self.messages = messages
         self.turn_id = turn_id
         self.views = node_views_of(agent)
-        # The language this turn answers in (`engine.language.session`), set by the load stage.
+        # The language this turn answers in (`engine.language.session`), set by the load stage;
+        # every line the engine writes itself is in it (`line`).
         self.language: str = session.language or agent.config.languages[0]
+        self.lines: Lines = agent.config.lines()  # (cheap: a few dicts)
         # Who this turn answers: the sender of its last message (in a group, one of several).
         last = messages[-1].sender_id if messages else None
         self.sender: str = last or session.customer_id
@@ -223,6 +226,10 @@ class TurnState:
         self._offset += 1
         self.events.append(event)
         return event
+
+    def line(self, key: str, /, **values: Value) -> str:
+        """The engine's line `key` in this turn's language, as the agent words it."""
+        return self.lines.line(key, self.language, **values)
 
     def timed(self, stage: str, started: float) -> float:
         """Record how long a stage took since `started`; returns the time it ended."""

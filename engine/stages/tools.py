@@ -9,8 +9,9 @@ results and events, `executed_tools`, `performed_tool_steps`, questions, and jou
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from engine.agent_config import HANDOFF_TOOL, LLMPurpose
@@ -53,11 +54,7 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
     dispatcher = state.deps.tools
     for _iteration in range(state.agent.config.max_tool_iterations):
         calls: list[PlannedCall] = []
-        known = known_values(
-            state.collected_for(),
-            state.session.variables,
-            [*_earlier_tool_results(state), *state.tool_results],
-        )
+        known = known_for_arguments(state)
         # A journey tool step whose arguments are all known runs without any LLM call; one
         # with gaps gets a single extraction attempt together with the guidelines' tools.
         step_of_tool: dict[str, str] = {}
@@ -87,7 +84,8 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
             del offered[agreed.tool]
             calls.append((state.agent.tool(agreed.tool), dict(agreed.arguments), None))
         if offered:
-            planned = await _plan_calls(state, offered, known, resolution)
+            in_force = partial(_instructions_in_force, state, resolution)
+            planned = await plan_calls(state, offered, known, in_force)
             calls.extend((spec, args, step_of_tool.get(spec.name)) for spec, args, _ in planned)
             asked = {c.tool for c in state.trace.tool_calls if c.status == "missing_arguments"}
             for name in set(step_of_tool) - {spec.name for spec, _, _ in planned} - asked:
@@ -106,7 +104,7 @@ async def run_tools(state: TurnState, resolution: Resolution) -> None:
         if state.interrupt is not None and state.interrupt.call_id.startswith(state.turn_id):
             return  # an interrupting tool waits for the customer; the journey stays put
         await _return_from_tool_steps(state)
-        await _rematch_after_tools(state)
+        await rematch_after_tools(state)
         resolution = resolve_relationships(state)
     else:
         _ask_before_steps_left_over(state, resolution)
@@ -116,11 +114,7 @@ def _ask_before_steps_left_over(state: TurnState, resolution: Resolution) -> Non
     """The turn's tool budget ran out with a journey standing at a consequential tool step: the
     customer's next message, whatever it says, must not run it. The exact call is put to them
     now (or what it still needs is asked), and until a yes to it the step asks before it runs."""
-    known = known_values(
-        state.collected_for(),
-        state.session.variables,
-        [*_earlier_tool_results(state), *state.tool_results],
-    )
+    known = known_for_arguments(state)
     evidence = evidence_for(state)
     for journey, node in _journey_tool_steps(state, resolution):
         for name in node.tools:
@@ -203,9 +197,27 @@ def _guideline_tools(state: TurnState, resolution: Resolution) -> dict[str, str]
     return offered
 
 
-async def _plan_calls(
-    state: TurnState, offered: dict[str, str], known: dict[str, Any], resolution: Resolution
+def known_for_arguments(state: TurnState) -> dict[str, Any]:
+    """The values that fill arguments by name this turn: this sender's earlier tool results and
+    this turn's, the context variables, the collected values (`known_values`)."""
+    return known_values(
+        state.collected_for(),
+        state.session.variables,
+        [*_earlier_tool_results(state), *state.tool_results],
+    )
+
+
+async def plan_calls(
+    state: TurnState,
+    offered: dict[str, str],
+    known: dict[str, Any],
+    instructions: Callable[[dict[str, str]], list[str]],
 ) -> list[PlannedCall]:
+    """The calls due among the `offered` tools (tool → why): those whose arguments are all
+    known run as they are; the others are planned by one LLM call, whose prompt also shows the
+    `instructions` in force for the tools it asks about. A call still missing a required
+    argument is not planned: its question is added. (The evaluation set plans through this
+    too, `bench.eval.decisions`.)"""
     # A tool whose arguments are all known runs without an LLM call — unless it is
     # consequential (moving money, cancelling orders): then the model confirms it is due.
     # An identical call already made in this session is not repeated: its result is in view.
@@ -227,7 +239,7 @@ async def _plan_calls(
         specs,
         to_ask,
         known,
-        instructions=_instructions_in_force(state, resolution, to_ask),
+        instructions=instructions(to_ask),
     )
     state.llm.round += 1
     try:
@@ -449,7 +461,7 @@ async def _return_from_tool_steps(state: TurnState) -> None:
     await resume_suspended(state)
 
 
-async def _rematch_after_tools(state: TurnState) -> None:
+async def rematch_after_tools(state: TurnState) -> None:
     """Guidelines that opt in (`metadata.reevaluate_after_tools`) are matched again with this
     turn's tool results in view — "the balance is negative → warn the customer". Opt-in keeps
     the common turn at one matching round."""

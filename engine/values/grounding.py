@@ -240,7 +240,9 @@ def ground_argument(
             answer.bound,
             None,
             Provenance.ANSWER,
-            "" if answer.bound else "worked out, or chosen among several",
+            ""
+            if answer.bound
+            else "worked out, chosen among several, or given before the run was left",
         )
     # An argument of a field its journey collects comes from that answer — given at its step,
     # never read off words said for something else ("12" of "12 Baker Street" is no quantity).

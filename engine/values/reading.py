@@ -58,6 +58,15 @@ class ReadingContext:
     decimal_marks: frozenset[str] = field(default_factory=lambda: frozenset({"."}))
     language: str = "en"
     spaced_groups: bool = False  # the language groups thousands with a space ("1 000")
+    # the languages the agent serves: words and dates are read in each (a one-word message
+    # may not tell its language), the customer's own first
+    languages: tuple[str, ...] = ("en",)
+
+    @property
+    def word_languages(self) -> tuple[str, ...]:
+        """The languages numbers in words and dates are read in, besides English (read always)."""
+        ordered = dict.fromkeys((self.language, *self.languages))
+        return tuple(tag for tag in ordered if tag != "en")
 
 
 @lru_cache(maxsize=64)
@@ -68,7 +77,9 @@ def _zone(name: str) -> tzinfo:
         return UTC  # validation reports an unknown time zone; a turn never fails on it
 
 
-def reading_context(timezone: str, now: datetime | None, language: str = "en") -> ReadingContext:
+def reading_context(
+    timezone: str, now: datetime | None, language: str = "en", languages: tuple[str, ...] = ()
+) -> ReadingContext:
     """How a turn reads values: today's date where the agent's customers are, in the language
     the customer writes (its decimal mark)."""
     marks = frozenset({decimal_mark(language)})
@@ -77,13 +88,20 @@ def reading_context(timezone: str, now: datetime | None, language: str = "en") -
     if now is not None:
         local = now.astimezone(_zone(timezone)) if now.tzinfo is not None else now
         today = local.date()
-    return ReadingContext(today, marks, language, spaced)
+    return ReadingContext(today, marks, language, spaced, languages or (language,))
 
 
 def normalize(text: str) -> str:
     """Compatibility forms folded (full-width digits and signs, no-break spaces kept as spaces
-    of their own kind): every reading, and every span, refers to this form of the text."""
-    return unicodedata.normalize("NFKC", text or "")
+    of their own kind) and every script's decimal digits written as ASCII ("٥٠٠", "५००" → "500",
+    one character for one): every reading, and every span, refers to this form of the text."""
+    folded = unicodedata.normalize("NFKC", text or "")
+    if folded.isascii():
+        return folded
+    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), folded)
+
+
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")  # a decimal digit of another script
 
 
 # -- runs ------------------------------------------------------------------------------------------
@@ -283,8 +301,9 @@ def numbers(
             )
         )
     said = [(s, e, n, True) for s, e, n in number_words(text)]
-    if ctx.language != "en":
-        said += locale_number_words(text, ctx.language)
+    for language in ctx.word_languages:
+        taken = {(s, e) for s, e, *_ in said}
+        said += [w for w in locale_number_words(text, language) if (w[0], w[1]) not in taken]
     for start, end, number, strong in said:
         code, start2, end2 = _currency_near(text, start, end)
         sure = True
@@ -387,9 +406,10 @@ def dates(text: str, ctx: ReadingContext) -> list[Reading]:
         found.extend(_named_date(m, int(m[2]), m[1], m[3], ctx))
     if ctx.today is not None:
         found.extend(_relative_dates(text, ctx.today))
-    if ctx.language != "en":
-        for start, end, day, exact, how in locale_dates(text, ctx.language, ctx.today):
-            found.append(Reading(day, start, end, exact, how=how))
+    for language in ctx.word_languages:
+        for start, end, day, exact, how in locale_dates(text, language, ctx.today):
+            if not any(r.span == (start, end) and r.value == day for r in found):
+                found.append(Reading(day, start, end, exact, how=how))
     return found
 
 

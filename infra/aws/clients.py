@@ -80,7 +80,9 @@ def call_budget() -> CallBudget:
     return budget
 
 
-_clients: dict[tuple[str, str, str | None, CallBudget], Any] = {}
+# (service, region, endpoint, budget, a local endpoint's credentials) → client
+_ClientKey = tuple[str, str, str | None, CallBudget, tuple[tuple[str, str], ...]]
+_clients: dict[_ClientKey, Any] = {}
 _session: boto3.session.Session | None = None
 _lock = threading.Lock()
 
@@ -105,7 +107,8 @@ def client(service: str, **budget_overrides: Any) -> Any:
     a call that needs its own (Step Functions' StartSyncExecution holds the request open for the
     whole execution and must not be retried)."""
     budget = replace(call_budget(), **budget_overrides)
-    key = (service, aws_region(), endpoint_url(), budget)
+    credentials = _endpoint_credentials()
+    key = (service, aws_region(), endpoint_url(), budget, credentials)
     cached = _clients.get(key)
     if cached is not None:
         return cached
@@ -113,7 +116,11 @@ def client(service: str, **budget_overrides: Any) -> Any:
     with _lock:
         if key not in _clients:
             _clients[key] = _shared_session().client(
-                service, region_name=key[1], endpoint_url=key[2], config=budget.config()
+                service,
+                region_name=key[1],
+                endpoint_url=key[2],
+                config=budget.config(),
+                **dict(credentials),
             )
         return _clients[key]
 
@@ -122,13 +129,35 @@ def resource(service: str) -> Any:
     """The cached boto3 resource for `service`. Unlike clients, resources are not thread-safe:
     use them from one thread (the adapters here use clients only)."""
     budget = call_budget()
-    key = (f"resource:{service}", aws_region(), endpoint_url(), budget)
+    credentials = _endpoint_credentials()
+    key = (f"resource:{service}", aws_region(), endpoint_url(), budget, credentials)
     with _lock:
         if key not in _clients:
             _clients[key] = _shared_session().resource(
-                service, region_name=key[1], endpoint_url=key[2], config=budget.config()
+                service,
+                region_name=key[1],
+                endpoint_url=key[2],
+                config=budget.config(),
+                **dict(credentials),
             )
         return _clients[key]
+
+
+def _endpoint_credentials() -> tuple[tuple[str, str], ...]:
+    """For a custom endpoint (the local stack), the environment's credentials as they are now,
+    passed explicitly: the shared session resolves credentials once and keeps them, and a local
+    stack accepts only its own, new with each stack (infra.aws.moto_access). Against AWS,
+    nothing: boto3's usual chain (role, profile, environment) applies."""
+    key_id = os.environ.get("AWS_ACCESS_KEY_ID")
+    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if endpoint_url() is None or not key_id or not secret:
+        return ()
+    token = os.environ.get("AWS_SESSION_TOKEN")
+    return (
+        ("aws_access_key_id", key_id),
+        ("aws_secret_access_key", secret),
+        *((("aws_session_token", token),) if token else ()),
+    )
 
 
 def _shared_session() -> boto3.session.Session:

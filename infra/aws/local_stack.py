@@ -24,11 +24,9 @@ The template is read by `infra.aws.cfn_template`; each resource is created from 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -90,6 +88,7 @@ class LocalStack:
         self.env: dict[str, str] = {}
         self.unresolved_env: list[str] = []  # function env vars naming resources not emulated here
         self.endpoint_url: str | None = None
+        self.credentials: Any = None  # moto_access.LocalCredentials of a server stack
         self._port = port
         self._mock: Any = None
         self._server: Any = None
@@ -146,13 +145,17 @@ class LocalStack:
         _forget_warm_state()
 
     def _start_server(self) -> None:
-        from moto.server import ThreadedMotoServer  # dev dependency: imported only here
-
         from infra.aws import moto_fidelity
+        from infra.aws.moto_access import LocalCredentials
 
         moto_fidelity.install()  # many threads hit the server: keep DynamoDB's and SQS's semantics
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self._port, verbose=False)
+        self.credentials = LocalCredentials.new()
+        # moto's backends live in this process: a server started after another one (a second
+        # `waypoint chat` in one test run) would see its tables. Start from empty state, in
+        # process: moto's control API is not served over HTTP (infra.aws.moto_access).
+        _reset_moto()
+        self._server = _guarded_moto_server(self.credentials, self._port)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint_url = f"http://{host}:{port}"
@@ -161,22 +164,11 @@ class LocalStack:
                 clients.ENDPOINT_URL_ENV: self.endpoint_url,
                 # The Step Functions interpreter calls other services at localhost:$MOTO_PORT.
                 "MOTO_PORT": str(port),
-                # moto accepts any credentials, but botocore refuses to sign without some.
-                "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID") or "testing",
-                "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY") or "testing",
+                # The only credentials the server accepts; the local processes sign with them.
+                "AWS_ACCESS_KEY_ID": self.credentials.access_key_id,
+                "AWS_SECRET_ACCESS_KEY": self.credentials.secret_access_key,
             }
         )
-        # moto's backends live in this process: a server started after another one (a second
-        # `waypoint chat` in one test run) would see its tables. Start from empty state.
-        for path, payload in (("reset", b""), ("config", json.dumps(MOTO_CONFIG).encode())):
-            request = urllib.request.Request(
-                f"{self.endpoint_url}/moto-api/{path}",
-                data=payload,
-                headers={"Content-Type": "application/json"},
-                method="POST",
-            )
-            with urllib.request.urlopen(request, timeout=10):
-                pass
         if self.data_dir is not None:
             self._restore_state(self.data_dir)
 
@@ -191,10 +183,10 @@ class LocalStack:
         files = MotoStateFiles(data_dir, ACCOUNT_ID, self.region)
         files.open()
         self.state_files = files
-        # Every later request goes through the snapshotting app (werkzeug reads `server.app`
-        # per request); snapshots start once the stored state is back in the backends.
-        wsgi_server = self._server._server
-        wsgi_server.app = files.wrap(wsgi_server.app)
+        # Every later request goes through the snapshotting app, inside the access guard (which
+        # reads `guard.app` per request); snapshots start once the stored state is back.
+        guard = self._server.guard
+        guard.app = files.wrap(guard.app)
         files.restore()
 
     def _set_env(self, values: Mapping[str, str]) -> None:
@@ -315,6 +307,47 @@ class LocalStack:
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
         }.get(name)
+
+
+def _reset_moto() -> None:
+    """moto's in-process state emptied and configured for the local stack (what `POST
+    /moto-api/reset` and `/moto-api/config` do, without serving them)."""
+    from moto.moto_api._internal.models import moto_api_backend  # dev dependency
+
+    moto_api_backend.reset()
+    moto_api_backend.set_config(MOTO_CONFIG)
+
+
+def _guarded_moto_server(credentials: Any, port: int) -> Any:
+    """moto's threaded server with its app wrapped by `MotoAccessGuard` before it serves its
+    first request (moto-internal: `ThreadedMotoServer._server_entry`, pinned to moto 5.2.x and
+    covered by tests/cli/test_local_aws_endpoint.py)."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    from infra.aws.moto_access import MotoAccessGuard
+
+    class GuardedMotoServer(ThreadedMotoServer):
+        def __init__(self) -> None:
+            super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
+            self.guard = MotoAccessGuard(
+                DomainDispatcherApplication(create_backend_app), credentials
+            )
+
+        def _server_entry(self) -> None:
+            self._server = make_server(
+                self._ip_address, self._port, self.guard, True, request_handler=MotoRequestHandler
+            )
+            self.guard.listen_on(self._server.server_port)  # before the first request is read
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return GuardedMotoServer()
 
 
 def _forget_warm_state() -> None:

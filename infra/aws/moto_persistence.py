@@ -3,7 +3,9 @@
 moto keeps everything in memory. Here the threaded server's WSGI app is wrapped: after every
 request that changes DynamoDB, SQS or S3, that service's state (tables, queues with their
 messages, buckets) is pickled to `DIR/moto/{service}.pickle` — written to a temporary file,
-fsynced, then renamed over the old one — *before* the response leaves the server. So whatever a
+fsynced, then renamed over the old one — *before* the response leaves the server. The directory
+is its owner's only (0700, files 0600, tightened at start if an older version left them open):
+the snapshots are every conversation of the stack. So whatever a
 client was told succeeded (the webhook's `SendMessage`, a turn's commit) is on disk; a
 `kill -9` at any moment leaves the last complete snapshot of each service, never a torn one.
 
@@ -94,8 +96,13 @@ class MotoStateFiles:
         """Create the directory and lock it for this process (released when it exits, however
         it exits)."""
         try:
-            (self.directory / "moto").mkdir(parents=True, exist_ok=True)
-            lock_file = open(self.directory / "lock", "w")  # noqa: SIM115 — held until close()
+            _private_directory(self.directory)
+            _private_directory(self.directory / "moto")
+            for stored in (self.directory / "moto").iterdir():  # an older version's 0644 files
+                stored.chmod(stored.stat().st_mode & 0o700)
+            descriptor = os.open(self.directory / "lock", os.O_WRONLY | os.O_CREAT, 0o600)
+            os.fchmod(descriptor, 0o600)
+            lock_file = os.fdopen(descriptor, "w")  # held until close()
         except OSError as exc:
             raise LocalStateError(
                 f"cannot use {self.directory} as the local data directory ({exc}); pass another "
@@ -157,7 +164,9 @@ class MotoStateFiles:
         _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
         path = self._path(service)
         temporary = path.with_suffix(".tmp")
-        with open(temporary, "wb") as f:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # a temporary file left by a crash keeps its old mode
+        with os.fdopen(descriptor, "wb") as f:
             f.write(buffer.getbuffer())
             f.flush()
             os.fsync(f.fileno())
@@ -197,6 +206,13 @@ class MotoStateFiles:
             return body
 
         return persisted
+
+
+def _private_directory(path: Path) -> None:
+    """`path` created if missing, readable by its owner only (0700) either way: its files are
+    every conversation of the stack."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
 
 
 def _consume(app: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # httpx costs ~180 ms to import and the webhook path never se
     import httpx
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-CHOOSE_PROMPT = "Please choose an option:"
 
 
 def _now() -> datetime:
@@ -132,6 +131,10 @@ class NormalizedMessage(BaseModel):
       shared locations; a caption or a file's comment is the `text`.
     - `raw_type`: the platform's own kind of event (`message`, `callback_query`, `block_actions`,
       `interactive.button_reply`, `sms` …), for traces.
+    - `sender_team`: the sender's own workspace, where the platform states it (Slack: the event's
+      `user_team` / `team`, a click's `user.team_id`). A Slack Connect channel holds people of
+      other organizations; the support relay trusts only its allowed teams
+      (`infra.channels.support_channel`).
     """
 
     model_config = _FROZEN
@@ -148,6 +151,7 @@ class NormalizedMessage(BaseModel):
     received_at: datetime
     sent_at: datetime | None = None
     interrupt_result: InterruptResult | None = None  # set on a delivered form result only
+    sender_team: str | None = None
     # Files and shared locations (a photo's caption, a file's comment, is `text`).
     attachments: list[Attachment] = Field(default_factory=list, repr=False)
 
@@ -230,6 +234,9 @@ class OutboundReply(BaseModel):
     # Stable per reply (the agent's event id): a retried delivery repeats it, so a receiver that
     # can (the generic channel's front end) drops what it already has.
     id: str = ""
+    # The language the reply is written in: what a channel adds around it ("Reply with a
+    # number:", a list's button) is written in it too (`line`).
+    language: str = "en"
 
     @model_validator(mode="after")
     def _has_something_to_say(self) -> OutboundReply:
@@ -241,7 +248,13 @@ class OutboundReply(BaseModel):
     def display_text(self) -> str:
         """The text to show: `text`, or a neutral prompt when only options were given (every
         platform rejects an empty message)."""
-        return self.text.strip() or CHOOSE_PROMPT
+        return self.text.strip() or self.line("choose_option")
+
+    def line(self, key: str) -> str:
+        """The engine's line `key` (`engine.language.lines`) in the reply's language."""
+        from engine.language.lines import line  # (read once, on the first send that needs it)
+
+        return line(key, self.language)
 
 
 class DeliveryReceipt(BaseModel):

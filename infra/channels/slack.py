@@ -138,7 +138,7 @@ class SlackChannel:
         for part in text_parts[:-1]:
             sent.append(await self._post_part(client, reply, part, None, sent))
         last = text_parts[-1]
-        blocks = blocks_for(last, options, reply.view)
+        blocks = blocks_for(last, options, reply.view, placeholder=reply.line("select_placeholder"))
         if not blocks:
             sent.append(await self._post_part(client, reply, last, None, sent))
             return DeliveryReceipt(channel=self.name, message_ids=sent)

@@ -25,7 +25,6 @@ MAX_SECTION_CHARS = SLACK_SECTION_TEXT  # plain `text` parts use it too
 MAX_BUTTONS_PER_BLOCK = SLACK_ACTIONS_ELEMENTS
 MAX_BUTTON_LABEL = SLACK_BUTTON_TEXT
 MAX_BUTTON_VALUE = SLACK_BUTTON_VALUE
-SELECT_PLACEHOLDER = "Choose an option"
 
 
 def escape(text: str) -> str:
@@ -45,7 +44,11 @@ def parts(text: str) -> list[str]:
 
 
 def blocks_for(
-    part: str, options: list[ReplyOption], view: dict[str, Any] | None
+    part: str,
+    options: list[ReplyOption],
+    view: dict[str, Any] | None,
+    *,
+    placeholder: str = "Choose an option",
 ) -> list[dict[str, Any]]:
     """Block Kit for the last part: the text in a section, then the options (up to 25 buttons in
     one actions block, else a select menu), then any `view["blocks"]` that fit under Slack's 50
@@ -71,7 +74,7 @@ def blocks_for(
         menu = {
             "type": "static_select",
             "action_id": "waypoint_choice",
-            "placeholder": {"type": "plain_text", "text": SELECT_PLACEHOLDER},
+            "placeholder": {"type": "plain_text", "text": placeholder},
             "options": [
                 {
                     "text": {"type": "plain_text", "text": title},

@@ -59,6 +59,10 @@ class _File(_Payload):
 class _Event(_Payload):
     type: str
     user: str | None = None
+    # The author's own team: `user_team` (Slack Connect), else `team`. Not the envelope's
+    # `team_id`, which names the installation the event is delivered to.
+    user_team: str | None = None
+    team: str | None = None
     bot_id: str | None = None
     subtype: str | None = None
     text: str = ""
@@ -189,6 +193,7 @@ def _from_event(
         attachments=[_attachment(file) for file in event.files],
         received_at=request.received_at,
         sent_at=unix_time(event.ts),
+        sender_team=event.user_team or event.team,
     )
     return WebhookOutcome(kind="messages", messages=[message])
 
@@ -231,6 +236,7 @@ def from_form(pairs: list[tuple[str, str]], request: ChannelRequest) -> WebhookO
         reply_to=reply_to,
         raw_type="block_actions",
         received_at=request.received_at,
+        sender_team=click.user.team_id,
     )
     return WebhookOutcome(kind="messages", messages=[message])
 

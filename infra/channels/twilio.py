@@ -218,7 +218,7 @@ class TwilioChannel:
             )
         text = reply.display_text
         if reply.options:
-            text = f"{text}\n\nReply with a number:\n{numbered_options(reply.options)}"
+            text = f"{text}\n\n{reply.line('reply_with_number')}\n{numbered_options(reply.options)}"
         is_sms = not str(to).startswith("whatsapp:")
         sent: list[str] = []
         for part in split_text(text, MAX_BODY_CHARS, length=sms_length if is_sms else utf16_len):

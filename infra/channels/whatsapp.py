@@ -52,7 +52,12 @@ from infra.channels.signing import (
     sign_meta,
 )
 from infra.channels.whatsapp_notifications import CHANNEL, from_notification
-from infra.channels.whatsapp_reply_messages import MAX_LIST_ROWS, bodies, plain_bodies
+from infra.channels.whatsapp_reply_messages import (
+    MAX_LIST_ROWS,
+    bodies,
+    list_labels,
+    plain_bodies,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -148,7 +153,7 @@ class WhatsAppChannel:
         text = reply.display_text
         if len(options) > MAX_LIST_ROWS:
             text, options = f"{text}\n\n{numbered_options(options)}", []
-        messages = bodies(text, options)
+        messages = bodies(text, options, labels=list_labels(reply))
         sent: list[str] = []
         fallbacks: list[str] = []
 

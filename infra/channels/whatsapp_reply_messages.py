@@ -7,17 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.channels.base import ReplyOption
+from infra.channels.base import OutboundReply, ReplyOption
 from infra.channels.options import compact_choice_id, numbered_options
 from infra.channels.platform_limits import (
     WHATSAPP_BUTTON_ID,
     WHATSAPP_BUTTON_TITLE,
     WHATSAPP_INTERACTIVE_BODY,
+    WHATSAPP_LIST_BUTTON,
     WHATSAPP_MAX_BUTTONS,
     WHATSAPP_MAX_ROWS,
     WHATSAPP_ROW_DESCRIPTION,
     WHATSAPP_ROW_ID,
     WHATSAPP_ROW_TITLE,
+    WHATSAPP_SECTION_TITLE,
     WHATSAPP_TEXT,
 )
 from infra.channels.text import split_text, utf16_len
@@ -32,7 +34,13 @@ MAX_BUTTON_ID = WHATSAPP_BUTTON_ID
 MAX_ROW_TITLE = WHATSAPP_ROW_TITLE
 MAX_ROW_DESCRIPTION = WHATSAPP_ROW_DESCRIPTION
 MAX_ROW_ID = WHATSAPP_ROW_ID
-LIST_BUTTON_LABEL = "Choose"
+MAX_LIST_BUTTON = WHATSAPP_LIST_BUTTON
+MAX_SECTION_TITLE = WHATSAPP_SECTION_TITLE
+
+
+def list_labels(reply: OutboundReply) -> tuple[str, str]:
+    """A list message's button and section title, in the reply's language."""
+    return reply.line("choose_button"), reply.line("options_title")
 
 
 def text_body(text: str) -> dict[str, Any]:
@@ -40,17 +48,21 @@ def text_body(text: str) -> dict[str, Any]:
     return {"type": "text", "text": {"body": text, "preview_url": False}}
 
 
-def bodies(text: str, options: list[ReplyOption]) -> list[dict[str, Any]]:
+def bodies(
+    text: str, options: list[ReplyOption], *, labels: tuple[str, str] = ("Choose", "Options")
+) -> list[dict[str, Any]]:
     """Message bodies to send in order: text parts, the last one interactive when there are
     options (its body limited to 1024 characters, so a long text goes ahead as plain parts).
-    Lengths in UTF-16 units (never fewer than Meta's characters); code blocks stay closed."""
+    Lengths in UTF-16 units (never fewer than Meta's characters); code blocks stay closed.
+    `labels`: a list's button and section title (`list_labels`)."""
     parts = split_text(text, MAX_TEXT_CHARS, length=utf16_len, fences=True)
     if not options:
         return [text_body(part) for part in parts]
     tail = split_text(parts.pop(), MAX_INTERACTIVE_BODY_CHARS, length=utf16_len, fences=True)
     parts.extend(tail[:-1])
     messages: list[dict[str, Any]] = [text_body(part) for part in parts]
-    messages.append({"type": "interactive", "interactive": interactive(tail[-1], options)})
+    body = interactive(tail[-1], options, labels=labels)
+    messages.append({"type": "interactive", "interactive": body})
     return messages
 
 
@@ -60,8 +72,11 @@ def plain_bodies(message: dict[str, Any], options: list[ReplyOption]) -> list[di
     return [text_body(part) for part in split_text(text, MAX_TEXT_CHARS, length=utf16_len)]
 
 
-def interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
-    """Reply buttons for up to 3 options, else a list (the caller keeps it to 10 rows)."""
+def interactive(
+    body: str, options: list[ReplyOption], *, labels: tuple[str, str] = ("Choose", "Options")
+) -> dict[str, Any]:
+    """Reply buttons for up to 3 options, else a list (the caller keeps it to 10 rows) whose
+    button and section title are `labels`."""
     if len(options) <= MAX_BUTTONS:
         titles = short_titles([o.label for o in options], MAX_BUTTON_TITLE, length=utf16_len)
         buttons = [
@@ -83,5 +98,10 @@ def interactive(body: str, options: list[ReplyOption]) -> dict[str, Any]:
     return {
         "type": "list",
         "body": {"text": body},
-        "action": {"button": LIST_BUTTON_LABEL, "sections": [{"title": "Options", "rows": rows}]},
+        "action": {
+            "button": shorten(labels[0], MAX_LIST_BUTTON, length=utf16_len),
+            "sections": [
+                {"title": shorten(labels[1], MAX_SECTION_TITLE, length=utf16_len), "rows": rows}
+            ],
+        },
     }

@@ -25,7 +25,9 @@ Domain neutral: no domain word lists in code. What words mean in a domain comes 
 glossary synonyms, enum choices and the aliases a parameter's description states ("AAPL is
 Apple"), the offered options of the agent's last message.
 
-Known limits: English only; no world knowledge; no synonyms beyond the agent's glossary and a few
+Known limits: English only — when the customer writes another language, it says so in their
+language and decides nothing (`english_only`; a real model is needed for other languages); no
+world knowledge; no synonyms beyond the agent's glossary and a few
 everyday phrases (paraphrases outside them are missed: conditions then do not match, by design);
 no reasoning across several messages beyond the latest customer message(s) and the agent's last
 question; replies are plain and sometimes stiff. Usage is estimated (characters / 4); the model

@@ -24,7 +24,10 @@ _FILLER_START = re.compile(
     r"my \w+(?: \w+)? (?:is|was)|the \w+(?: \w+)? (?:is|was)|i (?:think|guess) it'?s)\s+)",
     re.I,
 )
-_FILLER_END = re.compile(r"(?:[,\s]+(?:please|thanks|thank you|thx))+[.!]*$|[.!?]+$", re.I)
+# What ends a short answer without being part of it: "…, please", "… thanks!", "…?!". Matched on
+# the text read backwards, from its end only: the same pattern anchored with `$` is tried from
+# every position of the text, and a long run of commas or marks made that quadratic.
+_FILLER_END_BACKWARDS = re.compile(r"[.!]*(?:(?:esaelp|sknaht|uoy knaht|xht)[,\s]+)+|[.!?]+", re.I)
 
 
 def with_vocabulary(slot: Slot, glossary: Mapping[str, Sequence[str]]) -> Slot:
@@ -110,9 +113,17 @@ def direct_answer(text: str) -> str:
         if shorter == stripped:
             break
         stripped = shorter
-    stripped = _FILLER_END.sub("", stripped).strip(" ,;:\"'")
+    stripped = _without_filler_end(stripped).strip(" ,;:\"'")
     one = re.fullmatch(r"(?:the|that) (.+?) one", stripped, re.I)  # "the checking one"
     return one.group(1) if one else stripped
+
+
+def _without_filler_end(text: str) -> str:
+    """`text` without its closing filler (", thanks", "please!", "?!"), read from its end (or
+    from before a final newline, as `$` reads)."""
+    body, newline = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+    found = _FILLER_END_BACKWARDS.match(body[::-1])
+    return (body[: len(body) - found.end()] if found else body) + newline
 
 
 def mentions_choice(text: str, choice: str) -> bool:

@@ -251,13 +251,42 @@ _QUESTION_START = re.compile(
     r"^(what|which|who|whom|whose|when|where|why|how|is|are|can|could|would|will|do|does|did|"
     r"should|may|shall)\b"
 )
+
+
+class _LaterOnTheLine:
+    """Whether `first.*then` matches (`.` stops at a newline), read in linear time: the regex
+    engine would scan `.*` again from every occurrence of `first`, quadratic on a long line that
+    repeats it without `then`. An occurrence ending on a line already searched to its end adds
+    nothing: `then` was not there."""
+
+    def __init__(self, first: str, then: str) -> None:
+        self.first = re.compile(first)
+        self.then = re.compile(then)
+
+    def search(self, text: str) -> bool:
+        searched_line_end = -1
+        position = 0
+        while (found := self.first.search(text, position)) is not None:
+            line_end = text.find("\n", found.end())
+            line_end = len(text) if line_end < 0 else line_end
+            if line_end != searched_line_end:
+                if self.then.search(text, found.end(), line_end):
+                    return True
+                searched_line_end = line_end
+            position = max(found.end(), found.start() + 1)
+        return False
+
+
 _ABANDON = (
     re.compile(r"\b(cancel|never ?mind|forget (it|about it)|abort|quit)\b"),
     re.compile(r"^(please\s+)?stop\b"),
-    re.compile(r"\b(don'?t|do not|no longer|not)\s+(want|need|wish|like)\b.*\b(any ?more)\b"),
     re.compile(r"\bno longer (want|need|interested)\b"),
     re.compile(r"\b(changed|change) my mind\b"),
     re.compile(r"\bnot interested\b"),
+)
+# "I don't want it anymore"
+_WANTS_NO_MORE = _LaterOnTheLine(
+    r"\b(don'?t|do not|no longer|not)\s+(want|need|wish|like)\b", r"\b(any ?more)\b"
 )
 _NEGATED_WISH = re.compile(r"\b(don'?t|do not|doesn'?t|no longer)\s+(want|need|wish)\b")
 _YES = re.compile(
@@ -311,7 +340,7 @@ def is_abandonment(text: str) -> bool:
     """The customer drops what they were doing: "cancel", "never mind", "stop", "I don't want
     to … anymore"."""
     lowered = text.lower().strip()
-    return any(p.search(lowered) for p in _ABANDON)
+    return any(p.search(lowered) for p in _ABANDON) or _WANTS_NO_MORE.search(lowered)
 
 
 def negated_wish(text: str) -> bool:

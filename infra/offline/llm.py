@@ -19,6 +19,7 @@ from engine.matching.journey_answer import JourneyNodeSelection
 from engine.ports import Generation, Usage
 from engine.tool_calls import ToolCallPlan
 from infra.offline.compose import choose_canned, compose_reply
+from infra.offline.english_only import english_only, foreign_language
 from infra.offline.journeys import select_node
 from infra.offline.matching import disambiguate, match_customer_dependent, match_guidelines
 from infra.offline.tools import plan_tool_calls
@@ -64,8 +65,12 @@ class OfflineLLM:
                 f"schemas ({known}); use a real model (set OPENAI_API_KEY) for other prompts"
             )
         started = time.perf_counter()
+        foreign = foreign_language(prompt)
         try:
-            answer = responder(prompt)
+            if foreign is not None:  # it reads English only: it says so and decides nothing
+                answer = english_only(prompt, schema, foreign)
+            else:
+                answer = responder(prompt)
         except LLMError:
             raise
         except Exception as exc:  # a heuristic's bug must not lose the customer's turn

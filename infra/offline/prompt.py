@@ -29,6 +29,7 @@ NO_MESSAGES = "(no messages yet)"
 
 # Headers that may follow the conversation block, in any prompt kind.
 _AFTER_CONVERSATION = (
+    "\n\nLanguage: ",
     "\n\nTask: ",
     "\n\n## Journey map",
     "\n\nTools you may call now:",

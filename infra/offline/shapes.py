@@ -27,6 +27,10 @@ _TENS = {
     "eighty": 80, "ninety": 90,
 }  # fmt: skip
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+# Longer than any number written in words ("nine hundred and ninety nine million nine hundred and
+# ninety nine thousand nine hundred and ninety nine" is 17 words): a phrase is read from at most
+# this many words, so a message of number words costs time in proportion to its length.
+MAX_NUMBER_PHRASE_WORDS = 24
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?:s)?\b", re.I)
 
 _CURRENCY_WORDS = word_set("dollar dollars usd euro euros eur pound pounds gbp bucks yen cents")
@@ -59,7 +63,9 @@ MONTHS = {
 }
 _MONTH_FIRST = re.compile(r"\b([a-z]{3,9})\.? (\d{1,2})(?:st|nd|rd|th)?,? (\d{4})\b", re.I)
 _DAY_FIRST = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]{3,9})\.?,? (\d{4})\b", re.I)
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+# Tried only where a run of address characters starts: from inside a run it would find the same
+# address, and a long run with no "@" would be scanned again from each of its characters.
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+")
 PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 
 
@@ -150,9 +156,8 @@ def written_numbers(tokens: Sequence[Token], masked: set[int]) -> list[WrittenNu
             continue
         m = _NUMBER.match(token.clean)
         if not m:
-            free = [
-                t.lower for t in itertools.takewhile(lambda t: t.index not in masked, tokens[i:])
-            ]
+            window = tokens[i : i + MAX_NUMBER_PHRASE_WORDS]
+            free = [t.lower for t in itertools.takewhile(lambda t: t.index not in masked, window)]
             value_in_words, span = number_phrase(free)
             if span:  # "three hundred": unambiguous, a number like any written in digits
                 skip_to = i + span

@@ -246,6 +246,7 @@ def test_the_offline_model_cpu_is_reported_per_call_and_per_turn(result: BenchRe
     assert cpu.calls_per_turn >= 1  # every turn asks the model at least once
     assert 0 < cpu.call_p50_ms <= cpu.call_max_ms
     assert cpu.model_per_turn_ms > 0
+    assert 0 < cpu.limit_turn_ms < 30_000  # a message at the limit: ~110 s before issue #33
     report = console_report(result)
     assert "Offline model: CPU per call and per turn" in report
 

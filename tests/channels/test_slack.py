@@ -99,6 +99,29 @@ def test_a_reply_in_a_thread_belongs_to_the_thread(channels: dict[str, Channel])
     assert message.conversation_key == "slack:T111:C111:1595926230.009600:user:W222"
 
 
+def test_the_senders_own_team_is_the_one_slack_states_for_the_author(
+    channels: dict[str, Channel],
+) -> None:
+    """In a Slack Connect channel the envelope's `team_id` (and `authorizations`) name our
+    installation; the author's workspace is the event's `user_team` (else `team`)."""
+    shared = slack_event("hi", team="T999", user_team="T999", source_team="T111")
+    [message] = channels["slack"].handle(slack_request(shared)).messages
+    assert message.account_id == "T111" and message.sender_team == "T999"
+
+    only_team = slack_event("hi", team="T111")
+    [message] = channels["slack"].handle(slack_request(only_team)).messages
+    assert message.sender_team == "T111"
+
+    [message] = channels["slack"].handle(slack_request(slack_event("hi"))).messages
+    assert message.sender_team is None  # not stated: the support relay refuses it
+
+    click = slack_block_actions("billing")
+    click["user"]["team_id"] = "T999"  # a Slack Connect member pressing our button
+    outcome = channels["slack"].handle(slack_request(slack_form(click), content_type=FORM))
+    [message] = outcome.messages
+    assert message.account_id == "T111" and message.sender_team == "T999"
+
+
 def test_url_verification_echoes_the_challenge(channels: dict[str, Channel]) -> None:
     body = {
         "token": "Jhj5dZrVaK7ZwHHjRyZWjbDl",

@@ -54,9 +54,9 @@ def test_waypoint_test_runs_the_example_suites_and_counts_them(
     result = runner.invoke(app, ["test", "examples/"])
 
     assert result.exit_code == 0, result.output
-    assert result.output.count("✓ examples/banking/tests/") == 3
+    assert result.output.count("✓ examples/banking/tests/") == 5
     assert result.output.count("✓ examples/pizza/tests/order.conv.yaml :: ") == 3
-    assert "6 passed, 0 failed" in result.output
+    assert "8 passed, 0 failed" in result.output
     # the two judged expectations cannot run offline, and the output says why and how
     assert "2 judged expectation(s) skipped with the offline model" in result.output
     assert "set OPENAI_API_KEY" in result.output
@@ -263,7 +263,7 @@ def test_the_pytest_plugin_collects_conversation_files(tmp_path: Path) -> None:
     passing = _run_pytest("examples/")
 
     assert passing.returncode == 0, passing.stdout + passing.stderr
-    assert "6 passed" in passing.stdout
+    assert "8 passed" in passing.stdout
     assert "JudgedExpectationSkipped" in passing.stdout
 
 

@@ -53,7 +53,8 @@ def test_serve_logs_one_line_per_request_and_per_turn(
     webhook = [line for line in requests if line.startswith("request POST /webhooks/generic 200 ")]
     assert len(webhook) == 2 and all(line.endswith(" ms") for line in webhook)
     assert any(line.startswith("request POST /local/replies 200 ") for line in requests)
-    assert any(line.startswith("request GET /api/sessions/nope 404 ") for line in requests)
+    # (422: the management API refuses a query parameter the operation does not declare)
+    assert any(line.startswith("request GET /api/sessions/nope 422 ") for line in requests)
     assert not any("hunter2" in line for line in lines)  # a query string is never logged
     assert len(turns) == 2, lines
     session = client.session_id
@@ -178,3 +179,18 @@ def test_serve_keeps_the_secret_digest_key_with_its_data_and_adds_it_to_an_older
     assert path.stat().st_mode & 0o777 == 0o600
     assert overridden.secret_digest_key.startswith("from-the-environment-")
     assert json.loads(path.read_text())["secret_digest_key"] == first.secret_digest_key
+
+
+def test_serve_keeps_its_data_readable_by_its_user_only(tmp_path: Path) -> None:
+    """`waypoint serve`'s default data directory, its credentials and its snapshots of every
+    conversation: 0700 and 0600, whatever the umask gives other files."""
+    from tests.cli.chat_kit import serve_banner
+
+    serve_banner("--port", "0", cwd=tmp_path)
+    data = tmp_path / ".waypoint"
+    files = [p for p in data.rglob("*") if p.is_file()]
+    assert {"secrets.json", "dynamodb.pickle"} <= {p.name for p in files}
+    for directory in (data, data / "moto"):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o600, path

@@ -26,7 +26,7 @@ from tests.engine.agent_versions import (
 from waypoint.cli import app
 
 runner = CliRunner()
-V1 = "e38182e7b7097dd4"  # the banking example's content version
+V1 = "450f8869958987f3"  # the banking example's content version
 
 
 @pytest.fixture(autouse=True)

@@ -150,6 +150,22 @@ def test_the_page_only_server_serves_the_page_and_nothing_else() -> None:
         assert page.page_url == (f"{page.base_url}/#api=https%3A%2F%2Fapi.example.com&key={KEY}")
 
 
+def test_the_page_only_servers_page_may_call_its_api_and_nothing_else() -> None:
+    """`waypoint studio --api`: the policy (a header, with framing refused) allows the named
+    API's origin and the page's own, and the page knows which API it was served for."""
+    from tests.cli.test_studio_page import policy_of
+
+    api = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    with StudioPageServer(api, key=KEY) as page:
+        served = httpx.get(f"{page.base_url}/")
+    policy = policy_of(served)
+    assert policy["connect-src"] == "'self' https://abc123.execute-api.eu-west-1.amazonaws.com"
+    assert policy["frame-ancestors"] == "'none'"
+    assert served.headers["x-frame-options"] == "DENY"
+    assert f'<meta name="waypoint-api" content="{api}">' in served.text
+    assert KEY not in served.text  # the key only ever travels in the fragment
+
+
 def test_the_page_only_server_without_a_key_leaves_it_to_the_form() -> None:
     page = StudioPageServer("http://127.0.0.1:9/prod")
     assert page.page_url.endswith("/#api=http%3A%2F%2F127.0.0.1%3A9%2Fprod")

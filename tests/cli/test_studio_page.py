@@ -36,7 +36,7 @@ def test_the_page_and_its_assets_are_served_beside_webhooks_and_the_api(
     page = httpx.get(f"{server.base_url}/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert '<script src="studio/studio.js">' in page.text
-    assert "Content-Security-Policy" in page.text  # nothing loads from elsewhere
+    assert "content-security-policy" in page.headers  # nothing loads from elsewhere
     for name, kind in (
         ("studio.js", "javascript"),
         ("inspector.js", "javascript"),
@@ -52,6 +52,29 @@ def test_the_page_and_its_assets_are_served_beside_webhooks_and_the_api(
     assert httpx.get(f"{server.base_url}/api/sessions").status_code == 401
     listed = httpx.get(f"{server.base_url}/api/sessions", headers={"X-Api-Key": KEY})
     assert [s["channel"] for s in listed.json()["sessions"]] == ["generic"]
+
+
+def policy_of(response: httpx.Response) -> dict[str, str]:
+    """The page's Content-Security-Policy header, directive → sources."""
+    directives = (
+        d.strip().split(" ", 1) for d in response.headers["content-security-policy"].split(";")
+    )
+    return {name: sources for name, sources in directives}
+
+
+def test_the_page_sends_its_policy_as_headers_calls_only_its_api_and_cannot_be_framed(
+    server: LocalServer,
+) -> None:
+    """A `<meta>` policy cannot forbid framing (browsers ignore its frame-ancestors), and the
+    page talks to `/api` on its own origin only: the key can go nowhere else."""
+    page = httpx.get(f"{server.base_url}/")
+    policy = policy_of(page)
+    assert policy["connect-src"] == "'self'"
+    assert policy["frame-ancestors"] == "'none'"
+    assert policy["script-src"] == "'self'" and policy["default-src"] == "'self'"
+    assert policy["form-action"] == "'none'"  # a form that posted itself would put the key in a URL
+    assert page.headers["x-frame-options"] == "DENY"
+    assert 'content="connect-src *' not in page.text and "connect-src *" not in page.text
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from engine.matching.journey_graph import (
     current_step,
     exited_run,
     prune_nodes,
+    resume_run,
 )
 from engine.matching.journey_walk import VerifiedStep
 from engine.model import (
@@ -355,11 +356,43 @@ def test_backtracking_to_an_unvisited_step_is_refused() -> None:
 
 
 def test_a_run_exited_mid_way_is_resumed_where_it_stopped() -> None:
-    # ask_name cannot end the journey: the run was left there, and may be picked up again
+    # ask_name cannot end the journey: the run was left there, and may be picked up again. The
+    # run is opened again (replayed after its None): its step is current, nothing is re-entered.
     step = verify(lookup_journey(), ["ask_name", None], answer("2", back="2"))
-    assert step.outcome == "backtrack"
+    assert step.resumed and step.outcome == "stay" and step.node_id == "ask_name"
     assert step.path == ("ask_name", None, "ask_name")
     assert step.repairs == ()
+
+
+def test_a_resumed_run_keeps_its_steps_visited_and_walks_on_from_where_it_was_left() -> None:
+    previous = ["ask_name", "ask_amount", None]
+    walk_on = answer("3", "4", back="3", collected={"amount": "40"})
+    on = verify(lookup_journey(), previous, walk_on, executed={"lookup_account"})
+    assert on.resumed and on.outcome == "advance" and on.node_id == "lookup"
+    assert on.path == (*previous, "ask_name", "ask_amount", "lookup")
+    assert current_run(on.path) == ("ask_name", "ask_amount", "lookup")
+
+    # Back to an earlier step of the left run: a backtrack inside the reopened run.
+    back = verify(lookup_journey(), previous, answer("2", back="2"))
+    assert back.resumed and back.outcome == "backtrack" and back.node_id == "ask_name"
+    assert back.path == (*previous, "ask_name", "ask_amount", "ask_name")
+
+
+def test_a_resumed_run_counts_what_it_held_but_a_fresh_start_does_not() -> None:
+    # The amount was collected before the customer left at the lookup's confirmation: resuming
+    # may walk on past the amount step; a fresh run must ask it again.
+    journey, views = lookup_journey(), build_node_views(lookup_journey())
+    previous = ["ask_name", "ask_amount", None]
+    resumed = verify_advancement(
+        journey, views, previous, answer("2", "3", "4", back="2"), {"lookup_account"},
+        left_collected={"amount"},
+    )  # fmt: skip
+    fresh = verify_advancement(
+        journey, views, previous, answer("2", "3", "4"), {"lookup_account"},
+        left_collected={"amount"},
+    )  # fmt: skip
+    assert resumed.resumed and resumed.node_id == "lookup"
+    assert not fresh.resumed and fresh.node_id == "ask_amount"
 
 
 def test_backtracking_into_a_completed_run_is_refused() -> None:
@@ -645,6 +678,20 @@ def _walk_problem(
     return None
 
 
+def walked_from(
+    views: dict[str, NodeView], previous: Sequence[str | None], step: VerifiedStep
+) -> list[str | None]:
+    """The path the walk went on from: the stored one, or — when the answer resumed a run the
+    customer left — that path with the run opened again (`resume_run`), which the new path
+    must extend."""
+    if not step.resumed:
+        return list(previous)
+    assert exited_run(previous, views), "only a run left mid-way is resumed"
+    reopened = resume_run(previous, views)
+    assert step.path[: len(reopened)] == reopened, "a resumed run replays the run it was"
+    return list(reopened)
+
+
 def assert_obeys_graph(
     journey: Journey,
     views: dict[str, NodeView],
@@ -653,6 +700,7 @@ def assert_obeys_graph(
     executed: set[str],
 ) -> None:
     assert step.path[: len(previous)] == tuple(previous), "history is never rewritten"
+    previous = walked_from(views, previous, step)
     if step.outcome == "exit":
         assert step.node_id is None and step.path[-1] is None
         return
@@ -758,7 +806,9 @@ def test_any_completion_follows_a_step_performed_in_this_run(
         step = verify_advancement(journey, views, previous, answer_, executed)
         if step.outcome != "completed":
             continue
-        real = [n for n in step.path[len(previous) : -1] if n is not None]
+        start = walked_from(views, previous, step)
+        here = current_step(start, views)
+        real = [n for n in step.path[len(start) : -1] if n is not None]
         real = [n for n in [*([here] if here else []), *real] if not views[n].transit]
         assert real, "completed without any step"
         last = real[-1]
@@ -779,7 +829,8 @@ def test_a_walk_never_passes_the_step_named_as_next(
     named = {v.id for v in views.values() if str(v.index) == str(selection.next_step).strip()}
     if not named or step.outcome in ("exit", "backtrack"):
         return
-    new = [n for n in step.path[len(previous) :] if n is not None]
+    start = walked_from(views, previous, step)
+    new = [n for n in step.path[len(start) :] if n is not None]
     (target,) = named
     if views[target].transit:
         return  # a turn never stops on a fork: naming one as next is continued through

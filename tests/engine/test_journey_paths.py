@@ -41,7 +41,7 @@ from engine.model import AgentSnapshot, CollectedField, Journey, JourneyMigratio
 from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.versioning import end_dangling, migrate_session, session_position
-from tests.engine.test_journey_graph import journeys_and_answers
+from tests.engine.test_journey_graph import journeys_and_answers, walked_from
 from tests.engine.test_journey_selection import turn_llm
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -98,22 +98,31 @@ def looping_paths(draw: Any) -> tuple[Journey, Path, JourneyNodeSelection, set[s
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def tail(step: VerifiedStep, previous: Path) -> Path:
-    """What verification appended (the new steps of this turn)."""
+def tail(step: VerifiedStep, previous: Path, views: dict[str, NodeView]) -> Path:
+    """What verification appended (the new steps of this turn) after the path it walked from:
+    the stored one, or that path with a run the customer left opened again (`walked_from`)."""
     assert step.path[: len(previous)] == previous
-    return step.path[len(previous) :]
+    start = tuple(walked_from(views, previous, step))
+    return step.path[len(start) :]
 
 
-def same_step(full: VerifiedStep | None, compact: VerifiedStep | None, p: Path, c: Path) -> None:
+def same_step(
+    full: VerifiedStep | None,
+    compact: VerifiedStep | None,
+    p: Path,
+    c: Path,
+    views: dict[str, NodeView],
+) -> None:
     if full is None or compact is None:
         assert full is compact
         return
-    assert (full.node_id, full.outcome, full.repairs) == (
+    assert (full.node_id, full.outcome, full.repairs, full.resumed) == (
         compact.node_id,
         compact.outcome,
         compact.repairs,
+        compact.resumed,
     )
-    assert tail(full, p) == tail(compact, c)
+    assert tail(full, p, views) == tail(compact, c, views)
     assert compact_path(full.path) == compact_path(compact.path)
 
 
@@ -210,18 +219,21 @@ def test_every_walk_decision_is_the_same_on_the_compacted_path(
         verify_advancement(journey, views, compact, selection, executed, collected=known),
         path,
         compact,
+        views,
     )
     same_step(
         auto_return(journey, views, path, executed),
         auto_return(journey, views, compact, executed),
         path,
         compact,
+        views,
     )
     same_step(
         entry_step(journey, views, previous_path=path, known_fields=known),
         entry_step(journey, views, previous_path=compact, known_fields=known),
         path,
         compact,
+        views,
     )
 
 
@@ -267,7 +279,7 @@ def test_node_selection_prompts_values_and_steps_are_the_same_on_the_compacted_p
     (full, full_prompt), (short, short_prompt) = run(path), run(compact)
 
     assert short_prompt == full_prompt
-    same_step(full.step, short.step, path, compact)
+    same_step(full.step, short.step, path, compact, views)
     assert (short.collected, short.ahead, short.notes, short.grounded) == (
         full.collected,
         full.ahead,

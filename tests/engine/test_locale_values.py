@@ -73,6 +73,8 @@ def test_numbers_in_words_are_read_and_inferred(
         ("zh-Hans", "¥500", "500", "CNY", True),  # yuan in Chinese
         ("ja", "¥500", "500", "JPY", True),  # yen in Japanese
         ("zh-Hans", "５００元", "500", "CNY", True),  # full-width digits
+        ("en", "٥٠٠ USD", "500", "USD", True),  # another script's digits (Arabic-Indic)
+        ("en", "$ ५००", "500", "USD", True),  # Devanagari digits
     ],
 )
 def test_locale_decimals_and_currency_signs(

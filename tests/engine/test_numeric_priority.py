@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine.model import EntityKind, Relationship
 from engine.relations import Key, resolve
 from tests.engine.pipeline_kit import outputs_under_hash_seeds
-from tests.engine.test_relations import DEPENDS, ENTAILS, PRIORITY, _acyclic_priorities, rel
+from tests.engine.test_relations import ANY, DEPENDS, ENTAILS, PRIORITY, _acyclic_priorities, rel
 
 G, J = EntityKind.GUIDELINE, EntityKind.JOURNEY
 
@@ -67,6 +67,42 @@ def test_what_the_winner_depends_on_is_kept() -> None:
     assert result.guideline_ids == {"g_top", "g_need", "g_deeper"}
 
 
+def test_an_or_dependency_met_at_the_ceiling_keeps_no_lower_alternative() -> None:
+    # g_top needs one of its alternatives; g_alt_hi holds at the ceiling, so g_alt_lo, below
+    # it, is not needed and is cut like any other lower entity (issue #37).
+    result = resolve(
+        [rel(ANY, "g_top", "g_alt_hi"), rel(ANY, "g_top", "g_alt_lo")],
+        {"g_top", "g_alt_hi", "g_alt_lo"}, [], set(),
+        numeric_priority=ranks(g_top=5, g_alt_hi=5, g_alt_lo=0),
+    )  # fmt: skip
+    assert result.guideline_ids == {"g_top", "g_alt_hi"}
+    assert {(r.target, r.effect) for r in result.records} == {
+        ("guideline:g_alt_lo", "suppressed (priority 0 < 5)")
+    }
+
+
+def test_an_or_dependency_below_the_ceiling_keeps_only_its_highest_alternative() -> None:
+    # No alternative is at the ceiling: the winner needs one, the highest that holds.
+    result = resolve(
+        [rel(ANY, "g_top", "g_a"), rel(ANY, "g_top", "g_b"), rel(ANY, "g_top", "g_c")],
+        {"g_top", "g_a", "g_b", "g_c", "g_x"}, [], set(),
+        numeric_priority=ranks(g_top=5, g_a=2, g_b=0, g_c=2, g_x=0),
+    )  # fmt: skip
+    assert result.guideline_ids == {"g_top", "g_a", "g_c"}  # tied alternatives both stay
+
+
+def test_an_or_alternative_another_winner_needs_stays() -> None:
+    # g_alt_lo is not needed for g_top's OR-group, but g_other (also at the ceiling) depends
+    # on it outright: it stays for that.
+    result = resolve(
+        [rel(ANY, "g_top", "g_alt_hi"), rel(ANY, "g_top", "g_alt_lo"),
+         rel(DEPENDS, "g_other", "g_alt_lo")],
+        {"g_top", "g_other", "g_alt_hi", "g_alt_lo"}, [], set(),
+        numeric_priority=ranks(g_top=5, g_other=5, g_alt_hi=5, g_alt_lo=0),
+    )  # fmt: skip
+    assert result.guideline_ids == {"g_top", "g_other", "g_alt_hi", "g_alt_lo"}
+
+
 def test_what_the_winner_entails_is_kept_even_when_it_also_matched() -> None:
     rels = [rel(ENTAILS, "g_top", "g_follow")]
     entailed = resolve(
@@ -113,7 +149,7 @@ NAMES = ["g0", "g1", "g2", "g3", "g4", "g5", "j0", "j1"]
 relationships = st.lists(
     st.builds(
         rel,
-        st.sampled_from([ENTAILS, DEPENDS, PRIORITY]),
+        st.sampled_from([ENTAILS, DEPENDS, ANY, PRIORITY]),
         st.sampled_from(NAMES),
         st.sampled_from(NAMES),
     ).filter(
@@ -153,11 +189,73 @@ def test_numeric_priority_is_order_independent_and_keeps_dependencies(
         source, target = (r.source.kind, r.source.id), (r.target.kind, r.target.id)
         if r.kind is DEPENDS and source in active:
             assert target in active  # every dependency of what holds, holds
+    for source, group in _or_groups(rels).items():
+        if source in active:
+            assert group & active  # and one alternative of each OR-group
     # Without any relationship, only the highest number among what matched stays.
     plain = resolve([], matched, journeys, usable, numeric_priority=numeric)
     ranked = [numeric[k] for k in _keys(plain) if k in numeric]
     if ranked:
         assert all(numeric[k] == max(ranked) for k in _keys(plain) if k in numeric)
+
+
+def _or_groups(rels: list[Relationship]) -> dict[Key, set[Key]]:
+    groups: dict[Key, set[Key]] = {}
+    for r in rels:
+        if r.kind is ANY:
+            groups.setdefault((r.source.kind, r.source.id), set()).add((r.target.kind, r.target.id))
+    return groups
+
+
+@st.composite
+def or_group_cases(
+    draw: st.DrawFn,
+) -> tuple[list[Relationship], set[str], set[str], dict[str, int]]:
+    """Random relationships plus an OR-group whose source and alternatives mostly matched, at
+    few priority levels (so alternatives at the ceiling and below it are common)."""
+    source = draw(st.sampled_from(NAMES[:6]))
+    alternatives = draw(
+        st.lists(st.sampled_from([n for n in NAMES if n != source]), min_size=2, max_size=4)
+    )
+    rels = [*draw(relationships), *(rel(ANY, source, a) for a in alternatives)]
+    matched = draw(st.sets(st.sampled_from(NAMES[:6]))) | {source}
+    matched |= {a for a in alternatives if a.startswith("g") and draw(st.booleans())}
+    journeys = draw(st.sets(st.sampled_from(["j0", "j1"])))
+    journeys |= {a for a in alternatives if a.startswith("j")}
+    numbers = draw(st.dictionaries(st.sampled_from(NAMES), st.integers(0, 2)))
+    return rels, matched, journeys, numbers
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(or_group_cases())
+def test_an_or_group_met_at_the_ceiling_keeps_no_lower_alternative_for_itself(
+    case: tuple[list[Relationship], set[str], set[str], dict[str, int]],
+) -> None:
+    """An OR-alternative below the ceiling stays only if something else needs it: dropping the
+    relationships to the lower alternatives of a group already met at the ceiling changes
+    nothing (those relationships kept nothing)."""
+    rels, matched, journeys, numbers = case
+    rels = _acyclic_priorities(rels)
+    usable = set(NAMES[:5])
+    numeric = ranks(**numbers)
+    result = _keys(resolve(rels, matched, journeys, usable, numeric_priority=numeric))
+    base = {(G, g) for g in matched} | {(J, j) for j in journeys}
+    ranked = [numeric[k] for k in result & base if k in numeric]
+    if not ranked:
+        return
+    ceiling = max(ranked)
+    for source, group in _or_groups(rels).items():
+        at_ceiling = {k for k in group & result & base if numeric.get(k) == ceiling}
+        if source not in result or not at_ceiling:
+            continue
+        lower = {k for k in group if k not in at_ceiling}
+        fewer = [
+            r for r in rels
+            if not (r.kind is ANY and (r.source.kind, r.source.id) == source
+                    and (r.target.kind, r.target.id) in lower)
+        ]  # fmt: skip
+        again = resolve(fewer, matched, journeys, usable, numeric_priority=numeric)
+        assert _keys(again) == result, f"{source}'s lower alternatives {lower} were kept for it"
 
 
 @settings(max_examples=200, deadline=None)

@@ -51,6 +51,7 @@ from tests.engine.test_journey_graph import (
     journeys_and_answers,
     make_journey,
     tool,
+    walked_from,
 )
 from tests.engine.test_journey_selection import context, step_answer, transfer_journey, turn_llm
 
@@ -396,6 +397,7 @@ def test_any_answer_leaves_only_steps_whose_required_values_were_collected(
         return
     held = known | {c.name for c in selection.collected}
     finished = step.outcome == "completed"
+    previous = walked_from(views, previous, step)
     segment = [str(n) for n in step.path[len(previous) :] if n is not None]
     run = set(current_run(previous))
     legal = [

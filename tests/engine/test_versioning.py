@@ -13,6 +13,7 @@ import yaml
 
 from engine.authoring import dump_agent, load_agent
 from engine.errors import InvalidAgentDefinition
+from engine.language.lines import SHIPPED_LINES
 from engine.memory import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import SchematicLLM
@@ -249,13 +250,18 @@ def test_choose_version_without_a_journey_in_flight_follows_the_published_versio
 
     choice = choose_version(session, v2, v1)
 
-    assert choice.agent is v2 and choice.how == "published" and choice.notice is None
+    assert choice.agent is v2 and choice.how == "published" and choice.ended == ()
+    assert choice.notice(SHIPPED_LINES.speaker("en")) is None
 
 
 def test_ended_notice_names_every_journey_in_plain_words() -> None:
-    assert ended_notice(()) is None
+    say = SHIPPED_LINES.speaker("en")
+    assert ended_notice(say, ()) is None
     assert "money transfer and authentication we were in the middle of are no longer" in (
-        ended_notice(("Money transfer", "Authentication")) or ""
+        ended_notice(say, ("Money transfer", "Authentication")) or ""
+    )
+    assert "the money transfer we were in the middle of is no longer available" in (
+        ended_notice(say, ("Money transfer",)) or ""
     )
 
 
@@ -296,6 +302,8 @@ def test_an_agent_without_migrations_keeps_its_content_version() -> None:
                     fld["type"] = "decimal"
     for canned in data["canned_responses"]:
         canned["template"] = canned["template"].replace("{{amount}}", "${{amount}}")
+        canned["variants"] = {}  # and its languages: the confirmation's variants,
+    data["config"]["languages"] = ["en"]  # and the languages it serves
     assert AgentSnapshot.model_validate(data).content_hash() == "d4c12308273785bc"
 
 

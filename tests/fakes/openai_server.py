@@ -10,6 +10,10 @@ script: a queue of behaviors consumed one per request.
         ...
         assert server.chat_requests[-1].response_format["type"] == "json_schema"
 
+When the script is empty, a responder set with `answer_chat_with(fn)` answers instead: `fn` gets
+the recorded request and returns a behavior (or an awaitable of one) — a server that answers every
+schema it is asked, e.g. by the offline model, for runs of many requests.
+
 Embeddings are deterministic by default (a vector derived from a hash of each text, deliberately
 not unit-length so callers' normalization is observable); `queue_embeddings` scripts failures.
 """
@@ -19,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import inspect
 import json
 import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +72,9 @@ class Hang:
 
 
 Behavior = Reply | Fail | Hang
+
+
+Responder = Callable[["RecordedRequest"], "Behavior | Awaitable[Behavior]"]
 
 
 def rate_limited(retry_after: float | None = None) -> Fail:
@@ -125,6 +134,7 @@ class FakeOpenAIServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._chat_script: deque[Behavior] = deque()
+        self._responder: Responder | None = None
         self._embedding_script: deque[Behavior] = deque()
         self._reject_json_schema: set[str | None] = set()
         # A threading.Event because tests (main thread) release handlers waiting on the server's
@@ -138,6 +148,10 @@ class FakeOpenAIServer:
 
     def queue_chat(self, *behaviors: Behavior) -> None:
         self._chat_script.extend(behaviors)
+
+    def answer_chat_with(self, responder: Responder | None) -> None:
+        """Answer chat completions the script does not cover with `responder(request)`."""
+        self._responder = responder
 
     def queue_embeddings(self, *behaviors: Behavior) -> None:
         self._embedding_script.extend(behaviors)
@@ -153,6 +167,7 @@ class FakeOpenAIServer:
         self._chat_script.clear()
         self._embedding_script.clear()
         self._reject_json_schema.clear()
+        self._responder = None
         self.requests.clear()
         self.in_flight = self.max_in_flight = 0
         self._release = threading.Event()
@@ -215,17 +230,17 @@ class FakeOpenAIServer:
 
         @app.post("/v1/chat/completions")
         async def chat_completions(request: Request) -> JSONResponse:
-            body = await self._record(request)
+            recorded = await self._record(request)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             try:
-                return await self._answer_chat(body)
+                return await self._answer_chat(recorded)
             finally:
                 self.in_flight -= 1
 
         @app.post("/v1/embeddings")
         async def embeddings(request: Request) -> JSONResponse:
-            body = await self._record(request)
+            body = (await self._record(request)).body
             if self._embedding_script:
                 behavior = self._embedding_script.popleft()
                 if not isinstance(behavior, Reply):
@@ -234,12 +249,14 @@ class FakeOpenAIServer:
 
         return app
 
-    async def _record(self, request: Request) -> dict[str, Any]:
+    async def _record(self, request: Request) -> RecordedRequest:
         body: dict[str, Any] = await request.json()
-        self.requests.append(RecordedRequest(request.url.path, body, dict(request.headers)))
-        return body
+        recorded = RecordedRequest(request.url.path, body, dict(request.headers))
+        self.requests.append(recorded)
+        return recorded
 
-    async def _answer_chat(self, body: dict[str, Any]) -> JSONResponse:
+    async def _answer_chat(self, request: RecordedRequest) -> JSONResponse:
+        body = request.body
         model = str(body.get("model", ""))
         response_format = body.get("response_format") or {}
         if response_format.get("type") == "json_schema" and (
@@ -253,9 +270,13 @@ class FakeOpenAIServer:
                     param="response_format",
                 )
             )
-        if not self._chat_script:
+        if self._chat_script:
+            behavior = self._chat_script.popleft()
+        elif self._responder is not None:
+            answered = self._responder(request)
+            behavior = await answered if inspect.isawaitable(answered) else answered
+        else:
             return _error(Fail(400, "fake OpenAI server: no behavior scripted for this request"))
-        behavior = self._chat_script.popleft()
         if not isinstance(behavior, Reply):
             return await self._fail_or_hang(behavior)
         if behavior.delay:

@@ -123,6 +123,15 @@ def runtime(make_runtime: Callable[..., Runtime]) -> Runtime:
     return installed
 
 
+def with_support_relay(runtime: Runtime, channel: str = "CSUPPORT1", team: str = "T111") -> None:
+    """Turn the Slack support relay (`infra.handoff_slack`) on for a runtime already built: its
+    settings are read from the environment once, when it is made."""
+    from infra.channels.support_channel import SupportRelay
+
+    relay = SupportRelay(channel=channel, teams=frozenset({team}))
+    runtime.settings = dataclasses.replace(runtime.settings, support_relay=relay)
+
+
 # -- invoking the handlers --------------------------------------------------------------------
 
 

@@ -7,12 +7,17 @@ import itertools
 from typing import Any
 
 from examples.banking import bank
-from infra.handoff_slack import SUPPORT_CHANNEL_ENV
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for
 from tests.channels.payloads import generic_message
 from tests.functions import signed_events as signed
-from tests.functions.conftest import drain, everything_stored, invoke_webhook, load_session
+from tests.functions.conftest import (
+    drain,
+    everything_stored,
+    invoke_webhook,
+    load_session,
+    with_support_relay,
+)
 from tests.functions.platforms import CALLBACK_URL, FakePlatforms
 from tests.functions.test_management import call
 
@@ -61,9 +66,9 @@ def test_erasing_a_group_member_mid_confirmation_leaves_nothing_of_their_turns(
 
 
 def test_erasing_the_opener_of_a_handed_off_group_forgets_them_in_the_handoff_index(
-    runtime: Runtime, stack: Any, monkeypatch: Any
+    runtime: Runtime, stack: Any
 ) -> None:
-    monkeypatch.setenv(SUPPORT_CHANNEL_ENV, "CSUPPORT1")
+    with_support_relay(runtime)
     in_group(stack, "alice-9", "My IBAN DE89370400440532013000 was charged twice")
     in_group(stack, "alice-9", "Can I talk to a person please?")
     in_group(stack, "bob-7", "me too")
@@ -79,9 +84,9 @@ def test_erasing_the_opener_of_a_handed_off_group_forgets_them_in_the_handoff_in
 
 
 def test_erasing_a_handed_off_customer_deletes_their_support_thread_mapping(
-    runtime: Runtime, stack: Any, monkeypatch: Any
+    runtime: Runtime, stack: Any
 ) -> None:
-    monkeypatch.setenv(SUPPORT_CHANNEL_ENV, "CSUPPORT1")
+    with_support_relay(runtime)
     in_group(stack, "alice-9", "Can I talk to a person please?")  # alone: her own session
     assert load_session(runtime, GROUP).handoff.support_thread is not None
     items = stack.client("dynamodb").scan(TableName=stack.table_name)["Items"]

@@ -5,14 +5,22 @@ thread → hand back → the agent answers the next message with that context.""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
-from engine.session import SessionMode
+from engine.session import SessionMode, SessionState
 from examples.banking import bank
-from infra.handoff_slack import HAND_BACK_CHOICE, SUPPORT_CHANNEL_ENV
+from infra.channels.support_channel import SupportRelay
+from infra.handoff_slack import (
+    HAND_BACK_CHOICE,
+    SUPPORT_CHANNEL_ENV,
+    SUPPORT_TEAMS_ENV,
+    SUPPORT_USERS_ENV,
+)
 from infra.runtime import Runtime
+from infra.runtime_settings import RuntimeConfigurationError, RuntimeSettings
 from infra.turn_queue import session_id_for
 from tests.channels.payloads import slack_block_actions, slack_event, slack_form
 from tests.functions import signed_events as signed
@@ -20,6 +28,7 @@ from tests.functions.conftest import CountingLLM, drain, invoke_webhook, load_se
 from tests.functions.platforms import FakePlatforms
 
 SUPPORT = "CSUPPORT1"
+OUR_TEAM = "T111"  # the workspace of tests.channels.payloads' Slack events
 CHAT = 515151
 SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
 
@@ -27,6 +36,8 @@ SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
 @pytest.fixture(autouse=True)
 def support_channel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SUPPORT_CHANNEL_ENV, SUPPORT)
+    monkeypatch.setenv(SUPPORT_TEAMS_ENV, OUR_TEAM)
+    monkeypatch.delenv(SUPPORT_USERS_ENV, raising=False)
 
 
 def customer_says(stack: Any, text: str, update_id: int) -> None:
@@ -42,7 +53,11 @@ def telegram_texts(platforms: FakePlatforms) -> list[str]:
     return [r.json()["text"] for r in platforms.replies("telegram")]
 
 
-def person_writes(stack: Any, text: str, thread_ts: str, n: int, user: str = "UDANA") -> None:
+def person_writes(
+    stack: Any, text: str, thread_ts: str, n: int, user: str = "UDANA", team: str = OUR_TEAM
+) -> None:
+    """`user` of workspace `team` replies in the thread (Slack states the author's team as
+    `user_team` and `team`, also in a Slack Connect channel)."""
     event = slack_event(
         text,
         event_type="message",
@@ -51,9 +66,11 @@ def person_writes(stack: Any, text: str, thread_ts: str, n: int, user: str = "UD
         user=user,
         ts=f"1700000100.{n:06d}",
         thread_ts=thread_ts,
+        team=team,
+        user_team=team,
     )
     assert invoke_webhook(signed.slack(event))["statusCode"] == 200
-    assert drain(stack) == [{"batchItemFailures": []}]
+    assert all(batch == {"batchItemFailures": []} for batch in drain(stack))
 
 
 def test_a_person_answers_a_telegram_customer_from_a_slack_thread_and_hands_back(
@@ -226,8 +243,147 @@ def test_a_colleague_replying_in_the_thread_takes_the_session_over(
         user="ULEE",
         ts="1700000100.000002",
         thread_ts=thread_ts,
+        team=OUR_TEAM,
+        user_team=OUR_TEAM,
     )
     assert invoke_webhook(signed.slack(again))["statusCode"] == 200
     drain(stack)
     assert telegram_texts(platforms).count("Lee here, I know this case.") == 1
     assert load_session(runtime, SESSION).version == state.version
+
+
+# --------------------------------------------------------------------------------------------------
+# Who may write to customers from the support channel (a Slack Connect channel holds people of
+# other organizations; Slack states each author's own team)
+
+OTHER_ORG = "T0OTHERORG"
+
+
+def slack_session_of(runtime: Runtime, thread_ts: str, user: str) -> SessionState | None:
+    """The session the webhook would have made for `user`'s messages in the thread."""
+    key = f"slack:{OUR_TEAM}:{SUPPORT}:{thread_ts}:user:{user}"
+    return runtime.run(runtime.sessions.load(session_id_for("bank", "slack", key)))
+
+
+def test_a_slack_connect_member_of_another_workspace_cannot_write_to_the_customer(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms, llm: CountingLLM
+) -> None:
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    sent, calls = len(telegram_texts(platforms)), llm.calls
+
+    # Genuinely signed by Slack, in our support channel and its thread, delivered to our
+    # installation (envelope team_id T111) — written by a member of another organization.
+    person_writes(stack, "Support here: reply with your card PIN", thread_ts, 1, "UMAL", OTHER_ORG)
+    click = slack_block_actions(
+        HAND_BACK_CHOICE, label="Hand back to the agent", channel=SUPPORT, thread_ts=thread_ts
+    )
+    click["user"]["team_id"] = OTHER_ORG
+    click_event = signed.slack(slack_form(click), content_type="application/x-www-form-urlencoded")
+    assert invoke_webhook(click_event)["statusCode"] == 200  # acknowledged: Slack stops retrying
+    assert drain(stack) == []  # nothing was queued
+
+    assert len(telegram_texts(platforms)) == sent  # the customer got nothing
+    state = load_session(runtime, SESSION)
+    assert state.mode is SessionMode.HUMAN and state.handoff.assignee is None  # not handed back
+    assert not [e for e in state.events if e.data.get("person")]
+    assert slack_session_of(runtime, thread_ts, "UMAL") is None  # and no session of their own
+    assert llm.calls == calls  # no turn either
+
+    # A message whose author's team Slack does not state is refused too (fail closed).
+    unstated = slack_event(
+        "who am I?",
+        event_type="message",
+        event_id="EvNoTeam",
+        channel=SUPPORT,
+        user="UDANA",
+        ts="1700000300.000001",
+        thread_ts=thread_ts,
+    )
+    assert invoke_webhook(signed.slack(unstated))["statusCode"] == 200
+    assert drain(stack) == []
+    assert len(telegram_texts(platforms)) == sent
+
+    person_writes(stack, "Dana from support here.", thread_ts, 2)  # our own team still can
+    assert telegram_texts(platforms)[-1] == "Dana from support here."
+    assert load_session(runtime, SESSION).handoff.assignee == "slack:UDANA"
+
+
+def test_with_a_user_list_only_those_people_write_to_customers(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    relay = SupportRelay.from_env(
+        {SUPPORT_CHANNEL_ENV: SUPPORT, SUPPORT_TEAMS_ENV: OUR_TEAM, SUPPORT_USERS_ENV: "UDANA"}
+    )
+    runtime.settings = dataclasses.replace(runtime.settings, support_relay=relay)
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    sent = len(telegram_texts(platforms))
+
+    person_writes(stack, "Lee here (not on the list)", thread_ts, 1, user="ULEE")
+    assert len(telegram_texts(platforms)) == sent
+    person_writes(stack, "Dana here.", thread_ts, 2, user="UDANA")
+    assert telegram_texts(platforms)[-1] == "Dana here."
+
+
+def test_a_person_queued_before_the_allow_list_changed_is_not_relayed(
+    runtime: Runtime, stack: Any, platforms: FakePlatforms
+) -> None:
+    """The worker checks again: what the webhook queued under an older allow-list (or a
+    redelivered message) never reaches the customer once its author is no longer allowed."""
+    customer_says(stack, "Can I talk to a person?", 1)
+    thread_ts = load_session(runtime, SESSION).handoff.support_thread["thread_ts"]
+    sent = len(telegram_texts(platforms))
+    event = slack_event(
+        "written while still allowed",
+        event_type="message",
+        event_id="EvOld",
+        channel=SUPPORT,
+        user="UDANA",
+        ts="1700000400.000001",
+        thread_ts=thread_ts,
+        user_team=OUR_TEAM,
+    )
+    assert invoke_webhook(signed.slack(event))["statusCode"] == 200  # queued
+    narrowed = SupportRelay(channel=SUPPORT, teams=frozenset({"T0NEWTEAM"}))
+    runtime.settings = dataclasses.replace(runtime.settings, support_relay=narrowed)
+    assert drain(stack) == [{"batchItemFailures": []}]
+    assert len(telegram_texts(platforms)) == sent
+
+
+@pytest.mark.parametrize(
+    ("environ", "names"),
+    [
+        ({SUPPORT_CHANNEL_ENV: SUPPORT}, [SUPPORT_TEAMS_ENV, "Slack Connect"]),
+        ({SUPPORT_CHANNEL_ENV: SUPPORT, SUPPORT_TEAMS_ENV: " , "}, [SUPPORT_TEAMS_ENV]),
+        ({SUPPORT_CHANNEL_ENV: SUPPORT, SUPPORT_TEAMS_ENV: "t111"}, ["'t111'", "team id"]),
+        ({SUPPORT_CHANNEL_ENV: SUPPORT, SUPPORT_TEAMS_ENV: "acme"}, ["'acme'", "T0123ABCD"]),
+        (
+            {SUPPORT_CHANNEL_ENV: SUPPORT, SUPPORT_TEAMS_ENV: "T111", SUPPORT_USERS_ENV: "@dana"},
+            [SUPPORT_USERS_ENV, "'@dana'", "user id"],
+        ),
+        ({SUPPORT_CHANNEL_ENV: "#support", SUPPORT_TEAMS_ENV: "T111"}, ["not the channel's name"]),
+    ],
+    ids=["no-teams", "blank-teams", "lower-case", "a-name", "a-handle", "a-channel-name"],
+)
+def test_a_support_relay_without_a_valid_team_allow_list_refuses_to_load(
+    environ: dict[str, str], names: list[str]
+) -> None:
+    with pytest.raises(RuntimeConfigurationError) as refused:
+        RuntimeSettings.from_env(environ)
+    for name in names:
+        assert name in str(refused.value)
+
+
+def test_a_well_formed_relay_loads_and_no_channel_means_no_relay() -> None:
+    environ = {
+        SUPPORT_CHANNEL_ENV: SUPPORT,
+        SUPPORT_TEAMS_ENV: "T111, E0GRIDORG",
+        SUPPORT_USERS_ENV: "UDANA,W0GRIDUSER",
+    }
+    assert RuntimeSettings.from_env(environ).support_relay == SupportRelay(
+        channel=SUPPORT,
+        teams=frozenset({"T111", "E0GRIDORG"}),
+        users=frozenset({"UDANA", "W0GRIDUSER"}),
+    )
+    assert RuntimeSettings.from_env({SUPPORT_TEAMS_ENV: "T111"}).support_relay is None

@@ -43,7 +43,7 @@ from tests.functions.lambda_events import http_event
 
 SEED = ["Hi", "Transfer money", "seldo", "monkey", "Checking", "To account ID 1234324", "500"]
 DONE = "Done! I transferred 500.00 USD to account 1234324. Your new balance is $500.00."
-V1 = "e38182e7b7097dd4"  # the banking example's content version
+V1 = "450f8869958987f3"  # the banking example's content version
 
 
 def api(method: str, path: str, body: Any = None, **query: str) -> tuple[int, Any]:

@@ -421,3 +421,42 @@ def test_studio_origins_refuse_wildcards_and_paths(value: str) -> None:
     pattern = load_template()["Parameters"]["StudioOrigins"]["AllowedPattern"]
     assert re.fullmatch(pattern, value) is None
     assert re.fullmatch(pattern, "http://localhost:8750,https://studio.example.com")
+
+
+def test_the_support_relay_is_configured_alike_where_it_is_read_and_needs_its_teams() -> None:
+    """The webhook (drops support-channel messages from outside the allow-list) and the worker
+    (relays the rest) get the same three settings; a channel without teams is refused at deploy,
+    as the functions would refuse to start without them; the parameters' patterns accept the
+    ids the relay accepts."""
+    import re
+
+    from infra.channels.support_channel import (
+        SUPPORT_CHANNEL_ENV,
+        SUPPORT_TEAMS_ENV,
+        SUPPORT_USERS_ENV,
+        SupportRelay,
+    )
+
+    template = load_template()
+    expected = {
+        SUPPORT_CHANNEL_ENV: {"Ref": "SupportSlackChannel"},
+        SUPPORT_TEAMS_ENV: {"Ref": "SupportSlackTeams"},
+        SUPPORT_USERS_ENV: {"Ref": "SupportSlackUsers"},
+    }
+    for function in ("WebhookFunction", "WorkerFunction"):
+        env = template["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert {name: env.get(name) for name in expected} == expected, function
+    rule = template["Rules"]["SupportChannelNeedsTeams"]
+    assert "SupportSlackTeams" in json.dumps(rule["Assertions"])
+    parameters = template["Parameters"]
+    values = {"SupportSlackTeams": "T0123ABCD,E0GRID", "SupportSlackUsers": "U0123ABCD,W0GRID"}
+    for name, value in values.items():
+        assert re.fullmatch(parameters[name]["AllowedPattern"], value)
+        assert not re.fullmatch(parameters[name]["AllowedPattern"], value.lower())
+    assert SupportRelay.from_env(
+        {
+            SUPPORT_CHANNEL_ENV: "C0123ABCD",
+            SUPPORT_TEAMS_ENV: values["SupportSlackTeams"],
+            SUPPORT_USERS_ENV: values["SupportSlackUsers"],
+        }
+    )

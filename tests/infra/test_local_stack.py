@@ -113,3 +113,21 @@ async def test_server_mode_serves_the_adapters_over_http() -> None:
         loaded = await store.load("s1")
         assert loaded is not None and loaded.events[0].text == "over http"
     assert clients.ENDPOINT_URL_ENV not in os.environ
+
+
+def test_each_server_stack_has_credentials_of_its_own_and_the_adapters_sign_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server refuses every other key id (infra.aws.moto_access): a second stack in one
+    process must not be called with the first one's credentials, which boto3's shared session
+    would otherwise have kept; the environment's own credentials come back afterwards."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "the-developers-own")
+    seen = []
+    for _ in range(2):
+        with LocalStack(server=True) as stack:
+            key_id = os.environ["AWS_ACCESS_KEY_ID"]
+            assert key_id != "the-developers-own" and len(key_id) == 20
+            seen.append(key_id)
+            assert stack.table_name in stack.client("dynamodb").list_tables()["TableNames"]
+    assert seen[0] != seen[1]
+    assert os.environ["AWS_ACCESS_KEY_ID"] == "the-developers-own"

@@ -82,6 +82,39 @@ def test_a_change_that_could_not_be_written_to_disk_is_not_acknowledged(
     assert item["n"] == {"N": "1"}  # the refused write is not there; the acknowledged one is
 
 
+def _modes(directory: Path) -> dict[str, int]:
+    return {
+        str(path.relative_to(directory.parent)): path.stat().st_mode & 0o777
+        for path in [directory, *sorted(directory.rglob("*"))]
+    }
+
+
+def test_the_data_directory_and_its_files_are_readable_by_their_owner_only(
+    tmp_path: Path,
+) -> None:
+    """The snapshots hold every conversation: no other local user may list or read them."""
+    data = tmp_path / "data"
+    with LocalStack(server=True, data_dir=data) as stack:
+        _send(stack, 1)
+        stack.client("dynamodb").put_item(TableName=stack.table_name, Item=KEY)
+    modes = _modes(data)
+    assert {"data/moto/dynamodb.pickle", "data/moto/sqs.pickle", "data/lock"} <= set(modes)
+    for name, mode in modes.items():
+        assert mode == (0o700 if (tmp_path / name).is_dir() else 0o600), (name, oct(mode))
+
+
+def test_a_data_directory_an_older_version_left_open_is_closed_at_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with LocalStack(server=True, data_dir=data) as stack:
+        _send(stack, 1)
+    for path in [data, *data.rglob("*")]:  # as an older `waypoint serve` created them
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    with LocalStack(server=True, data_dir=data) as stack:
+        assert stack.restored
+    for name, mode in _modes(data).items():
+        assert mode & 0o077 == 0, (name, oct(mode))
+
+
 def test_two_servers_cannot_share_a_data_directory(tmp_path: Path) -> None:
     with LocalStack(server=True, data_dir=tmp_path):
         second = LocalStack(server=True, data_dir=tmp_path)

@@ -217,8 +217,8 @@ class ServedProcess:
             service,
             endpoint_url=exported["WAYPOINT_AWS_ENDPOINT_URL"],
             region_name=exported["AWS_DEFAULT_REGION"],
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            aws_access_key_id=exported["AWS_ACCESS_KEY_ID"],  # the only ones it accepts
+            aws_secret_access_key=exported["AWS_SECRET_ACCESS_KEY"],
         )
 
     def exported(self) -> dict[str, str]:

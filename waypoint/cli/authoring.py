@@ -17,10 +17,13 @@ from waypoint.graph_command import GraphFormat
 
 
 def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
-    """Check an agent definition and report every problem, each naming what to fix.
+    """Check an agent definition and report every problem, each naming what to fix, then any
+    warnings (allowed, but probably not meant: a reply in another language than the customer's).
 
     With --tools, every tool the agent names is checked against the module's @tool registry
     (and tools named only take their declaration from it)."""
+    from engine.validation import warnings
+
     agent, _ = _load(path, tools)
     nodes = sum(len(j.nodes) for j in agent.journeys)
     console.print(
@@ -28,6 +31,11 @@ def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
         f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
         f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
     )
+    found = warnings(agent)
+    if found:  # allowed, so the agent is valid; each says what a customer would get instead
+        console.print(f"[yellow]! {len(found)} warning{'s' if len(found) > 1 else ''}:[/yellow]")
+        for warning in found:
+            console.print(f"  • {escape(warning)}")
 
 
 def graph(

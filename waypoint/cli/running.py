@@ -175,7 +175,7 @@ def _served_secrets(data: Path | None) -> ServedSecrets:
     if path is not None and any(name not in stored for name in chosen):
         # Readable by this user only: these are credentials of the local stack. A file from
         # before a credential existed gets it added; what it held stays.
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the stack's data: 0700
         partial = path.with_name(path.name + ".new")
         partial.unlink(missing_ok=True)
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

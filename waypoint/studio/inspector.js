@@ -151,7 +151,7 @@ async function fillGraph(holder, agentId, params) {
   }
   const query = new URLSearchParams({ format: "svg", ...params });
   const response = await fetch(`${studio.base}/agents/${enc(agentId)}/graph?${query}`, {
-    headers: { "X-Api-Key": studio.key },
+    headers: keyHeaders(), // studio.js: only to the API the key was entered for
   });
   if (response.status === 404 && !response.headers.get("content-type")?.includes("json")) {
     studio.graphRoute = false;

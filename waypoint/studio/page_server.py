@@ -2,7 +2,8 @@
 management API elsewhere (a deployed stack), for `waypoint studio --api URL`. No local stack, no
 `/api`, no webhooks: the page calls the remote API from the browser, cross-origin, which works
 when that API allows this server's origin (template parameter StudioOrigins, or
-`WAYPOINT_CORS_ORIGINS` on a non-API-Gateway host; docs/studio.md).
+`WAYPOINT_CORS_ORIGINS` on a non-API-Gateway host; docs/studio.md). The page is served for that
+API only: its policy lets it call that API's origin and no other (`waypoint.studio.page_policy`).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class StudioPageServer:
         """The page (`/`) and its assets (`/studio/…`); every other path is a 404."""
         from starlette.applications import Starlette
 
-        return Starlette(routes=studio_routes())
+        return Starlette(routes=studio_routes(self.api_url))
 
     def start(self) -> None:
         """Listen; returns once the port is bound (`self.port` is then the real one)."""

@@ -9,6 +9,7 @@
 const studio = {
   base: "",
   key: "",
+  keyFor: "", // the API the key was entered for: the only one it is sent to
   agent: "",
   chatSession: null,
   sessionsCursor: null,
@@ -63,8 +64,14 @@ class ApiError extends Error {
   }
 }
 
+// The key goes only to the API it was entered for (`studio.keyFor`): never to another base,
+// whatever set it.
+function keyHeaders() {
+  return studio.key && studio.keyFor === studio.base ? { "X-Api-Key": studio.key } : {};
+}
+
 async function api(method, path, body) {
-  const headers = { "X-Api-Key": studio.key };
+  const headers = keyHeaders();
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -97,28 +104,120 @@ async function api(method, path, body) {
 const enc = encodeURIComponent;
 
 // ---- connection: base URL, key and agent from the fragment, the form, or this tab's storage ----
+//
+// A key belongs to the API it was entered for. The page is served for one API (`/api` on its own
+// origin, or the one `waypoint studio --api` names, written into the page); a link or the form
+// naming another one is asked about first, and never gets the key of the previous one. The
+// page's Content-Security-Policy backs this: it can call no other API at all.
+
+// The API this page was served for.
+function configuredApi() {
+  const meta = document.querySelector('meta[name="waypoint-api"]');
+  return normalizedApi((meta && meta.content) || `${location.origin}/api`);
+}
+
+// `url` as an absolute http(s) base without a trailing slash, query or fragment; null if not one.
+function normalizedApi(url) {
+  const text = String(url || "").trim();
+  if (!text) return null;
+  let parsed;
+  try {
+    parsed = new URL(text, location.href);
+  } catch (_) {
+    return null;
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+  return (parsed.origin + parsed.pathname).replace(/\/+$/, "");
+}
+
+function storedConnection() {
+  try {
+    const stored = JSON.parse(sessionStorage.getItem("waypoint-studio") || "{}");
+    return stored && typeof stored === "object" ? stored : {};
+  } catch (_) {
+    return {};
+  }
+}
+
+// Whether to leave `current` for `wanted`: the browser's own dialog, which no page content can
+// imitate or answer.
+function confirmSwitch(current, wanted) {
+  return window.confirm(
+    `This link points the studio at another management API:\n\n  ${wanted}\n\n` +
+      `instead of\n\n  ${current}\n\nSwitch to it? The key you gave for ${current} ` +
+      "is not sent there.",
+  );
+}
 
 function readConnection() {
   const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const stored = JSON.parse(sessionStorage.getItem("waypoint-studio") || "{}");
-  studio.base = fragment.get("api") || stored.base || `${location.origin}/api`;
-  studio.key = fragment.get("key") || stored.key || "";
-  studio.agent = fragment.get("agent") || stored.agent || "";
-  if (fragment.has("key")) {
-    // Keep the key out of the address bar and the history once it is read.
+  const stored = storedConnection();
+  const current = normalizedApi(stored.base) || configuredApi();
+  // The stored key, only if it was entered for the API in use.
+  let key = stored.keyFor === current ? String(stored.key || "") : "";
+  let agent = String(stored.agent || "");
+  let base = current;
+  let followLink = true;
+  // A link's key is for the link's API; a link with a key and no API means the configured one
+  // (`waypoint serve` prints `/#key=…`).
+  const linked = fragment.has("api")
+    ? normalizedApi(fragment.get("api"))
+    : fragment.has("key")
+      ? configuredApi()
+      : current;
+  if (linked !== current) {
+    followLink = Boolean(linked) && confirmSwitch(current, linked);
+    if (followLink) {
+      base = linked;
+      key = "";
+      agent = "";
+    } else {
+      setStatus(`stayed on ${current}: the link named another API (${linked || fragment.get("api")})`);
+    }
+  }
+  if (followLink && fragment.has("key")) key = fragment.get("key"); // the link's key, for its API
+  if (followLink && fragment.has("agent")) agent = fragment.get("agent");
+  if (location.hash) {
+    // Keep the key (and the API it goes with) out of the address bar and the history once read.
     history.replaceState(null, "", location.pathname + location.search);
   }
+  studio.base = base;
+  studio.key = key;
+  studio.keyFor = base;
+  studio.agent = agent;
   saveConnection();
   $("#api-base").value = studio.base;
   $("#api-key").value = studio.key;
   $("#agent-id").value = studio.agent;
 }
 
+// The form: another API than the one in use takes the key typed for it; the key still in the
+// field (entered for the previous API) goes there only if the person says so.
+function connectionFromForm() {
+  const base = normalizedApi($("#api-base").value || configuredApi());
+  if (!base) throw new Error("the API must be an http(s) address, e.g. http://127.0.0.1:8750/api");
+  let key = $("#api-key").value;
+  if (base !== studio.base && key && key === studio.key) {
+    const send = window.confirm(
+      `Send the key you entered for ${studio.base} to another API, ${base}?`,
+    );
+    if (!send) {
+      key = "";
+      $("#api-key").value = "";
+    }
+  }
+  studio.base = base;
+  studio.key = key;
+  studio.keyFor = base;
+  studio.agent = $("#agent-id").value.trim();
+  $("#api-base").value = base;
+  saveConnection();
+}
+
 function saveConnection() {
-  studio.base = studio.base.replace(/\/+$/, "");
   sessionStorage.setItem(
     "waypoint-studio",
-    JSON.stringify({ base: studio.base, key: studio.key, agent: studio.agent }),
+    JSON.stringify({ base: studio.base, key: studio.key, keyFor: studio.keyFor, agent: studio.agent }),
   );
 }
 
@@ -325,10 +424,12 @@ function start() {
   }
   $("#connection").addEventListener("submit", (event) => {
     event.preventDefault();
-    studio.base = $("#api-base").value.trim() || `${location.origin}/api`;
-    studio.key = $("#api-key").value;
-    studio.agent = $("#agent-id").value.trim();
-    saveConnection();
+    try {
+      connectionFromForm();
+    } catch (error) {
+      fail(error);
+      return;
+    }
     connect().catch(fail);
   });
   $("#chat-form").addEventListener("submit", (event) => {
@@ -341,7 +442,8 @@ function start() {
   $("#chat-reset").addEventListener("click", resetChat);
   $("#sessions-refresh").addEventListener("click", () => loadSessions(true).catch(fail));
   $("#sessions-more").addEventListener("click", () => loadSessions(false).catch(fail));
-  // A link with a new fragment (another stack, another key) reconnects without a reload.
+  // A link with a new fragment (another key; another stack, asked about first) reconnects
+  // without a reload.
   window.addEventListener("hashchange", () => {
     if (!location.hash) return;
     readConnection();
