@@ -20,6 +20,7 @@ from engine.secret_texts import EVENT_DATA, TRACE, masked_fields
 from engine.secrets import MASK, TurnSecrets, typed_in
 from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
 from engine.stages.secret_echoes import recognise_echoes
+from engine.stages.secrets_ahead import remember_secrets_typed_ahead
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace
 
@@ -28,8 +29,10 @@ def mask_events(state: TurnState) -> None:
     """Mask this turn's secrets in its events (the customer's message where the secret was typed,
     tool events, the reply) and in earlier events of the session: a customer may have typed the
     password before the turn that collected it. Those are rewritten at their offsets when the
-    turn commits (`TurnCommit.masked_events`). Secrets of earlier turns that the turn's
-    texts quote are recognised first (`engine.stages.secret_echoes`)."""
+    turn commits (`TurnCommit.masked_events`). Secrets typed ahead of their step
+    (`engine.stages.secrets_ahead`) and secrets of earlier turns that the turn's texts quote
+    (`engine.stages.secret_echoes`) are recognised first."""
+    remember_secrets_typed_ahead(state)
     recognise_echoes(state)
     if _answers_a_request_for_a_secret(state):
         masked = [_masked_answer(state, e) for e in state.events]
@@ -213,11 +216,20 @@ def masked_trace(state: TurnState) -> TurnTrace:
 
     The prompts and answers of a turn that handled a secret are not kept at all: a prompt quotes
     the customer's words, and an answer masked whole (`_masked_answer`) has no value to scrub
-    by — only the absence of the text is sure to hold no secret."""
+    by — only the absence of the text is sure to hold no secret. Nor are those of a turn whose
+    words could not be read for secrets typed ahead (`engine.stages.secrets_ahead`); a failed
+    call's error keeps its kind only (an invalid answer's error quotes the answer)."""
     trace = state.trace
-    if state.secrets.seen or state.masked_earlier_events or _answers_a_request_for_a_secret(state):
+    handled = state.secrets.seen or state.masked_earlier_events or state.secrets_unread
+    if handled or _answers_a_request_for_a_secret(state):
         calls = [
-            c.model_copy(update={"prompt": PROMPT_WITHHELD, "answer": PROMPT_WITHHELD})
+            c.model_copy(
+                update={
+                    "prompt": PROMPT_WITHHELD,
+                    "answer": PROMPT_WITHHELD,
+                    "error": c.error.split(":", 1)[0] if c.error else c.error,
+                }
+            )
             for c in trace.llm_calls
         ]
     else:

@@ -1,7 +1,8 @@
 """Secret masking through the real webhook and worker on moto (issue #33, the second security
 review): a secret is masked in the texts people and models wrote, never in an id — so no reply
 is lost and erasure finds everyone — a plain value typed at the password step is no secret, and
-a password typed before anything asks for it is in no stored trace.
+a password typed before anything asks for it is in no stored trace, whether or not a step ever
+collects it.
 
 The banking example, the generic channel, the offline model."""
 
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from engine.session import EventKind, EventSource, SessionState
 from examples.banking import bank
@@ -128,14 +132,39 @@ def test_a_username_typed_again_at_the_password_step_is_no_secret(
 def test_a_password_typed_before_it_is_asked_is_in_no_trace_of_the_turns_since(
     runtime: Runtime, stack: Any
 ) -> None:
-    """The password comes in the first message; the journey asks for it three turns later and
-    the customer types it again. Every turn in between quoted the first message in its
-    prompts: none of their stored traces keeps it."""
+    """The password comes in the first message, where nothing names it a password (so no
+    reading of that turn recognises it); the journey asks for it three turns later and the
+    customer types it again. Every turn in between quoted the first message in its prompts:
+    none of their stored traces keeps it."""
     bank.reset_bank()
-    for text in ["my password is monkey", "I want to log in", "seldo", "monkey"]:
+    for text in ["hi, I use monkey for everything", "I want to log in", "seldo", "monkey"]:
         says(stack, text)
 
     state = load_session(runtime, SESSION)
     assert "now logged in" in agent_replies(state)[-1]
-    assert state.events[0].text == "my password is •••"
+    assert state.events[0].text == "hi, I use ••• for everything"
     assert "monkey" not in everything_stored(stack)
+
+
+def test_a_password_typed_as_a_first_message_and_never_asked_for_is_nowhere(
+    runtime: Runtime,
+    stack: Any,
+    platforms: FakePlatforms,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The customer opens with their password, then asks for a stock price and leaves: no step
+    ever asks for the password. It is masked in the turn it was typed in — the stored message,
+    that turn's trace, every later prompt and trace — and is in no item, object, queue, reply
+    or log line."""
+    caplog.set_level(logging.INFO)  # what the functions log (botocore DEBUG shows bodies)
+    bank.reset_bank()
+    for text in ["my password is monkey", "What is the price of AAPL?", "thanks"]:
+        says(stack, text)
+
+    state = load_session(runtime, SESSION)
+    assert state.events[0].text == "my password is •••"
+    assert "AAPL" in agent_replies(state)[1]  # the conversation went on as usual
+    assert "monkey" not in everything_stored(stack)
+    assert "monkey" not in json.dumps([r.json() for r in platforms.replies("generic")])
+    assert "monkey" not in caplog.text + capsys.readouterr().out
