@@ -51,11 +51,21 @@ async def read_secrets_ahead(state: TurnState, ctx: TurnContext) -> None:
 
 
 def remember_secrets_typed_ahead(state: TurnState) -> None:
-    """The values typed ahead for a secret name, as this turn's secrets — but a value given for a
-    plain field (collected this turn, or held by the session) is that field's, not a secret."""
+    """The values typed ahead for a secret name, as this turn's secrets — but not a value the
+    session holds in clear for a plain field, nor one this turn collected as the answer to the
+    plain step the journey stood at: that step asked for it, the reading is wrong. (A value a
+    model reads for a plain field with the request, or ahead of its step, answers no question:
+    it is masked there too, like a secret a model also reports under a plain name.)"""
     if not state.secrets_typed_ahead:
         return
-    plain = {str(c.value).strip().casefold() for c in state.collected if not c.secret}
+    # Where each journey stood when the customer wrote: the step they were answering.
+    stood = {j: path[-1] for j, path in state.session.journey_paths.items() if path}
+    plain = {
+        str(c.value).strip().casefold()
+        for c in state.collected
+        if not c.secret
+        and (c.turn_id != state.turn_id or (not c.ahead and stood.get(c.journey_id) == c.node_id))
+    }
     for name, value in state.secrets_typed_ahead:
         if value.casefold() in plain:
             state.trace.notes.append(f"a value typed for {name} is a plain field's: not masked")

@@ -143,6 +143,22 @@ async def test_a_username_the_reading_takes_for_a_password_is_not_masked() -> No
     assert LOGINS == [("seldo", PASSWORD)]
 
 
+async def test_a_password_a_model_also_reads_ahead_as_the_username_is_masked_there_too() -> None:
+    """The customer asks to log in and gives their password with the request; node selection
+    reads it, ahead, as the username. That is no answer to a step that asked for a username:
+    the reading's secret wins, masked in the message and in the stored username alike."""
+    auth = auth_journey()
+    n = lambda node: step_number(auth[0], node)  # noqa: E731
+    llm = auth_llm(advance(n("user"), collected={"username": PASSWORD})).on(SecretsSaid, reader)
+    h = tool_harness(llm, login, journeys=[auth], index=False)
+    await h.start()
+
+    out = await h.say(f"I need to log in, my password is {PASSWORD}")
+
+    assert out.new_events[0].text == f"I need to log in, my password is {MASK}"
+    assert PASSWORD not in await all_stored(h)
+
+
 async def test_a_message_long_enough_to_exhaust_the_budget_is_still_read_for_secrets() -> None:
     """The password comes inside a message far over the turn's prompt budget: matching is cut
     by the budget, the secret reading is not — it is the first call of its round and runs
