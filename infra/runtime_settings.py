@@ -27,7 +27,7 @@ CALLBACK_HOSTS_ENV = "WAYPOINT_CALLBACK_HOSTS"
 SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
-# The key of the digests sessions keep of their secrets (`engine.secret_digests`).
+# The key of the digests sessions keep of their secrets (`engine.privacy.digests`).
 SECRET_DIGEST_KEY_ENV = "WAYPOINT_SECRET_DIGEST_KEY"
 MIN_SECRET_DIGEST_KEY_CHARS = 32
 

@@ -6,7 +6,7 @@ reports it for a field, and the engine keeps it only where the customer's own wo
 hold it (`engine.matching.values_ahead`). Node selection does that for the journeys it runs; a
 secret field of a journey that is not running (the login, when the customer opens with their
 password) is read by this small call, asked for the agent's declared secret names only. What it
-keeps is a secret of the turn, masked in everything the turn stores (`engine.secrets`) — never a
+keeps is a secret of the turn, masked in everything the turn stores (`engine.privacy.secrets`) — never a
 value for any step: the step that needs it still asks.
 
 Pure: the prompt is a function of its inputs (snapshot-tested), the grounding is code.
@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field
 from engine.context import TurnContext, language_note, render_history
 from engine.matching.collected_values import CollectedItem
 from engine.model import AgentSnapshot
-from engine.secrets import typed_in
-from engine.session import Event, EventKind, EventSource
+from engine.privacy.secrets import typed_in
+from engine.sessions.session import Event, EventKind, EventSource
 
 SECRET_FIELDS_HEADER = "Secret fields:\n"
 
@@ -124,7 +124,7 @@ def typed_secrets(
 ) -> list[tuple[str, str]]:
     """The (name, value) pairs of `answer` that the engine keeps: a declared secret name (in any
     case, as fields match), and a value that stands in `texts` — the customer's messages of this
-    turn as stored — whole, as masking will find it there (`engine.secrets.typed_in`). A value
+    turn as stored — whole, as masking will find it there (`engine.privacy.secrets.typed_in`). A value
     the model invented, completed or took from anywhere else is no secret: kept, it would mask
     an innocent word for the session's lifetime."""
     by_folded = {name.casefold(): name for name in names}

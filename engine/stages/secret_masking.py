@@ -1,4 +1,4 @@
-"""Masking the turn's secrets in everything it writes (see `engine.secrets`).
+"""Masking the turn's secrets in everything it writes (see `engine.privacy.secrets`).
 
 Secret values are recognised while the turn runs: a collected field declared secret (node
 selection), or the grounded argument of a secret tool parameter (the action gate). Until the tool
@@ -16,9 +16,15 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from engine.secret_texts import EVENT_DATA, TRACE, masked_fields
-from engine.secrets import MASK, TurnSecrets, typed_in
-from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
+from engine.privacy.secrets import MASK, TurnSecrets, typed_in
+from engine.privacy.text_fields import EVENT_DATA, TRACE, masked_fields
+from engine.sessions.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    PendingConfirmation,
+)
 from engine.stages.secret_echoes import recognise_echoes
 from engine.stages.secrets_ahead import remember_secrets_typed_ahead
 from engine.stages.state import TurnState
@@ -154,7 +160,7 @@ def remember_typed(state: TurnState, value: Any) -> None:
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
     """`event` with this turn's secrets masked in its texts — never in its ids, sender, channel
-    event id or attachments (`engine.secret_texts.EVENT_DATA`)."""
+    event id or attachments (`engine.privacy.text_fields.EVENT_DATA`)."""
     text = secrets.scrub_text(event.text) if event.text else event.text
     data = masked_fields(secrets, event.data, EVENT_DATA)
     if text == event.text and data == event.data:
@@ -247,7 +253,7 @@ def masked_trace(state: TurnState) -> TurnTrace:
 
 def masked_trace_record(secrets: TurnSecrets, trace: dict[str, Any]) -> dict[str, Any]:
     """A trace as stored (its JSON form) with `secrets` masked in its texts — never in its ids,
-    model names or timings (`engine.secret_texts.TRACE`)."""
+    model names or timings (`engine.privacy.text_fields.TRACE`)."""
     masked: dict[str, Any] = masked_fields(secrets, trace, TRACE)
     return masked
 

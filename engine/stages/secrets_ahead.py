@@ -22,7 +22,7 @@ from engine.matching.secret_reading import (
     secret_fields,
     typed_secrets,
 )
-from engine.session import EventKind, EventSource
+from engine.sessions.session import EventKind, EventSource
 from engine.stages.state import TurnState
 from engine.values.grounding import CustomerMessage
 

@@ -17,14 +17,14 @@ from typing import Any
 from engine.agent_config import HANDOFF_TOOL, LLMPurpose
 from engine.context import llm_view_of
 from engine.errors import LLMError
-from engine.history import RESPONSE_ONLY
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_walk import VerifiedStep
 from engine.model import END_OF_JOURNEY, Journey, JourneyNode, NodeKind
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
+from engine.privacy.secrets import MASK
 from engine.relations import Resolution
-from engine.secrets import MASK
-from engine.session import EventKind, EventSource
+from engine.sessions.history import RESPONSE_ONLY
+from engine.sessions.session import EventKind, EventSource
 from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
 from engine.stages.interrupts import awaits_result, interrupted_by, maybe_interrupt
 from engine.stages.journey_progress import (
@@ -37,14 +37,14 @@ from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.relationships import resolve_relationships
 from engine.stages.retry_offers import held_note, retry_held
 from engine.stages.state import TurnState
-from engine.tool_calls import (
+from engine.tools.calls import (
     ToolCallPlan,
     build_tool_call_prompt,
     fill_arguments,
     known_values,
     missing_argument_question,
 )
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 
@@ -221,12 +221,16 @@ async def plan_calls(
     # A tool whose arguments are all known runs without an LLM call — unless it is
     # consequential (moving money, cancelling orders): then the model confirms it is due.
     # An identical call already made in this session is not repeated: its result is in view.
+    # A value found only by its name in an earlier turn's tool result is a guess: the customer
+    # may have just asked for another (a flight search "on the 12th instead" of the booking's
+    # date), so such a call is planned by the model, which sees the values known.
+    this_turn = known_values(state.collected_for(), state.session.variables, state.tool_results)
     ready: list[PlannedCall] = []
     to_ask = dict(offered)
     for name in offered:
         spec = state.agent.tool(name)
         args, missing = fill_arguments(spec, known)
-        if missing or spec.consequential:
+        if missing or spec.consequential or _named_in_earlier_results(spec, args, known, this_turn):
             continue
         del to_ask[name]
         if not _already_called(state, name, args):
@@ -408,6 +412,22 @@ def _take_failure_transition(state: TurnState, journey: Journey, node: JourneyNo
         step = VerifiedStep((*path, target), target, "advance", reason)
     state.failed_steps.pop(journey.id, None)
     apply_verified(state, journey.id, step, "on_failure")
+
+
+def _named_in_earlier_results(
+    spec: ToolSpec, args: dict[str, Any], known: dict[str, Any], this_turn: dict[str, Any]
+) -> bool:
+    """Whether an argument was filled only because an earlier turn's tool result has a field of
+    its name (not the parameter's declared `source`, a collected value, a context variable or
+    this turn's results)."""
+    for p in spec.parameters:
+        if p.name not in args:
+            continue
+        if p.source and known.get(p.source) not in (None, ""):
+            continue  # the author named where this value comes from
+        if this_turn.get(p.name) != args[p.name]:
+            return True
+    return False
 
 
 def _earlier_tool_results(state: TurnState) -> list[ToolOutcome]:

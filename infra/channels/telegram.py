@@ -18,7 +18,7 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

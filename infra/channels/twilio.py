@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import SecretStr
 
-from engine.session import Attachment, AttachmentKind
+from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

@@ -19,7 +19,7 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

@@ -110,7 +110,12 @@ async def test_an_error_in_the_turn_still_stops_the_indicator(
 ) -> None:
     with pytest.raises(RuntimeError, match="turn failed"):
         async with typing_while(channels["telegram"], {"chat_id": 7}, http):
-            await asyncio.sleep(0.01)
+            # the first indicator has arrived (one still on the wire when the block ends may
+            # arrive later: that is not a refresh)
+            for _ in range(1000):
+                if platform.requests:
+                    break
+                await asyncio.sleep(0.01)
             raise RuntimeError("turn failed")
     count = len(platform.requests)
     await asyncio.sleep(0.1)

@@ -5,9 +5,9 @@ secret value the customer actually gave (issue #33, the second security review).
 from __future__ import annotations
 
 from engine.agent_config import AgentConfig
-from engine.secret_texts import EVENT_DATA, masked_fields, texts_of
-from engine.secrets import MASK, TurnSecrets
-from engine.session import Attachment
+from engine.privacy.secrets import MASK, TurnSecrets
+from engine.privacy.text_fields import EVENT_DATA, masked_fields, texts_of
+from engine.sessions.session import Attachment
 from engine.toolkit import InProcessDispatcher, ToolRegistry, spec_of
 from tests.engine.pipeline_kit import (
     Harness,

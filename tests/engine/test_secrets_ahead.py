@@ -20,8 +20,8 @@ from engine.matching.secret_reading import (
     secret_fields,
     typed_secrets,
 )
-from engine.secrets import MASK
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.privacy.secrets import MASK
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from engine.stages.secret_masking import PROMPT_WITHHELD
 from engine.toolkit import InProcessDispatcher, ToolRegistry, spec_of
 from examples.banking import load as load_bank

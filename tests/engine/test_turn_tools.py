@@ -8,8 +8,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField, Guideline
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     advance,
@@ -34,6 +34,11 @@ def login(context, username: str, password: str) -> ToolResult:
 @tool(description="look up a stock price")
 def stock_price(symbol: str) -> ToolResult:
     return ToolResult(data={"symbol": symbol, "price": "187.20"})
+
+
+@tool(description="the customer's largest holding")
+def top_holding() -> ToolResult:
+    return ToolResult(data={"symbol": "AAPL", "shares": "12"})
 
 
 @tool(description="always fails")
@@ -61,7 +66,7 @@ TRANSFER = chain_journey(
 
 
 def registry() -> InProcessDispatcher:
-    return InProcessDispatcher(ToolRegistry([login, stock_price, broken]))
+    return InProcessDispatcher(ToolRegistry([login, stock_price, broken, top_holding]))
 
 
 async def test_prerequisite_runs_first_then_the_original_journey_resumes_by_itself() -> None:
@@ -370,7 +375,7 @@ async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_
     agent = make_agent(guidelines=[price], tools=[spec_of(stock_price)])
     h = Harness(agent, llm, tools=registry(), index=False)
     await h.start()
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
     await store.set_variable(agent.id, "c1", "symbol", "NVDA")  # known from the customer profile
@@ -384,6 +389,41 @@ async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_
     assert second.trace.tool_calls == []  # the same call's result is already in the session
 
 
+async def test_a_value_named_only_in_an_earlier_result_does_not_run_a_call_unasked() -> None:
+    """An earlier turn's result has a `symbol` field; the customer now asks about another. The
+    call is planned by the model (which reads NVDA), not run at once with the old AAPL."""
+    holding = Guideline(
+        id="holding", condition="asks for the top holding", action="Name it", tools=("top_holding",)
+    )
+    price = Guideline(
+        id="price", condition="asks for a price", action="Give the price", tools=("stock_price",)
+    )
+    llm = ScriptedLLM()
+    llm.on(
+        GuidelineMatchBatch,
+        match_when({"top holding": lambda m: "holding" in m, "a price": lambda m: "price" in m}),
+    )
+    llm.on(
+        ToolCallPlan,
+        {"calls": [{"tool": "stock_price", "arguments": [{"name": "symbol", "value": "NVDA"}]}]},
+    )
+    llm.on(ComposedReply, compose_echo)
+    agent = make_agent(
+        guidelines=[holding, price], tools=[spec_of(top_holding), spec_of(stock_price)]
+    )
+    h = Harness(agent, llm, tools=registry(), index=False)
+    await h.start()
+
+    first = await h.say("what is my top holding?")
+    second = await h.say("and what is the price of NVDA?")
+
+    assert [(c.tool, c.status) for c in first.trace.tool_calls] == [("top_holding", "ok")]
+    assert len(llm.calls_for(ToolCallPlan)) == 1  # asked, with AAPL among the known values
+    assert [(c.tool, c.arguments) for c in second.trace.tool_calls] == [
+        ("stock_price", {"symbol": "NVDA"})
+    ]
+
+
 async def test_consequential_tool_is_confirmed_by_the_model_even_with_known_arguments() -> None:
     pay = Guideline(id="pay", condition="wants to log in", action="Log in", tools=("login",))
     llm = ScriptedLLM()
@@ -393,7 +433,7 @@ async def test_consequential_tool_is_confirmed_by_the_model_even_with_known_argu
     consequential = spec_of(login).model_copy(update={"consequential": True})
     agent = make_agent(guidelines=[pay], tools=[consequential])
     h = Harness(agent, llm, tools=registry(), index=False)
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
     await store.set_variable(agent.id, "c1", "username", "seldo")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import EventKind, EventSource, SessionState
+from engine.sessions.session import EventKind, EventSource, SessionState
 from examples.banking import bank
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for

@@ -11,7 +11,7 @@ from engine.matching.secret_reading import (
     build_secret_reading_prompt,
     secret_fields,
 )
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from examples.banking import load as load_bank
 from infra.llm.strict_schema import strict_json_schema
 from infra.offline import OfflineLLM
