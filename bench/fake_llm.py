@@ -197,7 +197,7 @@ class _Step:
 
     @property
     def tools_ran(self) -> bool:
-        return any(f.startswith("TOOL STEP") and "tools ran" in f for f in self.flags)
+        return any(f.startswith("TOOL STEP") and " — ran this turn" in f for f in self.flags)
 
 
 def parse_journey_map(prompt: str) -> dict[str, _Step]:

@@ -47,6 +47,23 @@ def render_outcome(outcome: TestOutcome) -> str:
     return "\n".join(lines)
 
 
+def render_outcomes(outcomes: list[TestOutcome]) -> list[str]:
+    """Every test's lines (`render_outcome`), an invalid agent's problems told once: the
+    later tests of that agent say only that they did not run."""
+    told: set[Path] = set()
+    rendered = []
+    for outcome in outcomes:
+        failed = outcome.first_failure()
+        agent = failed.invalid_agent if failed is not None else None
+        if agent is not None and agent in told:
+            rendered.append(f"✗ {test_label(outcome)}\n  not run: agent {agent} is invalid (above)")
+            continue
+        if agent is not None:
+            told.add(agent)
+        rendered.append(render_outcome(outcome))
+    return rendered
+
+
 def render_summary(totals: Totals, repeat: int) -> str:
     """The last line: counts, and why judged expectations did not run."""
     runs = f" (each run {repeat} times; a test passes when all its runs pass)" if repeat > 1 else ""

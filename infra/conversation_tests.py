@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from engine.authoring.document_syntax import describe_syntax_error
 from engine.conversations.checks import (
     Unmet,
     check_turn,
@@ -51,6 +52,15 @@ JUDGED_SKIPPED_NOTE = f"judged expectation skipped: it {NEEDS_REAL_MODEL}"
 
 class InvalidConversationTest(WaypointError):
     """A conversation test file that cannot be read; the message names the file and the field."""
+
+
+class InvalidAgentUnderTest(InvalidConversationTest):
+    """The agent a test names cannot be loaded: every test of that agent fails the same way, so
+    reports tell it once (`infra.conversation_report`)."""
+
+    def __init__(self, message: str, agent: Path) -> None:
+        super().__init__(message)
+        self.agent = agent
 
 
 class ConversationTestFailed(AssertionError):
@@ -83,9 +93,14 @@ def load_file(path: Path) -> list[ConversationTest]:
     """The tests of one file: a single test (`turns:` at the top), or `tests:` sharing the file's
     `agent`, `tools`, `setup` and `customer_id`. Relative agent paths resolve from the file."""
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidConversationTest(f"{path}: cannot be read as YAML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidConversationTest(f"{path}: cannot be read: {exc}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # The file, line and column, the line itself and the likely cause.
+        raise InvalidConversationTest(describe_syntax_error(exc, text, "yaml", str(path))) from None
     if not isinstance(document, dict):
         raise InvalidConversationTest(f"{path}: expected a mapping with `turns:` or `tests:`")
     if "tests" in document:
@@ -112,8 +127,9 @@ def load_file(path: Path) -> list[ConversationTest]:
         except ValidationError as exc:
             where = f"{path}: test {data.get('name')!r}"
             raise InvalidConversationTest(f"{where}: {_problems(exc)}") from None
-        if not test.agent.is_absolute():
-            test = test.model_copy(update={"agent": path.parent / test.agent})
+        if not test.agent.is_absolute():  # `../agent.yaml` from tests/ is agent.yaml
+            agent = Path(os.path.normpath(path.parent / test.agent))
+            test = test.model_copy(update={"agent": agent})
         tests.append(test)
     return tests
 
@@ -144,6 +160,7 @@ class RunResult:
     test: ConversationTest
     failure: TurnFailure | None = None
     error: str | None = None  # the run could not go on: the agent, tools or a turn raised
+    invalid_agent: Path | None = None  # set when `error` is that the test's agent is invalid
     skipped_judgements: list[str] = field(default_factory=list)  # "turn 3: <expectation>"
     seconds: float = 0.0
 
@@ -237,6 +254,9 @@ async def run_once(test: ConversationTest, models: Models) -> RunResult:
     result = RunResult(test)
     try:
         say, agent_model = await _start(test, _reading(test, models))
+    except InvalidAgentUnderTest as exc:
+        result.error, result.invalid_agent = str(exc), exc.agent
+        return result
     except WaypointError as exc:
         result.error = str(exc)
         return result
@@ -303,12 +323,14 @@ async def _start(test: ConversationTest, models: Models) -> tuple[Any, str]:
     try:
         agent = load_agent(test.agent, tools=registry.specs if registry else None)
     except InvalidAgentDefinition as exc:
-        problems = "\n    ".join(exc.problems)
-        raise InvalidConversationTest(
-            f"agent {test.agent} is invalid (run `{check}`):\n    {problems}"
+        problems = "\n".join(exc.problems).replace("\n", "\n    ")
+        raise InvalidAgentUnderTest(
+            f"agent {test.agent} is invalid (run `{check}`):\n    {problems}", test.agent
         ) from None
     except OSError as exc:
-        raise InvalidConversationTest(f"agent {test.agent} cannot be read: {exc}") from None
+        raise InvalidAgentUnderTest(
+            f"agent {test.agent} cannot be read: {exc}", test.agent
+        ) from None
     tools = InProcessDispatcher(registry) if registry else None
     agents, sessions = InMemoryAgentStore(), InMemorySessionStore()
     await agents.publish(agent)

@@ -31,6 +31,7 @@ from engine.model import AgentSnapshot
 from engine.tools.spec import ToolSpec
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
+TOOLS_BESIDE = "tools"  # a project's tools.py, beside its agent (waypoint init)
 PYTHON_ATTRIBUTES = ("agent", "build")
 
 
@@ -67,7 +68,7 @@ class AgentSource:
     def load(self, *, fresh: bool = False) -> tuple[AgentSnapshot, str | None]:
         """The agent and the tools module its turns call. `fresh`: import the local modules
         again (the agent's and the tools'), for an edited file."""
-        _local_imports(self.spec)
+        local_imports(self.spec)
         if self.spec is None:
             from examples.banking import TOOLS_MODULE
             from examples.banking import load as load_bank
@@ -90,9 +91,10 @@ class AgentSource:
             raise CliProblem(
                 f"{path}: an agent is a .yaml/.yml/.json document, a .py file or module:attribute"
             )
-        specs = tool_specs(self.tools, fresh=fresh)
+        tools = self.tools if self.tools is not None else tools_beside(path)
+        specs = tool_specs(tools, fresh=fresh)
         try:
-            return load_agent(path, tools=specs), self.tools
+            return load_agent(path, tools=specs), tools
         except InvalidAgentDefinition as exc:
             raise AgentProblems(str(path), exc.problems) from None
 
@@ -135,6 +137,27 @@ class AgentSource:
         return _import(module_name, self.spec, fresh), attribute or None
 
 
+def tools_beside(agent: Path) -> str | None:
+    """`tools` when a project's tools.py sits beside the agent document `agent`, is what
+    `import tools` finds from there and exposes a tool registry; else None. A folder that is a package (`__init__.py`) is
+    not a project: its tools module has a dotted name, given with --tools."""
+    folder = agent.resolve().parent
+    tools_file = folder / f"{TOOLS_BESIDE}.py"
+    if not tools_file.is_file() or (folder / "__init__.py").exists():
+        return None
+    local_imports(str(agent))
+    try:
+        spec = importlib.util.find_spec(TOOLS_BESIDE)
+    except (ImportError, ValueError):
+        return None
+    # Another `tools` (in the working directory, say) would shadow it: then --tools decides.
+    found = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    if found != tools_file:
+        return None
+    module = _import(TOOLS_BESIDE, str(tools_file), fresh=False)
+    return TOOLS_BESIDE if _exposes_registry(module) else None  # helpers, not tools
+
+
 def tool_specs(tools: str | None, *, fresh: bool = False) -> list[ToolSpec] | None:
     """The @tool registry's specs of the module `tools`; a `CliProblem` naming the cause (the
     module's own error and where it happened) when it cannot be used."""
@@ -142,7 +165,7 @@ def tool_specs(tools: str | None, *, fresh: bool = False) -> list[ToolSpec] | No
         return None
     from engine.toolkit import ToolRegistryNotConfigured, registry_from_module
 
-    _local_imports(None)
+    local_imports(None)
     _import(tools, f"--tools={tools}", fresh)  # its own failure, told with where it happened
     try:
         return registry_from_module(tools, setting="--tools").specs
@@ -211,7 +234,7 @@ def _is_module_ref(spec: str) -> bool:
     )
 
 
-def _local_imports(spec: str | None) -> None:
+def local_imports(spec: str | None) -> None:
     """Modules beside the user import: the working directory, and the agent file's folder."""
     folders = [os.getcwd()]
     if spec is not None and not _is_module_ref(spec):
@@ -230,6 +253,7 @@ def failure_summary(exc: BaseException) -> str:
     """`Type: message (file:line)` of the innermost frame outside the import machinery."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"SyntaxError: {exc.msg} ({exc.filename}:{exc.lineno})"
+        column = f":{exc.offset}" if exc.offset else ""
+        return f"{type(exc).__name__}: {exc.msg} ({exc.filename}:{exc.lineno}{column})"
     place = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{place}"

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import queue
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,7 +39,16 @@ from waypoint.queue_poller import QueuePoller, queue_records
 from waypoint.serve_log import RequestLog, turn_line
 from waypoint.turn_progress import ReportingDispatcher, ReportingLLM, TurnProgress
 
-__all__ = ["GenericChatClient", "LocalServer", "QueuePoller", "ReplyInbox", "queue_records"]
+__all__ = [
+    "GenericChatClient",
+    "LocalServer",
+    "PortInUse",
+    "QueuePoller",
+    "ReplyInbox",
+    "listening_socket",
+    "port_is_free",
+    "queue_records",
+]
 
 # Quiet, offline-friendly defaults; anything already set in the environment wins.
 LOCAL_DEFAULTS: Mapping[str, str] = {
@@ -91,6 +102,41 @@ class ReplyInbox:
             ) from None
 
 
+class PortInUse(Exception):
+    """Another process listens on the port the local HTTP server was to use."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} on {host} is in use")
+        self.host = host
+        self.port = port
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port for the HTTP server (port 0: any free one); `PortInUse`
+    when another process holds it. Bound the way uvicorn binds (SO_REUSEADDR: a port left in
+    TIME_WAIT by a stopped server is free, one that is listened on is not)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    bound = socket.socket(family, kind, proto)
+    bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        bound.bind(address)
+    except OSError as exc:
+        bound.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(host, port) from None
+        raise
+    return bound
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether host:port could be bound now (a look, not a reservation)."""
+    try:
+        listening_socket(host, port).close()
+    except (PortInUse, OSError):
+        return False
+    return True
+
+
 class LocalServer:
     """Start with `start()` (or as a context manager); see the module docstring."""
 
@@ -107,6 +153,9 @@ class LocalServer:
         data_dir: Path | None = None,
         log_line: Callable[[str], None] | None = None,
         cors_origins: Sequence[str] = (),
+        http_socket: socket.socket | None = None,
+        aws_port: int = 0,
+        aws_credentials: Any = None,
     ) -> None:
         from functions.management_cors import parse_origins
 
@@ -128,6 +177,14 @@ class LocalServer:
         # keeps it with the data: a new one would not recognise the stored sessions' secrets.
         self.secret_digest_key = secret_digest_key or secrets.token_hex(32)
         self.replies = ReplyInbox(self.generic_secret)
+        # The HTTP port, bound before anything else starts (`listening_socket`): a port in use
+        # fails at once, with nothing started or written. Given by `serve`, which binds it even
+        # before its data directory is made.
+        self._socket = http_socket
+        # The local AWS endpoint's port and credentials (moto_access.LocalCredentials): `serve`
+        # keeps them across restarts, so the exports it printed stay valid; else new ones.
+        self.aws_port = aws_port
+        self.aws_credentials = aws_credentials
         self.stack: Any = None
         self.poller: QueuePoller | None = None
         self._http: Any = None
@@ -147,6 +204,9 @@ class LocalServer:
         from infra.aws.local_stack import LocalStack
         from infra.runtime import current_runtime, reset_runtime
 
+        if self._socket is None:
+            self._socket = listening_socket(self.host, self.port)
+        self.port = self._socket.getsockname()[1]
         env = {**LOCAL_DEFAULTS, **{k: v for k, v in os.environ.items() if k in LOCAL_DEFAULTS}}
         env.update(
             {
@@ -164,7 +224,12 @@ class LocalServer:
         if self.cors_origins:
             env["WAYPOINT_CORS_ORIGINS"] = ",".join(self.cors_origins)
         self._set_env(env)
-        self.stack = LocalStack(server=True, data_dir=self.data_dir)
+        self.stack = LocalStack(
+            server=True,
+            data_dir=self.data_dir,
+            port=self.aws_port,
+            credentials=self.aws_credentials,
+        )
         self.stack.start()
         self.stack.create_resources()
         reset_runtime()
@@ -225,6 +290,9 @@ class LocalServer:
             self._http.should_exit = True
             if self._http_thread is not None:
                 self._http_thread.join(timeout=5)
+        elif self._socket is not None:  # bound, never served: the port is free again
+            self._socket.close()
+        self._socket = None  # uvicorn closed the one it served
         reset_runtime()
         if self.stack is not None:
             self.stack.stop()
@@ -281,8 +349,9 @@ class LocalServer:
             self.asgi_app(), host=self.host, port=self.port, log_level="warning", lifespan="off"
         )
         self._http = uvicorn.Server(config)
+        sockets = [self._socket] if self._socket is not None else None
         self._http_thread = threading.Thread(
-            target=self._http.run, name="waypoint-http", daemon=True
+            target=self._http.run, kwargs={"sockets": sockets}, name="waypoint-http", daemon=True
         )
         self._http_thread.start()
         deadline = time.monotonic() + 10

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.authoring.document_syntax import describe_syntax_error
 from engine.errors import InvalidAgentDefinition
 
 if TYPE_CHECKING:
@@ -88,8 +89,13 @@ def parse_document_text(text: str | bytes, kind: DocumentKind, where: str) -> An
         raise DocumentTooComplex(
             [f"{where}: the document is nested too deeply to read; flatten it"]
         ) from None
-    except (UnicodeDecodeError, ValueError, yaml_error) as error:
-        raise InvalidAgentDefinition([f"{where}: not valid {kind.upper()}: {error}"]) from None
+    except UnicodeDecodeError as error:
+        raise InvalidAgentDefinition(
+            [f"{where}: not UTF-8 text (byte {error.start}): save it as UTF-8"]
+        ) from None
+    except (ValueError, yaml_error) as error:
+        # The file, line and column, the line itself and the likely cause (document_syntax).
+        raise InvalidAgentDefinition([describe_syntax_error(error, decoded, kind, where)]) from None
 
 
 def _parse_yaml(text: str, where: str) -> Any:

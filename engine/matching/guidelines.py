@@ -4,8 +4,8 @@ Guidelines are routed into batch kinds (observational, actionable, previously ap
 customer-dependent, disambiguation), each kind has its own rules (`match_guidance`), and many
 guidelines share one call: the observational, actionable and previously-applied checks are packed
 into one prompt while they fit the prompt budget, and split into parallel batches by kind above
-it. Outputs are compact and rationale-first: a handle, a few words of reasoning, then the verdict;
-a guideline the model did not answer is asked once more, then reported (`unanswered`).
+it. Outputs are compact and rationale-first: a handle, the reasoning the decision needs, then the
+verdict; a guideline the model did not answer is asked once more, then reported (`unanswered`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ class GuidelineVerdict(BaseModel):
     """Rationale before verdict: a model that writes its evidence first decides by it."""
 
     id: str = Field(description="the guideline's handle, e.g. 'g3'")
-    rationale: str = Field(default="", description="a few words; longer only in explain mode")
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     applies: bool
     score: int = Field(ge=0, le=10, description="0 = clearly not, 10 = certainly")
 
@@ -58,9 +60,17 @@ class GuidelineMatchBatch(BaseModel):
 
 class CustomerDependentVerdict(BaseModel):
     id: str
-    rationale: str = ""
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     condition_holds: bool
-    customer_completed: bool = Field(description="the customer already supplied what was asked")
+    customer_completed: bool = Field(
+        description="the customer supplied what was asked, for the matter it was asked for"
+    )
+    new_context: bool = Field(
+        default=False,
+        description="the same need arose for another matter (a second account): ask again",
+    )
     score: int = Field(ge=0, le=10)
 
 
@@ -69,7 +79,9 @@ class CustomerDependentBatch(BaseModel):
 
 
 class DisambiguationVerdict(BaseModel):
-    rationale: str = ""
+    rationale: str = Field(
+        default="", description="the evidence that decides the verdict, as long as it needs"
+    )
     head_applies: bool
     is_ambiguous: bool = Field(description="two or more options fit and the customer must choose")
     candidate_ids: list[str] = Field(default_factory=list, description="handles that may fit")
@@ -251,7 +263,7 @@ _GROUPS: dict[BatchKind, tuple[str, str]] = {
 _VERDICT_SHAPE = '{"id": "g1", "rationale": "<RATIONALE>", "applies": true, "score": 8}'
 _CUSTOMER_SHAPE = (
     '{"id": "g1", "rationale": "<RATIONALE>", "condition_holds": true, '
-    '"customer_completed": false, "score": 8}'
+    '"customer_completed": false, "new_context": false, "score": 8}'
 )
 
 
@@ -262,15 +274,13 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
         return build_disambiguation_prompt(ctx, batch, explain=explain)
     count = len(batch.guidelines)
     shape = _CUSTOMER_SHAPE if batch.kind is BatchKind.CUSTOMER_DEPENDENT else _VERDICT_SHAPE
-    rationale = (
-        "explain your reasoning in one or two sentences" if explain else "a few words: the evidence"
-    )
+    rationale = guide.RATIONALE_EXPLAIN if explain else guide.RATIONALE_SHAPE
     return "\n\n".join(
         [
-            "You decide which of a customer-service agent's guidelines shape its next reply.",
+            guide.ROLE,
             render_context(ctx),
-            f"Task: {guide.count_text(count)} below; give every one a verdict, writing the "
-            "rationale (the evidence in the conversation) before the verdict.",
+            f"Task: {guide.count_text(count)} below; give every one a verdict. "
+            + guide.RATIONALE_RULE,
             guide.SHARED_RULES,
             *_group_texts(batch),
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
@@ -303,7 +313,8 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
     options = "\n".join(guideline_line(h, g) for h, g in handles(batch).items())
     return "\n\n".join(
         [
-            "You check whether a customer's request is ambiguous between several handled cases.",
+            "You are the customer-service agent described below. Before your next reply, check "
+            "whether the customer's request is ambiguous between several cases you handle.",
             render_context(ctx),
             f'Task: first decide whether this holds: "{batch.head.condition}". If it does, decide '
             "which of the options below may be what the customer means. If two or more fit and "
@@ -312,7 +323,11 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
             guide.DISAMBIGUATION_RULES,
             f"Options:\n{options}",
             "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
-            + (" Explain briefly in `rationale`." if explain else " Keep `rationale` short."),
+            + (
+                " `rationale`: explain your reasoning in full, for a person reading the trace."
+                if explain
+                else " `rationale`: the evidence that settles it, as long as that needs."
+            ),
         ]
     )
 
@@ -341,7 +356,9 @@ def interpret_batch(batch: Batch, answer: GuidelineMatchBatch) -> MatchingOutcom
 
 
 def interpret_customer_dependent(batch: Batch, answer: CustomerDependentBatch) -> MatchingOutcome:
-    """Still matched while the condition holds and the customer has not completed their part."""
+    """Still matched while the condition holds and the customer has not completed their part —
+    or when the same need arose for another matter (`new_context`): then the agent asks again
+    and keeps waiting, whatever the customer gave for the earlier one."""
     out = MatchingOutcome()
     by_handle = handles(batch)
     seen: set[str] = set()
@@ -350,9 +367,11 @@ def interpret_customer_dependent(batch: Batch, answer: CustomerDependentBatch) -
         if g is None or g.id in seen:
             continue
         seen.add(g.id)
-        if v.customer_completed:
+        again = v.condition_holds and v.new_context
+        if v.customer_completed and not again:
             out.completed_customer_dependent.append(g.id)
-        matched = v.condition_holds and not v.customer_completed and v.score >= MATCH_THRESHOLD
+        waiting = again or not v.customer_completed
+        matched = v.condition_holds and waiting and v.score >= MATCH_THRESHOLD
         out.verdicts.append((g.id, batch.kind, matched, v.score, v.rationale))
         if matched:
             out.matches.append(

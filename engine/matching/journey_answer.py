@@ -23,7 +23,9 @@ class JourneyNodeSelection(BaseModel):
     """The model's proposal for one journey. Step references are display numbers ("3")."""
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
-    rationale: str = Field(default="", description="a few words; longer only in explain mode")
+    rationale: str = Field(
+        default="", description="the evidence for each move of the walk, as long as it needs"
+    )
     journey_applies: bool = Field(default=True, description="false when the customer dropped it")
     requires_backtracking: bool = False
     backtracking_target_step: str | None = Field(default=None, description="a visited step")

@@ -199,13 +199,17 @@ def exited_run(path: Sequence[str | None], views: dict[str, NodeView]) -> tuple[
     A run is left at a step (a turn never stands on a fork), so a run whose last entry is a
     transit node ended through it: a fork's END branch. A run whose last step may end the
     journey is not offered either: a run completed there and a run exited there are not told
-    apart."""
+    apart. Nor is a run whose last entry the journey no longer has (an edit removed the step it
+    stood at): where it was left is gone, and an earlier step of it would be a guess."""
     if not path or path[-1] is not None:
         return ()
-    entries = [n for n in _last_run(path) if n in views]
-    if not entries or views[entries[-1]].transit or views[entries[-1]].can_end:
+    run = _last_run(path)
+    if not run or run[-1] not in views:
         return ()
-    return tuple(n for n in entries if not views[n].transit)
+    last = views[run[-1]]
+    if last.transit or last.can_end:
+        return ()
+    return tuple(n for n in run if n in views and not views[n].transit)
 
 
 def resume_run(path: Sequence[str | None], views: dict[str, NodeView]) -> Path:

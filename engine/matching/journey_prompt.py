@@ -27,6 +27,12 @@ from engine.model import CollectedField, Journey, NodeKind
 # --------------------------------------------------------------------------------------------------
 # The journey map shown to the model
 
+# What a tool step's flag says (the offline model's map parser keys on "ran this turn").
+TOOL_RAN = "ran this turn on the current values (see the tool results): complete"
+TOOL_NOT_RUN = (
+    "not run this turn: a walk stops here (an earlier turn's result does not complete it)"
+)
+
 
 def transition_map_text(
     journey: Journey,
@@ -119,17 +125,18 @@ def _step_lines(
         wanted = view.customer_action or "answered what this step asks"
         flags.append(f"CUSTOMER DEPENDENT — complete only once the customer has: {wanted}")
     if view.kind is NodeKind.TOOL:
+        # One rule, said the same way here and in "How to decide" q2: a tool step is complete
+        # only through a result of this turn (the engine ran it on the current values); an
+        # earlier turn's result never completes it.
         tools = ", ".join(view.tools)
         if view.tools and view.tools_ran(executed_tools):
-            flags.append(f"TOOL STEP ({tools}) — its tools ran this turn; it may be passed")
+            flags.append(f"TOOL STEP ({tools}) — {TOOL_RAN}")
         else:
-            flags.append(f"TOOL STEP ({tools}) — do not advance past it until its tools ran")
+            flags.append(f"TOOL STEP ({tools}) — {TOOL_NOT_RUN}")
     if view.transit:
         flags.append("FORK — never the final step; continue along one of its transitions")
     elif _says_something(view) and not current:
-        flags.append(
-            "SAYS SOMETHING NEW — the agent must tell the customer this: a walk stops here"
-        )
+        flags.append("SAYS SOMETHING NEW — you must tell the customer this: a walk stops here")
     lines.extend(f"  - {flag}" for flag in flags)
     lines.extend(f"  - {_field_text(fld, collected)}" for fld in view.collects)
     lines.extend(_transition_lines(view, views, shown, door))
@@ -231,47 +238,52 @@ def _value_text(value: Any) -> str:
 # The prompt
 
 
+# The model is the agent whose journey this is, as in the matching prompt: steps are written to
+# the agent ("Ask how much to send"), and a condition's "you" means it.
 _INTRO = (
-    "You keep track of where a conversation stands in one journey: a step-by-step process the "
-    "agent follows with the customer. Given the latest customer message, say whether the journey "
-    "still applies and which single step the agent performs in its next reply."
+    "You are the customer-service agent described below, following a journey with the "
+    'customer: a step-by-step process whose steps and conditions speak to you ("you" and '
+    '"the agent" both mean you). Given the latest customer message, say whether the journey '
+    "still applies and which single step you perform in your next reply."
 )
 
 _RULES = """\
 Answer these questions in order.
-1. Does the journey still apply? Its activation condition only starts it: once running, it goes \
-on through steps that look unrelated to that condition. It stops only when the customer asks to \
-stop or refuses to go on, or switches to a purpose that replaces it: then answer \
-journey_applies=false and nothing else matters. A side question does not stop it.
-2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave \
-what it asks for, whenever they gave it: before being asked, out of order, or several answers \
-in one message. The agent asking is not enough. A TOOL STEP is complete once its tools ran for \
-the current inputs; a result for inputs the customer has since changed does not count. Any other \
-step is complete once the agent has done it.
+1. Does the journey still apply? Its activation condition only starts it: once running, it goes on \
+through steps that look unrelated to that condition. It stops only when the customer asks to stop \
+or refuses to go on, or switches to a purpose that replaces it: then answer journey_applies=false \
+and nothing else matters. A side question does not stop it.
+2. Is the current step complete? A CUSTOMER DEPENDENT step is complete once the customer gave what \
+it asks for, whenever they gave it: before being asked, out of order, or several answers in one \
+message. Your asking is not enough. A TOOL STEP is complete only when its tools ran this turn (its \
+flag says so), on the current values; a result from an earlier turn never completes it. Any other \
+step is complete once you have done it.
 3. Going back. If the customer changed an answer given at a VISITED step, set \
-requires_backtracking=true and backtracking_target_step to that step, and walk on from there. If \
-they start the same journey over for a new purpose (another item, a second transfer), go back \
-to its first step instead. A LEFT HERE step can be resumed the same way. Only VISITED or LEFT \
-HERE steps can be targets.
-4. step_advancement lists the steps the journey moves through this turn: from the current step \
-(or the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward \
-through every step the customer already satisfied. Stop at the first step that is a TOOL STEP \
-whose tools have not run, lacks information the customer has not given, or is marked SAYS \
-SOMETHING NEW. Never stop on a FORK. When a transition's condition has several parts and none \
-is fully met, take the one with the most parts met.
-5. next_step is where the walk stops: the step the agent performs now (the current step again if \
-it is not complete). Answer "NONE" only when the last step is complete and its END JOURNEY \
-transition applies.
-6. collected lists the values the customer stated for fields of the steps you stayed on or \
-passed, as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of \
-the listed options. Also list values this message already gives for fields of later steps \
-("send $250 to 7770001" answers the amount too); those steps will not be asked. Never guess a \
-value the customer did not state. If the customer corrected a value ("actually, make it 300"), \
-give the new one. Leave out known values that did not change.
+requires_backtracking=true and backtracking_target_step to that step, record the new value, and \
+walk on as in 4: pass again the steps whose answers still stand, and stop at the first TOOL STEP \
+on the way (its earlier result was for the old answer). If they start the same journey over for a \
+new purpose (another item, a second transfer), go back to its first step instead. A LEFT HERE step \
+can be resumed the same way. Only VISITED or LEFT HERE steps can be targets.
+4. step_advancement lists the steps the journey moves through this turn: from the current step (or \
+the backtracking target, or BEGIN HERE), along the map's transitions only. Fast-forward through \
+every step the customer already satisfied (a known value of this run satisfies the step that \
+collects it). Stop at the first step that is a TOOL STEP not run this turn, lacks information the \
+customer has not given, or is marked SAYS SOMETHING NEW. Never stop on a FORK. When a transition's \
+condition has several parts and none is fully met, take the one with the most parts met.
+5. next_step is where the walk stops: the step you perform now (the current step again if it is \
+not complete). Answer "NONE" only when the last step is complete and its END JOURNEY transition \
+applies.
+6. collected lists the values the customer stated for fields of the steps you stayed on or passed, \
+as {"name": ..., "value": ...}: numbers as digits, dates as YYYY-MM-DD, choices as one of the \
+listed options. Also list values this message already gives for fields of later steps ("send $250 \
+to 7770001" answers the amount too); those steps will not be asked. Never guess a value the \
+customer did not state. If the customer corrected a value ("actually, make it 300"), give the new \
+one. Leave out known values that did not change.
 Examples:
-- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is \
-"a flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
-- At "confirm", the customer says "wait, make it the 4th": back to "ask the dates", collect it.
+- Steps "ask the destination" → "ask the dates" → "search flights (tool)"; the first message is "a \
+flight to Rome on 3 May": walk through both asking steps and stop at the tool step.
+- At "confirm", the customer says "wait, make it the 4th": back to "ask the dates", collect it, \
+pass it and stop at "search flights (tool)", which runs again for the new date.
 - Mid-way, "is there a baggage fee?": the journey still applies; stay on the step."""
 
 _ANSWER = (
@@ -280,7 +292,13 @@ _ANSWER = (
     '"backtracking_target_step": null, "step_advancement": ["<step>", "..."], '
     '"next_step": "<step> or NONE", "collected": [{{"name": "<field>", "value": "<value>"}}]}}'
 )
-_RATIONALE_COMPACT = "<at most 12 words>"
+# As long as the walk needs: a stay is a few words, a walk over several steps or a backtrack
+# names the evidence for each move (a fixed 12-word cap could not hold a backtrack and its
+# fast-forward, so the model dropped the reasoning exactly where it decides most).
+_RATIONALE_COMPACT = (
+    "<whether the current step is complete and why; on a walk over several steps or a "
+    "backtrack, the evidence for each move — as long as that needs>"
+)
 _RATIONALE_EXPLAIN = "<which step is complete, and why each transition you took applies>"
 
 
@@ -314,9 +332,9 @@ def _position_text(
     view = views[here]
     if view.kind is NodeKind.TOOL:
         if view.tools_ran(executed_tools):
-            text += " Its tools ran this turn (see the tool results)."
+            text += " Its tools ran this turn on the current values (see the tool results)."
         else:
-            text += " Its tools have not run yet, so the journey cannot leave it."
+            text += " Its tools have not run this turn, so the journey cannot leave it."
     return text
 
 
@@ -331,7 +349,8 @@ def build_node_selection_prompt(
     explain: bool,
 ) -> str:
     """The node-selection prompt for one journey. Pure: same inputs, same text."""
-    executed = {r.tool for r in ctx.tool_results}
+    # what the walk's verification counts too (`state.succeeded_tools`): a failed call is no run
+    executed = {r.tool for r in ctx.tool_results if r.error is None}
     journey_map = transition_map_text(
         journey, views, path, collected=collected, max_depth=max_depth, executed_tools=executed
     )

@@ -139,6 +139,8 @@ def tool_signature(spec: ToolSpec) -> str:
             notes.append(f"source: the result of {p.source}")
         if p.derived:
             notes.append("may be worked out from the customer's words")
+        if p.composed:
+            notes.append("you may compose it in your own words")
         desc = f" — {'; '.join(notes)}" if notes else ""
         params.append(f"    - {p.name}: {kind}{enum}, {req}{desc}")
     body = "\n".join(params) if params else "    (no parameters)"
@@ -155,9 +157,14 @@ a retry) or one of its inputs changed since.
 - Write each value in the form its parameter declares, not as typed: a listed choice by its \
 listed name, a date as YYYY-MM-DD, an amount as a plain number with its currency code \
 ("100,000$" → 100000.00 USD).
-- The latest value wins: "actually, 400" replaces the 300 said before.
-- The instructions in force below can shape an argument (a rule that converts an amount or \
-picks an account): apply them."""
+- The latest value wins: "actually, 400" replaces the 300 said before."""
+
+# The heading of the other guidelines in force, with what they are for: said where they are
+# listed, so no other part has to point at them (it once said "below" of a section above it).
+INSTRUCTIONS_HEADING = (
+    "Instructions in force (your other guidelines that hold now; one can shape an argument, "
+    "such as a rule that converts an amount or picks an account: apply it):"
+)
 
 
 def build_tool_call_prompt(
@@ -179,8 +186,8 @@ def build_tool_call_prompt(
     shown = {k: v for k, v in known.items() if "." not in k}
     known_text = json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True)
     parts = [
-        "You decide which tools a customer-service agent calls before it replies, and with "
-        "which arguments.",
+        "You are the customer-service agent described below. Before your next reply, decide "
+        "which of the tools offered to you to call now, and with which arguments.",
         render_context(ctx),
         f"Tools you may call now:\n{tools}",
         f"Values already known: {known_text}",
@@ -189,9 +196,14 @@ def build_tool_call_prompt(
     if today:
         parts.append(f"Today's date: {today}")
     if instructions:
-        parts.append("Instructions in force:\n" + "\n".join(f"- {i}" for i in instructions))
+        parts.append(INSTRUCTIONS_HEADING + "\n" + "\n".join(f"- {i}" for i in instructions))
     parts.append(_TOOL_GUIDANCE)
-    parts.append(rules_text())
+    parts.append(
+        rules_text(
+            consequential=any(s.consequential for s in specs),
+            harmless=not all(s.consequential for s in specs),
+        )
+    )
     parts.append(
         "Rules: answer with JSON only, the rationale first: "
         '{"rationale": "...", "calls": [{"tool": "...", "arguments": [{"name": "...", '

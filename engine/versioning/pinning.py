@@ -15,6 +15,7 @@ Nothing here calls a model: the choice is deterministic and made before the turn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,6 +126,15 @@ def _has_node(journey: Journey, node_id: str) -> bool:
     return any(n.id == node_id for n in journey.nodes)
 
 
+def _without_lost_steps(journey: Journey, path: Sequence[str | None]) -> tuple[str | None, ...]:
+    """`path` without the steps `journey` no longer has — they are history only — except the
+    last entry of its last run, kept even when lost: it says where that run stood, and a run
+    that stood at a lost step must not look left at an earlier one, to be offered for
+    resumption there (`engine.matching.journey_graph.exited_run`)."""
+    last = len(path) - (2 if path and path[-1] is None else 1)
+    return tuple(n for i, n in enumerate(path) if n is None or i == last or _has_node(journey, n))
+
+
 def migrate_session(
     session: SessionState, from_version: str, target: AgentSnapshot
 ) -> SessionState | None:
@@ -158,8 +168,7 @@ def _renamed(
             continue
         journey = target.journey(jid)
         moved = [None if n is None else step(jid, n) for n in path]
-        # Earlier steps this version does not have are history only: dropped from the path.
-        paths[jid] = tuple(n for n in moved if n is None or _has_node(journey, n))
+        paths[jid] = _without_lost_steps(journey, moved)
     collected = tuple(
         c.model_copy(update={"node_id": step(c.journey_id, c.node_id)}) for c in session.collected
     )
@@ -201,10 +210,11 @@ def end_dangling(
                 ended.append(jid)
             continue
         journey = agent.journey(jid)
-        known = tuple(n for n in path if n is None or _has_node(journey, n))
-        if live and known[-1:] != path[-1:]:
+        known = _without_lost_steps(journey, path)
+        at = path[-1] if path else None
+        if at is not None and not _has_node(journey, at):
             ended.append(jid)  # the step it was at is gone: the journey cannot go on from there
-            known = (*known, None) if known[-1:] != (None,) else known
+            known = (*known, None)
         paths[jid] = known
     suspended = []
     for jid in session.suspended_journeys:

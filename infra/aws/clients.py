@@ -182,6 +182,7 @@ def required_env(name: str, what: str) -> str:
     if not value:
         raise AwsConfigurationError(
             f"{name} is not set: it must name {what}. The SAM template sets it for every "
-            "function; locally, `waypoint local` (infra.aws.local_stack.LocalStack) sets it"
+            "function; from a shell, export it from your deployed stack, or start `waypoint "
+            "serve` and export the lines it prints"
         )
     return value

@@ -10,7 +10,7 @@ shipped in a Lambda.
 
     with LocalStack() as stack:                 # in-process, for tests
         store = DynamoSessionStore()            # reads WAYPOINT_TABLE set by the stack
-    with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint local`
+    with LocalStack(server=True) as stack:      # http://127.0.0.1:<port>, for `waypoint serve`
         print(stack.endpoint_url)
     with LocalStack(server=True, data_dir=Path(".waypoint")):   # state kept on disk across restarts
 
@@ -72,6 +72,7 @@ class LocalStack:
         region: str = "us-east-1",
         port: int = 0,
         data_dir: Path | None = None,
+        credentials: Any = None,
     ):
         if data_dir is not None and not server:
             raise TemplateNotSupported(
@@ -88,7 +89,9 @@ class LocalStack:
         self.env: dict[str, str] = {}
         self.unresolved_env: list[str] = []  # function env vars naming resources not emulated here
         self.endpoint_url: str | None = None
-        self.credentials: Any = None  # moto_access.LocalCredentials of a server stack
+        # moto_access.LocalCredentials of a server stack: given (kept across restarts by
+        # `waypoint serve`), else new at each start.
+        self.credentials: Any = credentials
         self._port = port
         self._mock: Any = None
         self._server: Any = None
@@ -150,7 +153,7 @@ class LocalStack:
 
         moto_fidelity.install()  # many threads hit the server: keep DynamoDB's and SQS's semantics
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-        self.credentials = LocalCredentials.new()
+        self.credentials = self.credentials or LocalCredentials.new()
         # moto's backends live in this process: a server started after another one (a second
         # `waypoint chat` in one test run) would see its tables. Start from empty state, in
         # process: moto's control API is not served over HTTP (infra.aws.moto_access).

@@ -152,7 +152,7 @@ def _read_step_line(step: MapStep, line: str) -> None:
         step.customer_action = flag.split("customer has: ", 1)[-1]
     elif flag.startswith("TOOL STEP"):
         step.tool = True
-        step.tools_ran = "its tools ran this turn" in flag
+        step.tools_ran = " — ran this turn" in flag
     elif flag.startswith("FORK"):
         step.fork = True
     elif flag.startswith(("LEFT HERE", "SAYS SOMETHING NEW")):

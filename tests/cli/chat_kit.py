@@ -68,10 +68,10 @@ def serve_banner(
     before returning."""
     env = {
         **os.environ,
-        **(env_extra or {}),
         "PYTHONPATH": str(ROOT),
         "COLUMNS": "200",
         "WAYPOINT_CACHE_DIR": str(cwd / ".cache"),
+        **(env_extra or {}),  # last: a test may narrow COLUMNS, say
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "waypoint.cli", command, *args],

@@ -161,17 +161,17 @@ def test_serve_keeps_the_secret_digest_key_with_its_data_and_adds_it_to_an_older
     before it existed without touching what that file held; the environment still wins."""
     import json
 
-    from waypoint.cli.running import SECRETS_FILE, _served_secrets
+    from waypoint.served_state import SECRETS_FILE, served_secrets
 
     for name in ("MANAGEMENT_API_KEY", "GENERIC_SECRET", "SECRET_DIGEST_KEY"):
         monkeypatch.delenv(f"WAYPOINT_{name}", raising=False)
     path = tmp_path / SECRETS_FILE
     path.write_text(json.dumps({"management_api_key": "old-key", "generic_secret": "old"}))
 
-    first = _served_secrets(tmp_path)
-    again = _served_secrets(tmp_path)
+    first = served_secrets(tmp_path)
+    again = served_secrets(tmp_path)
     monkeypatch.setenv("WAYPOINT_SECRET_DIGEST_KEY", "from-the-environment-" + "x" * 32)
-    overridden = _served_secrets(tmp_path)
+    overridden = served_secrets(tmp_path)
 
     assert (first.management_api_key, first.generic_secret) == ("old-key", "old")
     assert len(first.secret_digest_key) == 64 and again == first

@@ -467,6 +467,22 @@ def test_a_stale_position_restarts_the_journey() -> None:
     assert any("no longer exists" in r for r in step.repairs)
 
 
+def test_a_restart_after_a_vanished_position_is_not_a_resumption() -> None:
+    # An edit removed the step the run stood at. The customer did not leave that run and the
+    # step they were at is gone, so it cannot be resumed where it was: a model naming one of its
+    # surviving steps starts a fresh run, which counts none of that run's values.
+    views = build_node_views(lookup_journey())
+    step = verify_advancement(
+        lookup_journey(), views, ["ask_name", "ask_amount", "removed_step"],
+        answer("2", "3", "4", back="2"), {"lookup_account"}, left_collected={"amount"},
+    )  # fmt: skip
+    assert not step.resumed
+    assert step.outcome == "advance" and step.node_id == "ask_amount"  # the amount is asked
+    assert step.path == ("ask_name", "ask_amount", "removed_step", None, "ask_name", "ask_amount")
+    assert any("no longer exists" in r for r in step.repairs)
+    assert any("no live run" in r for r in step.repairs)
+
+
 # --------------------------------------------------------------------------------------------------
 # Deterministic moves
 

@@ -8,9 +8,10 @@ values (docs/semantics.md, "Bounded journey paths")."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from itertools import pairwise
 from typing import Any
 
-from engine.matching.journey_graph import path_bound
+from engine.matching.journey_graph import compact_path, path_bound
 from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.recall.vectors import agent_index_texts, build_index
 from engine.sessions.session import InboundMessage, SessionState
@@ -122,3 +123,23 @@ async def test_a_stock_lookup_asked_two_hundred_times_keeps_a_bounded_path() -> 
         assert "stock" not in out.state.active_journey_ids
         assert_bounded(out)
     assert len(out.state.journey_paths["stock"]) <= path_bound(AGENT.journey("stock"))
+
+
+async def test_a_run_again_extends_the_stored_path_and_is_stored_compacted() -> None:
+    """The trace records each move whole, from where the journey stood (a journey run again
+    extends its stored, ended run: the path only grows within a turn); the session stores where
+    the last move ended, compacted — its last run only. What the load suites check per turn."""
+    say = await concierge()
+    stored: dict[str, tuple[str | None, ...]] = {}
+    for n in range(3):
+        out = await say("What is the stock price of AAPL?")
+        moves = [m for m in out.trace.journeys if m.journey_id == "stock"]
+        assert moves and tuple(moves[0].previous_path) == stored.get("stock", ())
+        for before, after in pairwise(moves):
+            assert after.previous_path == before.new_path
+        assert all(m.new_path[: len(m.previous_path)] == m.previous_path for m in moves)
+        if n:  # a second run: the trace holds the first run's end, the session does not
+            assert moves[-1].new_path.count(None) == 2
+        stored = dict(out.state.journey_paths)
+        assert stored["stock"] == compact_path(moves[-1].new_path)
+        assert stored["stock"].count(None) == 1

@@ -327,12 +327,15 @@ def test_versions_end_and_migrate_a_compacted_path_as_they_would_the_whole_histo
     full_end, full_ended = end_dangling(session(path), published)
     short_end, short_ended = end_dangling(session(compact), published)
     assert short_ended == full_ended
-    # (An ended journey's closed run is never read again: the node selection of a journey that
-    # is not running starts from an empty path, so only the live run's facts are compared.)
+    # An ended run is read again only to offer it for resumption: where it was left.
     views = build_node_views(smaller)
-    assert run_facts(short_end.journey_paths[journey.id], views) == run_facts(
-        full_end.journey_paths[journey.id], views
+    full_after, short_after = (
+        full_end.journey_paths[journey.id],
+        short_end.journey_paths[journey.id],
     )
+    assert run_facts(short_after, views) == run_facts(full_after, views)
+    left, short_left = exited_run(full_after, views), exited_run(short_after, views)
+    assert set(short_left) == set(left) and short_left[-1:] == left[-1:]
     assert session_position(session(compact)) == session_position(session(path))
     full_moved = migrate_session(session(path), "v1", migrating)
     short_moved = migrate_session(session(compact), "v1", migrating)

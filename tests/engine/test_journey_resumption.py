@@ -40,6 +40,7 @@ from engine.sessions.session import CollectedValue, Event, EventKind, EventSourc
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool
+from engine.versioning.pinning import end_dangling
 from tests.engine.pipeline_kit import (
     Harness,
     chain_journey,
@@ -274,6 +275,47 @@ def test_a_run_completed_through_a_forks_end_branch_is_not_offered_for_resumptio
     # left at the confirmation (the customer said "forget it" there): resumable
     left = ("ask_amount", "ask_destination", "confirm", None)
     assert exited_run(left, views) == ("ask_amount", "ask_destination", "confirm")
+
+
+def test_a_run_left_at_a_step_that_no_longer_exists_is_not_offered_for_resumption() -> None:
+    # The run stood at a step an edit has since removed when it was closed (the customer left
+    # after the edit, or the edit ended it): where it was left is gone, and whether that step
+    # could end the journey is not known. Offering an earlier step would be a guess.
+    journey = confirmed_transfer()[0]
+    views = build_node_views(journey)
+    gone = ("ask_amount", "ask_destination", "removed_step", None)
+    assert exited_run(gone, views) == ()
+    assert resume_run(gone, views) == gone
+    ctx = _context(journey, gone, gone[:2])
+    prompt = build_node_selection_prompt(
+        ctx, journey, views, gone, collected=ctx.session.collected_values(journey.id),
+        max_depth=4, explain=False,
+    )  # fmt: skip
+    assert _left_here_flags(prompt) == [] and "an earlier run was exited" not in prompt
+
+
+def test_a_run_ended_by_a_new_version_is_not_offered_for_resumption() -> None:
+    # A publish removed the step a run stood at ("the transfer we were in the middle of is no
+    # longer available"): the version check ends the run (end_dangling). Or it removed the step
+    # where a run had ended, while ending another journey. Neither run was left by the customer
+    # at a step this version has: neither is offered at an earlier step.
+    journey = confirmed_transfer()[0]
+    views = build_node_views(journey)
+    agent = AgentSnapshot(id="a", name="Agent", journeys=(journey,))
+
+    def after_publish(path: Path) -> Path:
+        session = SessionState(
+            id="s", agent_id="a", customer_id="c",
+            journey_paths={"transfer": path, "removed_journey": ("its_step",)},
+        )  # fmt: skip
+        cleaned, ended = end_dangling(session, agent)
+        assert "removed journey" in ended
+        return cleaned.journey_paths["transfer"]
+
+    cut = after_publish(("ask_amount", "ask_destination", "old_confirm"))
+    assert cut[-1] is None and exited_run(cut, views) == ()
+    done = after_publish(("ask_amount", "ask_destination", "old_confirm", None))
+    assert exited_run(done, views) == ()
 
 
 async def test_a_transfer_declined_through_the_fork_is_never_resumed() -> None:

@@ -419,7 +419,7 @@ async def test_completion_keeps_the_values_of_the_finished_run() -> None:
 
 async def test_a_tool_step_that_ran_may_be_passed_in_the_same_turn() -> None:
     def model(prompt: str) -> dict[str, Any]:
-        assert "TOOL STEP (get_balance) — its tools ran this turn" in prompt
+        assert "TOOL STEP (get_balance) — ran this turn on the current values" in prompt
         assert "get_balance" in prompt.split("## Context")[1]
         return step_answer("4", "5", "6")
 

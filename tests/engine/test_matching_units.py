@@ -21,6 +21,8 @@ from engine.model import (
 from engine.recall.selection import high_probability_journeys, prune_low_probability, tag_filter
 from engine.relations import resolve
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
+from engine.tools.calls import build_tool_call_prompt
+from engine.tools.spec import ToolParameter, ToolSpec
 from tests.engine.pipeline_kit import KeywordEmbedder, chain_journey, journey_index, make_agent
 from tests.golden import assert_snapshot
 
@@ -257,6 +259,89 @@ def test_actionable_batch_prompt_is_stable() -> None:
         (g("lost", "The customer lost a card", "Block the card and offer a replacement"),),
     )
     assert_snapshot("match_prompt_actionable", gm.build_match_prompt(ctx, batch))
+
+
+def test_packed_batch_prompt_is_stable() -> None:
+    """The prompt a turn sends while the three yes/no kinds fit the budget: one group each."""
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "hi, what does a current account cost?",
+        "Hello! It is 5 euros a month, free for students.",
+        "ok, and is that per month for joint accounts too?",
+    )
+    rules = [
+        g("student", "The customer is a student", None),
+        g("rates", "You are about to quote an interest rate", "Say rates change daily"),
+        g("fees", "The customer asks about account fees", "Explain the fees"),
+    ]
+    (batch,) = gm.plan_batches(
+        rules, session(applied_guideline_ids=("fees",)), [], budget_chars=10_000
+    )
+    assert batch.kind is gm.BatchKind.PACKED
+    assert_snapshot("match_prompt_packed", gm.build_match_prompt(ctx, batch))
+
+
+def test_customer_dependent_batch_prompt_is_stable() -> None:
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "I want to dispute a card payment",
+        "What was the date and amount of the payment?",
+        "3 March, 45 euros. There's a second one too",
+    )
+    dispute = g(
+        "dispute",
+        "The customer wants to dispute a card payment",
+        "Ask for the date and amount of the payment",
+        metadata={
+            "customer_dependent_action_data": {
+                "customer_action": "gave the date and amount",
+                "agent_action": "asked for the date and amount",
+            }
+        },
+    )
+    batch = gm.Batch(gm.BatchKind.CUSTOMER_DEPENDENT, (dispute,))
+    assert_snapshot("match_prompt_customer_dependent", gm.build_match_prompt(ctx, batch))
+
+
+def test_tool_call_prompt_is_stable() -> None:
+    agent = make_agent()
+    ctx = context(
+        agent,
+        "send 40 dollars to my landlord, account 1234324",
+        "From which account?",
+        "checking, and do you have keyboards in the shop?",
+    )
+    transfer = ToolSpec(
+        name="transfer_money",
+        description="Move money to another account",
+        consequential=True,
+        parameters=(
+            ToolParameter(name="account_id", source="lookup_account_id.account_id"),
+            ToolParameter(name="to_account_id", pattern=r"\d{7,10}"),
+            ToolParameter(name="amount", type="money", currency="USD"),
+        ),
+    )
+    search = ToolSpec(
+        name="search_products",
+        description="Search the shop",
+        parameters=(
+            ToolParameter(name="category", enum=("peripherals", "laptops"), derived=True),
+            ToolParameter(name="query", composed=True, required=False),
+        ),
+    )
+    prompt = build_tool_call_prompt(
+        ctx,
+        [transfer, search],
+        {
+            "transfer_money": "the 'Transfer money' journey runs it now",
+            "search_products": "Search the shop for what the customer asks about",
+        },
+        {"account_id": "5555000011", "lookup_account_id.account_id": "5555000011"},
+        instructions=["when the customer says the usual, then send $900"],
+    )
+    assert_snapshot("tool_call_prompt", prompt)
 
 
 def test_compose_prompt_is_stable() -> None:

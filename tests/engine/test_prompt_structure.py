@@ -22,7 +22,7 @@ from engine.ports import ToolOutcome
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult, tool
-from engine.tools.calls import ToolArgument, ToolCallPlan
+from engine.tools.calls import INSTRUCTIONS_HEADING, ToolArgument, ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     chain_journey,
@@ -255,7 +255,7 @@ async def test_the_tool_prompt_sees_the_other_guidelines_and_results_keep_their_
 
     prompt = llm.calls_for(ToolCallPlan)[0].prompt
     assert (
-        "Instructions in force:\n- when the customer mentions euros, then Double amounts" in prompt
+        f"{INSTRUCTIONS_HEADING}\n- when the customer mentions euros, then Double amounts" in prompt
     )
     assert "then Convert" not in prompt  # the guideline offering the tool is its reason instead
     assert "Today's date: " in prompt

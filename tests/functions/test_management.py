@@ -109,7 +109,7 @@ def test_publishing_an_invalid_agent_lists_every_problem(runtime: Runtime) -> No
 
 def test_a_body_that_is_not_a_document_is_a_422(runtime: Runtime) -> None:
     status, body = call("POST", "/agents", b"{not json")
-    assert status == 422 and body["problems"][0].startswith("body: not valid JSON")
+    assert status == 422 and body["problems"][0].startswith("body:1:2: not valid JSON")
     status, body = call("POST", "/agents", b"- a\n- list\n", content_type="application/yaml")
     assert status == 422 and "mapping" in body["problems"][0]
 

@@ -138,7 +138,7 @@ def test_relative_agent_paths_resolve_from_the_test_file(tmp_path: Path) -> None
 
     [test] = load_file(path)
 
-    assert test.agent == tmp_path / "suite" / ".." / "agent.yaml"
+    assert test.agent == tmp_path / "agent.yaml"  # normalised: messages name it as written
     assert test.name == "t" and test.source == path
 
 

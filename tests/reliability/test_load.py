@@ -13,8 +13,10 @@ Asserted for every session:
 - per-message mode: as many turns as messages;
 - every turn holding customer messages has exactly one agent reply, delivered exactly once, in
   turn order, naming the burst's last message (`in_reply_to`);
-- journey paths are consistent: each turn's recorded transition starts where the previous one
-  ended, the stored path equals the last one, and every step follows an edge of the journey;
+- journey paths are consistent: each recorded transition starts where the previous one ended
+  (at a turn's start, where the session stored it), the stored path is where the last one ended,
+  compacted as a session stores it, and every step the transitions took follows an edge of the
+  journey;
 - nothing is left on the turn queue or its dead-letter queue.
 
 The default run is small (10 sessions × 5 messages); `make soak` runs 100 × 10 in both modes.
@@ -39,6 +41,8 @@ import pytest
 from bench.blocks import read_block, update_block
 from bench.document import DOC as BENCHMARKS_DOC
 from bench.document import LOAD_BLOCK, LOAD_HEADING
+from engine.matching.journey_graph import Path as JourneyPath
+from engine.matching.journey_graph import compact_path
 from engine.model import AgentSnapshot, NodeKind
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from examples.banking import bank
@@ -303,39 +307,58 @@ def _turn_of(customer: list[Event], raw_event_id: str) -> str | None:
 def _check_journey_paths(
     served: ServedStack, agent: AgentSnapshot, state: SessionState, turns: list[str | None]
 ) -> None:
-    """Each recorded transition starts where the journey stood; the stored path is where the
-    last one ended; every step of every run follows an edge (or backtracks within the run)."""
-    where: dict[str, tuple[str | None, ...]] = {}
+    """Each recorded transition starts where the journey stood: where the turn's previous one
+    ended, or, at the turn's start, where the session stored it — the last transition's path
+    compacted (`compact_path`: a session stores the last run, each step's last two entries; a
+    turn extends the stored path and traces it whole). Within a turn a path only grows. The
+    stored path is where the last transition ended, compacted. Every step of every run the
+    transitions took follows an edge (or backtracks within the run)."""
+    stored: dict[str, JourneyPath] = {}
+    taken: dict[str, list[str | None]] = {}  # every entry the transitions appended, in order
     for turn_id in turns:
         trace = served.trace(state.id, turn_id or "")
         assert trace is not None, turn_id
+        where = dict(stored)
         for record in trace["journeys"]:
             journey = record["journey_id"]
-            assert tuple(record["previous_path"]) == where.get(journey, ()), (turn_id, record)
-            where[journey] = tuple(record["new_path"])
+            previous, new = tuple(record["previous_path"]), tuple(record["new_path"])
+            assert previous == where.get(journey, ()), (turn_id, record)
+            assert new[: len(previous)] == previous, (turn_id, record)
+            taken.setdefault(journey, []).extend(new[len(previous) :])
+            where[journey] = new
+        stored = {journey: compact_path(path) for journey, path in where.items()}
     assert {j: p for j, p in state.journey_paths.items() if p} == {
-        j: p for j, p in where.items() if p
+        j: p for j, p in stored.items() if p
     }
     for journey_id, path in state.journey_paths.items():
-        journey = agent.journey(journey_id)
-        nodes = {node.id: node for node in journey.nodes}
-        successors: dict[str, set[str | None]] = {}
-        for edge in journey.edges:
-            successors.setdefault(edge.source, set()).add(edge.target)
-        run: list[str] = []
-        for previous, node in zip((None, *path), path, strict=False):
-            if node is None:
-                assert previous is not None, f"{journey_id}: two ends in a row in {path}"
-                run = []
-                continue
-            assert node in nodes, f"{journey_id}: unknown step {node!r}"
-            if run:
-                assert node in successors.get(run[-1], set()) or node in run, (journey_id, path)
-            else:
-                assert node in successors.get(journey.root_id, set()) or node == journey.root_id
-            run.append(node)
+        nodes = {node.id: node for node in agent.journey(journey_id).nodes}
+        assert all(node is None or node in nodes for node in path), (journey_id, path)
         if path and path[-1] is not None:
             assert nodes[path[-1]].kind is not NodeKind.FORK, f"{journey_id} stopped on a fork"
+    for journey_id, entries in taken.items():
+        _check_runs_follow_edges(agent, journey_id, entries)
+
+
+def _check_runs_follow_edges(
+    agent: AgentSnapshot, journey_id: str, entries: Sequence[str | None]
+) -> None:
+    journey = agent.journey(journey_id)
+    nodes = {node.id: node for node in journey.nodes}
+    successors: dict[str, set[str | None]] = {}
+    for edge in journey.edges:
+        successors.setdefault(edge.source, set()).add(edge.target)
+    run: list[str] = []
+    for previous, node in zip((None, *entries), entries, strict=False):
+        if node is None:
+            assert previous is not None, f"{journey_id}: two ends in a row in {entries}"
+            run = []
+            continue
+        assert node in nodes, f"{journey_id}: unknown step {node!r}"
+        if run:
+            assert node in successors.get(run[-1], set()) or node in run, (journey_id, entries)
+        else:
+            assert node in successors.get(journey.root_id, set()) or node == journey.root_id
+        run.append(node)
 
 
 # -- the runs -----------------------------------------------------------------------------------

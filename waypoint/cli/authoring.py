@@ -10,26 +10,60 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from waypoint.agent_source import AgentSource
-from waypoint.cli.options import AgentRequired, ToolsOption, _load
-from waypoint.cli.program import console
+from waypoint.agent_source import AgentSource, CliProblem
+from waypoint.cli.options import AGENT_HELP, AgentRequired, ToolsOption
+from waypoint.cli.program import console, tell
 from waypoint.graph_command import GraphFormat
 
 
-def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
+def validate(
+    path: Annotated[
+        str | None,
+        typer.Argument(
+            help=f"{AGENT_HELP}; default: the project's agent here (agent.yaml, or the agents "
+            "its conversation tests name)",
+            show_default=False,
+        ),
+    ] = None,
+    tools: ToolsOption = None,
+) -> None:
     """Check an agent definition and report every problem, each naming what to fix, then any
     warnings (allowed, but probably not meant: a reply in another language than the customer's).
 
-    With --tools, every tool the agent names is checked against the module's @tool registry
-    (and tools named only take their declaration from it)."""
+    Every tool the agent names is checked against its tools module's @tool registry (and tools
+    named only take their declaration from it): --tools, else the tools.py beside the agent
+    file. Without AGENT, the project in the working directory: its agent file with its tools,
+    else the agents (and tools) its conversation tests name, as `waypoint test` runs them."""
+    from waypoint.project import project_agents
+
+    if path is not None:
+        _validate(AgentSource(path, tools))
+        return
+    sources = project_agents(Path.cwd())
+    if tools is not None:
+        sources = [AgentSource(s.spec, tools) for s in sources]
+    failed = 0
+    for source in sources:  # each agent told, the first failure's exit code kept
+        try:
+            _validate(source)
+        except CliProblem as exc:
+            failed = failed or exc.code
+            tell(exc)
+    if failed:
+        raise typer.Exit(failed)
+
+
+def _validate(source: AgentSource) -> None:
     from engine.validation.agent import warnings
 
-    agent, _ = _load(path, tools)
+    agent, tools_module = source.load()
     nodes = sum(len(j.nodes) for j in agent.journeys)
+    registry = f" (@tool registry: {tools_module})" if tools_module else ""
     console.print(
-        f"[green]✓ {escape(path)}[/green]: agent {agent.id!r} version {agent.version} — "
-        f"{len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys ({nodes} steps), "
-        f"{len(agent.tools)} tools, {len(agent.canned_responses)} canned responses"
+        f"[green]✓ {escape(source.describe())}[/green]: agent {agent.id!r} version "
+        f"{agent.version} — {len(agent.guidelines)} guidelines, {len(agent.journeys)} journeys "
+        f"({nodes} steps), {len(agent.tools)} tools{escape(registry)}, "
+        f"{len(agent.canned_responses)} canned responses"
     )
     found = warnings(agent)
     if found:  # allowed, so the agent is valid; each says what a customer would get instead
@@ -100,9 +134,9 @@ def init(
         console.print(f"  {escape(relative.as_posix())}", highlight=False)
     console.print(
         f"\nNext:\n  cd {escape(str(project.directory))}\n"
-        "  waypoint validate agent.yaml --tools tools\n"
+        "  waypoint validate\n"
         "  waypoint test\n"
-        "  waypoint chat agent.yaml --tools tools\n"
+        "  waypoint chat agent.yaml\n"
         "Deploying: see README.md there (sam build && sam deploy --guided).",
         highlight=False,
     )

@@ -15,6 +15,9 @@ from typer.core import TyperGroup
 from waypoint.agent_source import AgentProblems, CliProblem, failure_summary
 
 console = Console()
+# Piped or redirected, a line stays one line (rich would wrap it at 80 columns): pasted export
+# lines, grep and logs get what was printed. A terminal wraps long lines itself.
+console.soft_wrap = not console.is_terminal
 DEBUG_ENV = "WAYPOINT_DEBUG"
 
 
@@ -55,6 +58,12 @@ def _told(exc: Exception) -> typer.Exit:
     return typer.Exit(1)
 
 
+def tell(exc: CliProblem) -> None:
+    """Print a problem the way a failing command tells it, without exiting (a command that
+    goes on to its next item)."""
+    _told(exc)
+
+
 def _debugging() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
@@ -81,6 +90,9 @@ def _options(
 def _print_problems(exc: AgentProblems) -> None:
     console.print(f"[red]✗ {escape(str(exc))}[/red]")
     for problem in exc.problems:
-        # Paths like `guidelines[greet]` are not terminal markup: print them as written.
-        console.print(f"  • {escape(problem)}")
+        # Paths like `guidelines[greet]` are not terminal markup: print them as written. A
+        # problem may quote its line with a caret under the spot (document_syntax): indented
+        # under the bullet and never wrapped, or the caret would point elsewhere.
+        shown = escape(problem).replace("\n", "\n    ")
+        console.print(f"  • {shown}", soft_wrap=True, highlight=False)
     console.print("Fix them and run [bold]waypoint validate[/bold] again.")

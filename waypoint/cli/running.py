@@ -6,7 +6,6 @@ import logging
 import os
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from waypoint.agent_source import AgentSource
+from waypoint.agent_source import AgentSource, CliProblem
 from waypoint.cli.options import (
     AgentPath,
     LLMChoice,
@@ -25,6 +24,7 @@ from waypoint.cli.options import (
     _step,
 )
 from waypoint.cli.program import _debugging, console
+from waypoint.served_state import ServedSecrets, remember_aws_port, served_secrets
 
 DEFAULT_DATA_DIR = Path(".waypoint")
 # What `serve` and `studio` share: where the local stack listens and where it keeps its data.
@@ -138,53 +138,6 @@ def chat(
             session.close()
 
 
-SECRETS_FILE = "secrets.json"
-
-
-# Each credential's name in the file, its environment variable, and how a new one is made.
-_SERVED_SECRETS = (
-    ("management_api_key", "WAYPOINT_MANAGEMENT_API_KEY", secrets.token_urlsafe, 24),
-    ("generic_secret", "WAYPOINT_GENERIC_SECRET", secrets.token_urlsafe, 24),
-    ("secret_digest_key", "WAYPOINT_SECRET_DIGEST_KEY", secrets.token_hex, 32),
-)
-
-
-@dataclass(frozen=True)
-class ServedSecrets:
-    """The local stack's credentials, kept across restarts of `waypoint serve`."""
-
-    management_api_key: str
-    generic_secret: str
-    secret_digest_key: str  # engine.privacy.digests: a new one forgets what sessions kept
-
-
-def _served_secrets(data: Path | None) -> ServedSecrets:
-    """The management API key, the generic channel secret and the secret-digest key: from the
-    environment, else kept in the data directory (a restart must not invalidate the front
-    end's configuration, nor the digests the sessions keep), else new."""
-    import json
-
-    stored: dict[str, str] = {}
-    path = data / SECRETS_FILE if data is not None else None
-    if path is not None and path.exists():
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    chosen = {
-        name: os.environ.get(env) or stored.get(name) or make(size)
-        for name, env, make, size in _SERVED_SECRETS
-    }
-    if path is not None and any(name not in stored for name in chosen):
-        # Readable by this user only: these are credentials of the local stack. A file from
-        # before a credential existed gets it added; what it held stays.
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the stack's data: 0700
-        partial = path.with_name(path.name + ".new")
-        partial.unlink(missing_ok=True)
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as f:
-            json.dump({**chosen, **stored}, f)
-        os.replace(partial, path)
-    return ServedSecrets(**chosen)
-
-
 def serve(
     path: AgentPath = None,
     tools: ToolsOption = None,
@@ -243,23 +196,49 @@ def studio(
 
 
 def _local_server(
-    agent: Any, tools_module: str | None, host: str, port: int, served: ServedSecrets,
-    data_dir: Path | None,
+    agent: Any, tools_module: str | None, host: str, http_socket: Any, served: ServedSecrets,
+    aws_port: int, data_dir: Path | None,
 ) -> Any:  # fmt: skip
-    """The LocalServer `serve` and `studio` run (not started)."""
+    """The LocalServer `serve` and `studio` run (not started), on the bound `http_socket`."""
     from waypoint.local_server import LocalServer
 
     return LocalServer(
         agent,
         tools_module=tools_module,
         host=host,
-        port=port,
+        http_socket=http_socket,
         management_api_key=served.management_api_key,
         generic_secret=served.generic_secret,
         secret_digest_key=served.secret_digest_key,
+        aws_port=aws_port,
+        aws_credentials=served.aws_credentials,
         data_dir=data_dir,
         log_line=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
     )
+
+
+def _bind(host: str, port: int) -> Any:
+    """The HTTP port, bound before anything starts or is written (no `.waypoint/` is left by a
+    start that could not listen)."""
+    from waypoint.local_server import PortInUse, listening_socket
+
+    try:
+        return listening_socket(host, port)
+    except PortInUse:
+        raise CliProblem(
+            f"port {port} on {host} is in use (another waypoint serve?): stop it, or choose "
+            "another port with --port N (--port 0 takes any free one)"
+        ) from None
+    except OSError as exc:
+        raise CliProblem(f"cannot listen on {host}:{port}: {exc.strerror}; check --host") from None
+
+
+def _aws_port(served: ServedSecrets) -> int:
+    """The local AWS endpoint's port of the last start when it is free now, else any."""
+    from waypoint.local_server import port_is_free
+
+    kept = served.aws_port
+    return kept if kept and port_is_free("127.0.0.1", kept) else 0
 
 
 def _serve(
@@ -280,15 +259,21 @@ def _serve(
         console.print("[red]--data and --ephemeral exclude each other: choose one.[/red]")
         raise typer.Exit(2)
     data_dir = None if ephemeral else (data or DEFAULT_DATA_DIR)
-    agent, tools_module = _load(path, tools)
-    model = _choose_llm(llm)
-    served = _served_secrets(data_dir)
-    key, generic = served.management_api_key, served.generic_secret
+    http_socket = _bind(host, port)  # first: a busy port fails at once, nothing written
     try:
-        server = _local_server(agent, tools_module, host, port, served, data_dir)
+        agent, tools_module = _load(path, tools)
+        model = _choose_llm(llm)
+        served = served_secrets(data_dir)
+        aws_port = _aws_port(served)
+        server = _local_server(agent, tools_module, host, http_socket, served, aws_port, data_dir)
     except InvalidCorsOrigins as exc:
+        http_socket.close()
         console.print(f"[red]✗ {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
+    except BaseException:
+        http_socket.close()
+        raise
+    key, generic = served.management_api_key, served.generic_secret
     try:
         server.start()
     except LocalStateError as exc:
@@ -296,6 +281,9 @@ def _serve(
         console.print(f"[red]✗ {exc}[/red]")
         raise typer.Exit(2) from None
     try:
+        endpoint_port = int(server.stack.endpoint_url.rsplit(":", 1)[1])
+        if data_dir is not None:
+            remember_aws_port(data_dir, endpoint_port)
         console.print(Panel.fit(f"Waypoint serving agent {agent.id!r} — {model}", style="bold"))
         console.print(f"webhooks        {server.base_url}/webhooks/{{channel}}")
         console.print(f"management API  {server.base_url}/api   (header X-Api-Key: {key})")
@@ -313,9 +301,22 @@ def _serve(
         else:
             how = "restored from" if server.stack.restored else "new, kept in"
             console.print(f"state           {how} {data_dir}")
-        console.print("\nTo publish another agent to this stack from another shell:")
+        if served.aws_port and served.aws_port != endpoint_port:
+            console.print(
+                f"! the local AWS endpoint moved: port {served.aws_port} is in use; export the "
+                "lines below again",
+                style="yellow", markup=False, soft_wrap=True,
+            )  # fmt: skip
+        console.print(
+            "\nTo publish another agent to this stack from another shell (the same lines after "
+            "a restart):" if data_dir is not None else
+            "\nTo publish another agent to this stack from another shell (new ones at each start "
+            "with --ephemeral):",
+            soft_wrap=True,
+        )  # fmt: skip
         for name, value in server.client_env().items():
-            console.print(f"  export {name}={value}")
+            # One line each, whatever the width: a wrapped line pastes as two commands.
+            console.print(f"  export {name}={value}", markup=False, highlight=False, soft_wrap=True)
         console.print(
             "  waypoint publish path/to/agent.yaml\n\nCtrl-C to stop. Requests and turns:"
         )

@@ -25,21 +25,21 @@ def test_command(
 ) -> None:
     """Run conversation tests: scripted turns against your agent, expectations checked per turn
     (docs/conversation-tests.md). Exit code 1 when a test fails, 2 when none can run."""
-    from infra.conversation_report import Totals, render_outcome, render_summary, write_junit
+    from infra.conversation_report import Totals, render_outcomes, render_summary, write_junit
     from infra.conversation_tests import InvalidConversationTest, collect_tests, run_tests
 
     console.print(f"[dim]model: {_choose_llm(llm)}[/dim]")
     try:
         tests = collect_tests(path)
     except InvalidConversationTest as exc:
-        console.print(f"✗ {exc}", style="red", markup=False, highlight=False)
+        console.print(f"✗ {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     if not tests:
         console.print(f"[red]✗ no conversation tests (*.conv.yaml) under {path}[/red]")
         raise typer.Exit(2)
     outcomes = run_tests(tests, repeat=repeat)
-    for outcome in outcomes:
-        console.print(render_outcome(outcome), markup=False, highlight=False, soft_wrap=True)
+    for lines in render_outcomes(outcomes):  # an invalid agent's problems once, not per test
+        console.print(lines, markup=False, highlight=False, soft_wrap=True)
     totals = Totals.of(outcomes)
     console.print(render_summary(totals, repeat), markup=False, highlight=False, soft_wrap=True)
     if junit_xml is not None:

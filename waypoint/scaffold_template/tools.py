@@ -1,5 +1,5 @@
 """__PROJECT__'s tools. Each `@tool` function is one tool the agent may call; `registry` is what
-Waypoint loads (`--tools tools` locally, the ToolsModule parameter in template.yaml).
+Waypoint loads (found beside agent.yaml locally, the ToolsModule parameter in template.yaml).
 
 The shop here is an in-memory stand-in: replace it with calls to your own systems. A tool returns
 `ToolResult(data=...)` for the model, or `ToolResult(error=...)` when it could not do its job (the
