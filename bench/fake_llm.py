@@ -8,6 +8,7 @@ and known values, the numbered instructions — and never by peeking at engine i
     JourneyNodeSelection                                                 (journey steps)
     ToolCallPlan                                                         (tool arguments)
     ComposedReply, CannedChoice                                          (the reply)
+    SecretsSaid                                                          (secrets typed ahead)
 
 Latency: every call sleeps `per_call_ms` (+ `per_completion_token_ms` per output token) with
 `asyncio.sleep`, so calls the engine gathers concurrently overlap exactly as real requests would.
@@ -349,6 +350,22 @@ def answer_canned(prompt: str) -> dict[str, Any]:
     return {"template": None, "message": answer_compose(prompt)["message"], "applied": applied}
 
 
+# --------------------------------------------------------------------------------------------------
+# Secrets typed ahead
+
+_SECRET_FIELD = re.compile(r"^- (\w+) \(\w+\): ", re.M)
+
+
+def answer_secrets(prompt: str) -> dict[str, Any]:
+    """A value named for a listed secret field in the customer's lines ("password is …")."""
+    customer = [line for line in prompt.splitlines() if line.startswith("Customer: ")]
+    values = []
+    for name in _SECRET_FIELD.findall(prompt.rsplit("Secret fields:", 1)[-1]):
+        cue = re.compile(rf"\b{re.escape(name)}\s*(?:is|:|=)\s*(\S+)", re.I)
+        values += [{"name": name, "value": v} for line in customer for v in cue.findall(line)]
+    return {"values": values}
+
+
 ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "GuidelineMatchBatch": answer_match,
     "CustomerDependentBatch": answer_customer_dependent,
@@ -357,4 +374,5 @@ ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "ToolCallPlan": answer_tool_plan,
     "ComposedReply": answer_compose,
     "CannedChoice": answer_canned,
+    "SecretsSaid": answer_secrets,
 }

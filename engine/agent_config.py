@@ -36,6 +36,8 @@ class LLMPurpose(StrEnum):
     SELECT_JOURNEY_NODE = "select_journey_node"
     CALL_TOOLS = "call_tools"
     COMPOSE = "compose"
+    # A secret typed ahead of the step that asks for it (`engine.matching.secret_reading`)
+    READ_SECRETS = "read_secrets"
 
 
 class TurnBudget(BaseModel):

@@ -112,13 +112,17 @@ class TurnLLM:
         return self._calls_started
 
     def can_afford(self, prompt: str, purpose: LLMPurpose) -> bool:
-        """Whether a call of this size fits the budget (one call stays reserved for composing)."""
+        """Whether a call of this size fits the budget (one call stays reserved for composing).
+        Composing the reply, and reading the customer's words for secrets typed ahead (the first
+        call of its round), run whatever their prompt costs: a message long enough to exhaust
+        the tokens must not leave a password in it unread."""
         budget = self._config.budget
         reserve = 0 if purpose is LLMPurpose.COMPOSE else 1
         if self._calls_started + 1 + reserve > budget.max_llm_calls:
             return False
         tokens = self._prompt_tokens_reserved + estimate_tokens(prompt)
-        return purpose is LLMPurpose.COMPOSE or tokens <= budget.max_prompt_tokens
+        unbounded = purpose in (LLMPurpose.COMPOSE, LLMPurpose.READ_SECRETS)
+        return unbounded or tokens <= budget.max_prompt_tokens
 
     async def generate(
         self, purpose: LLMPurpose, prompt: str, schema: type[T], *, label: str = ""

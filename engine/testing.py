@@ -40,6 +40,7 @@ class ScriptedLLM:
 
     def __init__(self) -> None:
         self._handlers: dict[str, list[Handler]] = {}
+        self._otherwise: dict[str, Handler] = {}
         self.calls: list[RecordedCall] = []
 
     def on(self, schema: type[BaseModel] | str, *handlers: Handler | Answer) -> ScriptedLLM:
@@ -49,6 +50,17 @@ class ScriptedLLM:
             queue.append(h if callable(h) and not isinstance(h, BaseModel) else _constant(h))
         return self
 
+    def otherwise(self, schema: type[BaseModel] | str, answer: Handler | Answer) -> ScriptedLLM:
+        """Answer `schema` with `answer` whenever the test scripts nothing for it (`on`): a call
+        the test does not pin, such as the secret reading of an agent that declares a secret
+        (`SecretsSaid`, answered `{"values": []}`), without failing it."""
+        name = schema if isinstance(schema, str) else schema.__name__
+        if callable(answer) and not isinstance(answer, BaseModel):
+            self._otherwise[name] = answer
+        else:
+            self._otherwise[name] = _constant(answer)
+        return self
+
     def calls_for(self, schema: type[BaseModel] | str) -> list[RecordedCall]:
         name = schema if isinstance(schema, str) else schema.__name__
         return [c for c in self.calls if c.schema_name == name]
@@ -56,9 +68,13 @@ class ScriptedLLM:
     async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]:
         self.calls.append(RecordedCall(prompt, schema, model))
         queue = self._handlers.get(schema.__name__)
-        if not queue:
+        fallback = self._otherwise.get(schema.__name__)
+        if queue:
+            handler = queue[0] if len(queue) == 1 else queue.pop(0)
+        elif fallback is not None:
+            handler = fallback
+        else:
             raise AssertionError(f"ScriptedLLM: unexpected call for schema {schema.__name__}")
-        handler = queue[0] if len(queue) == 1 else queue.pop(0)
         answer = handler(prompt)
         if isinstance(answer, Exception):
             raise answer

@@ -49,7 +49,12 @@ from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
 from engine.stages.retry_offers import read_retry_answer
 from engine.stages.secret_echoes import with_secret_digests
-from engine.stages.secret_masking import mask_events, masked_trace
+from engine.stages.secret_masking import (
+    earlier_trace_masking,
+    mask_events,
+    masked_trace,
+    turns_quoting_masked_events,
+)
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -75,9 +80,11 @@ class TurnOutput:
     replayed: bool = False  # the messages were already answered; nothing new was computed
     # earlier events rewritten with a secret this turn recognised masked (same offsets)
     masked_events: Sequence[Event] = ()
-    # This turn's secret masking, for the stored traces of the turns whose events it masked
-    # (their prompts quote what the customer typed). Memory only, like the secrets it holds.
+    # This turn's secret masking, for the stored traces of `masked_turns`: the turn of the
+    # earliest event it masked and every turn since (their prompts quote what the customer
+    # typed). Memory only, like the secrets it holds.
     scrub_earlier: Callable[[Any], Any] | None = None
+    masked_turns: Sequence[str] = ()
     # Messages not answered because their sender was erased after writing them (`engine.privacy.erasure`)
     dropped: int = 0
 
@@ -258,12 +265,13 @@ class TurnEngine:
     async def _masked_traces(
         self, session_id: str, turn_id: str, output: TurnOutput
     ) -> dict[str, dict[str, Any]]:
-        """The traces of earlier turns whose events this turn masked, masked the same way: a
-        secret typed before the turn that asked for it is in that turn's recorded prompts."""
+        """The traces of the earlier turns that may quote an event this turn masked, masked the
+        same way: a secret typed before the turn that asked for it is in the recorded prompts
+        of the turn it was typed in and of every turn since."""
         if output.scrub_earlier is None:
             return {}
         masked: dict[str, dict[str, Any]] = {}
-        for earlier in sorted({e.turn_id for e in output.masked_events if e.turn_id} - {turn_id}):
+        for earlier in output.masked_turns:
             trace = await self.sessions.trace(session_id, earlier)
             if trace is not None:
                 masked[earlier] = output.scrub_earlier(trace)
@@ -372,7 +380,8 @@ def _output(state: TurnState, new_state: SessionState, reply: Event | None) -> T
         reply,
         masked_trace(state),
         masked_events=tuple(state.masked_earlier_events.values()),
-        scrub_earlier=state.secrets.scrub if state.masked_earlier_events else None,
+        scrub_earlier=earlier_trace_masking(state),
+        masked_turns=turns_quoting_masked_events(state),
     )
 
 

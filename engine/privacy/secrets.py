@@ -11,13 +11,14 @@ Within one turn the clear value lives in memory only (`TurnSecrets`): it fills t
 argument and grounds it against the customer's message. Everything the turn writes — events
 (the customer's own message where it was typed included), collected values, the pending
 confirmation, the trace — is masked: by name where a structure names the value, and by value in
-any text, since the customer typed it inside a sentence and a model may echo it.
+any text, since the customer typed it inside a sentence and a model may echo it. Only text is
+masked, never the engine's ids (`engine.privacy.text_fields`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine.model import AgentSnapshot
@@ -29,35 +30,6 @@ MASK = "•••"
 # A secret shorter than this is masked only where its name says so, never inside free text:
 # masking every "7" or "ab" of a conversation would destroy it and protect little.
 MIN_MASKED_CHARS = 3
-
-# Masking touches text only. Under these keys the engine keeps ids — of events, senders, calls,
-# turns, sessions, journeys — and names it routes by: never masked, never searched for a secret
-# (a masked event id answers a message twice; a masked sender loses their login and reply).
-IDENTITY_KEYS = frozenset(
-    {
-        "id",
-        "sender",
-        "by",
-        "choice",
-        "channel_event_id",
-        "call_id",
-        "ticket_id",
-        "source_id",
-        "turn_id",
-        "session_id",
-        "agent_id",
-        "customer_id",
-        "guideline_id",
-        "journey_id",
-        "node_id",
-        "reply_to",
-        "tool",
-        "status",
-        "mode",
-        "agent_version",
-        "published_version",
-    }
-)
 
 
 def declared_secret_names(agent: AgentSnapshot) -> frozenset[str]:
@@ -74,12 +46,21 @@ def declared_secret_names(agent: AgentSnapshot) -> frozenset[str]:
 
 
 class TurnSecrets:
-    """The secret names of an agent and the secret values seen in this turn (memory only)."""
+    """The secret names of an agent and the secret values seen in this turn (memory only).
 
-    def __init__(self, names: Iterable[str]) -> None:
+    `plain`: the values the session holds in clear for fields that are not secret (the
+    username). A secret value equal to one of them — the username typed again at the password
+    step, and read as the password — is masked where it was given as the secret, in this turn,
+    but never where it was given as the plain value (`beyond_plain`), and the session keeps no
+    digest of it: the customer can still give their username."""
+
+    def __init__(self, names: Iterable[str], *, plain: Iterable[Any] = ()) -> None:
         self.names = frozenset(names)
+        self._plain = frozenset(str(v).strip().casefold() for v in plain)
         self._values: set[str] = set()
+        self._suspected: set[str] = set()  # masked this turn, but no known secret
         self._pattern: re.Pattern[str] | None = None
+        self._beyond_plain: TurnSecrets | None = None
 
     def is_secret(self, name: str) -> bool:
         return name in self.names
@@ -94,22 +75,45 @@ class TurnSecrets:
 
     @property
     def values(self) -> frozenset[str]:
-        """The secret values of this turn, in clear: memory only (the session keeps their
-        keyed digests, `engine.privacy.digests`)."""
-        return frozenset(self._values)
+        """The known secret values of this turn, in clear: memory only (the session keeps their
+        keyed digests, `engine.privacy.digests`). Not those only suspected (`remember`), nor
+        those a plain field holds in clear (the class's docstring)."""
+        return frozenset(
+            v for v in self._values - self._suspected if v.casefold() not in self._plain
+        )
 
-    def remember(self, value: Any) -> None:
-        """A secret value of this turn: it will be masked wherever it appears in text."""
+    def beyond_plain(self) -> TurnSecrets:
+        """These secrets without the values a plain field of the session holds in clear: how
+        they mask what was written before this turn (a value equal to the username was given
+        there as the username) and the plain fields' own values."""
+        if self._beyond_plain is None:
+            other = TurnSecrets(self.names)
+            for value in self._values:
+                if value.casefold() not in self._plain:
+                    other.remember(value, known=value not in self._suspected)
+            self._beyond_plain = other
+        return self._beyond_plain
+
+    def remember(self, value: Any, *, known: bool = True) -> None:
+        """A secret value of this turn: it will be masked wherever it appears in text.
+
+        `known=False`: a value that may be a secret but was given for no secret field (a value
+        taken from an answer to a password question that held no recognised secret). It is
+        masked in this turn all the same, but it is no known secret: the session keeps no
+        digest of it, so it is not masked when typed again in a later turn."""
         text = str(value).strip() if value is not None else ""
-        if len(text) >= MIN_MASKED_CHARS and text not in self._values:
+        if len(text) < MIN_MASKED_CHARS:
+            return
+        if known:
+            if text in self._suspected:
+                self._suspected.discard(text)
+                self._beyond_plain = None
+        elif text not in self._values:
+            self._suspected.add(text)
+        if text not in self._values:
             self._values.add(text)
-            # Longest first, so that a secret containing another is masked whole.
-            alternatives = "|".join(
-                re.escape(v) for v in sorted(self._values, key=len, reverse=True)
-            )
-            # Not inside a longer word or number: "monkey" is masked in "pw: monkey", not the
-            # customer's own "monkeys"; case is ignored, a model may have changed it.
-            self._pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
+            self._pattern = _pattern_of(self._values)
+            self._beyond_plain = None
 
     def mask_named(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """`values` with the value of every secret name masked (the others unchanged)."""
@@ -131,31 +135,35 @@ class TurnSecrets:
         return self._pattern.sub(MASK, text)
 
     def scrub(self, value: Any) -> Any:
-        """Any JSON-like value (dicts, lists, strings) with the secrets of this turn masked, in
-        values and by name (a dict key that is a secret name has its value masked); ids are
-        left as they are (`IDENTITY_KEYS`)."""
+        """A structure a tool or a model wrote (a result, arguments, collected values, a parsed
+        answer: dicts, lists, strings) with the secrets of this turn masked, in values and by
+        name (a dict key that is a secret name has its value masked). Never the engine's own
+        records: an event or a trace is masked by its text fields (`engine.privacy.text_fields`)."""
         if isinstance(value, str):
             return self.scrub_text(value)
         if isinstance(value, Mapping):
-            return {k: self._scrub_item(k, v) for k, v in value.items()}
+            return {
+                k: MASK if isinstance(k, str) and self.is_secret(k) else self.scrub(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return type(value)(self.scrub(v) for v in value)
         return value
 
-    def _scrub_item(self, key: Any, value: Any) -> Any:
-        if isinstance(key, str) and self.is_secret(key):
-            return MASK
-        return value if key in IDENTITY_KEYS else self.scrub(value)
+
+def typed_in(value: Any, texts: Iterable[str]) -> bool:
+    """Whether `value` stands in one of `texts` where masking it would find it (on its own,
+    case ignored, at least `MIN_MASKED_CHARS` long): whether the customer typed it there."""
+    text = str(value).strip() if value is not None else ""
+    if len(text) < MIN_MASKED_CHARS:
+        return False
+    pattern = _pattern_of({text})
+    return any(pattern.search(t) for t in texts if t)
 
 
-def texts_in(value: Any) -> Iterator[str]:
-    """Every text of a JSON-like value but its ids (`IDENTITY_KEYS`): what may quote a secret."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if key not in IDENTITY_KEYS:
-                yield from texts_in(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from texts_in(item)
+def _pattern_of(values: Iterable[str]) -> re.Pattern[str]:
+    # Longest first, so that a secret containing another is masked whole.
+    alternatives = "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+    # Not inside a longer word or number: "monkey" is masked in "pw: monkey", not the
+    # customer's own "monkeys"; case is ignored, a model may have changed it.
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)

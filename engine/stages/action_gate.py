@@ -21,6 +21,7 @@ from engine.matching.projection import is_journey_projection
 from engine.privacy.secrets import MASK
 from engine.sessions.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
+from engine.stages.secret_masking import remember_typed
 from engine.stages.state import TurnState
 from engine.tools.calls import missing_argument_question, validate_arguments
 from engine.tools.spec import ToolSpec
@@ -147,9 +148,10 @@ def clear_call(
         detail = str(exc)
         for name in secret:
             if raw_arguments.get(name) not in (None, ""):
-                # Not a valid value, but the customer's try at the secret all the same: masked
-                # in the message they typed it in, and in the error that quotes it.
-                state.secrets.remember(raw_arguments[name])
+                # Not a valid value, but the customer's try at the secret all the same (if
+                # they typed it): masked in the message they typed it in; the error quoting
+                # it is masked below whatever it is.
+                remember_typed(state, raw_arguments[name])
                 detail = detail.replace(str(raw_arguments[name]), MASK)
         state.questions.append(f"The details for {spec.name} were not valid ({detail}); ask again.")
         trace_tool(state, spec.name, raw_arguments, "invalid_arguments", detail)

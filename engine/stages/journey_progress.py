@@ -19,6 +19,7 @@ from engine.model import Journey
 from engine.privacy.secrets import MASK
 from engine.sessions.history import upsert_collected
 from engine.sessions.session import CollectedValue
+from engine.stages.secret_masking import remember_typed
 from engine.stages.state import TurnState
 from engine.trace import JourneyTransitionRecord
 from engine.values.binding import Binding
@@ -55,14 +56,15 @@ async def select_step(
 
 
 def remember_reported_secrets(state: TurnState, result: JourneyStepResult) -> None:
-    """Every value the model reported for a secret field is this turn's secret, kept or not: one
-    refused by the field's bounds or ignored for a step ahead is still what the customer typed,
-    and the trace's note on it and their message quote it. (Names match in any case, as the
-    fields they fill do.)"""
+    """Every value the model reported for a secret field that the customer typed is this turn's
+    secret, kept or not: one refused by the field's bounds or ignored for a step ahead is still
+    what the customer typed, and the trace's note on it and their message quote it. A value
+    they never typed is no secret (`remember_typed`). (Names match in any case, as the fields
+    they fill do.)"""
     folded = {name.casefold() for name in state.secrets.names}
     for item in result.reported:
         if item.name.strip().casefold() in folded:
-            state.secrets.remember(item.value)
+            remember_typed(state, item.value)
 
 
 def apply_step(

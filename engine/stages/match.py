@@ -2,8 +2,10 @@
 
 Round 1 matches the recalled guidelines in batches while every active journey — and every
 journey predicted to start — selects its next step (a prediction is used only if the journey's
-condition matches). Writes `state.matches`, `state.clarifications`,
-`state.completed_customer_dependent` and the match records of the trace.
+condition matches), and the customer's words are read for secrets typed ahead of their step
+(`engine.stages.secrets_ahead`). Writes `state.matches`, `state.clarifications`,
+`state.completed_customer_dependent`, `state.secrets_typed_ahead` and the match records of the
+trace.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from engine.matching.journeys import JourneyStepResult
 from engine.model import Guideline
 from engine.stages.journey_progress import first_runnable, select_step
 from engine.stages.recall import Recalled
+from engine.stages.secrets_ahead import read_secrets_ahead
 from engine.stages.state import TurnState
 from engine.trace import MatchRecord
 
@@ -26,7 +29,8 @@ StepResults = dict[str, JourneyStepResult | None]
 
 async def match_round(state: TurnState, ctx: TurnContext, recalled: Recalled) -> StepResults:
     """Round 1: matching batches ∥ node selection of active journeys ∥ speculative entry of
-    predicted journeys. Returns the node selections by journey id."""
+    predicted journeys ∥ reading the messages for secrets typed ahead. Returns the node
+    selections by journey id."""
     state.llm.round = 1
     predicted = [
         j
@@ -38,7 +42,9 @@ async def match_round(state: TurnState, ctx: TurnContext, recalled: Recalled) ->
         *predicted,
         *_waiting_if_activated(state, recalled, [*recalled.active_before, *predicted]),
     )
-    outcome, selections = await asyncio.gather(
+    # The secret reading first: it starts before the others take the turn's budget.
+    _, outcome, selections = await asyncio.gather(
+        read_secrets_ahead(state, ctx),
         match_guidelines(state, ctx, recalled.to_match),
         asyncio.gather(*[select_step(state, ctx, state.agent.journey(j)) for j in selecting]),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from engine.privacy.digests import echoes_in, remembered, session_key
-from engine.privacy.secrets import texts_in
+from engine.privacy.text_fields import CONTENT, EVENT_DATA, TRACE_BUT_PROMPTS, texts_of
 from engine.sessions.session import SecretDigests, SessionState
 from engine.stages.state import TurnState
 
@@ -38,19 +38,17 @@ def _texts_to_store(state: TurnState) -> Iterator[str]:
     for event in state.events:
         if event.text:
             yield event.text
-        yield from texts_in(event.data)
+        yield from texts_of(event.data, EVENT_DATA)
     for collected in state.collected:
         if collected.turn_id == state.turn_id and isinstance(collected.value, str):
             yield collected.value
     pending = state.pending_confirmation
     if pending is not None:
         yield pending.summary
-        yield from texts_in(pending.arguments)
+        yield from texts_of(pending.arguments, CONTENT)
     # The trace but its prompts: a prompt quotes only what is above, and a turn that handled a
     # secret keeps none (`masked_trace`).
-    yield from texts_in(
-        state.trace.model_dump(mode="json", exclude={"llm_calls": {"__all__": {"prompt"}}})
-    )
+    yield from texts_of(state.trace.model_dump(mode="json"), TRACE_BUT_PROMPTS)
 
 
 def _bare(echo: str) -> str:

@@ -12,10 +12,12 @@ where they are built.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-from engine.privacy.secrets import MASK, TurnSecrets
+from engine.privacy.secrets import MASK, TurnSecrets, typed_in
+from engine.privacy.text_fields import EVENT_DATA, TRACE, masked_fields
 from engine.sessions.session import (
     CollectedValue,
     Event,
@@ -24,6 +26,7 @@ from engine.sessions.session import (
     PendingConfirmation,
 )
 from engine.stages.secret_echoes import recognise_echoes
+from engine.stages.secrets_ahead import remember_secrets_typed_ahead
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace
 
@@ -32,8 +35,10 @@ def mask_events(state: TurnState) -> None:
     """Mask this turn's secrets in its events (the customer's message where the secret was typed,
     tool events, the reply) and in earlier events of the session: a customer may have typed the
     password before the turn that collected it. Those are rewritten at their offsets when the
-    turn commits (`TurnCommit.masked_events`). Secrets of earlier turns that the turn's
-    texts quote are recognised first (`engine.stages.secret_echoes`)."""
+    turn commits (`TurnCommit.masked_events`). Secrets typed ahead of their step
+    (`engine.stages.secrets_ahead`) and secrets of earlier turns that the turn's texts quote
+    (`engine.stages.secret_echoes`) are recognised first."""
+    remember_secrets_typed_ahead(state)
     recognise_echoes(state)
     if _answers_a_request_for_a_secret(state):
         masked = [_masked_answer(state, e) for e in state.events]
@@ -50,7 +55,10 @@ def mask_events(state: TurnState) -> None:
     if not state.secrets.seen:
         return
     state.events = [_masked_event(state.secrets, e) for e in state.events]
-    earlier = [_masked_event(state.secrets, e) for e in state.session.events]
+    # What was written before this turn is masked by the secrets no plain field holds in clear:
+    # a password equal to the username stays where it was given as the username.
+    before = state.secrets.beyond_plain()
+    earlier = [_masked_event(before, e) for e in state.session.events]
     changed = [m for m, e in zip(earlier, state.session.events, strict=True) if m is not e]
     if changed:
         state.session = state.session.model_copy(update={"events": tuple(earlier)})
@@ -117,17 +125,44 @@ def _masked_answer(state: TurnState, event: Event) -> Event:
 def _remember_values_taken_from(state: TurnState, answers: list[Event]) -> None:
     """A value collected this turn out of an answer masked whole may be the secret itself,
     reported under another name (a hostile model gives the password as a new username): it is
-    masked like the answer — in the reply prompt, the stored values and the trace."""
+    masked like the answer in this turn — the reply prompt, the stored value, the trace. But it
+    was given for no secret field, so it is no known secret: the session keeps no digest of it
+    (a new username typed at the password step is read like any username where it is asked
+    for next). A value the session already held in clear for that very field — the username
+    typed again — is no secret at all: nothing of it is masked."""
     texts = [(e.text or "").casefold() for e in answers]
+    held = {
+        (c.name, c.value.strip().casefold())
+        for c in state.session.collected
+        if not c.secret and isinstance(c.value, str)
+    }
     for c in state.collected:
         mine = c.turn_id == state.turn_id and not c.secret and isinstance(c.value, str)
-        if mine and c.value.strip() and any(c.value.strip().casefold() in t for t in texts):
-            state.secrets.remember(c.value)
+        if not mine or not c.value.strip() or (c.name, c.value.strip().casefold()) in held:
+            continue
+        if any(c.value.strip().casefold() in t for t in texts):
+            state.secrets.remember(c.value, known=False)
+
+
+def remember_typed(state: TurnState, value: Any) -> None:
+    """A value a model reported or planned for a secret field: this turn's secret when the
+    customer typed it — in this turn or earlier in the conversation, where it is then masked.
+    A value nobody typed is no secret: remembered, it would mask (and its digest keep masking)
+    every word that merely equals it ("welcome" in "welcome back")."""
+    typed = [
+        e.text or ""
+        for e in (*state.earlier_events(), *state.events)
+        if e.kind is EventKind.MESSAGE and e.source is EventSource.CUSTOMER
+    ]
+    if typed_in(value, typed):
+        state.secrets.remember(value)
 
 
 def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
+    """`event` with this turn's secrets masked in its texts — never in its ids, sender, channel
+    event id or attachments (`engine.privacy.text_fields.EVENT_DATA`)."""
     text = secrets.scrub_text(event.text) if event.text else event.text
-    data = secrets.scrub(event.data)
+    data = masked_fields(secrets, event.data, EVENT_DATA)
     if text == event.text and data == event.data:
         return event
     return event.model_copy(update={"text": text, "data": data})
@@ -136,7 +171,7 @@ def _masked_event(secrets: TurnSecrets, event: Event) -> Event:
 def masked_kept_evidence(state: TurnState, event: Event) -> Event:
     """An event kept out of the window as evidence, as the session stores it: with this turn's
     secrets masked (it is rewritten with the session's state every turn)."""
-    return _masked_event(state.secrets, event) if state.secrets.seen else event
+    return _masked_event(state.secrets.beyond_plain(), event) if state.secrets.seen else event
 
 
 def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
@@ -147,13 +182,18 @@ def stored_collected(state: TurnState) -> tuple[CollectedValue, ...]:
 
 
 def _stored_value(secrets: TurnSecrets, collected: CollectedValue) -> CollectedValue:
-    # Where a value was read quotes the customer's words: a secret typed there is masked too.
-    evidence = secrets.scrub_text(collected.evidence)
     if collected.secret:
+        # Where a value was read quotes the customer's words: a secret typed there is masked.
+        evidence = secrets.scrub_text(collected.evidence)
         if collected.value == MASK and evidence == collected.evidence:
             return collected
         return collected.model_copy(update={"value": MASK, "evidence": evidence})
+    # A plain field's value (and where it was read) is masked by the secrets no plain field
+    # holds in clear: a new username that is the password the model also read is masked; the
+    # username typed again, and read as the password, is not.
+    secrets = secrets.beyond_plain()
     value = secrets.scrub(collected.value)
+    evidence = secrets.scrub_text(collected.evidence)
     if value == collected.value and evidence == collected.evidence:
         return collected
     return collected.model_copy(update={"value": value, "evidence": evidence})
@@ -182,11 +222,20 @@ def masked_trace(state: TurnState) -> TurnTrace:
 
     The prompts and answers of a turn that handled a secret are not kept at all: a prompt quotes
     the customer's words, and an answer masked whole (`_masked_answer`) has no value to scrub
-    by — only the absence of the text is sure to hold no secret."""
+    by — only the absence of the text is sure to hold no secret. Nor are those of a turn whose
+    words could not be read for secrets typed ahead (`engine.stages.secrets_ahead`); a failed
+    call's error keeps its kind only (an invalid answer's error quotes the answer)."""
     trace = state.trace
-    if state.secrets.seen or state.masked_earlier_events or _answers_a_request_for_a_secret(state):
+    handled = state.secrets.seen or state.masked_earlier_events or state.secrets_unread
+    if handled or _answers_a_request_for_a_secret(state):
         calls = [
-            c.model_copy(update={"prompt": PROMPT_WITHHELD, "answer": PROMPT_WITHHELD})
+            c.model_copy(
+                update={
+                    "prompt": PROMPT_WITHHELD,
+                    "answer": PROMPT_WITHHELD,
+                    "error": c.error.split(":", 1)[0] if c.error else c.error,
+                }
+            )
             for c in trace.llm_calls
         ]
     else:
@@ -199,7 +248,14 @@ def masked_trace(state: TurnState) -> TurnTrace:
     trace = trace.model_copy(update={"llm_calls": calls})
     if not state.secrets.seen:
         return trace
-    return TurnTrace.model_validate(state.secrets.scrub(trace.model_dump()))
+    return TurnTrace.model_validate(masked_trace_record(state.secrets, trace.model_dump()))
+
+
+def masked_trace_record(secrets: TurnSecrets, trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace as stored (its JSON form) with `secrets` masked in its texts — never in its ids,
+    model names or timings (`engine.privacy.text_fields.TRACE`)."""
+    masked: dict[str, Any] = masked_fields(secrets, trace, TRACE)
+    return masked
 
 
 def _answer_without_secrets(secrets: TurnSecrets, answer: str) -> str:
@@ -225,3 +281,26 @@ def _mask_named_items(secrets: TurnSecrets, value: Any) -> Any:
     if isinstance(value, list):
         return [_mask_named_items(secrets, v) for v in value]
     return value
+
+
+def earlier_trace_masking(state: TurnState) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """How the stored traces of earlier turns are masked when this turn masked an event they
+    may quote (None when it masked none): by this turn's secrets, in their texts only."""
+    if not state.masked_earlier_events:
+        return None
+    return partial(masked_trace_record, state.secrets.beyond_plain())
+
+
+def turns_quoting_masked_events(state: TurnState) -> tuple[str, ...]:
+    """The earlier turns whose stored traces may quote an event this turn masked: the turn that
+    wrote the earliest of them and every turn since, oldest first — each turn's prompts show
+    the conversation before it ("my password is monkey", typed three turns before the step
+    that asks for it, is in the prompts of all three)."""
+    if not state.masked_earlier_events:
+        return ()
+    first = min(state.masked_earlier_events)
+    turns: dict[str, None] = {}
+    for event in state.session.events:
+        if event.offset >= first and event.turn_id and event.turn_id != state.turn_id:
+            turns[event.turn_id] = None
+    return tuple(turns)

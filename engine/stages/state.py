@@ -147,7 +147,15 @@ class TurnState:
         self.values_clock: list[float] = [0.0]
         # Secret values seen this turn, in memory only: every stage masks what it writes. The
         # names the step being answered asked for are secret whatever this version declares.
-        self.secrets = TurnSecrets(secret_names_of(agent) | set(session.secrets_asked))
+        self.secrets = TurnSecrets(
+            secret_names_of(agent) | set(session.secrets_asked),
+            plain=(c.value for c in session.collected if not c.secret),
+        )
+        # (name, value) typed for a secret name ahead of its step, read in the match round and
+        # remembered when the turn masks (`engine.stages.secrets_ahead`)
+        self.secrets_typed_ahead: list[tuple[str, str]] = []
+        # … or the reading failed: the turn's prompts may quote a secret nobody recognised
+        self.secrets_unread = False
         # offset → an earlier event of the session with this turn's secrets masked (rewritten)
         self.masked_earlier_events: dict[int, Event] = {}
         # texts already searched for earlier turns' secrets (`engine.stages.secret_echoes`)

@@ -16,12 +16,14 @@ from engine.matching.guidelines import (
     GuidelineMatchBatch,
 )
 from engine.matching.journey_answer import JourneyNodeSelection
+from engine.matching.secret_reading import SecretsSaid
 from engine.ports import Generation, Usage
 from engine.tools.calls import ToolCallPlan
 from infra.offline.compose import choose_canned, compose_reply
 from infra.offline.english_only import english_only, foreign_language
 from infra.offline.journeys import select_node
 from infra.offline.matching import disambiguate, match_customer_dependent, match_guidelines
+from infra.offline.secret_reading import read_secrets
 from infra.offline.tools import plan_tool_calls
 
 T = TypeVar("T", bound=BaseModel)
@@ -38,6 +40,7 @@ RESPONDERS: dict[type[BaseModel], Responder] = {
     ToolCallPlan: plan_tool_calls,
     ComposedReply: compose_reply,
     CannedChoice: choose_canned,
+    SecretsSaid: read_secrets,
 }
 
 

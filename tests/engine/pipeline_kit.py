@@ -19,6 +19,7 @@ from engine.agent_config import AgentConfig
 from engine.clock import FixedClock, SequentialIds
 from engine.matching.journey_graph import build_node_views
 from engine.matching.projection import journey_condition_guideline_id
+from engine.matching.secret_reading import SecretsSaid
 from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import (
     AgentSnapshot,
@@ -229,7 +230,9 @@ class Harness:
         **deps: Any,
     ):
         self.agent = agent
-        self.llm = llm
+        # An agent with a secret reads each turn's words for one typed ahead: nothing, unless the
+        # test scripts that reading (`engine.stages.secrets_ahead`).
+        self.llm = llm.otherwise(SecretsSaid, {"values": []})
         self.agents = InMemoryAgentStore()
         self.sessions = InMemorySessionStore()
         self.embedder = KeywordEmbedder()
