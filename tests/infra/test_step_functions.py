@@ -282,19 +282,19 @@ async def test_a_task_stuck_past_the_task_timeout_is_an_error_outcome(stack: Too
         stack.sfn,
         stack.lambda_client,
         iam=stack.iam,
-        task_timeout_seconds=1,
+        task_timeout_seconds=3,  # headroom for the quick task on a loaded machine
         function_name="waypoint-tools-short",
         state_machine_name="waypoint-tools-short",
     )
     stack.router.route(machine.function_name, tool_task.handler)
     dispatcher = StepFunctionsDispatcher(machine.state_machine_arn, stack.sfn, mode="poll")
-    calls = [call("c1", "stuck", seconds=1.5), call("c2", "echo", text="quick")]
+    calls = [call("c1", "stuck", seconds=6), call("c2", "echo", text="quick")]
 
     outcomes = await dispatcher.dispatch(calls, CONTEXT)
 
     assert outcomes[0].error == "tool task failed: States.Timeout"
     assert outcomes[1].data == {"echo": "quick"}
-    assert stuck_tool_returned.wait(5)
+    assert stuck_tool_returned.wait(30)
 
 
 async def test_the_idempotency_key_and_context_reach_the_tool(stack: ToolStack) -> None:
@@ -334,7 +334,7 @@ async def test_a_dispatch_that_times_out_stops_the_execution_and_fails_every_cal
     assert [o.error for o in outcomes] == ["tool execution timed_out: Waypoint.DispatchTimeout"] * 2
     assert [s["executionArn"] for s in stops] == [stack.executions()[0]["executionArn"]]
     # moto only notices the stop once the blocked task returns (then ends FAILED, not ABORTED).
-    assert stuck_tool_returned.wait(5)
+    assert stuck_tool_returned.wait(30)
     stack.wait_until_finished()
 
 
