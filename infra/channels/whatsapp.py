@@ -8,9 +8,11 @@ Inbound:
   (a batch of messages, keyed on the customer's BSUID) is read by
   `infra.channels.whatsapp_notifications`.
 
-Outbound: ≤3 options as reply buttons, 4–10 as a list, more as numbered text (the platform's
-limits, `infra.channels.platform_limits`), with short titles that stay distinct
-(`infra.channels.titles`). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
+Outbound: options in the first form that shows every label in full
+(`infra.channels.whatsapp_reply_messages.choice_form`): reply buttons (≤3, each label ≤20
+characters), a list (≤10 rows, each label ≤72: a short distinct title, the full label below it),
+else numbered text the customer answers with a number. Replies go `to` the wa_id when known, else
+to the BSUID as `recipient`.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ from infra.channels.signing import (
 )
 from infra.channels.whatsapp_notifications import CHANNEL, from_notification
 from infra.channels.whatsapp_reply_messages import (
-    MAX_LIST_ROWS,
     bodies,
+    choice_form,
     list_labels,
     plain_bodies,
 )
@@ -141,8 +143,9 @@ class WhatsAppChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """Send the text (split at 4096), with options as buttons, a list, or numbered text. An
-        interactive message Meta refuses as malformed is sent once more as plain numbered text."""
+        """Send the text (split at 4096), with options as buttons, a list, or numbered text, the
+        first that shows every label in full (`choice_form`). An interactive message Meta
+        refuses as malformed is sent once more as plain numbered text."""
         phone_number_id = reply.reply_to.get("phone_number_id")
         recipient = _recipient(reply.reply_to)
         if not phone_number_id or recipient is None:
@@ -151,8 +154,11 @@ class WhatsAppChannel:
             )
         options = reply.options
         text = reply.display_text
-        if len(options) > MAX_LIST_ROWS:
-            text, options = f"{text}\n\n{numbered_options(options)}", []
+        if options and choice_form(options) == "numbered":
+            # The customer types the number; the engine maps it back to the option
+            # (`engine.tool_calls.resolve_pick`), in the order listed here.
+            listed = numbered_options(options)
+            text, options = f"{text}\n\n{reply.line('reply_with_number')}\n{listed}", []
         messages = bodies(text, options, labels=list_labels(reply))
         sent: list[str] = []
         fallbacks: list[str] = []
