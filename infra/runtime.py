@@ -25,6 +25,7 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
+| `WAYPOINT_SECRETS_MAX_AGE_SECONDS` | read the secrets path again after this long (default 60)     |
 | `WAYPOINT_SECRET_DIGEST_KEY`       | secret (SSM): key of the digests sessions keep of secrets    |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
 | `WAYPOINT_SUPPORT_SLACK_CHANNEL`   | the Slack support channel of handoffs (`infra.handoff_slack`) |
@@ -41,6 +42,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,6 +57,7 @@ from infra.runtime_settings import (
     MANAGEMENT_SECRET_NAMES,
     MIN_SECRET_DIGEST_KEY_CHARS,
     SECRET_DIGEST_KEY_ENV,
+    SECRETS_PATH_ENV,
     RuntimeConfigurationError,
     RuntimeSettings,
     load_tool_registry,
@@ -72,12 +75,18 @@ if TYPE_CHECKING:  # the real imports happen where each part is built
     from infra.aws.dynamo_variables import DynamoVariableStore
     from infra.channels.base import Channel
     from infra.outbox import DynamoOutbox
+    from infra.rotating_secrets import RotatingSecret
     from infra.turn_queue import QueuedMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _SSM_MAX_NAMES = 10  # GetParameters takes at most 10 names per call
+
+
+def _monotonic() -> float:
+    """Seconds on a clock that never goes back: how old the secrets read are (tests move it)."""
+    return time.monotonic()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -104,10 +113,18 @@ class Runtime:
         if unknown:
             raise TypeError(f"Runtime() got unknown parts {sorted(unknown)}")
         self.settings = settings or RuntimeSettings.from_env()
+        self._given_channels: dict[str, Channel] | None = None
+        self._built_channels: dict[str, Channel] | None = None
+        self._channels_revision = -1
         for name, value in parts.items():
             if value is not None:
-                self.__dict__[name] = value  # what cached_property would have stored
-        self._secrets_loaded: set[str] = set()
+                setattr(self, name, value)  # what cached_property would have stored
+        # When each secret was last read from the secrets path (monotonic), the values this
+        # runtime exported (so a later read may replace or remove them, never a variable set
+        # by hand), and a revision that changes whenever one of them did.
+        self._secrets_read_at: dict[str, float] = {}
+        self._secrets_exported: dict[str, str] = {}
+        self.secrets_revision = 0
         self._missing_indexes: set[tuple[str, str]] = set()
         self.known_sessions: set[str] = set()  # created or seen by this container
         self._lock = threading.Lock()
@@ -116,20 +133,63 @@ class Runtime:
 
     def load_secrets(self, names: Iterable[str]) -> None:
         """Export the named parameters under `WAYPOINT_SECRETS_PATH` (SSM, decrypted) as
-        environment variables, each name once. Variables already set win: a local `.env`
-        overrides the path. Each part asks only for the names it uses (`CHANNEL_SECRET_NAMES`,
+        environment variables. Variables set otherwise win: a local `.env` overrides the path.
+        Each part asks only for the names it uses (`ChannelSecrets.env_names()`,
         `LLM_SECRET_NAMES`, `MANAGEMENT_SECRET_NAMES`), so a function's IAM policy can grant
-        exactly those parameters: the webhook can never read the OpenAI key."""
+        exactly those parameters: the webhook can never read the OpenAI key.
+
+        A name is read again once `secrets_max_age_seconds` have passed since it was read, so a
+        changed or removed parameter (a step of a key rotation, `infra.rotating_secrets`) reaches
+        a warm container within that time; `secrets_revision` then changes (the channels are
+        rebuilt on it). If reading again fails, the values already read are kept (logged) and
+        read again after another max age; only a first read that fails raises."""
         with self._lock:
-            wanted = [name for name in dict.fromkeys(names) if name not in self._secrets_loaded]
+            now = _monotonic()
+            max_age = self.settings.secrets_max_age_seconds
+            wanted = [
+                name
+                for name in dict.fromkeys(names)
+                if name not in self._secrets_read_at or now - self._secrets_read_at[name] >= max_age
+            ]
             if not wanted:
                 return
             if self.settings.secrets_path:
-                for name, value in self._read_parameters(
-                    self.settings.secrets_path, wanted
-                ).items():
-                    os.environ.setdefault(name, value)
-            self._secrets_loaded.update(wanted)
+                try:
+                    values = self._read_parameters(self.settings.secrets_path, wanted)
+                except Exception:
+                    if not all(name in self._secrets_read_at for name in wanted):
+                        raise
+                    log.warning(
+                        "reading the secrets under %s again failed; keeping the values read "
+                        "before (%s)",
+                        SECRETS_PATH_ENV,
+                        ", ".join(wanted),
+                        exc_info=True,
+                    )
+                    values = None
+                if values is not None:
+                    for name in wanted:
+                        self._export_secret(name, values.get(name))
+            for name in wanted:
+                self._secrets_read_at[name] = now
+
+    def _export_secret(self, name: str, value: str | None) -> None:
+        """Set (or, when the parameter is gone, unset) the variable `name` — unless it was set
+        by something other than this runtime, which wins."""
+        current = os.environ.get(name)
+        ours = self._secrets_exported.get(name)
+        if current is not None and current != ours:
+            return  # set by hand, a local `.env`, or another runtime of this process
+        if value is None:
+            if current is not None:
+                del os.environ[name]
+                del self._secrets_exported[name]
+                self.secrets_revision += 1
+            return
+        if current != value:
+            os.environ[name] = value
+            self._secrets_exported[name] = value
+            self.secrets_revision += 1
 
     @staticmethod
     def _read_parameters(path: str, names: list[str]) -> dict[str, str]:
@@ -147,10 +207,24 @@ class Runtime:
                 values[parameter["Name"].rsplit("/", 1)[-1]] = parameter["Value"]
         return values
 
-    def management_api_key(self) -> str | None:
-        """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path)."""
+    def management_api_key(self) -> RotatingSecret | None:
+        """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path):
+        one value, or two — the new and the old, space-separated — while it is rotated
+        (`infra.rotating_secrets`). None when it is not set; more than two values raise
+        `RuntimeConfigurationError`."""
+        from infra.rotating_secrets import RotatingSecret
+
         self.load_secrets(MANAGEMENT_SECRET_NAMES)
-        return os.environ.get(MANAGEMENT_API_KEY_ENV) or None
+        raw = os.environ.get(MANAGEMENT_API_KEY_ENV) or ""
+        if not raw.strip():
+            return None
+        key = RotatingSecret(raw)
+        if len(key.values) > 2:
+            raise RuntimeConfigurationError(
+                f"{MANAGEMENT_API_KEY_ENV} holds {len(key.values)} space-separated values; "
+                "during a rotation it holds two, the new key and the old one (docs/deploy.md)"
+            )
+        return key
 
     def secret_digest_key(self) -> bytes | None:
         """The deployment's key of the digests sessions keep of their secrets, so that a model
@@ -306,17 +380,29 @@ class Runtime:
 
     # ---- channels and delivery
 
-    @cached_property
+    @property
     def channels(self) -> dict[str, Channel]:
+        """The chat channels, built from the channel secrets; built again when one of them
+        changed in the secrets path (a rotation step, `load_secrets`). Channels given to the
+        runtime (tests, the local stack) are used as they are."""
+        if self._given_channels is not None:
+            return self._given_channels
         from infra.channels.registry import ChannelSecrets, build_channels
 
         self.load_secrets(ChannelSecrets.env_names())
-        return build_channels(
-            ChannelSecrets.from_env(),
-            self.clock,
-            public_base_url=self.settings.public_base_url,
-            callback_hosts=self.settings.callback_hosts,
-        )
+        if self._built_channels is None or self._channels_revision != self.secrets_revision:
+            self._built_channels = build_channels(
+                ChannelSecrets.from_env(),
+                self.clock,
+                public_base_url=self.settings.public_base_url,
+                callback_hosts=self.settings.callback_hosts,
+            )
+            self._channels_revision = self.secrets_revision
+        return self._built_channels
+
+    @channels.setter
+    def channels(self, given: dict[str, Channel]) -> None:
+        self._given_channels = given
 
     @cached_property
     def http(self) -> httpx.AsyncClient:

@@ -50,7 +50,6 @@ from infra.channels.signing import (
     SLACK_TIMESTAMP,
     Secret,
     as_secret,
-    constant_time_equals,
     sign_slack,
 )
 from infra.channels.slack_blocks import (
@@ -61,6 +60,7 @@ from infra.channels.slack_blocks import (
 )
 from infra.channels.slack_events import CHANNEL, from_event_body, from_form
 from infra.channels.text import utf16_len
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -78,7 +78,8 @@ _TRANSIENT_ERRORS = frozenset(
 
 
 class SlackChannel:
-    """A Slack app. `signing_secret` verifies requests; `bot_token` (xoxb-…) posts replies.
+    """A Slack app. `signing_secret` verifies requests (two, space-separated, while it is rotated:
+    `infra.rotating_secrets`); `bot_token` (xoxb-…) posts replies.
     `bot_user_id`, if known, is ignored as a sender; the ids in each event's `authorizations`
     that are bots are ignored as well, so it is optional."""
 
@@ -88,14 +89,14 @@ class SlackChannel:
     def __init__(
         self,
         *,
-        signing_secret: Secret,
+        signing_secret: Secret | RotatingSecret,
         bot_token: Secret,
         clock: Clock,
         base_url: str = SLACK_API,
         bot_user_id: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        self._signing_secret = as_secret(signing_secret)
+        self._signing_secret = RotatingSecret(signing_secret)
         self._bot_token = as_secret(bot_token)
         self.clock = clock
         self.base_url = base_url.rstrip("/")
@@ -123,8 +124,9 @@ class SlackChannel:
         timestamp = require_fresh_timestamp(
             request.header(SLACK_TIMESTAMP), self.clock.now(), self.name, SLACK_TIMESTAMP
         )
-        expected = sign_slack(self._signing_secret, request.body, timestamp)
-        if not constant_time_equals(signature.strip(), expected):
+        if not self._signing_secret.verifies(
+            signature.strip(), lambda secret: sign_slack(secret, request.body, timestamp)
+        ):
             raise SignatureRejected(f"wrong {SLACK_SIGNATURE} header", channel=self.name)
 
     # -- outbound -------------------------------------------------------------------------------

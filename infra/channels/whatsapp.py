@@ -21,6 +21,8 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from pydantic import SecretStr
+
 from engine.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
@@ -50,7 +52,6 @@ from infra.channels.signing import (
     META_SIGNATURE,
     Secret,
     as_secret,
-    constant_time_equals,
     sign_meta,
 )
 from infra.channels.whatsapp_notifications import CHANNEL, from_notification
@@ -60,6 +61,7 @@ from infra.channels.whatsapp_reply_messages import (
     list_labels,
     plain_bodies,
 )
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -82,7 +84,8 @@ _MALFORMED_CODES = frozenset({"100", "131008", "131009"})
 class WhatsAppChannel:
     """A WhatsApp Business phone number (or several: `phone_number_id` travels in each message).
 
-    `app_secret` verifies POSTs, `verify_token` answers the subscription handshake, and
+    `app_secret` verifies POSTs, `verify_token` answers the subscription handshake (each may hold
+    two values, space-separated, while it is rotated: `infra.rotating_secrets`), and
     `access_token` (a system-user token) authenticates Graph API sends."""
 
     name = CHANNEL
@@ -91,15 +94,15 @@ class WhatsAppChannel:
     def __init__(
         self,
         *,
-        app_secret: Secret,
-        verify_token: Secret,
+        app_secret: Secret | RotatingSecret,
+        verify_token: Secret | RotatingSecret,
         access_token: Secret,
         base_url: str = GRAPH_API,
         api_version: str = GRAPH_API_VERSION,
         max_body_bytes: int = MAX_META_BODY_BYTES,
     ) -> None:
-        self._app_secret = as_secret(app_secret)
-        self._verify_token = as_secret(verify_token)
+        self._app_secret = RotatingSecret(app_secret)
+        self._verify_token = RotatingSecret(verify_token)
         self._access_token = as_secret(access_token)
         self.base_url = base_url.rstrip("/")
         self.api_version = api_version
@@ -118,7 +121,9 @@ class WhatsAppChannel:
         require_size(request, self.max_body_bytes, self.name)
         require_content_type(request, (JSON,), self.name)
         signature = require_header(request, META_SIGNATURE, self.name)
-        if not constant_time_equals(signature.strip(), sign_meta(self._app_secret, request.body)):
+        if not self._app_secret.verifies(
+            signature.strip(), lambda secret: sign_meta(secret, request.body)
+        ):
             raise SignatureRejected(f"wrong {META_SIGNATURE} header", channel=self.name)
         return from_notification(parse_json_object(request.body, self.name), request)
 
@@ -132,7 +137,7 @@ class WhatsAppChannel:
                 channel=self.name,
             )
         token = request.query.get("hub.verify_token") or ""
-        if not constant_time_equals(token, self._verify_token.get_secret_value()):
+        if not self._verify_token.verifies(token, SecretStr.get_secret_value):
             raise HandshakeRejected("wrong hub.verify_token", channel=self.name)
         return WebhookOutcome(
             kind="handshake",
