@@ -84,6 +84,21 @@ T = TypeVar("T")
 _SSM_MAX_NAMES = 10  # GetParameters takes at most 10 names per call
 
 
+def _get_parameters(path: str, names: list[str], *, decrypt: bool) -> dict[str, dict[str, Any]]:
+    """The parameters `path/NAME` of `names` that exist, by name, 10 per `GetParameters` call."""
+    from infra.aws.clients import client
+
+    ssm = client("ssm")
+    prefix = path.rstrip("/")
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(names), _SSM_MAX_NAMES):
+        batch = [f"{prefix}/{name}" for name in names[start : start + _SSM_MAX_NAMES]]
+        page = ssm.get_parameters(Names=batch, WithDecryption=decrypt)
+        for parameter in page.get("Parameters", []):
+            found[parameter["Name"].rsplit("/", 1)[-1]] = parameter
+    return found
+
+
 def _monotonic() -> float:
     """Seconds on a clock that never goes back: how old the secrets read are (tests move it)."""
     return time.monotonic()
@@ -124,6 +139,7 @@ class Runtime:
         # by hand), and a revision that changes whenever one of them did.
         self._secrets_read_at: dict[str, float] = {}
         self._secrets_exported: dict[str, str] = {}
+        self._secret_versions: dict[str, int] = {}  # each parameter's version as last read
         self.secrets_revision = 0
         self._missing_indexes: set[tuple[str, str]] = set()
         self.known_sessions: set[str] = set()  # created or seen by this container
@@ -155,7 +171,7 @@ class Runtime:
                 return
             if self.settings.secrets_path:
                 try:
-                    values = self._read_parameters(self.settings.secrets_path, wanted)
+                    values = self._changed_parameters(self.settings.secrets_path, wanted)
                 except Exception:
                     if not all(name in self._secrets_read_at for name in wanted):
                         raise
@@ -167,9 +183,8 @@ class Runtime:
                         exc_info=True,
                     )
                     values = None
-                if values is not None:
-                    for name in wanted:
-                        self._export_secret(name, values.get(name))
+                for name, value in (values or {}).items():
+                    self._export_secret(name, value)
             for name in wanted:
                 self._secrets_read_at[name] = now
 
@@ -191,21 +206,43 @@ class Runtime:
             self._secrets_exported[name] = value
             self.secrets_revision += 1
 
-    @staticmethod
-    def _read_parameters(path: str, names: list[str]) -> dict[str, str]:
-        """`GetParameters` by exact name (never by path: IAM could not tell the parameters of a
-        path apart). Parameters that do not exist are simply absent."""
-        from infra.aws.clients import client
+    def _changed_parameters(self, path: str, names: list[str]) -> dict[str, str | None]:
+        """The value of each of `names` read for the first time, or whose parameter changed
+        since it was read (None: it no longer exists). A name read before is checked by its
+        parameter's version, without decryption: KMS decrypts only what changed (each decryption
+        of a SecureString is a billed KMS request; the check every max age is not)."""
+        known = [name for name in names if name in self._secret_versions]
+        stale = [name for name in names if name not in self._secret_versions]
+        if known:
+            versions = self._parameter_versions(path, known)
+            stale += [n for n in known if versions.get(n, 0) != self._secret_versions[n]]
+        if not stale:
+            return {}
+        read = self._read_parameters(path, stale)
+        changed: dict[str, str | None] = {}
+        for name in stale:
+            value, version = read.get(name, (None, 0))
+            self._secret_versions[name] = version  # 0: no such parameter
+            changed[name] = value
+        return changed
 
-        ssm = client("ssm")
-        prefix = path.rstrip("/")
-        values: dict[str, str] = {}
-        for start in range(0, len(names), _SSM_MAX_NAMES):
-            batch = [f"{prefix}/{name}" for name in names[start : start + _SSM_MAX_NAMES]]
-            page = ssm.get_parameters(Names=batch, WithDecryption=True)
-            for parameter in page.get("Parameters", []):
-                values[parameter["Name"].rsplit("/", 1)[-1]] = parameter["Value"]
-        return values
+    @staticmethod
+    def _read_parameters(path: str, names: list[str]) -> dict[str, tuple[str, int]]:
+        """Each parameter's decrypted value and version, by `GetParameters` by exact name (never
+        by path: IAM could not tell the parameters of a path apart). Parameters that do not
+        exist are simply absent."""
+        return {
+            name: (str(parameter["Value"]), int(parameter.get("Version", 0)))
+            for name, parameter in _get_parameters(path, names, decrypt=True).items()
+        }
+
+    @staticmethod
+    def _parameter_versions(path: str, names: list[str]) -> dict[str, int]:
+        """Each existing parameter's version, read without decrypting it (no KMS request)."""
+        return {
+            name: int(parameter.get("Version", 0))
+            for name, parameter in _get_parameters(path, names, decrypt=False).items()
+        }
 
     def management_api_key(self) -> RotatingSecret | None:
         """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path):

@@ -129,28 +129,51 @@ def test_a_channel_signing_secret_is_rotated_without_downtime(
     assert slack_says("Ev0006", NEW_SIGNING) == 200
 
 
-def test_secrets_are_read_again_only_after_the_max_age_and_a_failed_read_keeps_them(
+def test_secrets_are_checked_once_per_max_age_and_decrypted_only_when_changed(
     ssm: Any, clock: Clock, deployed: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     put(ssm, "WAYPOINT_MANAGEMENT_API_KEY", OLD_KEY)
-    reads: list[list[str]] = []
-    real = Runtime._read_parameters
+    decrypted: list[list[str]] = []
+    checked: list[list[str]] = []
+    read, versions = Runtime._read_parameters, Runtime._parameter_versions
 
-    def counted(path: str, names: list[str]) -> dict[str, str]:
-        reads.append(names)
-        return real(path, names)
+    def counted_read(path: str, names: list[str]) -> Any:
+        decrypted.append(names)
+        return read(path, names)
 
-    monkeypatch.setattr(deployed, "_read_parameters", counted)
+    def counted_check(path: str, names: list[str]) -> Any:
+        checked.append(names)
+        return versions(path, names)
+
+    monkeypatch.setattr(deployed, "_read_parameters", counted_read)
+    monkeypatch.setattr(deployed, "_parameter_versions", counted_check)
     for _ in range(5):
         assert status_with_key(OLD_KEY) == 200
-    assert reads == [["WAYPOINT_MANAGEMENT_API_KEY"]]  # once per max age, not per request
+    assert (decrypted, checked) == ([["WAYPOINT_MANAGEMENT_API_KEY"]], [])  # once, not per request
 
-    def unavailable(path: str, names: list[str]) -> dict[str, str]:
+    clock.now += MAX_AGE  # unchanged: its version is checked, nothing is decrypted (no KMS cost)
+    assert status_with_key(OLD_KEY) == 200
+    assert (len(decrypted), checked) == (1, [["WAYPOINT_MANAGEMENT_API_KEY"]])
+
+    put(ssm, "WAYPOINT_MANAGEMENT_API_KEY", NEW_KEY)  # a new version: decrypted again
+    clock.now += MAX_AGE
+    assert status_with_key(NEW_KEY) == 200 and len(decrypted) == 2
+
+
+def test_a_failed_re_read_keeps_the_secrets_read_before(
+    ssm: Any, clock: Clock, deployed: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(ssm, "WAYPOINT_MANAGEMENT_API_KEY", OLD_KEY)
+    assert status_with_key(OLD_KEY) == 200
+
+    def unavailable(path: str, names: list[str]) -> Any:
         raise ConnectionError("SSM is unreachable")
 
+    monkeypatch.setattr(deployed, "_parameter_versions", unavailable)
     monkeypatch.setattr(deployed, "_read_parameters", unavailable)
     clock.now += MAX_AGE
     assert status_with_key(OLD_KEY) == 200  # the key read before is kept, not lost
+    assert status_with_key(NEW_KEY) == 401
 
 
 def test_a_key_parameter_holding_three_values_refuses_every_request_and_logs_why(
