@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test lint typecheck format demo bench bench-languages soak clean schema scaffold-check browser-test
+.PHONY: install test test-serial lint typecheck format demo bench bench-languages soak clean schema scaffold-check browser-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,12 @@ typecheck: $(STAMP)
 	$(BIN)/mypy functions infra
 	$(BIN)/mypy waypoint bench
 
+# The whole suite on every core (pytest-xdist: one worker per CPU); `make test-serial` runs it in
+# one process, for a failure that only shows in order.
 test: lint typecheck
+	$(BIN)/python -m pytest -n auto
+
+test-serial: lint typecheck
 	$(BIN)/python -m pytest
 
 schema: $(STAMP)

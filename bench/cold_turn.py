@@ -23,7 +23,7 @@ from typing import Any  # noqa: E402
 
 from bench.fake_llm import BenchLLM, LatencyModel  # noqa: E402
 from bench.tokens import EstimateCounter  # noqa: E402
-from engine.session import InboundMessage, SessionState  # noqa: E402
+from engine.sessions.session import InboundMessage, SessionState  # noqa: E402
 from infra.runtime import Runtime  # noqa: E402
 
 _IMPORTED = time.perf_counter()

@@ -25,7 +25,7 @@ from bench.synthetic_tools import SyntheticTools
 from bench.tokens import EstimateCounter
 from bench.worked_example import reference_agent
 from engine.model import AgentSnapshot
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from engine.trace import TraceTitles
 from engine.turn import TurnOutput
 from infra.embeddings import HashingEmbedder

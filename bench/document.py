@@ -16,7 +16,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "BENCHMARKS.md"
 METHOD = """\
 - **Engine**: the real `TurnEngine` / `TurnPipeline` (load → recall → matching round → \
 supplemental → relationships → tools → compose → persist) over in-memory ports \
-(`engine.memory`) or the DynamoDB/S3 adapters on the in-process moto stack built from \
+(`engine.memory.stores`) or the DynamoDB/S3 adapters on the in-process moto stack built from \
 template.yaml (`infra.aws.local_stack.LocalStack`).
 - **LLM**: `bench.fake_llm.BenchLLM`, a `SchematicLLM` that answers every schema the engine \
 asks (GuidelineMatchBatch, CustomerDependentBatch, DisambiguationVerdict, JourneyNodeSelection, \

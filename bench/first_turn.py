@@ -16,8 +16,8 @@ import json  # noqa: E402
 
 from bench.fake_llm import BenchLLM, LatencyModel  # noqa: E402
 from bench.tokens import EstimateCounter  # noqa: E402
-from engine.memory import InMemoryAgentStore, InMemorySessionStore  # noqa: E402
-from engine.session import InboundMessage, SessionState  # noqa: E402
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore  # noqa: E402
+from engine.sessions.session import InboundMessage, SessionState  # noqa: E402
 from engine.toolkit import InProcessDispatcher  # noqa: E402
 from engine.turn import EngineDeps, TurnEngine  # noqa: E402
 from infra.embeddings import HashingEmbedder  # noqa: E402

@@ -19,7 +19,7 @@ from typing import Any
 from bench.fake_llm import BenchLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, ToolDispatcher, TurnCommit, VectorIndex
-from engine.session import InboundMessage, SessionState
+from engine.sessions.session import InboundMessage, SessionState
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from infra.embeddings import HashingEmbedder
 

@@ -339,7 +339,7 @@ DIFFERS = (
     "window and that later tool arguments may still be grounded on (in this workload the "
     "login, the message that gave the username, and the first conversation's funds check and "
     "$100 transfer, whose arguments no later call repeats), at most 16 events and 8 KiB "
-    "(`engine/history.py`). The window is what the prompts show. Kept evidence follows the "
+    "(`engine/sessions/history.py`). The window is what the prompts show. Kept evidence follows the "
     "grounding rule (the latest result of each distinct successful call); keeping less, such "
     "as dropping a finished transfer's result, would be a grounding decision, not a storage "
     "one, so it stays."

@@ -68,8 +68,8 @@ def message_at_the_limit() -> str:
 
 async def _one_run(llm: SchematicLLM, script: tuple[str, ...] = SEED_CONVERSATION) -> list[float]:
     """One conversation on a fresh engine; the CPU milliseconds of each turn."""
-    from engine.memory import InMemoryAgentStore, InMemorySessionStore
-    from engine.session import InboundMessage, SessionState
+    from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
+    from engine.sessions.session import InboundMessage, SessionState
     from engine.toolkit import InProcessDispatcher
     from engine.turn import EngineDeps, TurnEngine
     from examples import banking

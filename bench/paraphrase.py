@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from engine.conversation_spec import ConversationTest
+from engine.conversations.spec import ConversationTest
 from infra.conversation_tests import Models, TestOutcome, load_file, run_tests
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The two port sets the benchmarks run the engine over.
 
-- in-memory: `engine.memory` stores and an in-memory vector index (what unit tests use);
+- in-memory: `engine.memory.stores` stores and an in-memory vector index (what unit tests use);
 - moto: `infra.aws` DynamoDB stores and the S3 vector index on the in-process moto stack built
   from template.yaml (`infra.aws.local_stack.LocalStack`) — real boto3 calls, emulated services.
   moto's emulation costs CPU of its own, so these figures bound the adapters' overhead from
@@ -16,10 +16,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from bench.harness import Ports
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import VectorIndex
-from engine.vectors import InMemoryVectorIndex, agent_index_texts, build_index
+from engine.recall.vectors import InMemoryVectorIndex, agent_index_texts, build_index
 from infra.embeddings import HashingEmbedder
 
 IN_MEMORY = "in-memory"

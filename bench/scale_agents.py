@@ -18,7 +18,7 @@ from bench.topic_words import Words
 from engine.authoring import END_JOURNEY, Agent
 from engine.authoring.journey_builder import JourneyBuilder
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.tools.spec import ToolParameter, ToolSpec
 
 VERBS = ["renew", "cancel", "upgrade", "transfer", "report", "replace", "close", "open"]
 

@@ -18,7 +18,7 @@ from bench.synthetic_tools import SyntheticTools
 from bench.worked_example import reference_session
 from engine.model import AgentSnapshot
 from engine.ports import ToolDispatcher
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 
 BANKING_CONVERSATION = (
     "Hello!",

@@ -359,7 +359,7 @@ WHY: dict[str, str] = {
 FIX: dict[str, str] = {
     "overhead": (
         "Keep per-turn work proportional to the turn: index what depends only on the agent "
-        "version once (as `engine.projection.projected_guidelines` and 6ac8dbb's caches do) and "
+        "version once (as `engine.matching.projection.projected_guidelines` and 6ac8dbb's caches do) and "
         "walk only the active entities per turn."
     ),
     "rounds": (

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from bench.topic_words import Words
 from engine.authoring import END_JOURNEY, Agent
 from engine.model import AgentSnapshot
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.tools.spec import ToolParameter, ToolSpec
 
 REFERENCE_VARIANTS = {
     "tool_via_guideline": "exact shape: the tool's argument comes from the message (LLM plans it)",

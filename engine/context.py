@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.history import HISTORY_LIMIT  # most recent events shown to the LLM
 from engine.language.tags import language_name
 from engine.model import AgentSnapshot, Term
 from engine.ports import ToolOutcome
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.history import HISTORY_LIMIT  # most recent events shown to the LLM
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from engine.values.reading import ReadingContext, reading_context
 
 

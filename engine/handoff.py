@@ -30,10 +30,10 @@ from engine.agent_config import (
     HandoffConfig,
 )
 from engine.errors import WaypointError
-from engine.history import fold_history
 from engine.language.requests import asks_for_person_in_other_languages
 from engine.model import AgentSnapshot
-from engine.session import (
+from engine.sessions.history import fold_history
+from engine.sessions.session import (
     Event,
     EventKind,
     EventSource,
@@ -102,7 +102,7 @@ def within_business_hours(hours: BusinessHours | None, now: datetime) -> bool:
     try:
         local = now.astimezone(ZoneInfo(hours.timezone))
     except ZoneInfoNotFoundError:
-        local = now  # a bad zone is refused at load (`engine.validation`); never fail a turn
+        local = now  # a bad zone is refused at load (`engine.validation.agent`); never fail a turn
     if local.weekday() not in hours.days:
         return False
     opens = time.fromisoformat(hours.opens)

@@ -3,7 +3,7 @@
 Everything here is an immutable pydantic model: guidelines, journeys (their steps, transitions and
 the fields a step collects), relationships between them, glossary terms, context variables and
 canned responses. An `AgentSnapshot` holds them all, with the signatures of the agent's tools
-(`engine.tool_spec`) and its run-time settings (`engine.agent_config`); it is the compiled,
+(`engine.tools.spec`) and its run-time settings (`engine.agent_config`); it is the compiled,
 validated and versionable form of an agent — the unit that is published to storage and loaded by a
 turn. Authoring (the Python builder and the YAML/JSON form in `engine.authoring`) always ends in a
 snapshot.
@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from engine.agent_config import AgentConfig as AgentConfig
 from engine.agent_config import CompositionMode as CompositionMode
 from engine.language.tags import normalize_tag
-from engine.tool_spec import ToolKind as ToolKind
-from engine.tool_spec import ToolParameter as ToolParameter
-from engine.tool_spec import ToolSpec as ToolSpec
+from engine.tools.spec import ToolKind as ToolKind
+from engine.tools.spec import ToolParameter as ToolParameter
+from engine.tools.spec import ToolSpec as ToolSpec
 from engine.values.types import ValueShape, compiled_pattern, currency_code
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -98,7 +98,7 @@ class Guideline(BaseModel):
 
     @property
     def journey_node(self) -> JourneyNodeRef | None:
-        """Set on guidelines projected from a journey node (see `engine.projection`)."""
+        """Set on guidelines projected from a journey node (see `engine.matching.projection`)."""
         raw = self.metadata.get("journey_node")
         return JourneyNodeRef.model_validate(raw) if raw else None
 
@@ -168,7 +168,7 @@ class CollectedField(BaseModel):
     le: float | None = None
     required: bool = True
     # A secret (a password): passed to the tool that needs it in the turn it is given, masked in
-    # everything stored, returned by the API or shown to the model later (`engine.secrets`).
+    # everything stored, returned by the API or shown to the model later (`engine.privacy.secrets`).
     secret: bool = False
     # `money`: the currency of an amount the customer gives without naming one.
     currency: str | None = None
@@ -374,7 +374,7 @@ class JourneyMigration(BaseModel):
 
 
 class AgentSnapshot(BaseModel):
-    """The compiled agent. Built by `engine.authoring`; validated by `engine.validation`."""
+    """The compiled agent. Built by `engine.authoring`; validated by `engine.validation.agent`."""
 
     model_config = _FROZEN
     id: str
@@ -389,7 +389,7 @@ class AgentSnapshot(BaseModel):
     variables: tuple[ContextVariable, ...] = ()
     canned_responses: tuple[CannedResponse, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
-    migrations: tuple[JourneyMigration, ...] = ()  # see `engine.versioning`
+    migrations: tuple[JourneyMigration, ...] = ()  # see `engine.versioning.pinning`
 
     _guideline_index: dict[str, Guideline] = PrivateAttr(default_factory=dict)
     _journey_index: dict[str, Journey] = PrivateAttr(default_factory=dict)

@@ -12,9 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel
 
-from engine.inbox import ClaimOutcome
 from engine.model import AgentSnapshot
-from engine.session import Event, SessionState
+from engine.sessions.inbox import ClaimOutcome
+from engine.sessions.session import Event, SessionState
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -92,7 +92,7 @@ class TurnCommit:
     new_events: Sequence[Event]  # stores persist these (state.events is the recent window)
     trace: dict[str, Any] = field(default_factory=dict)
     # Earlier events rewritten with a secret masked, at their own offsets: the customer typed a
-    # password before the turn that recognised it as one (`engine.secrets`).
+    # password before the turn that recognised it as one (`engine.privacy.secrets`).
     masked_events: Sequence[Event] = ()
     # The stored traces of those earlier events' turns, rewritten with the secret masked too
     # (turn id → trace): their recorded prompts quote the customer's words.
@@ -105,7 +105,7 @@ class TurnCommit:
 @runtime_checkable
 class SessionStore(Protocol):
     async def load(self, session_id: str) -> SessionState | None:
-        """The session's state with its most recent events only (`engine.history.EVENT_WINDOW`):
+        """The session's state with its most recent events only (`engine.sessions.history.EVENT_WINDOW`):
         a turn's reads are bounded however long the session has run."""
         ...
 
@@ -132,7 +132,7 @@ class SessionStore(Protocol):
 
     async def erased_at(self, channel: str, customer_id: str) -> datetime | None:
         """When `(channel, customer_id)` was last erased (while remembered,
-        `engine.erasure.ERASURE_TOMBSTONE_DAYS`), or None. Read only where a session is
+        `engine.privacy.erasure.ERASURE_TOMBSTONE_DAYS`), or None. Read only where a session is
         created: it starts with their queued messages dropped (`SessionState.erased_senders`)."""
         ...
 

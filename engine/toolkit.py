@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from engine.errors import InvalidAgentDefinition, ToolArgumentError, WaypointError
 from engine.ports import ToolCall, ToolContext, ToolOutcome
-from engine.tool_spec import ConfirmPolicy, ToolKind, ToolParameter, ToolSpec
+from engine.tools.spec import ConfirmPolicy, ToolKind, ToolParameter, ToolSpec
 from engine.values.money import Money
 from engine.values.types import coerce
 
@@ -210,7 +210,7 @@ def tool(
     non-consequential tools; `fills` (a selector or interrupter) names the value the customer's
     pick is stored as — by default the tool's name without a `choose_`/`pick_`/`select_` prefix;
     `secret` names parameters whose values (a password) reach this tool and are masked
-    everywhere else (see `engine.secrets`). Where values come from (`engine.values.provenance`):
+    everywhere else (see `engine.privacy.secrets`). Where values come from (`engine.values.provenance`):
     `currency` is the currency of a `Money` amount the customer gives without one; `sources`
     maps a parameter to the tool result it comes from (`{"account_id":
     "lookup_account_id.account_id"}`); `derived` names parameters the model may work out from

@@ -204,7 +204,7 @@ class TraceTitles:
         return ""
 
 
-# engine.projection's ids: journey:{journey}:condition:{i} and journey:{journey}:node:{node}
+# engine.matching.projection's ids: journey:{journey}:condition:{i} and journey:{journey}:node:{node}
 _PROJECTED = re.compile(r"journey:(.+):(condition|node):([^:]+)")
 _GENERATED_STATE_ID = re.compile(r"s\d+")  # the builder's default state ids say nothing
 

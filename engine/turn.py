@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.erasure import written_before_erasure
 from engine.errors import AgentNotFound, SessionConflict
 from engine.language.detection import detect
 from engine.language.session import in_session_words, session_language
 from engine.llm import TurnLLM
 from engine.model import AgentSnapshot
 from engine.ports import AgentStore, SessionStore, TurnCommit, VariableStore, VectorIndex
-from engine.session import (
+from engine.privacy.erasure import written_before_erasure
+from engine.sessions.session import (
     Event,
     EventKind,
     EventSource,
@@ -54,7 +54,7 @@ from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
 from engine.values import cost as values_cost
-from engine.versioning import VersionChoice, choose_version, journeys_in_flight
+from engine.versioning.pinning import VersionChoice, choose_version, journeys_in_flight
 
 __all__ = [
     "EngineDeps",
@@ -78,7 +78,7 @@ class TurnOutput:
     # This turn's secret masking, for the stored traces of the turns whose events it masked
     # (their prompts quote what the customer typed). Memory only, like the secrets it holds.
     scrub_earlier: Callable[[Any], Any] | None = None
-    # Messages not answered because their sender was erased after writing them (`engine.erasure`)
+    # Messages not answered because their sender was erased after writing them (`engine.privacy.erasure`)
     dropped: int = 0
 
 
@@ -109,7 +109,7 @@ class TurnPipeline:
         trace = TurnTrace(
             turn_id=turn_id, session_id=session.id, agent_id=agent.id, agent_version=agent.version
         )
-        if version is not None:  # chosen by `TurnEngine.handle` (engine.versioning)
+        if version is not None:  # chosen by `TurnEngine.handle` (engine.versioning.pinning)
             trace.published_version = version.published_version
             trace.version_choice = version.how
             trace.notes.extend(version.notes)
@@ -284,7 +284,7 @@ class TurnEngine:
             for m in messages:
                 if m.event_id not in seen and not session.has_processed(m.event_id):
                     seen.add(m.event_id)
-                    # Queued when its sender was erased: never answered (`engine.erasure`).
+                    # Queued when its sender was erased: never answered (`engine.privacy.erasure`).
                     if session.erased_senders and written_before_erasure(m, session):
                         dropped += 1
                     else:
@@ -333,7 +333,7 @@ class TurnEngine:
     async def _with_full_window(self, session: SessionState) -> SessionState:
         """The session with its window events as committed, channel payload included (a
         replayed turn's reply is delivered again with its buttons): one extra read, on replays
-        only (`engine.history.CHANNEL_PAYLOAD`)."""
+        only (`engine.sessions.history.CHANNEL_PAYLOAD`)."""
         if not session.events:
             return session
         first = session.events[0].offset
@@ -344,7 +344,7 @@ class TurnEngine:
 
     async def _choose_version(self, session: SessionState) -> VersionChoice:
         """The published version, or the session's pinned one while a journey is in flight
-        (`engine.versioning`). A pinned version that cannot be read is not fatal: the turn
+        (`engine.versioning.pinning`). A pinned version that cannot be read is not fatal: the turn
         runs on the published one and ends what that one cannot continue."""
         published = await self.agents.get(session.agent_id)
         pinned = None

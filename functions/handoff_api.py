@@ -37,7 +37,7 @@ from engine.handoff import (
     start_handoff,
     take,
 )
-from engine.session import Event, Handoff, SessionMode, SessionState
+from engine.sessions.session import Event, Handoff, SessionMode, SessionState
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
 from infra.channels.text import MAX_INBOUND_CHARS

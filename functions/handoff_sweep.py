@@ -28,7 +28,7 @@ from engine.handoff import (
     record_ticket,
 )
 from engine.model import AgentSnapshot
-from engine.session import EventSource, SessionState
+from engine.sessions.session import EventSource, SessionState
 from infra.handoff_changes import apply_change, change_id_for, person_message_job
 from infra.runtime import Runtime, current_runtime
 

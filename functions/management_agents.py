@@ -10,9 +10,9 @@ from fastapi import FastAPI, Query, Request
 from pydantic import BaseModel, Field
 
 from engine.agent_id import check_agent_id
-from engine.document_text import MAX_DOCUMENT_BYTES, DocumentTooLarge, parse_document_text
+from engine.authoring.document_text import MAX_DOCUMENT_BYTES, DocumentTooLarge, parse_document_text
 from engine.errors import InvalidAgentDefinition
-from engine.version_diff import PublishCheck
+from engine.versioning.diff import PublishCheck
 from functions.graph_api import add_graph_route
 from functions.management_errors import PublishRefusedBody, error_responses, logger
 from functions.management_params import AgentIdPath
@@ -95,7 +95,7 @@ class AgentView(BaseModel):
 def parse_agent_document(raw: bytes, content_type: str) -> dict[str, Any]:
     """The request body as an agent document (YAML when the content type says so, else JSON)."""
     media_type = content_type.split(";", 1)[0].strip().lower()
-    # Byte, alias-expansion and nesting limits: engine.document_text.
+    # Byte, alias-expansion and nesting limits: engine.authoring.document_text.
     data = parse_document_text(raw, "yaml" if media_type in _YAML_TYPES else "json", "body")
     header = data.get("agent") if isinstance(data, dict) else None
     if isinstance(header, dict) and "id" in header:
@@ -146,7 +146,7 @@ async def publish_agent(request: Request, force: bool = False) -> PublishedAgent
 async def check_agent(request: Request) -> PublishCheckView:
     """What publishing this agent now would change and whether it would be refused, without
     writing anything (the same check `POST /agents` makes)."""
-    from engine.memory import versioned
+    from engine.memory.stores import versioned
     from infra.agent_versions import check_publish_for
 
     snapshot = versioned(await _agent_from_request(request))

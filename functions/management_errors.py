@@ -16,9 +16,9 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from engine.agent_id import InvalidAgentId, agent_id_problem
-from engine.document_text import DocumentTooComplex, DocumentTooLarge
+from engine.authoring.document_text import DocumentTooComplex, DocumentTooLarge
 from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
-from engine.version_diff import PublishCheck
+from engine.versioning.diff import PublishCheck
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 
 logger = Logger(service="waypoint-management")

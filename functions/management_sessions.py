@@ -16,10 +16,10 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from engine.agent_id import AGENT_ID_PATTERN, check_agent_id
-from engine.history import EVENT_PAGE
-from engine.session import Event, PendingInterrupt, SessionState
+from engine.sessions.history import EVENT_PAGE
+from engine.sessions.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
-from engine.versioning import journeys_in_flight
+from engine.versioning.pinning import journeys_in_flight
 from functions.handoff_api import HandoffView
 from functions.management_errors import error_responses, logger
 from functions.management_params import (
@@ -54,7 +54,7 @@ class SessionView(BaseModel):
     pending_interrupt: PendingInterrupt | None
     metadata: dict[str, Any]
     # The agent version the session's last turn ran on; `pinned`: the next turn runs on it too
-    # (a journey is in flight), whatever is published meanwhile (engine.versioning).
+    # (a journey is in flight), whatever is published meanwhile (engine.versioning.pinning).
     agent_version: str | None = None
     pinned: bool = False
     # `human` while a person has the session (engine.handoff); `handoff` says why and who

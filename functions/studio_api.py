@@ -2,7 +2,7 @@
 `functions.management` (so they sit behind its `X-Api-Key` check like every other route):
 
     GET /sessions?agent=&limit=&cursor=   the agent's sessions, one index Query a page
-                                          (`engine.session_index`): channel, last activity,
+                                          (`engine.sessions.index`): channel, last activity,
                                           mode, journeys in flight
     GET /sessions/{session_id}/turns?after=&limit=
                                           the session's turns (id, time, what the customer said
@@ -18,14 +18,14 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from engine.agent_id import check_agent_id
-from engine.history import EVENT_PAGE
-from engine.session import EventSource
-from engine.session_index import (
+from engine.sessions.history import EVENT_PAGE
+from engine.sessions.index import (
     MAX_SESSION_LIST_PAGE,
     SESSION_LIST_PAGE,
     SessionIndex,
     SessionPage,
 )
+from engine.sessions.session import EventSource
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
 from infra.runtime import current_runtime

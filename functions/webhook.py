@@ -3,7 +3,7 @@
 For every request: look the channel up, cap the body, let the channel verify it on the raw bytes
 and normalize it (`infra.channels`), then for each message: claim its event id in the inbox
 (atomic, 8+ days, owned by this request), create the session if it is new (carrying the
-erasure tombstone of its customer, `engine.erasure`), enqueue it on the SQS
+erasure tombstone of its customer, `engine.privacy.erasure`), enqueue it on the SQS
 FIFO turn queue (group = session), mark the claim QUEUED, and acknowledge. The turn runs in the worker; the reply goes out through the
 platform's API, never in this response.
 
@@ -35,9 +35,9 @@ from aws_lambda_powertools import Logger
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from engine.erasure import erasures_of
-from engine.inbox import ClaimOutcome
-from engine.session import SessionState
+from engine.privacy.erasure import erasures_of
+from engine.sessions.inbox import ClaimOutcome
+from engine.sessions.session import SessionState
 from functions.http_entry import http_lambda_handler
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
 from infra.channels.errors import PayloadTooLarge, WebhookRejected

@@ -39,9 +39,9 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from engine.erasure import erasures_of, written_before_erasure
 from engine.errors import WaypointError
-from engine.session import InboundMessage, SessionState
+from engine.privacy.erasure import erasures_of, written_before_erasure
+from engine.sessions.session import InboundMessage, SessionState
 from functions.worker_bursts import BatchPlan, Burst, MalformedQueueMessage, plan_bursts
 from functions.worker_delivery import ReplyDelivery
 from functions.worker_handoff import deliver_person_message, support_replies, to_support_thread
@@ -130,7 +130,7 @@ class TurnWorker:
         if channel is None:
             return  # e.g. "api": the management API's clients read the session's events
         if output.dropped and not output.new_events:
-            return  # written by someone erased since: nothing to answer (engine.erasure)
+            return  # written by someone erased since: nothing to answer (engine.privacy.erasure)
         for pending in replies_for(output.state, burst.requests):
             await self.delivery.deliver(channel, burst.session_id, pending)
         await to_support_thread(self.runtime, output)

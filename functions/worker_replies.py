@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from functions.worker_telemetry import logger, metrics
 from infra.channels.base import DeliveryReceipt
 from infra.turn_queue import QueuedMessage

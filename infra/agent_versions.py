@@ -1,6 +1,6 @@
 """Publishing an agent version safely, and rolling back.
 
-`check_publish_for` gathers what `engine.version_diff.check_publish` weighs: the published
+`check_publish_for` gathers what `engine.versioning.diff.check_publish` weighs: the published
 version, the sessions in flight (`infra.aws.in_flight`) and the tools the deployment serves:
 
 - in AWS (`WAYPOINT_TOOL_FUNCTION` set, the template's ToolFunction): the tool Lambda itself is
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from engine.errors import AgentNotFound, WaypointError
 from engine.model import AgentSnapshot
-from engine.version_diff import PublishCheck, check_publish
+from engine.versioning.diff import PublishCheck, check_publish
 from infra.runtime import PublishedAgent, Runtime
 from infra.runtime_settings import load_tool_registry
 
@@ -90,7 +90,7 @@ async def publish_checked(
 ) -> CheckedPublish:
     """Check, then publish (embeddings, then the pointer). Raises `PublishRefused` when the
     check finds risks and `force` is not set; nothing is written then."""
-    from engine.memory import versioned
+    from engine.memory.stores import versioned
 
     snapshot = versioned(snapshot)
     check = await check_publish_for(runtime, snapshot, in_deployment=in_deployment)

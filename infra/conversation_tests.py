@@ -1,13 +1,13 @@
 """Running conversation tests (`waypoint test`, the pytest plugin, and the Python form).
 
-A test is a scripted conversation with one agent (`engine.conversation_spec`); each run gets a
+A test is a scripted conversation with one agent (`engine.conversations.spec`); each run gets a
 fresh engine over in-memory stores, the agent's own tools in process, and the model the
 environment selects (`infra.llm.factory`: offline unless OPENAI_API_KEY is set). The file format
 is documented in docs/conversation-tests.md.
 
 Python form::
 
-    from engine.conversation_spec import ConversationTest, Expectation, Turn
+    from engine.conversations.spec import ConversationTest, Expectation, Turn
     from infra.conversation_tests import run_conversation
 
     test = ConversationTest(name="greets", agent=Path("agent.yaml"), tools="tools",
@@ -29,14 +29,14 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from engine.conversation_checks import (
+from engine.conversations.checks import (
     Unmet,
     check_turn,
     judge_reply,
     reply_text,
     transcript_lines,
 )
-from engine.conversation_spec import ConversationTest
+from engine.conversations.spec import ConversationTest
 from engine.errors import WaypointError
 from engine.ports import Embedder, SchematicLLM
 
@@ -288,11 +288,11 @@ async def _start(test: ConversationTest, models: Models) -> tuple[Any, str]:
     from engine.agent_config import LLMPurpose
     from engine.authoring import load_agent
     from engine.errors import InvalidAgentDefinition
-    from engine.memory import InMemoryAgentStore, InMemorySessionStore
-    from engine.session import InboundMessage, SessionState
+    from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
+    from engine.recall.vectors import agent_index_texts, build_index
+    from engine.sessions.session import InboundMessage, SessionState
     from engine.toolkit import InProcessDispatcher, registry_from_module
     from engine.turn import EngineDeps, TurnEngine, TurnOutput
-    from engine.vectors import agent_index_texts, build_index
 
     _local_modules_importable()
     if test.setup:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.errors import SessionConflict
-from engine.history import fold_history
 from engine.ports import Clock, SessionStore, TurnCommit
-from engine.session import Event, EventKind, EventSource, remember, window_turn_ids
+from engine.sessions.history import fold_history
+from engine.sessions.session import Event, EventKind, EventSource, remember, window_turn_ids
 
 DELIVERY_FAILED = "delivery_failed"
 _CONFLICT_RETRIES = 3

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import SessionConflict, WaypointError
-from engine.session import Event, SessionState
+from engine.sessions.session import Event, SessionState
 
 if TYPE_CHECKING:  # (engine.ports imports numpy: not on a handler's import path)
     from engine.handoff import SessionChange
@@ -169,7 +169,7 @@ async def delivery_of_job(
 ) -> OutsideTurnDelivery | None:
     """The delivery a queued job asks for; the job carries the text and address, so a session
     handed back meanwhile, or whose event left the loaded window, still gets it."""
-    from engine.session import EventKind, EventSource
+    from engine.sessions.session import EventKind, EventSource
 
     state = await sessions.load(job.session_id)
     if state is None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.handoff import HandoffStateError, hand_back, open_support_thread
 from engine.handoff import person_message as person_message_change
-from engine.session import Event, EventKind, EventSource, SessionMode, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionMode, SessionState
 from infra.aws.handoff_index import support_thread_key
 from infra.channels.base import Channel, NormalizedMessage, OutboundReply, ReplyOption
 from infra.channels.support_channel import (
@@ -67,7 +67,7 @@ _LEASE_SECONDS = 60
 
 def summary_text(state: SessionState, agent: AgentSnapshot | None) -> str:
     """The thread's opening post. Secrets never appear: collected secrets are not values of a
-    stored session, and stored events hold them masked (`engine.secrets`)."""
+    stored session, and stored events hold them masked (`engine.privacy.secrets`)."""
     handoff = state.handoff
     lines = [
         f"*Handoff* — {state.channel} customer `{state.customer_id}` (session `{state.id}`)",

@@ -38,7 +38,7 @@ from infra.channels.base import OutboundReply, ReplyOption
 
 if TYPE_CHECKING:
     from engine.ports import Clock
-    from engine.session import Event
+    from engine.sessions.session import Event
 
 OUTBOX_TTL_SECONDS = 30 * 24 * 3600  # > SQS retention (4 d) + DLQ retention (14 d) + redrive
 _MAX_ERROR_CHARS = 500

@@ -265,7 +265,7 @@ class Runtime:
 
     def secret_digest_key(self) -> bytes | None:
         """The deployment's key of the digests sessions keep of their secrets, so that a model
-        echoing one in a later turn is masked (`engine.secret_digests`):
+        echoing one in a later turn is masked (`engine.privacy.digests`):
         `WAYPOINT_SECRET_DIGEST_KEY`, or from the secrets path. Without it, None — sessions keep
         no digest (never one under a key anyone could know) and the reason is logged; a key
         shorter than 32 characters is refused."""
@@ -404,7 +404,7 @@ class Runtime:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
         flip, so a turn never sees a version whose vectors are missing."""
         from engine.agent_id import check_agent_id
-        from engine.memory import versioned
+        from engine.memory.stores import versioned
         from infra.aws.clients import BUCKET_ENV, client, required_env
         from infra.aws.s3_vectors import publish_embeddings
 

@@ -31,7 +31,7 @@ SECRETS_MAX_AGE_ENV = "WAYPOINT_SECRETS_MAX_AGE_SECONDS"
 DEFAULT_SECRETS_MAX_AGE_SECONDS = 60.0
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
-# The key of the digests sessions keep of their secrets (`engine.secret_digests`).
+# The key of the digests sessions keep of their secrets (`engine.privacy.digests`).
 SECRET_DIGEST_KEY_ENV = "WAYPOINT_SECRET_DIGEST_KEY"
 MIN_SECRET_DIGEST_KEY_CHARS = 32
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.errors import InvalidAgentDefinition
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml", ".json")
 PYTHON_ATTRIBUTES = ("agent", "build")

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from engine.model import AgentSnapshot
-from engine.secrets import MASK, declared_secret_names
+from engine.privacy.secrets import MASK, declared_secret_names
 from engine.trace import TraceTitles, TurnTrace, explain, summarize
 from waypoint.agent_source import AgentProblems, AgentSource, CliProblem
 from waypoint.local_server import GenericChatClient, LocalServer

@@ -124,7 +124,7 @@ class LocalServer:
         self.port = port
         self.management_api_key = management_api_key or secrets.token_urlsafe(24)
         self.generic_secret = generic_secret or secrets.token_urlsafe(24)
-        # The key of the digests sessions keep of their secrets (engine.secret_digests); `serve`
+        # The key of the digests sessions keep of their secrets (engine.privacy.digests); `serve`
         # keeps it with the data: a new one would not recognise the stored sessions' secrets.
         self.secret_digest_key = secret_digest_key or secrets.token_hex(32)
         self.replies = ReplyInbox(self.generic_secret)
@@ -190,7 +190,7 @@ class LocalServer:
     def republish(self, agent: AgentSnapshot, tools_module: str | None) -> str:
         """Publish an edited agent (and use its reloaded tools module) on the running stack;
         returns the new version. Call between turns (`waypoint chat`'s /reload)."""
-        from engine.memory import versioned
+        from engine.memory.stores import versioned
         from infra.runtime import current_runtime
 
         with self.poller.busy if self.poller is not None else contextlib.nullcontext():
@@ -208,7 +208,7 @@ class LocalServer:
     def _already_published(self, runtime: Any) -> bool:
         """On a restored stack, an agent version stored before is not published again: a newer
         version published to the running stack (`waypoint publish`) stays the published one."""
-        from engine.memory import versioned
+        from engine.memory.stores import versioned
 
         if not self.stack.restored:
             return False

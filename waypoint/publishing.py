@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from engine.errors import AgentNotFound
 from engine.model import AgentSnapshot
-from engine.version_diff import PublishCheck, check_publish, describe_diff
+from engine.versioning.diff import PublishCheck, check_publish, describe_diff
 from infra.runtime import PublishedAgent, Runtime
 
 
@@ -60,7 +60,7 @@ def publish_with_checks(
 def check_only(console: Console, runtime: Runtime, agent: AgentSnapshot) -> bool:
     """Print what publishing `agent` now would change and refuse, writing nothing; True when
     it would be refused."""
-    from engine.memory import versioned
+    from engine.memory.stores import versioned
     from infra.agent_versions import check_publish_for
 
     check = runtime.run(check_publish_for(runtime, versioned(agent), in_deployment=False))

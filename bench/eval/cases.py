@@ -52,7 +52,7 @@ from engine.authoring import load_agent
 from engine.context import TurnContext
 from engine.model import AgentSnapshot
 from engine.ports import ToolOutcome
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource, SessionState
 
 HERE = Path(__file__).parent
 CASES_DIR = HERE / "cases"

@@ -75,8 +75,8 @@ from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.recall import recall
 from engine.stages.state import TurnState
 from engine.stages.tools import PlannedCall, known_for_arguments, plan_calls, rematch_after_tools
-from engine.tool_calls import coerce_argument, fill_arguments
-from engine.tool_spec import ToolSpec
+from engine.tools.calls import coerce_argument, fill_arguments
+from engine.tools.spec import ToolSpec
 from engine.values.grounding import same_value
 from engine.values.money import Money
 from engine.values.types import written

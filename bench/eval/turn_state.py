@@ -21,7 +21,7 @@ from engine.clock import FixedClock, SequentialIds
 from engine.language.detection import detect
 from engine.language.session import session_language
 from engine.llm import TurnLLM
-from engine.session import EventKind, EventSource, InboundMessage
+from engine.sessions.session import EventKind, EventSource, InboundMessage
 from engine.stages.state import EngineDeps, TurnState
 from engine.trace import TurnTrace
 

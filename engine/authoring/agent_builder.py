@@ -43,6 +43,7 @@ from engine.authoring.ids import (
 from engine.authoring.journey_builder import JourneyBuilder, journey_id_of
 from engine.authoring.relatable import GuidelineBuilder
 from engine.authoring.tool_refs import ToolRef, ToolRefs, declared_spec
+from engine.matching.projection import journey_condition_guideline_id
 from engine.model import (
     JOURNEY_CONDITION_KEY,
     AgentSnapshot,
@@ -58,9 +59,8 @@ from engine.model import (
     Term,
     journey_tag,
 )
-from engine.projection import journey_condition_guideline_id
-from engine.tool_spec import ToolSpec
-from engine.validation import validate_snapshot
+from engine.tools.spec import ToolSpec
+from engine.validation.agent import validate_snapshot
 
 # What a relationship can name: a guideline or journey handle, or a reference to either.
 Related = GuidelineBuilder | JourneyBuilder | EntityRef
@@ -339,7 +339,7 @@ class Agent:
     ) -> JourneyMigration:
         """Let sessions in `journey` on an earlier version (or only `from_version`) move to this
         version at their next turn, renaming old step ids to new ones (`steps`); without it they
-        stay on their version until the journey ends (`engine.versioning`)."""
+        stay on their version until the journey ends (`engine.versioning.pinning`)."""
         migration = construct(
             JourneyMigration,
             f"migration of journey '{journey}'",

@@ -27,7 +27,7 @@ from engine.model import (
     Relationship,
     RelationshipKind,
 )
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 
 @dataclass(frozen=True)

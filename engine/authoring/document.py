@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.agent_config import AgentConfig, CompositionMode
 from engine.model import ContextVariable, Criticality, JourneyMigration, RelationshipKind, Term
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 # An id of a guideline or a journey, `{guideline: id}` / `{journey: id}` when the id is both, or
 # `{tag: name}`: every guideline and journey carrying the tag.
@@ -136,7 +136,7 @@ class AgentDocument(_Element):
     terms: tuple[Term, ...] = ()
     variables: tuple[ContextVariable, ...] = ()
     canned_responses: tuple[CannedResponseDoc, ...] = ()
-    # How sessions in a journey on an earlier version move to this one (`engine.versioning`).
+    # How sessions in a journey on an earlier version move to this one (`engine.versioning.pinning`).
     migrations: tuple[JourneyMigration, ...] = ()
 
 

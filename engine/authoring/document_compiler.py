@@ -37,9 +37,9 @@ from engine.authoring.ids import (
 from engine.authoring.journey_builder import END_JOURNEY, JourneyBuilder
 from engine.authoring.tool_declarations import resolve_tools
 from engine.errors import InvalidAgentDefinition
+from engine.matching.projection import journey_condition_guideline_id
 from engine.model import EntityKind, EntityRef
-from engine.projection import journey_condition_guideline_id
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 T = TypeVar("T")
 

@@ -7,7 +7,7 @@ Shorthand grammar: a type (`str`, `int`, `decimal`, `bool`, `date`, `datetime`, 
 with an optional currency: `money:USD`), then optional bounds for numbers and amounts (`>x`
 exclusive, `>=x`, `<=x`), then an optional `?` for "not required"; or
 `enum:choice|choice|…` with an optional trailing `?`; or `secret` (a `str` the engine never
-stores nor shows, see `engine.secrets`), optionally `secret?`. Anything else (a description, a
+stores nor shows, see `engine.privacy.secrets`), optionally `secret?`. Anything else (a description, a
 secret of another type, a text of a given shape) is written as a mapping: `{"type": "str",
 "description": "…"}`, `{"type": "int", "secret": True}`, `{"type": "str", "pattern": "\\d{7,10}"}`.
 """

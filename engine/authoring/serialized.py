@@ -55,11 +55,11 @@ from pydantic import ValidationError
 from engine.authoring.agent_builder import Agent
 from engine.authoring.document import AgentDocument, document_problems
 from engine.authoring.document_compiler import Absent, DocumentCompiler
-from engine.document_text import parse_document_text
+from engine.authoring.document_text import parse_document_text
 from engine.errors import InvalidAgentDefinition
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolSpec
-from engine.validation import problems
+from engine.tools.spec import ToolSpec
+from engine.validation.agent import problems
 
 Source = str | os.PathLike[str] | Mapping[str, Any]
 

@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.tools.spec import ToolParameter, ToolSpec
 
 # Compared between a document's declaration and the registry's, in this order.
 _SPEC_FIELDS = ("description", "kind", "consequential", "confirm", "fills", "timeout_seconds")

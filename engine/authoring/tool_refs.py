@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 ToolRef = ToolSpec | str | Callable[..., Any]
 ToolRefs = ToolRef | Sequence[ToolRef]

@@ -38,10 +38,15 @@ MIN_CONFIDENCE = 0.15
 
 # Words every language types alike: they tell nothing about the language around them.
 _NEUTRAL_WORDS = frozenset({"ok", "okay", "okey", "oki", "okk", "kk", "k", "id"})
-_ADDRESS = re.compile(r"\S+@\S+|\w+://\S+|www\.\S+", re.IGNORECASE)
+# An e-mail address, a URL or a www. name (read token by token: a pattern such as `\S+@\S+` is
+# tried from every position of a long token without an "@", quadratic on a 40,000-character one).
+_TOKEN = re.compile(r"\S+")
+_URL_SCHEME = re.compile(r"(?<!\w)\w++://(?=.)")
 # A number, or a Latin token with a digit in it (an id, "x2", "ORD-55821"): CJK text around a
 # number ("账号是1234324") keeps its characters.
-_NUMBERISH = re.compile(r"[A-Za-z\-_#./]*\d[A-Za-z0-9\-_#./,:]*")
+# (The look-behind starts a match only where a run of its leading characters starts, so a long
+# run without a digit is scanned once, not once from each of its positions.)
+_NUMBERISH = re.compile(r"(?<![A-Za-z\-_#./])[A-Za-z\-_#./]*+\d[A-Za-z0-9\-_#./,:]*")
 _LATIN_WORD = re.compile(r"[^\W\d_]+")
 
 # Where a character's script decides the language by itself.
@@ -118,10 +123,26 @@ def chinese_script(text: str) -> str:
 
 
 def _without_neutral(text: str) -> str:
-    text = _NUMBERISH.sub(" ", _ADDRESS.sub(" ", text))
+    text = _NUMBERISH.sub(" ", _TOKEN.sub(_without_address, text))
     return _LATIN_WORD.sub(
         lambda m: " " if m.group().lower() in _NEUTRAL_WORDS else m.group(), text
     )
+
+
+def _without_address(token: re.Match[str]) -> str:
+    """A whitespace-delimited token with its address blanked: all of it when it holds an "@"
+    between other characters, else from a URL's scheme or a "www." to its end."""
+    text = token.group()
+    if "@" in text[1:-1]:
+        return " "
+    cut = len(text)
+    scheme = _URL_SCHEME.search(text) if "://" in text else None
+    if scheme is not None:
+        cut = scheme.start()
+    www = text.lower().find("www.")
+    if 0 <= www < cut and len(text) > www + 4:
+        cut = www
+    return text if cut == len(text) else text[:cut] + " "
 
 
 def _within(char: str, ranges: tuple[tuple[int, int], ...]) -> bool:

@@ -1,7 +1,7 @@
 """Load-time checks of an agent's languages: every served language has every line the engine
 writes, overrides name real lines with their values, canned responses come in each language.
 
-Part of `engine.validation`. `language_problems` fail validation (a customer would get a line the
+Part of `engine.validation.agent`. `language_problems` fail validation (a customer would get a line the
 agent cannot write in their language, or a line missing its values); `language_warnings` do not
 (`waypoint validate` shows them): a reply that falls back to the default language, an override
 or a variant that is never sent.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from engine.language.lines import FORMS, catalog_tag, keys, placeholders, shipped, unknown_forms
 from engine.language.tags import language_name
 from engine.model import AgentSnapshot, fields_of
-from engine.validation_wording import did_you_mean
+from engine.validation.wording import did_you_mean
 
 # Lines whose every value must be shown: an override that drops one hides what the customer
 # agrees to (the exact call and its values), or loses items of a list.

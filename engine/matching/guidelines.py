@@ -21,7 +21,7 @@ from engine.context import TurnContext, render_context
 from engine.matching import match_guidance as guide
 from engine.matching.guideline_lines import guideline_line, line_cost
 from engine.model import Guideline, GuidelineKind, Relationship, RelationshipKind
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 
 MATCH_THRESHOLD = 5  # a verdict with applies=True and a lower score is treated as a weak non-match
 

@@ -31,7 +31,7 @@ from engine.matching.values_ahead import (
     supported_items,
 )
 from engine.model import Journey
-from engine.session import EventKind, EventSource
+from engine.sessions.session import EventKind, EventSource
 from engine.values.binding import Binding
 from engine.values.grounding import CustomerMessage
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ToolArgumentError
-from engine.projection import is_journey_projection
-from engine.secrets import MASK
-from engine.session import EventKind, EventSource
+from engine.matching.projection import is_journey_projection
+from engine.privacy.secrets import MASK
+from engine.sessions.session import EventKind, EventSource
 from engine.stages.confirmation import is_confirmed, needs_confirmation, request_confirmation
 from engine.stages.state import TurnState
-from engine.tool_calls import missing_argument_question, validate_arguments
-from engine.tool_spec import ToolSpec
+from engine.tools.calls import missing_argument_question, validate_arguments
+from engine.tools.spec import ToolSpec
 from engine.trace import ToolCallRecord
 from engine.values.grounding import (
     Answer,

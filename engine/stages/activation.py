@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from engine.context import TurnContext
 from engine.matching.journey_forced_moves import entry_step
-from engine.recall_index import recall_index
-from engine.session import EventKind, EventSource
+from engine.recall.index import recall_index
+from engine.sessions.session import EventKind, EventSource
 from engine.stages.journey_progress import (
     apply_step,
     apply_verified,

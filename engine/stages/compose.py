@@ -32,11 +32,11 @@ from engine.compose import (
 )
 from engine.context import TurnContext
 from engine.errors import LLMError
+from engine.matching.projection import journey_node_guideline_id, node_action_text
 from engine.model import Guideline, GuidelineKind, Journey, JourneyNode, NodeKind, journey_tag
-from engine.projection import journey_node_guideline_id, node_action_text
-from engine.recall_index import recall_index
+from engine.recall.index import recall_index
 from engine.relations import Resolution
-from engine.session import Event, EventKind, EventSource
+from engine.sessions.session import Event, EventKind, EventSource
 from engine.stages.confirmation import confirmation_line
 from engine.stages.journey_progress import first_runnable
 from engine.stages.reply_claims import claimed_unrun

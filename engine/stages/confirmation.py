@@ -15,10 +15,10 @@ import json
 from typing import Any
 
 from engine.language.lines import Say
-from engine.secrets import MASK
-from engine.session import InboundMessage, PendingConfirmation
+from engine.privacy.secrets import MASK
+from engine.sessions.session import InboundMessage, PendingConfirmation
 from engine.stages.state import TurnState
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 from engine.values.grounding import CallGrounding
 from engine.values.types import canonical, coerce, show
 from engine.values.yes_no import read_yes_no

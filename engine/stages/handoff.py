@@ -31,11 +31,11 @@ from engine.handoff import (
     ticket_data,
     within_business_hours,
 )
-from engine.history import fold_history
 from engine.matching.journey_forced_moves import auto_return
 from engine.model import Guideline
 from engine.relations import Resolution
-from engine.session import (
+from engine.sessions.history import fold_history
+from engine.sessions.session import (
     Event,
     EventKind,
     EventSource,

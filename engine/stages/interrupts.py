@@ -5,7 +5,7 @@ the customer answers; the answer resumes it without running the tool again.
   number or label, or one option named among other words: "a large with ham"). When the step is
   reached and the customer already named exactly one option — in this turn's messages, or in
   the request a prerequisite delayed — that is the pick and the options are not shown
-  (`engine.tool_calls.named_option`; two options named, or none, show them). The pick is stored as a collected value named by the tool's `pick_name`
+  (`engine.tools.calls.named_option`; two options named, or none, show them). The pick is stored as a collected value named by the tool's `pick_name`
   (`fills`, else the tool's name without a `choose_`/`pick_`/`select_` prefix), so later tools get
   it by that name, and it counts as grounded evidence ("customer pick from choose_size").
 - An interrupter's step (a form, a link) completes only when its result arrives: a message whose
@@ -23,16 +23,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_graph import current_run
 from engine.matching.journeys import messages_this_turn, said_ahead_messages
 from engine.ports import ToolCall, ToolOutcome
-from engine.session import CollectedValue, PendingInterrupt
+from engine.sessions.history import upsert_collected
+from engine.sessions.session import CollectedValue, PendingInterrupt
 from engine.stages.journey_progress import apply_verified
 from engine.stages.state import TurnState
-from engine.tool_calls import named_option, resolve_pick, selector_options
-from engine.tool_spec import ToolKind
+from engine.tools.calls import named_option, resolve_pick, selector_options
+from engine.tools.spec import ToolKind
 
 
 def pick_origin(tool: str) -> str:

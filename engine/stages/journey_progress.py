@@ -12,13 +12,13 @@ from typing import Any
 
 from engine.context import TurnContext
 from engine.errors import LLMBudgetExceeded, LLMError
-from engine.history import upsert_collected
 from engine.matching.journey_forced_moves import entry_step
 from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import JourneyStepResult, select_journey_step
 from engine.model import Journey
-from engine.secrets import MASK
-from engine.session import CollectedValue
+from engine.privacy.secrets import MASK
+from engine.sessions.history import upsert_collected
+from engine.sessions.session import CollectedValue
 from engine.stages.state import TurnState
 from engine.trace import JourneyTransitionRecord
 from engine.values.binding import Binding

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.history import fold_history
 from engine.matching.journey_graph import compact_path
 from engine.model import GuidelineKind
-from engine.session import (
+from engine.sessions.history import fold_history
+from engine.sessions.session import (
     SessionState,
     remember,
     window_event_ids,

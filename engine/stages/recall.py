@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from engine.context import TurnContext
 from engine.model import Guideline
 from engine.ports import VectorIndex
-from engine.recall import (
+from engine.recall.index import recall_index
+from engine.recall.selection import (
     RecallQuery,
     high_probability_journeys,
     indexed_recall,
     preselect,
 )
-from engine.recall_index import recall_index
 from engine.stages.state import TurnState, UsableGuidelines
 
 
@@ -33,7 +33,7 @@ class Recalled:
 
 async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) -> Recalled:
     # The per-version index answers the tag filter and the pruning without walking every
-    # guideline (engine.recall_index); entailment asks it for the usable ones in scope.
+    # guideline (engine.recall.index); entailment asks it for the usable ones in scope.
     index_of_version = recall_index(state.agent)
     tags = index_of_version.session_tags(state.session.channel, state.session.customer_tags)
     state.usable = UsableGuidelines(index_of_version, tags)

@@ -43,7 +43,7 @@ from engine.model import AgentSnapshot, Journey, JourneyNode, NodeKind
 from engine.ports import ToolOutcome
 from engine.relations import Resolution
 from engine.stages.state import TurnState
-from engine.tool_calls import fill_arguments, known_values
+from engine.tools.calls import fill_arguments, known_values
 
 _PLACEHOLDER = re.compile(r"{{\s*[\w.]+\s*}}")
 _TELL = re.compile(r"^(?:tell|inform|let)\s+the\s+customer\s+(?:know\s+)?(?:that\s+)?", re.I)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from engine.language.requests import asks_to_try_again_in_other_languages
-from engine.session import InboundMessage, latest_values
+from engine.sessions.session import InboundMessage, latest_values
 from engine.stages.confirmation import agreement
 from engine.stages.state import TurnState
 

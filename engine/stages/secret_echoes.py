@@ -1,7 +1,7 @@
 """Secrets of earlier turns: recognised by their keyed digests, remembered for later ones.
 
 A turn masks the secret values it handled and forgets them (`engine.stages.secret_masking`). The
-session keeps a keyed digest of each (`engine.secret_digests`), so that a later turn recognises
+session keeps a keyed digest of each (`engine.privacy.digests`), so that a later turn recognises
 one a model echoes — or the customer types again — in anything it is about to store: its events
 (the reply included), the values it collected, the pending confirmation, the trace. A value
 recognised so is this turn's secret from then on, masked by value like one typed now.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engine.secret_digests import echoes_in, remembered, session_key
-from engine.secrets import texts_in
-from engine.session import SecretDigests, SessionState
+from engine.privacy.digests import echoes_in, remembered, session_key
+from engine.privacy.secrets import texts_in
+from engine.sessions.session import SecretDigests, SessionState
 from engine.stages.state import TurnState
 
 

@@ -1,4 +1,4 @@
-"""Masking the turn's secrets in everything it writes (see `engine.secrets`).
+"""Masking the turn's secrets in everything it writes (see `engine.privacy.secrets`).
 
 Secret values are recognised while the turn runs: a collected field declared secret (node
 selection), or the grounded argument of a secret tool parameter (the action gate). Until the tool
@@ -15,8 +15,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.secrets import MASK, TurnSecrets
-from engine.session import CollectedValue, Event, EventKind, EventSource, PendingConfirmation
+from engine.privacy.secrets import MASK, TurnSecrets
+from engine.sessions.session import (
+    CollectedValue,
+    Event,
+    EventKind,
+    EventSource,
+    PendingConfirmation,
+)
 from engine.stages.secret_echoes import recognise_echoes
 from engine.stages.state import TurnState
 from engine.trace import TurnTrace

@@ -15,18 +15,18 @@ from typing import Any, cast
 
 from engine.clock import SystemClock, UuidIds
 from engine.context import TurnContext
-from engine.history import is_response_only
 from engine.language.lines import Lines, Value
 from engine.llm import TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching.journey_graph import NodeView, build_node_views
 from engine.model import AgentSnapshot, Guideline, Journey
 from engine.ports import Clock, Embedder, IdGenerator, SchematicLLM, ToolDispatcher, ToolOutcome
-from engine.recall_index import RecallIndex
+from engine.privacy.digests import DEVELOPMENT_KEY
+from engine.privacy.secrets import TurnSecrets, declared_secret_names
+from engine.recall.index import RecallIndex
 from engine.relations import TagMembers, tag_members
-from engine.secret_digests import DEVELOPMENT_KEY
-from engine.secrets import TurnSecrets, declared_secret_names
-from engine.session import (
+from engine.sessions.history import is_response_only
+from engine.sessions.session import (
     CollectedValue,
     Event,
     EventKind,
@@ -51,7 +51,7 @@ class EngineDeps:
     tools: ToolDispatcher | None = None
     clock: Clock = field(default_factory=SystemClock)
     ids: IdGenerator = field(default_factory=UuidIds)
-    # The deployment's key for the digests a session keeps of its secrets (`engine.secret_digests`):
+    # The deployment's key for the digests a session keeps of its secrets (`engine.privacy.digests`):
     # infra passes the configured one; None keeps no digest (a later echo is not recognised).
     secret_key: bytes | None = field(default=DEVELOPMENT_KEY, repr=False)
 
@@ -254,7 +254,7 @@ class TurnState:
 
     def earlier_events(self) -> list[Event]:
         """The session's events as later turns may see them: the evidence kept from before the
-        loaded window (`engine.history`), then the window. A tool result whose tool said
+        loaded window (`engine.sessions.history`), then the window. A tool result whose tool said
         `control.lifespan: "response"` served the turn it ran in, and no other."""
         earlier = (*self.session.kept_evidence, *self.session.events)
         return [e for e in earlier if not is_response_only(e)]

@@ -17,14 +17,14 @@ from typing import Any
 from engine.agent_config import HANDOFF_TOOL, LLMPurpose
 from engine.context import llm_view_of
 from engine.errors import LLMError
-from engine.history import RESPONSE_ONLY
 from engine.matching.journey_forced_moves import auto_return
 from engine.matching.journey_walk import VerifiedStep
 from engine.model import END_OF_JOURNEY, Journey, JourneyNode, NodeKind
 from engine.ports import ToolCall, ToolContext, ToolDispatcher, ToolOutcome
+from engine.privacy.secrets import MASK
 from engine.relations import Resolution
-from engine.secrets import MASK
-from engine.session import EventKind, EventSource
+from engine.sessions.history import RESPONSE_ONLY
+from engine.sessions.session import EventKind, EventSource
 from engine.stages.action_gate import ClearedCall, clear_call, evidence_for, trace_tool
 from engine.stages.interrupts import awaits_result, interrupted_by, maybe_interrupt
 from engine.stages.journey_progress import (
@@ -37,14 +37,14 @@ from engine.stages.match import absorb_matches, match_guidelines
 from engine.stages.relationships import resolve_relationships
 from engine.stages.retry_offers import held_note, retry_held
 from engine.stages.state import TurnState
-from engine.tool_calls import (
+from engine.tools.calls import (
     ToolCallPlan,
     build_tool_call_prompt,
     fill_arguments,
     known_values,
     missing_argument_question,
 )
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 PlannedCall = tuple[ToolSpec, dict[str, Any], str | None]  # spec, arguments, journey of the step
 

@@ -18,7 +18,7 @@ from datetime import date, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine.session import Event
+from engine.sessions.session import Event
 from engine.values.cost import measured
 from engine.values.money import Money
 from engine.values.provenance import Provenance

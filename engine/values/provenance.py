@@ -1,7 +1,7 @@
 """Where a tool argument may come from — the rules, stated once.
 
 The action gate (`engine.values.grounding`) applies them in code; the tool-call prompt
-(`engine.tool_calls`) and docs/tools.md state the same list, from `RULES` below, so a model is
+(`engine.tools.calls`) and docs/tools.md state the same list, from `RULES` below, so a model is
 asked for exactly what the gate accepts.
 
 A *consequential* tool (money, orders) runs on a value without asking only when the customer gave

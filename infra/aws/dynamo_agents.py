@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import AgentNotFound, WaypointError
-from engine.memory import agent_not_found, version_conflict, versioned
+from engine.memory.stores import agent_not_found, version_conflict, versioned
 from engine.model import AgentSnapshot
 from engine.ports import Clock
 from infra.aws.clients import BUCKET_ENV

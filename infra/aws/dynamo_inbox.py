@@ -8,8 +8,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
-from engine.inbox import ClaimOutcome
 from engine.ports import Clock
+from engine.sessions.inbox import ClaimOutcome
 from infra.aws.dynamo_table import _is, _key, _key_part, _n, _s, _Table
 
 CLAIMED = "CLAIMED"

@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.history import channel_payload, without_channel_payload
 from engine.ports import Clock, TurnCommit
-from engine.session import Event, EventSource, SessionState
+from engine.sessions.history import channel_payload, without_channel_payload
+from engine.sessions.session import Event, EventSource, SessionState
 from infra.aws.dynamo_table import (
     META,
     Item,

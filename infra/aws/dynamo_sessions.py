@@ -14,12 +14,17 @@ from botocore.exceptions import ClientError
 
 from engine.clock import SystemClock
 from engine.errors import WaypointError
-from engine.history import EVENT_PAGE, EVENT_WINDOW, with_channel_payload, without_channel_payload
-from engine.memory import session_conflict, validate_commit
+from engine.memory.stores import session_conflict, validate_commit
 from engine.ports import Clock, TurnCommit
-from engine.session import Event, SessionState
-from engine.session_index import SessionPage
-from engine.versioning import SessionPosition
+from engine.sessions.history import (
+    EVENT_PAGE,
+    EVENT_WINDOW,
+    with_channel_payload,
+    without_channel_payload,
+)
+from engine.sessions.index import SessionPage
+from engine.sessions.session import Event, SessionState
+from engine.versioning.pinning import SessionPosition
 from infra.aws.clients import BUCKET_ENV
 from infra.aws.dynamo_session_items import ABSENT, SessionItems, new_people
 from infra.aws.dynamo_table import (
@@ -384,7 +389,7 @@ class DynamoSessionStore:
     async def list_sessions(
         self, agent_id: str, *, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """A page of the agent's session summaries: one Query (`engine.session_index`)."""
+        """A page of the agent's session summaries: one Query (`engine.sessions.index`)."""
         return list_index(
             self._table.ddb, self._table.name, agent_id,
             limit=limit, cursor=cursor, now_epoch=self._epoch(),

@@ -11,7 +11,7 @@ Keys and access patterns are documented in docs/data-model.md; the short version
     SESSION#{session}              EVENT#{offset:010d} one event, as a later turn reads it
     SESSION#{session}              PAYLOAD#{offset:010d} what only the channel shows of that event
                                                        (a reply's options, a view); never read
-                                                       by a turn (`engine.history.CHANNEL_PAYLOAD`)
+                                                       by a turn (`engine.sessions.history.CHANNEL_PAYLOAD`)
     SESSION#{session}              TURN#{turn_id}      marker: this turn is committed
     SESSION#{session}              TRACE#{turn_id}     the turn's trace
     AGENT#{agent}#INFLIGHT#{shard} SESSION#{session}   a session with a journey in flight
@@ -38,8 +38,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from engine.erasure import person_digest
 from engine.errors import WaypointError
+from engine.privacy.erasure import person_digest
 from infra.aws.clients import BUCKET_ENV, TABLE_ENV, client, required_env
 
 Item = dict[str, Any]  # a DynamoDB item in low-level attribute-value form
@@ -91,7 +91,7 @@ ERASED_SK = "ERASED"
 
 def erasure_pk(channel: str, customer_id: str) -> str:
     """The tombstone of one erased person on one channel, named by their digest
-    (`engine.erasure.person_digest`): the item outlives their data, so it holds no id."""
+    (`engine.privacy.erasure.person_digest`): the item outlives their data, so it holds no id."""
     return f"ERASED#{person_digest(channel, customer_id)}"
 
 

@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engine.erasure import (
+from engine.errors import SessionConflict
+from engine.handoff import SUPPORT_THREAD
+from engine.privacy.erasure import (
     ERASED,
     ERASURE_TOMBSTONE_DAYS,
     erased_copy,
@@ -57,10 +59,8 @@ from engine.erasure import (
     turns_that_may_quote,
     without_person,
 )
-from engine.errors import SessionConflict
-from engine.handoff import SUPPORT_THREAD
-from engine.retention import DAY
-from engine.session import Event, EventSource
+from engine.privacy.retention import DAY
+from engine.sessions.session import Event, EventSource
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.dynamo_table import (
     ERASED_SK,
@@ -159,7 +159,7 @@ class CustomerErasure:
         self._delete_keys([{"pk": e["pk"], "sk": e["sk"]} for e in index], report)
 
     def _write_tombstone(self, channel: str, customer_id: str, now: datetime) -> None:
-        """When they were erased, under their digest (`engine.erasure.person_digest`)."""
+        """When they were erased, under their digest (`engine.privacy.erasure.person_digest`)."""
         item = {
             **_key(erasure_pk(channel, customer_id), ERASED_SK),
             "erased_at": _s(now.isoformat()),

@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.handoff import MODE_CHANGED
 from engine.ports import TurnCommit
-from engine.session import SessionMode, SessionState
+from engine.sessions.session import SessionMode, SessionState
 
 Item = dict[str, Any]
 

@@ -13,7 +13,7 @@ shards (by a hash of the session id) spread a busy agent's writes over 16 partit
 publish reads them with paginated Queries, so its cost grows with the sessions in flight now,
 never with the table. Entries of sessions abandoned mid-journey expire after
 `IN_FLIGHT_TTL_SECONDS` (30 days): such a session is then no longer counted, though it stays
-pinned (`engine.versioning`) if the customer ever comes back.
+pinned (`engine.versioning.pinning`) if the customer ever comes back.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.ports import TurnCommit
-from engine.versioning import SessionPosition, session_position
+from engine.versioning.pinning import SessionPosition, session_position
 
 Item = dict[str, Any]
 

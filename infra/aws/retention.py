@@ -1,7 +1,7 @@
-"""Retention settings for the state table's TTLs: defined in `engine.retention`, shared with the
+"""Retention settings for the state table's TTLs: defined in `engine.privacy.retention`, shared with the
 in-memory stores, which expire the same items after the same times."""
 
-from engine.retention import (
+from engine.privacy.retention import (
     DAY,
     DEFAULT_EVENT_DAYS,
     DEFAULT_IDLE_DAYS,

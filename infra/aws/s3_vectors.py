@@ -7,7 +7,7 @@ Layout, per agent version (versions are immutable, so keys never need invalidati
     agents/{agent}/{version}/manifest.json          embedder, dimensions, namespaces; written last
 
 The hot path never embeds agent content: `S3VectorIndex` only downloads arrays and searches them
-with `engine.vectors.InMemoryVectorIndex`. Loaded indexes are kept in a module-level cache (the
+with `engine.recall.vectors.InMemoryVectorIndex`. Loaded indexes are kept in a module-level cache (the
 warm container); downloaded files are also kept on local disk (`WAYPOINT_CACHE_DIR`, default the
 temp dir) and revalidated with a conditional GET on their ETag, which costs no transfer.
 """
@@ -30,10 +30,10 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from engine.errors import WaypointError
-from engine.memory import versioned
+from engine.memory.stores import versioned
 from engine.model import AgentSnapshot
 from engine.ports import Embedder
-from engine.vectors import (
+from engine.recall.vectors import (
     Array,
     InMemoryVectorIndex,
     agent_index_texts,

@@ -1,4 +1,4 @@
-"""The DynamoDB side of `engine.session_index`: one item per session under its agent's
+"""The DynamoDB side of `engine.sessions.index`: one item per session under its agent's
 partition, `pk = SESSIONS#{agent}`, `sk = SESSION#{session}`, holding the summary as JSON.
 
 It is written in the same transaction as the turn (`DynamoSessionStore.commit`) and with the
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.session import Event, SessionState
-from engine.session_index import SessionPage, SessionSummary, newest_first, summarize_session
+from engine.sessions.index import SessionPage, SessionSummary, newest_first, summarize_session
+from engine.sessions.session import Event, SessionState
 
 Item = dict[str, Any]
 _SK_PREFIX = "SESSION#"

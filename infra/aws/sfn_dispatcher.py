@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from engine.ports import ToolCall, ToolContext, ToolOutcome
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine.session import Attachment, InboundMessage
+from engine.sessions.session import Attachment, InboundMessage
 
 if TYPE_CHECKING:  # httpx costs ~180 ms to import and the webhook path never sends
     import httpx
@@ -127,7 +127,7 @@ class NormalizedMessage(BaseModel):
       payload), or None for plain text.
     - `reply_to`: everything `Channel.send` needs to answer (chat id, thread, phone number id,
       callback query id, response_url …); opaque to the engine.
-    - `attachments`: files (by the platform's reference, see `engine.session.Attachment`) and
+    - `attachments`: files (by the platform's reference, see `engine.sessions.session.Attachment`) and
       shared locations; a caption or a file's comment is the `text`.
     - `raw_type`: the platform's own kind of event (`message`, `callback_query`, `block_actions`,
       `interactive.button_reply`, `sms` …), for traces.

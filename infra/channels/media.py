@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.delivery import error_for_status, redact
 from infra.channels.errors import ChannelConfigError, DeliveryRejected, DeliveryUnavailable
 

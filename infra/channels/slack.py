@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
     Clock,

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.session import Attachment, AttachmentKind
+from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
 from infra.channels.errors import MalformedRequest
 from infra.channels.ingress import parse_json_object, unix_time, validate

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

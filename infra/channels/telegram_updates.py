@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.session import Attachment, AttachmentKind
+from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
 from infra.channels.ingress import MAX_MESSAGE_AGE, replay_age, unix_time, validate
 from infra.channels.media import location_text

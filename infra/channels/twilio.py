@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engine.session import Attachment, AttachmentKind
+from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

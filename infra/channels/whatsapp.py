@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
     DeliveryReceipt,

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.session import Attachment, AttachmentKind
+from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import ChannelRequest, NormalizedMessage, WebhookOutcome
 from infra.channels.errors import MalformedRequest
 from infra.channels.ingress import MAX_MESSAGE_AGE, replay_age, unix_time, validate

@@ -28,7 +28,7 @@ from engine.matching.guidelines import (
     GuidelineVerdict,
 )
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.tool_calls import ToolCallPlan
+from engine.tools.calls import ToolCallPlan
 from infra.offline.journey_map import parse_journey_map
 from infra.offline.matching import parse_match_prompt
 

@@ -17,7 +17,7 @@ from engine.matching.guidelines import (
 )
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.ports import Generation, Usage
-from engine.tool_calls import ToolCallPlan
+from engine.tools.calls import ToolCallPlan
 from infra.offline.compose import choose_canned, compose_reply
 from infra.offline.english_only import english_only, foreign_language
 from infra.offline.journeys import select_node

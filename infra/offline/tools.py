@@ -1,4 +1,4 @@
-"""Tool-call planning (`ToolCallPlan`) from `engine.tool_calls.build_tool_call_prompt`.
+"""Tool-call planning (`ToolCallPlan`) from `engine.tools.calls.build_tool_call_prompt`.
 
 Every offered tool whose result is not already in this turn's tool results is called. Arguments
 come from the known values (same name), then from the customer's words — the latest message(s)
@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
+from engine.tools.calls import ProposedCall, ToolArgument, ToolCallPlan
 from infra.offline.choices import with_vocabulary
 from infra.offline.prompt import UnrecognizedPrompt, parse_shared_context, section
 from infra.offline.slots import BOOL, DATE, ENUM, INT, NUMBER, TEXT, Slot

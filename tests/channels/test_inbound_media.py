@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import Channel, NormalizedMessage
 from infra.channels.errors import MalformedRequest
 from tests.channels.payloads import (

@@ -10,7 +10,7 @@ import base64
 import httpx
 import pytest
 
-from engine.session import Attachment
+from engine.sessions.session import Attachment
 from infra.channels.base import Channel
 from infra.channels.errors import ChannelConfigError, DeliveryRejected
 from infra.channels.media import download, fetch_attachment

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import httpx
 
-from engine.session import Event, EventKind, EventSource
+from engine.sessions.session import Event, EventKind, EventSource
 from infra.channels.base import Channel, OutboundReply, ReplyOption
 from infra.outbox import outbound_reply
 from tests.channels.fake_platform import FakePlatform

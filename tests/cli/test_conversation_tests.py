@@ -278,10 +278,11 @@ def test_the_pytest_plugin_reports_a_failure_as_one_block(tmp_path: Path) -> Non
     assert "Traceback" not in failing.stdout and "conversation_tests.py" not in failing.stdout
 
 
-def test_the_readme_example_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Testing your agent", 1)[1]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_documented_transfer_example_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = (REPO / "docs" / "conversation-tests.md").read_text()
+    example = page.split("```yaml\n# tests/transfer.conv.yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "agent.yaml").write_text(BANK_AGENT.read_text())
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "transfer.conv.yaml").write_text(example)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.inbox import ClaimOutcome
+from engine.sessions.inbox import ClaimOutcome
 
 
 class ManualClock:

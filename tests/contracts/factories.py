@@ -7,7 +7,7 @@ from typing import Any
 
 from engine.model import AgentSnapshot, Journey, JourneyEdge, JourneyNode, NodeKind, Term
 from engine.ports import TurnCommit
-from engine.session import Event, EventKind, EventSource, SessionState, remember
+from engine.sessions.session import Event, EventKind, EventSource, SessionState, remember
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.erasure import ERASED, ERASURE_TOMBSTONE_DAYS, person_digest
-from engine.retention import DAY, Retention
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.privacy.erasure import ERASED, ERASURE_TOMBSTONE_DAYS, person_digest
+from engine.privacy.retention import DAY, Retention
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 
 from .customer_state_contract import ManualClock
 from .factories import T0, turn_commit

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import pytest
 
 from engine.errors import SessionConflict
-from engine.history import EVENT_WINDOW
 from engine.ports import SessionStore
-from engine.session import CollectedValue, PendingInterrupt
-from engine.session_index import SessionIndex
+from engine.sessions.history import EVENT_WINDOW
+from engine.sessions.index import SessionIndex
+from engine.sessions.session import CollectedValue, PendingInterrupt
 
 from .factories import message, new_session, turn_commit
 
@@ -311,7 +311,7 @@ class SessionStoreContract:
         assert await session_store.events("nope") is None
 
     async def test_the_session_list_follows_every_commit(self, session_store: SessionStore) -> None:
-        # `engine.session_index`: the summary is written with the turn, from the events written
+        # `engine.sessions.index`: the summary is written with the turn, from the events written
         assert isinstance(session_store, SessionIndex)
         state = await session_store.create(new_session())
         page = await session_store.list_sessions("bank")

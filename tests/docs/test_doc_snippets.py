@@ -8,7 +8,7 @@ How a fenced block is checked, by its language:
   it defined whose name starts with `test_` is called (a coroutine function through
   `asyncio.run`), so a documented unit test is run, not only defined.
 - ```yaml / ```yml / ```json — parsed. A mapping with `turns` or `tests` at the top is a
-  conversation test: it must validate as `engine.conversation_spec.ConversationTest` (or its file
+  conversation test: it must validate as `engine.conversations.spec.ConversationTest` (or its file
   form), and its `tools` and `setup` must import. A mapping with a top-level key of an agent
   document (`agent`, `guidelines`, `journeys`, `tools`, `terms`, `variables`,
   `canned_responses`, `relationships`) is an agent: it is loaded with the real loader

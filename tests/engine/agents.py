@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.authoring import END_JOURNEY, Agent
 from engine.model import AgentSnapshot, Journey
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.tools.spec import ToolParameter, ToolSpec
 
 DATA = Path(__file__).parent / "data"
 BANK_CONCIERGE_YAML = DATA / "bank_concierge.yaml"

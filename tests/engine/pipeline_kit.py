@@ -18,7 +18,8 @@ import numpy as np
 from engine.agent_config import AgentConfig
 from engine.clock import FixedClock, SequentialIds
 from engine.matching.journey_graph import build_node_views
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.matching.projection import journey_condition_guideline_id
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import (
     AgentSnapshot,
     CustomerDependentAction,
@@ -32,17 +33,16 @@ from engine.model import (
     Relationship,
     RelationshipKind,
 )
-from engine.projection import journey_condition_guideline_id
-from engine.session import InboundMessage, SessionState
-from engine.testing import ScriptedLLM
-from engine.tool_spec import ToolSpec
-from engine.turn import EngineDeps, TurnEngine
-from engine.vectors import (
+from engine.recall.vectors import (
     InMemoryVectorIndex,
     agent_index_texts,
     build_index,
     journey_index_texts,
 )
+from engine.sessions.session import InboundMessage, SessionState
+from engine.testing import ScriptedLLM
+from engine.tools.spec import ToolSpec
+from engine.turn import EngineDeps, TurnEngine
 
 # -- agents -------------------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ from engine.agent_config import AgentConfig
 from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.session import Attachment, EventKind, EventSource
+from engine.sessions.session import Attachment, EventKind, EventSource
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
 
 RECEIPT = Attachment(kind="image", platform_id="wa-media-1", mime="image/jpeg")

@@ -14,6 +14,7 @@ from engine.authoring import (
     parse_field_shorthand,
 )
 from engine.errors import InvalidAgentDefinition
+from engine.matching.projection import journey_condition_guideline_id
 from engine.model import (
     AgentSnapshot,
     CollectedField,
@@ -26,7 +27,6 @@ from engine.model import (
     RelationshipKind,
     journey_tag,
 )
-from engine.projection import journey_condition_guideline_id
 from engine.toolkit import ToolResult, spec_of, tool
 from tests.engine.agents import CHECK_FUNDS, bank_concierge, small_agent
 

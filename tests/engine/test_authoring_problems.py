@@ -10,8 +10,8 @@ import pytest
 
 from engine.authoring import load_agent
 from engine.errors import InvalidAgentDefinition
-from engine.tool_spec import ToolSpec
 from engine.toolkit import ToolResult, spec_of, tool
+from engine.tools.spec import ToolSpec
 
 
 @tool(description="Place the order", consequential=True)

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from engine.compose import ComposedReply
-from engine.history import EVENT_WINDOW, MAX_KEPT_BYTES, MAX_KEPT_EVENTS, keep_evidence
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
-from engine.memory import InMemorySessionStore
+from engine.memory.stores import InMemorySessionStore
 from engine.model import CollectedField, Guideline
 from engine.ports import TurnCommit
-from engine.session import Event, EventKind, EventSource
+from engine.sessions.history import EVENT_WINDOW, MAX_KEPT_BYTES, MAX_KEPT_EVENTS, keep_evidence
+from engine.sessions.session import Event, EventKind, EventSource
 from engine.testing import ScriptedLLM
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
 from tests.engine.pipeline_kit import (
@@ -130,7 +130,7 @@ async def test_an_answer_stays_bound_to_its_question_when_the_window_forgets_its
     # The adversary: a window that forgets. The answer was bound to its question when it was
     # said (`CollectedValue.bound`), so the call still runs on it — on the value as collected,
     # not on any number in view.
-    monkeypatch.setattr("engine.history.MAX_KEPT_EVENTS", 0)
+    monkeypatch.setattr("engine.sessions.history.MAX_KEPT_EVENTS", 0)
     BALANCE_CALLS.clear()
     h, script = balance_harness()
     await h.start()
@@ -156,7 +156,7 @@ async def test_an_early_tool_result_is_not_repeated_after_it_left_the_window() -
     agent = make_agent(guidelines=[price], tools=[spec_of(stock_price)])
     h = Harness(agent, llm, tools=InProcessDispatcher(ToolRegistry([stock_price])), index=False)
     await h.start()
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
     await store.set_variable(agent.id, "c1", "symbol", "NVDA")
@@ -256,7 +256,7 @@ async def test_a_turn_whose_write_was_lost_after_success_replays_past_the_window
     with pytest.raises(TimeoutError):
         await h.say("one more", session_id="s1")
     # The queue redelivers the same message: same turn id, nothing recomputed or duplicated.
-    from engine.session import InboundMessage
+    from engine.sessions.session import InboundMessage
 
     again = await h.engine.handle("s1", [InboundMessage(event_id=f"m{h._n}", text="one more")])
     assert again.replayed and again.reply is not None

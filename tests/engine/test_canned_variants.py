@@ -12,10 +12,10 @@ from engine.authoring import Agent, load_agent
 from engine.compose import CannedChoice, ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import CannedResponse, Guideline
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
-from engine.validation import problems, warnings
+from engine.tools.calls import ToolCallPlan
+from engine.validation.agent import problems, warnings
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
 
 GREET = Guideline(id="greet", condition="the customer greets", action="Greet them")

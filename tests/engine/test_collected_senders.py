@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.erasure import without_person
-from engine.session import CollectedValue, InboundMessage, SessionState
+from engine.privacy.erasure import without_person
+from engine.sessions.session import CollectedValue, InboundMessage, SessionState
 from tests.engine.test_bounded_history import balance_harness
 
 ACCOUNT = "12345678"

@@ -15,8 +15,8 @@ from engine.compose import (
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import CannedResponse, Guideline, JourneyNode, NodeKind
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import FLIGHT_LIKE, Harness, compose_echo, make_agent, match_when
 
 

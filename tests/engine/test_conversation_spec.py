@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from engine.conversation_checks import judge_prompt, same_value
-from engine.conversation_spec import Expectation, Turn
+from engine.conversations.checks import judge_prompt, same_value
+from engine.conversations.spec import Expectation, Turn
 
 
 def test_single_values_are_lists_of_one() -> None:

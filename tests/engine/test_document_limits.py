@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.authoring import load_agent
-from engine.document_text import (
+from engine.authoring.document_text import (
     MAX_ALIASES,
     MAX_DOCUMENT_BYTES,
     MAX_EXPANDED_NODES,

@@ -1,15 +1,15 @@
 """A message still queued when its sender was erased is dropped by the turn, never answered or
-written back; a message they write after the erasure is new and answered (`engine.erasure`)."""
+written back; a message they write after the erasure is new and answered (`engine.privacy.erasure`)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from engine.compose import ComposedReply
-from engine.erasure import ERASURE_TOMBSTONE_DAYS, person_digest, without_person
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.session import InboundMessage, SessionState
+from engine.privacy.erasure import ERASURE_TOMBSTONE_DAYS, person_digest, without_person
+from engine.sessions.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
 

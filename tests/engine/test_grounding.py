@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from engine.session import Event, EventKind, EventSource
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.sessions.session import Event, EventKind, EventSource
+from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values import Money
 from engine.values.grounding import Answer, CustomerMessage, Evidence, SourceResult, ground_call
 from engine.values.reading import ReadingContext

@@ -9,7 +9,6 @@ import pytest
 
 from engine.agent_config import AgentConfig, BusinessHours, HandoffConfig
 from engine.compose import ComposedReply
-from engine.erasure import without_person
 from engine.errors import InvalidAgentDefinition
 from engine.handoff import (
     HANDOFF_TAKEN,
@@ -25,11 +24,12 @@ from engine.handoff import (
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CannedResponse, Guideline
-from engine.session import EventSource, SessionMode
+from engine.privacy.erasure import without_person
+from engine.sessions.session import EventSource, SessionMode
 from engine.testing import ScriptedLLM
-from engine.tool_spec import ToolKind
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
-from engine.validation import validate_snapshot
+from engine.tools.spec import ToolKind
+from engine.validation.agent import validate_snapshot
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -13,11 +13,11 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.ports import ToolContext
-from engine.session import InboundMessage, SessionState
+from engine.sessions.session import InboundMessage, SessionState
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan, resolve_pick
-from engine.tool_spec import ToolKind, ToolSpec
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan, resolve_pick
+from engine.tools.spec import ToolKind, ToolSpec
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -38,9 +38,9 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
 from engine.matching.values_ahead import reached_nodes
 from engine.model import AgentSnapshot, CollectedField, Journey, JourneyMigration, NodeKind
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
-from engine.versioning import end_dangling, migrate_session, session_position
+from engine.versioning.pinning import end_dangling, migrate_session, session_position
 from tests.engine.test_journey_graph import journeys_and_answers, walked_from
 from tests.engine.test_journey_selection import turn_llm
 

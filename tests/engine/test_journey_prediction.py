@@ -9,13 +9,13 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
-from engine.recall import high_probability_journeys
-from engine.session import InboundMessage, SessionState
+from engine.recall.selection import high_probability_journeys
+from engine.recall.vectors import InMemoryVectorIndex, agent_index_texts, build_index
+from engine.sessions.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
-from engine.vectors import InMemoryVectorIndex, agent_index_texts, build_index
 from examples.banking import bank, load
 from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder

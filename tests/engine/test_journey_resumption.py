@@ -34,9 +34,9 @@ from engine.matching.journey_graph import (
 )
 from engine.matching.journey_prompt import build_node_selection_prompt
 from engine.matching.journeys import select_journey_step
+from engine.matching.projection import journey_condition_guideline_id
 from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
-from engine.projection import journey_condition_guideline_id
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.toolkit import ToolResult
 from engine.toolkit import tool as as_tool

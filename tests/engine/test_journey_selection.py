@@ -26,7 +26,7 @@ from engine.matching.journey_prompt import build_node_selection_prompt, transiti
 from engine.matching.journeys import select_journey_step
 from engine.model import AgentSnapshot, CollectedField, Journey
 from engine.ports import ToolOutcome
-from engine.session import CollectedValue, Event, EventKind, EventSource, SessionState
+from engine.sessions.session import CollectedValue, Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
 from engine.trace import TurnTrace
 from tests.engine.test_journey_graph import (

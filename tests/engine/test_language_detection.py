@@ -14,7 +14,7 @@ from engine.language.session import in_session_words, session_language
 from engine.language.tags import SHIPPED
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.session import EventKind, EventSource
+from engine.sessions.session import EventKind, EventSource
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import (
     Harness,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from engine.authoring import Agent, load_agent
 from engine.errors import InvalidAgentDefinition
 from engine.language.lines import keys, shipped
-from engine.validation import problems, warnings
+from engine.validation.agent import problems, warnings
 from waypoint.cli import app
 
 

@@ -14,7 +14,7 @@ from engine.language.requests import (
     asks_for_person_in_other_languages,
     asks_to_try_again_in_other_languages,
 )
-from engine.tool_spec import ToolParameter, ToolSpec
+from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values import Money
 from engine.values.grounding import CustomerMessage, Evidence, ground_call
 from engine.values.locale import decimal_mark

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from engine.matching import guidelines as gm
 from engine.matching.guideline_lines import guideline_line
 from engine.model import EntityKind, EntityRef, Guideline, Relationship, RelationshipKind
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 
 TEXTS = ["the customer asks", "a\nnumbered\n1. list", "  spaced   out  ", "x" * 90]
 

@@ -18,9 +18,9 @@ from engine.model import (
     Term,
     journey_tag,
 )
-from engine.recall import high_probability_journeys, prune_low_probability, tag_filter
+from engine.recall.selection import high_probability_journeys, prune_low_probability, tag_filter
 from engine.relations import resolve
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from tests.engine.pipeline_kit import KeywordEmbedder, chain_journey, journey_index, make_agent
 from tests.golden import assert_snapshot
 

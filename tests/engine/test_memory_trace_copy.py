@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from engine.memory_sessions import _copy_tree
+from engine.memory.sessions import _copy_tree
 
 
 def test_a_trace_tree_is_copied_all_the_way_down() -> None:

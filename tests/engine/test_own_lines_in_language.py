@@ -27,10 +27,10 @@ from engine.errors import LLMError
 from engine.handoff import approved_notice, record_ticket
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.session import Attachment, Handoff, SessionMode, SessionState
+from engine.sessions.session import Attachment, Handoff, SessionMode, SessionState
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import Harness, compose_echo, make_agent, match_when
 
 PAID: list[str] = []

@@ -19,10 +19,10 @@ from engine.matching.journey_graph import build_node_views, exited_run
 from engine.matching.journey_prompt import build_node_selection_prompt, transition_map_text
 from engine.model import CustomerDependentAction, Guideline, Journey
 from engine.ports import ToolOutcome
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolArgument, ToolCallPlan
 from engine.toolkit import ToolResult, tool
+from engine.tools.calls import ToolArgument, ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     chain_journey,

@@ -1,4 +1,4 @@
-"""The per-version recall index (engine.recall_index) answers exactly what the straightforward
+"""The per-version recall index (engine.recall.index) answers exactly what the straightforward
 walk answers: `indexed_recall` equals `prune_low_probability(tag_filter(...))` — same guidelines,
 same order, same held-back journeys — and the usable ids entailment sees, the conversation's
 tags and the journeys a turn's matches activate are the same, over
@@ -11,9 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.model import AgentSnapshot, Guideline, journey_tag
-from engine.recall import conversation_tags, indexed_recall, prune_low_probability, tag_filter
-from engine.recall_index import RecallIndex, recall_index
-from engine.session import SessionState
+from engine.recall.index import RecallIndex, recall_index
+from engine.recall.selection import (
+    conversation_tags,
+    indexed_recall,
+    prune_low_probability,
+    tag_filter,
+)
+from engine.sessions.session import SessionState
 from tests.engine.pipeline_kit import chain_journey, make_agent
 
 JOURNEYS = ["j0", "j1", "j2", "j3"]

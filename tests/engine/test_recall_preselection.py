@@ -1,4 +1,4 @@
-"""Recall on large agents (stage 4, `engine.recall.preselect`): beyond `guideline_top_k`
+"""Recall on large agents (stage 4, `engine.recall.selection.preselect`): beyond `guideline_top_k`
 agent-wide guidelines and `condition_top_k` journeys' conditions, only the most similar to the
 conversation reach the matcher; what must never be skipped is always matched; small agents and
 agents published without guideline vectors are unchanged."""
@@ -11,10 +11,10 @@ from engine.context import TurnContext
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import AgentSnapshot, Criticality, Guideline
-from engine.recall import RecallQuery, preselect, prune_low_probability, tag_filter
-from engine.session import SessionState
+from engine.recall.selection import RecallQuery, preselect, prune_low_probability, tag_filter
+from engine.recall.vectors import GUIDELINES, agent_index_texts, build_index
+from engine.sessions.session import SessionState
 from engine.testing import ScriptedLLM
-from engine.vectors import GUIDELINES, agent_index_texts, build_index
 from tests.engine.pipeline_kit import (
     Harness,
     KeywordEmbedder,

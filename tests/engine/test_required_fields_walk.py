@@ -19,16 +19,16 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_graph import build_node_views, current_run
 from engine.matching.journeys import select_journey_step
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import CollectedField, Journey, NodeKind
 from engine.ports import Generation
-from engine.session import CollectedValue, InboundMessage, SessionState
+from engine.recall.vectors import agent_index_texts, build_index
+from engine.sessions.session import CollectedValue, InboundMessage, SessionState
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher
 from engine.toolkit import tool as as_tool
+from engine.tools.calls import ToolCallPlan
 from engine.turn import EngineDeps, TurnEngine
-from engine.vectors import agent_index_texts, build_index
 from examples.banking import bank, load
 from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder

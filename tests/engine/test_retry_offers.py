@@ -10,12 +10,12 @@ from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField
-from engine.session import InboundMessage, SessionState
+from engine.sessions.session import InboundMessage, SessionState
 from engine.stages.retry_offers import asks_to_try_again
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolContextWithKey, ToolResult, spec_of, tool
-from engine.versioning import end_dangling
+from engine.tools.calls import ToolCallPlan
+from engine.versioning.pinning import end_dangling
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -12,10 +12,10 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.own_lines import FALLBACK_REPLY
-from engine.session import InboundMessage
+from engine.sessions.session import InboundMessage
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolContextWithKey, ToolResult, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     advance,
@@ -112,7 +112,7 @@ async def test_an_inferred_value_is_stated_and_runs_only_after_a_yes() -> None:
 async def test_a_redelivered_question_is_answered_again_with_its_buttons() -> None:
     # The turn committed but its reply never reached the customer (the worker died): the queue
     # redelivers the message, and the replayed reply must carry the buttons again, although the
-    # window a turn loads keeps them beside the event (`engine.history.CHANNEL_PAYLOAD`).
+    # window a turn loads keeps them beside the event (`engine.sessions.history.CHANNEL_PAYLOAD`).
     h, _ = money_harness(plan("send_money", to_account_id="1234324", amount=40))
     await h.start()
     asked = await h.say("send forty dollars to 1234324")

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from engine.compose import ComposedReply
-from engine.history import fold_history
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField
-from engine.session import Event, EventKind, EventSource, InboundMessage
+from engine.sessions.history import fold_history
+from engine.sessions.session import Event, EventKind, EventSource, InboundMessage
 from engine.testing import ScriptedLLM
-from engine.tool_calls import named_option
-from engine.tool_spec import ToolKind
 from engine.toolkit import ToolResult, tool
+from engine.tools.calls import named_option
+from engine.tools.spec import ToolKind
 from tests.engine.pipeline_kit import (
     Harness,
     advance,

@@ -4,8 +4,8 @@ suite, tests/hostile: a walk straight to the login tool step left the typed pass
 
 from __future__ import annotations
 
-from engine.secrets import MASK
-from engine.tool_calls import ToolCallPlan
+from engine.privacy.secrets import MASK
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import advance, step_number, tool_harness
 from tests.engine.test_secrets import (
     LOGINS,

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.compose import ComposedReply
 from engine.ports import Generation
-from engine.secret_digests import (
+from engine.privacy.digests import (
     DEVELOPMENT_KEY,
     KEPT_DIGESTS,
     digest_of,
@@ -21,8 +21,8 @@ from engine.secret_digests import (
     remembered,
     session_key,
 )
-from engine.secrets import MASK
-from engine.session import InboundMessage
+from engine.privacy.secrets import MASK
+from engine.sessions.session import InboundMessage
 from infra.offline import OfflineLLM
 from tests.engine.agent_versions import changed_bank, without_journey
 from tests.engine.pipeline_kit import Harness, advance, compose_echo, step_number, tool_harness

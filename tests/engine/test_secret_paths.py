@@ -13,11 +13,11 @@ from engine.handoff import hand_back, person_message, start_handoff
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
 from engine.model import Guideline
-from engine.secrets import MASK
-from engine.session import InboundMessage
+from engine.privacy.secrets import MASK
+from engine.sessions.session import InboundMessage
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolResult, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import (
     advance,
     chain_journey,

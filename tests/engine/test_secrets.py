@@ -17,12 +17,12 @@ from engine.errors import InvalidAgentDefinition
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journeys import JourneyNodeSelection
 from engine.model import CollectedField, Guideline
-from engine.secrets import MASK, TurnSecrets
+from engine.privacy.secrets import MASK, TurnSecrets
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
-from engine.tool_spec import ToolKind
 from engine.toolkit import ToolResult, spec_of, tool
-from engine.validation import validate_snapshot
+from engine.tools.calls import ToolCallPlan
+from engine.tools.spec import ToolKind
+from engine.validation.agent import validate_snapshot
 from examples.banking import load as load_bank
 from examples.banking.tools import authenticate
 from tests.engine.pipeline_kit import (

@@ -16,7 +16,7 @@ import pytest
 
 from engine.model import AgentSnapshot
 from engine.ports import Generation, SchematicLLM
-from engine.secrets import MASK
+from engine.privacy.secrets import MASK
 from engine.turn import TurnOutput
 from examples.banking import load
 from infra.offline import OfflineLLM

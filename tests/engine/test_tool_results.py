@@ -7,8 +7,8 @@ from engine.compose import ComposedReply
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolResult, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import Harness, compose_echo, match_when, tool_harness
 
 RECEIPT = {"type": "receipt", "lines": ["Pizza", "$12"]}

@@ -11,7 +11,7 @@ from engine.matching.guidelines import CustomerDependentBatch, GuidelineMatchBat
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import Guideline
 from engine.own_lines import FALLBACK_REPLY
-from engine.session import EventKind
+from engine.sessions.session import EventKind
 from engine.testing import ScriptedLLM
 from tests.engine.pipeline_kit import (
     Harness,
@@ -318,7 +318,7 @@ async def test_redelivered_message_is_answered_once() -> None:
         make_agent(guidelines=[Guideline(id="g", condition="c", action="a")]), llm, index=False
     )
     await h.start()
-    from engine.session import InboundMessage
+    from engine.sessions.session import InboundMessage
 
     first = await h.engine.handle("s1", [InboundMessage(event_id="tg-1", text="hi")])
     again = await h.engine.handle("s1", [InboundMessage(event_id="tg-1", text="hi")])
@@ -428,7 +428,7 @@ async def test_journey_scoped_guideline_still_applies_in_the_turn_its_journey_ex
 
 
 async def test_per_customer_variable_values_reach_the_prompts() -> None:
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
     from engine.model import ContextVariable
 
     llm = ScriptedLLM()

@@ -8,8 +8,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import CollectedField, Guideline
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan
 from tests.engine.pipeline_kit import (
     Harness,
     advance,
@@ -375,7 +375,7 @@ async def test_tool_with_every_argument_known_runs_without_an_llm_call_and_only_
     agent = make_agent(guidelines=[price], tools=[spec_of(stock_price)])
     h = Harness(agent, llm, tools=registry(), index=False)
     await h.start()
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
     await store.set_variable(agent.id, "c1", "symbol", "NVDA")  # known from the customer profile
@@ -433,7 +433,7 @@ async def test_consequential_tool_is_confirmed_by_the_model_even_with_known_argu
     consequential = spec_of(login).model_copy(update={"consequential": True})
     agent = make_agent(guidelines=[pay], tools=[consequential])
     h = Harness(agent, llm, tools=registry(), index=False)
-    from engine.memory import InMemoryVariableStore
+    from engine.memory.stores import InMemoryVariableStore
 
     store = InMemoryVariableStore()
     await store.set_variable(agent.id, "c1", "username", "seldo")

@@ -22,8 +22,8 @@ from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
 from engine.ports import ToolCall, ToolContext
 from engine.testing import ScriptedLLM
-from engine.tool_calls import ToolCallPlan
 from engine.toolkit import ToolRegistry, ToolResult, UnsupportedParameterType, json_safe, tool
+from engine.tools.calls import ToolCallPlan
 from engine.values import Money
 from tests.engine.pipeline_kit import compose_echo, match_when, tool_harness
 from waypoint.cli import app

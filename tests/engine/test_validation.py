@@ -21,8 +21,8 @@ from engine.model import (
     Term,
     journey_tag,
 )
-from engine.relationship_validation import find_cycles
-from engine.validation import problems, validate_snapshot
+from engine.validation.agent import problems, validate_snapshot
+from engine.validation.relationships import find_cycles
 from tests.engine.agents import bank_concierge, revised, revised_journey, small_agent, tool
 
 
@@ -405,8 +405,8 @@ def test_find_cycles_reports_each_cycle_once() -> None:
 
 def test_a_composed_parameter_on_a_consequential_tool_is_refused() -> None:
     from engine.model import AgentSnapshot
-    from engine.tool_spec import ToolParameter, ToolSpec
-    from engine.validation import problems
+    from engine.tools.spec import ToolParameter, ToolSpec
+    from engine.validation.agent import problems
 
     spec = ToolSpec(
         name="wire",

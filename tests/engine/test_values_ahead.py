@@ -20,7 +20,7 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.matching.journeys import select_journey_step
 from engine.matching.values_ahead import pass_satisfied_steps
 from engine.model import AgentSnapshot, CollectedField, Guideline, Journey, NodeKind
-from engine.session import (
+from engine.sessions.session import (
     CollectedValue,
     Event,
     EventKind,

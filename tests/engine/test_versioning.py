@@ -14,14 +14,14 @@ import yaml
 from engine.authoring import dump_agent, load_agent
 from engine.errors import InvalidAgentDefinition
 from engine.language.lines import SHIPPED_LINES
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot
 from engine.ports import SchematicLLM
-from engine.session import InboundMessage, SessionState
+from engine.sessions.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.trace import summarize
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
-from engine.versioning import choose_version, ended_notice, journeys_in_flight
+from engine.versioning.pinning import choose_version, ended_notice, journeys_in_flight
 from examples.banking import bank, load
 from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder
@@ -307,10 +307,9 @@ def test_an_agent_without_migrations_keeps_its_content_version() -> None:
     assert AgentSnapshot.model_validate(data).content_hash() == "d4c12308273785bc"
 
 
-def test_the_readme_migration_example_loads_into_the_renamed_agent() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Publishing changes", 1)[1]
-    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+def test_the_documented_migration_example_loads_into_the_renamed_agent() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "publishing.md").read_text()
+    example = yaml.safe_load(page.split("```yaml\n", 1)[1].split("```", 1)[0])
     doc = bank_document()
     rename_step("transfer", "ask_amount", "ask_sum")(doc)
     doc["migrations"] = example["migrations"]

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
-from engine.conversation_spec import Expectation
+from engine.conversations.spec import Expectation
 from engine.language.lines import line
 from engine.ports import Generation
 from examples.banking import bank

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.ports import Generation
-from engine.session import InboundMessage, SessionState
+from engine.recall.vectors import agent_index_texts, build_index
+from engine.sessions.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.turn import EngineDeps, TurnEngine
-from engine.vectors import agent_index_texts, build_index
 from examples.banking import bank, load
 from examples.banking.tools import registry
 from infra.embeddings import HashingEmbedder

@@ -9,11 +9,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
-from engine.session import InboundMessage, SessionState
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
+from engine.recall.vectors import agent_index_texts, build_index
+from engine.sessions.session import InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
-from engine.vectors import agent_index_texts, build_index
 from examples.pizza import load, shop
 from examples.pizza.tools import registry
 from infra.embeddings import HashingEmbedder

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from engine.ports import Generation
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from examples.banking import load as load_bank
 from functions import management, webhook, worker
 from infra.aws.lambda_routing import LocalLambdaContext

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from engine.session import EventKind, EventSource
+from engine.sessions.session import EventKind, EventSource
 from examples.banking import bank
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from engine.handoff import MODE_CHANGED
-from engine.session import MAX_REMEMBERED_IDS, EventSource
+from engine.sessions.session import MAX_REMEMBERED_IDS, EventSource
 from functions.worker_delivery import SENDS_PER_INVOCATION
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import SessionMode, SessionState
+from engine.sessions.session import SessionMode, SessionState
 from examples.banking import bank
 from infra.channels.support_channel import SupportRelay
 from infra.handoff_slack import (

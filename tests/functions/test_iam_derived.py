@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from engine.ports import ToolCall, ToolContext
-from engine.session import EventSource, SessionState
+from engine.sessions.session import EventSource, SessionState
 from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
 from infra.channels import registry
 from infra.runtime import Runtime, install_runtime, reset_runtime

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.history import EVENT_WINDOW
-from engine.session import PendingInterrupt, SessionState
+from engine.sessions.history import EVENT_WINDOW
+from engine.sessions.session import PendingInterrupt, SessionState
 from examples.banking import bank
 from infra.runtime import Runtime
 from infra.turn_queue import QueuedMessage
@@ -288,7 +288,7 @@ def test_a_yaml_alias_bomb_is_a_400_naming_the_limit_and_publishes_nothing(
 
 
 def test_an_agent_document_over_the_byte_limit_is_a_413_naming_it(runtime: Runtime) -> None:
-    from engine.document_text import MAX_DOCUMENT_BYTES
+    from engine.authoring.document_text import MAX_DOCUMENT_BYTES
 
     big = b'{"agent": {"id": "big", "name": "' + b"x" * MAX_DOCUMENT_BYTES + b'"}}'
     status, body = call("POST", "/agents", big)

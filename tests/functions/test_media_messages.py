@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.session import EventKind, EventSource
+from engine.sessions.session import EventKind, EventSource
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for
 from tests.channels.payloads import tg_text_update

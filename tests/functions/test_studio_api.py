@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from infra.runtime import Runtime
 from tests.functions.conftest import load_session
 from tests.functions.test_management import call

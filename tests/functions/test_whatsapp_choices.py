@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.session import EventKind, EventSource, PendingInterrupt, SessionState
+from engine.sessions.session import EventKind, EventSource, PendingInterrupt, SessionState
 from infra.channels.base import OutboundReply, ReplyOption
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for

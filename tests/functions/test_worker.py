@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import Event, EventKind, EventSource, PendingInterrupt, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, PendingInterrupt, SessionState
 from examples.banking import bank
 from examples.banking import load as load_bank
 from functions import worker

@@ -31,7 +31,7 @@ from engine.matching.guidelines import (
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.model import AgentSnapshot
 from engine.ports import Generation, Usage
-from engine.tool_calls import ProposedCall, ToolArgument, ToolCallPlan
+from engine.tools.calls import ProposedCall, ToolArgument, ToolCallPlan
 from engine.values import Money
 from infra.offline import OfflineLLM
 from infra.offline.journey_map import parse_journey_map

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from engine.matching.collected_values import CollectedItem
 from engine.matching.journey_answer import JourneyNodeSelection
 from engine.ports import Generation, Usage
-from engine.tool_calls import ToolArgument, ToolCallPlan
+from engine.tools.calls import ToolArgument, ToolCallPlan
 from infra.offline import OfflineLLM
 from infra.offline.journey_map import parse_journey_map
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from engine.session import EventKind
+from engine.sessions.session import EventKind
 from tests.hostile.misreport import Misreport, moved, transfers
 from tests.hostile.world import Run, example, run_with
 

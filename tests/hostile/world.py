@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot, NodeKind
 from engine.ports import ToolCall, ToolContext, ToolOutcome
-from engine.session import (
+from engine.recall.vectors import agent_index_texts, build_index
+from engine.sessions.session import (
     EventKind,
     EventSource,
     InboundMessage,
@@ -25,7 +26,6 @@ from engine.toolkit import InProcessDispatcher, ToolRegistry
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
 from engine.values.grounding import same_value
 from engine.values.types import show
-from engine.vectors import agent_index_texts, build_index
 from examples import banking, pizza
 from examples.banking import bank
 from examples.banking.tools import registry as bank_registry

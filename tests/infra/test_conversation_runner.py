@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.conversation_checks import JudgedReply
-from engine.conversation_spec import ConversationTest, Expectation, ToolCallExpectation, Turn
+from engine.conversations.checks import JudgedReply
+from engine.conversations.spec import ConversationTest, Expectation, ToolCallExpectation, Turn
 from engine.ports import Generation
 from engine.testing import ScriptedLLM
 from examples.banking import AGENT_PATH, TOOLS_MODULE

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from engine.errors import SessionConflict
-from engine.session import EventSource
+from engine.sessions.session import EventSource
 from infra.aws.dynamo_agents import DynamoAgentStore
 from infra.aws.dynamo_inbox import DynamoInboxStore
 from infra.aws.dynamo_sessions import (

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from infra.aws.clients import client
 from infra.aws.dynamo_inbox import DynamoInboxStore
 from infra.aws.dynamo_sessions import DynamoSessionStore

@@ -10,7 +10,7 @@ import pytest
 
 from engine.errors import AgentNotFound, SessionConflict
 from engine.ports import TurnCommit
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from infra.aws.dynamo_agents import DynamoAgentStore
 from infra.aws.dynamo_sessions import MAX_EVENTS_PER_COMMIT, DynamoSessionStore
 from infra.aws.in_flight import IN_FLIGHT_TTL_SECONDS, SHARDS, shard_of, shard_pk

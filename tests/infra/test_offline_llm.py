@@ -38,14 +38,14 @@ from engine.matching.guidelines import (
 from engine.matching.journey_answer import JourneyNodeSelection, verify_advancement
 from engine.matching.journey_graph import build_node_views
 from engine.matching.journey_prompt import build_node_selection_prompt
-from engine.memory import InMemoryAgentStore, InMemorySessionStore
+from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
 from engine.model import AgentSnapshot, Guideline, Journey, Term
 from engine.ports import ToolOutcome
-from engine.session import Event, EventKind, EventSource, InboundMessage, SessionState
-from engine.tool_calls import ToolCallPlan, build_tool_call_prompt
+from engine.recall.vectors import InMemoryVectorIndex, journey_index_texts
+from engine.sessions.session import Event, EventKind, EventSource, InboundMessage, SessionState
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
+from engine.tools.calls import ToolCallPlan, build_tool_call_prompt
 from engine.turn import EngineDeps, TurnEngine, TurnOutput
-from engine.vectors import InMemoryVectorIndex, journey_index_texts
 from infra.embeddings import HashingEmbedder
 from infra.offline import MODEL_NAME, OfflineLLM, UnrecognizedPrompt
 from infra.offline.choices import ordinal_pick

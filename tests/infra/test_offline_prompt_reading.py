@@ -11,7 +11,7 @@ from engine.matching.guidelines import (
     build_match_prompt,
     plan_batches,
 )
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from infra.offline.matching import parse_match_prompt
 from infra.offline.prompt import parse_conversation, parse_tool_results
 from tests.infra.test_offline_llm import (

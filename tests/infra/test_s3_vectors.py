@@ -10,7 +10,7 @@ import pytest
 
 from engine.agent_config import AgentConfig
 from engine.model import Guideline
-from engine.vectors import GUIDELINES, JOURNEYS, TERMS
+from engine.recall.vectors import GUIDELINES, JOURNEYS, TERMS
 from infra.aws.local_stack import LocalStack
 from infra.aws.s3_vectors import (
     EmbeddingsNotPublished,

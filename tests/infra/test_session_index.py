@@ -3,7 +3,7 @@ one Query a page, gone from the list when the idle session expires (before TTL d
 
 from __future__ import annotations
 
-from engine.session_index import SessionIndex
+from engine.sessions.index import SessionIndex
 from infra.aws.dynamo_sessions import DynamoSessionStore
 from infra.aws.local_stack import LocalStack
 from infra.aws.retention import Retention

@@ -1,4 +1,4 @@
-"""Every store implementation runs the same contracts: in-memory (engine/memory.py) and DynamoDB
+"""Every store implementation runs the same contracts: in-memory (engine/memory/stores.py) and DynamoDB
 (infra/aws/dynamo_*.py, on in-process moto) — turns, retention, erasure and rollback."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.memory import (
+from engine.memory.stores import (
     InMemoryAgentStore,
     InMemoryCustomerErasure,
     InMemoryInboxStore,

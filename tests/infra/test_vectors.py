@@ -1,4 +1,4 @@
-"""engine.vectors: the in-memory index every vector recall goes through, and what is embedded."""
+"""engine.recall.vectors: the in-memory index every vector recall goes through, and what is embedded."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from engine.vectors import (
+from engine.recall.vectors import (
     JOURNEYS,
     TERMS,
     InMemoryVectorIndex,
@@ -114,7 +114,7 @@ def test_a_journey_is_embedded_with_its_title_conditions_steps_and_transitions()
 
 def test_the_engine_modules_import_no_aws_sdk() -> None:
     code = (
-        "import sys, engine.vectors, engine.memory\n"
+        "import sys, engine.recall.vectors, engine.memory.stores\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('boto3', 'botocore', 'moto', 'aioboto3', 'openai', 'fastapi')]\n"
         "assert not bad, bad"

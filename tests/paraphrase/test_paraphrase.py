@@ -21,6 +21,7 @@ from bench.paraphrase import (
     markdown_section,
 )
 from infra.conversation_tests import Models, load_file, run_once
+from tests.paraphrase.conftest import OUTCOME
 
 SUITE = load_suite()
 
@@ -36,12 +37,10 @@ def _param(conversation: Conversation) -> object:
 
 @pytest.mark.parametrize("conversation", [_param(c) for c in SUITE])
 def test_conversation(
-    conversation: Conversation,
-    offline_models: Models,
-    paraphrase_results: list[tuple[Conversation, bool]],
+    conversation: Conversation, offline_models: Models, request: pytest.FixtureRequest
 ) -> None:
     result = asyncio.run(run_once(conversation.test, offline_models))
-    paraphrase_results.append((conversation, result.passed))
+    request.node.user_properties.append((OUTCOME, (conversation.id, result.passed)))
     result.raise_for_failure()
 
 

@@ -34,6 +34,7 @@ from infra.offline.llm import RESPONDERS
 from tests.fakes.openai_server import (
     Behavior,
     FakeOpenAIServer,
+    RecordedRequest,
     Reply,
     _chat_response,
 )
@@ -67,7 +68,8 @@ class OfflineBackedOpenAIServer(FakeOpenAIServer):
         self.outage = None
         self._faults.clear()
 
-    async def _answer_chat(self, body: dict[str, Any]) -> JSONResponse:
+    async def _answer_chat(self, request: RecordedRequest) -> JSONResponse:
+        body = request.body
         model = str(body.get("model", ""))
         behavior = self.outage or (self._faults.popleft() if self._faults else None)
         if behavior is not None:

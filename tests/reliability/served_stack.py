@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from engine.session import SessionState
+from engine.sessions.session import SessionState
 from examples.banking import TOOLS_MODULE
 from examples.banking import load as load_bank
 from infra.channels.base import ChannelRequest, NormalizedMessage

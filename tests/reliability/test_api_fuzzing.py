@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.session import EventSource
+from engine.sessions.session import EventSource
 from functions import management, webhook
 from infra.channels.signing import generic_headers, meta_headers, slack_headers, telegram_headers
 from infra.channels.text import clean_text

@@ -14,7 +14,7 @@ import pytest
 
 from engine.compose import ComposedReply
 from engine.ports import Generation, TurnCommit
-from engine.session import EventSource, SessionState
+from engine.sessions.session import EventSource, SessionState
 from examples.banking import load as load_bank
 from functions.worker import TurnWorker
 from functions.worker_bursts import Burst, plan_bursts

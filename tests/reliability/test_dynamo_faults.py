@@ -14,7 +14,7 @@ import pytest
 
 from engine.errors import SessionConflict
 from engine.ports import TurnCommit
-from engine.session import EventKind, EventSource, InboundMessage, SessionState
+from engine.sessions.session import EventKind, EventSource, InboundMessage, SessionState
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime
 from infra.turn_queue import session_id_for

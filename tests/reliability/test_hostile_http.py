@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.session import PendingInterrupt, SessionState
+from engine.sessions.session import PendingInterrupt, SessionState
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from tests.functions.conftest import API_KEY
 from tests.functions.test_management import FORM_CALL, MOVERS

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import EventSource
+from engine.sessions.session import EventSource
 from infra.channels.ingress import DEFAULT_MAX_BODY_BYTES
 from infra.channels.registry import build_channels
 from infra.channels.signing import (

@@ -14,7 +14,7 @@ from botocore.awsrequest import AWSPreparedRequest
 from botocore.exceptions import ReadTimeoutError
 from moto.core.models import botocore_stubber
 
-from engine.session import EventSource
+from engine.sessions.session import EventSource
 from examples.banking import load as load_bank
 from functions import webhook
 from infra.aws import clients

@@ -19,8 +19,8 @@ from engine.matching.journey_answer import JourneyNodeSelection
 from engine.matching.journey_graph import build_node_views
 from engine.model import AgentSnapshot, Guideline
 from engine.ports import Generation
-from engine.session import EventKind, EventSource, SessionState
-from engine.tool_calls import ToolCallPlan
+from engine.sessions.session import EventKind, EventSource, SessionState
+from engine.tools.calls import ToolCallPlan
 from examples.banking import bank
 from examples.banking import load as load_bank
 from infra.offline import OfflineLLM

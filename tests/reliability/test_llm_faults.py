@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engine.own_lines import FALLBACK_REPLY
-from engine.session import EventKind, EventSource, SessionState
+from engine.sessions.session import EventKind, EventSource, SessionState
 from infra.llm.openai_llm import OpenAISchematicLLM
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime

@@ -40,7 +40,7 @@ from bench.blocks import read_block, update_block
 from bench.document import DOC as BENCHMARKS_DOC
 from bench.document import LOAD_BLOCK, LOAD_HEADING
 from engine.model import AgentSnapshot, NodeKind
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from examples.banking import bank
 from examples.banking import load as load_bank
 from tests.reliability.faults import record_llm_backoff

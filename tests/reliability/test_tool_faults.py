@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.session import Event, EventKind, EventSource, SessionState
+from engine.sessions.session import Event, EventKind, EventSource, SessionState
 from engine.toolkit import MAX_RESULT_CHARS, InProcessDispatcher, ToolRegistry, ToolResult, tool
 from examples.banking import tools as bank_tools
 from infra.outbox import OutboxStatus
@@ -109,7 +109,7 @@ def price_event(state: SessionState) -> Event:
 
 def as_committed(runtime: Runtime, event: Event) -> Event:
     """The event as committed, its channel payload (the view) included: a turn's window leaves
-    the payload out (`engine.history`), the history API reads it back."""
+    the payload out (`engine.sessions.history`), the history API reads it back."""
     (stored,) = runtime.run(runtime.sessions.events(SESSION, after=event.offset - 1, limit=1))
     return stored
 

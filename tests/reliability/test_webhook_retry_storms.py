@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.session import EventSource
+from engine.sessions.session import EventSource
 from tests.reliability.channel_requests import BUILDERS, CHANNELS, SignedRequest, retried
 from tests.reliability.served_stack import ServedStack
 

@@ -22,7 +22,7 @@ def validate(path: AgentRequired, tools: ToolsOption = None) -> None:
 
     With --tools, every tool the agent names is checked against the module's @tool registry
     (and tools named only take their declaration from it)."""
-    from engine.validation import warnings
+    from engine.validation.agent import warnings
 
     agent, _ = _load(path, tools)
     nodes = sum(len(j.nodes) for j in agent.journeys)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from engine.model import AgentSnapshot
-from engine.tool_spec import ToolSpec
+from engine.tools.spec import ToolSpec
 from waypoint.agent_source import AgentSource
 from waypoint.cli.program import console
 

@@ -155,7 +155,7 @@ class ServedSecrets:
 
     management_api_key: str
     generic_secret: str
-    secret_digest_key: str  # engine.secret_digests: a new one forgets what sessions kept
+    secret_digest_key: str  # engine.privacy.digests: a new one forgets what sessions kept
 
 
 def _served_secrets(data: Path | None) -> ServedSecrets:
