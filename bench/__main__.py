@@ -1,6 +1,8 @@
 """`python -m bench`: run the benchmarks, print the tables, rewrite docs/BENCHMARKS.md.
 
 `python -m bench eval …` runs the labelled evaluation set instead (`bench.eval.cli`);
+`python -m bench turn-requests` what one message costs in AWS requests (`bench.turn_requests`),
+`python -m bench monthly-cost` the monthly cost table of docs/deploy.md (`bench.monthly_cost`);
 `python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`); `python -m bench
 languages …` the language-detection comparison (`bench.language_report`)."""
 
@@ -24,6 +26,14 @@ def main(argv: list[str] | None = None) -> int:
         from bench.long_session import main as long_session
 
         return long_session(argv[1:])
+    if argv[:1] == ["turn-requests"]:  # AWS requests and tokens per message (docs/deploy.md)
+        from bench.turn_requests import main as turn_requests
+
+        return turn_requests(argv[1:])
+    if argv[:1] == ["monthly-cost"]:  # docs/deploy.md's monthly cost table
+        from bench.monthly_cost import main as monthly_cost
+
+        return monthly_cost(argv[1:])
     if argv[:1] == ["compare"]:  # opt-in: installs the reference engine (bench/compare.py)
         from bench.compare import main as compare
 

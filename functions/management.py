@@ -1,7 +1,8 @@
 """Management API Lambda (API Gateway HTTP API → FastAPI through Mangum).
 
 Every request needs `X-Api-Key` (compared in constant time with `WAYPOINT_MANAGEMENT_API_KEY`,
-which may come from the SSM secrets path); without it: 401, before anything else is looked at.
+which may come from the SSM secrets path, and holds two keys, space-separated, while it is
+rotated: either is accepted); without it: 401, before anything else is looked at.
 
     POST /agents[?force=true]             publish an agent (JSON or YAML body) → 201 | 422 problems
                                           | 409 when it would strand sessions or lacks tools
@@ -44,12 +45,11 @@ This module wires the app: the key check, CORS, the routes of `functions.managem
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.routing import APIRoute
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from functions import management_agents, management_errors, management_sessions
 from functions.handoff_api import router as handoff_routes
@@ -59,6 +59,7 @@ from functions.management_errors import error_response, logger
 from functions.management_params import refuse_unknown_query
 from functions.studio_api import router as studio_routes
 from infra.runtime import current_runtime
+from infra.runtime_settings import RuntimeConfigurationError
 
 app = FastAPI(
     title="Waypoint management API",
@@ -79,19 +80,24 @@ PUBLIC_PATHS = frozenset({"/docs"})
 
 @app.middleware("http")
 async def require_api_key(request: Request, call_next: Any) -> Response:
-    """401 unless `X-Api-Key` equals the configured key (constant-time compare). Runs before
-    routing and body parsing, so an anonymous caller learns nothing else."""
+    """401 unless `X-Api-Key` equals the configured key, or one of the two during a rotation
+    (constant-time compare). Runs before routing and body parsing, so an anonymous caller learns
+    nothing else."""
     if _route_path(request) in PUBLIC_PATHS:
         public: Response = await call_next(request)
         return public
-    expected = current_runtime().management_api_key()
+    try:
+        expected = current_runtime().management_api_key()
+        if expected is None:
+            logger.error("WAYPOINT_MANAGEMENT_API_KEY is not configured: every request is refused")
+    except RuntimeConfigurationError as misconfigured:  # e.g. three keys: refuse, say why in logs
+        logger.error("every request is refused: %s", misconfigured)
+        expected = None
     received = request.headers.get("x-api-key")
-    if expected is None:
-        logger.error("WAYPOINT_MANAGEMENT_API_KEY is not configured: every request is refused")
     if (
         expected is None
         or received is None
-        or not hmac.compare_digest(received.encode(), expected.encode())
+        or not expected.verifies(received, SecretStr.get_secret_value)
     ):
         refused = error_response(401, "missing or wrong X-Api-Key header")
         refused.headers["WWW-Authenticate"] = "ApiKey"

@@ -25,6 +25,7 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_PUBLIC_BASE_URL`         | scheme + host the platforms call (Twilio signs the URL)      |
 | `WAYPOINT_CALLBACK_HOSTS`          | comma-separated hosts generic-channel callbacks may target   |
 | `WAYPOINT_SECRETS_PATH`            | SSM path of the secrets; each part reads only its own names  |
+| `WAYPOINT_SECRETS_MAX_AGE_SECONDS` | read the secrets path again after this long (default 60)     |
 | `WAYPOINT_SECRET_DIGEST_KEY`       | secret (SSM): key of the digests sessions keep of secrets    |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
 | `WAYPOINT_SUPPORT_SLACK_CHANNEL`   | the Slack support channel of handoffs (`infra.handoff_slack`) |
@@ -41,6 +42,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,6 +57,7 @@ from infra.runtime_settings import (
     MANAGEMENT_SECRET_NAMES,
     MIN_SECRET_DIGEST_KEY_CHARS,
     SECRET_DIGEST_KEY_ENV,
+    SECRETS_PATH_ENV,
     RuntimeConfigurationError,
     RuntimeSettings,
     load_tool_registry,
@@ -72,12 +75,33 @@ if TYPE_CHECKING:  # the real imports happen where each part is built
     from infra.aws.dynamo_variables import DynamoVariableStore
     from infra.channels.base import Channel
     from infra.outbox import DynamoOutbox
+    from infra.rotating_secrets import RotatingSecret
     from infra.turn_queue import QueuedMessage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _SSM_MAX_NAMES = 10  # GetParameters takes at most 10 names per call
+
+
+def _get_parameters(path: str, names: list[str], *, decrypt: bool) -> dict[str, dict[str, Any]]:
+    """The parameters `path/NAME` of `names` that exist, by name, 10 per `GetParameters` call."""
+    from infra.aws.clients import client
+
+    ssm = client("ssm")
+    prefix = path.rstrip("/")
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(names), _SSM_MAX_NAMES):
+        batch = [f"{prefix}/{name}" for name in names[start : start + _SSM_MAX_NAMES]]
+        page = ssm.get_parameters(Names=batch, WithDecryption=decrypt)
+        for parameter in page.get("Parameters", []):
+            found[parameter["Name"].rsplit("/", 1)[-1]] = parameter
+    return found
+
+
+def _monotonic() -> float:
+    """Seconds on a clock that never goes back: how old the secrets read are (tests move it)."""
+    return time.monotonic()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -104,10 +128,19 @@ class Runtime:
         if unknown:
             raise TypeError(f"Runtime() got unknown parts {sorted(unknown)}")
         self.settings = settings or RuntimeSettings.from_env()
+        self._given_channels: dict[str, Channel] | None = None
+        self._built_channels: dict[str, Channel] | None = None
+        self._channels_revision = -1
         for name, value in parts.items():
             if value is not None:
-                self.__dict__[name] = value  # what cached_property would have stored
-        self._secrets_loaded: set[str] = set()
+                setattr(self, name, value)  # what cached_property would have stored
+        # When each secret was last read from the secrets path (monotonic), the values this
+        # runtime exported (so a later read may replace or remove them, never a variable set
+        # by hand), and a revision that changes whenever one of them did.
+        self._secrets_read_at: dict[str, float] = {}
+        self._secrets_exported: dict[str, str] = {}
+        self._secret_versions: dict[str, int] = {}  # each parameter's version as last read
+        self.secrets_revision = 0
         self._missing_indexes: set[tuple[str, str]] = set()
         self.known_sessions: set[str] = set()  # created or seen by this container
         self._lock = threading.Lock()
@@ -116,41 +149,119 @@ class Runtime:
 
     def load_secrets(self, names: Iterable[str]) -> None:
         """Export the named parameters under `WAYPOINT_SECRETS_PATH` (SSM, decrypted) as
-        environment variables, each name once. Variables already set win: a local `.env`
-        overrides the path. Each part asks only for the names it uses (`CHANNEL_SECRET_NAMES`,
+        environment variables. Variables set otherwise win: a local `.env` overrides the path.
+        Each part asks only for the names it uses (`ChannelSecrets.env_names()`,
         `LLM_SECRET_NAMES`, `MANAGEMENT_SECRET_NAMES`), so a function's IAM policy can grant
-        exactly those parameters: the webhook can never read the OpenAI key."""
+        exactly those parameters: the webhook can never read the OpenAI key.
+
+        A name is read again once `secrets_max_age_seconds` have passed since it was read, so a
+        changed or removed parameter (a step of a key rotation, `infra.rotating_secrets`) reaches
+        a warm container within that time; `secrets_revision` then changes (the channels are
+        rebuilt on it). If reading again fails, the values already read are kept (logged) and
+        read again after another max age; only a first read that fails raises."""
         with self._lock:
-            wanted = [name for name in dict.fromkeys(names) if name not in self._secrets_loaded]
+            now = _monotonic()
+            max_age = self.settings.secrets_max_age_seconds
+            wanted = [
+                name
+                for name in dict.fromkeys(names)
+                if name not in self._secrets_read_at or now - self._secrets_read_at[name] >= max_age
+            ]
             if not wanted:
                 return
             if self.settings.secrets_path:
-                for name, value in self._read_parameters(
-                    self.settings.secrets_path, wanted
-                ).items():
-                    os.environ.setdefault(name, value)
-            self._secrets_loaded.update(wanted)
+                try:
+                    values = self._changed_parameters(self.settings.secrets_path, wanted)
+                except Exception:
+                    if not all(name in self._secrets_read_at for name in wanted):
+                        raise
+                    log.warning(
+                        "reading the secrets under %s again failed; keeping the values read "
+                        "before (%s)",
+                        SECRETS_PATH_ENV,
+                        ", ".join(wanted),
+                        exc_info=True,
+                    )
+                    values = None
+                for name, value in (values or {}).items():
+                    self._export_secret(name, value)
+            for name in wanted:
+                self._secrets_read_at[name] = now
+
+    def _export_secret(self, name: str, value: str | None) -> None:
+        """Set (or, when the parameter is gone, unset) the variable `name` — unless it was set
+        by something other than this runtime, which wins."""
+        current = os.environ.get(name)
+        ours = self._secrets_exported.get(name)
+        if current is not None and current != ours:
+            return  # set by hand, a local `.env`, or another runtime of this process
+        if value is None:
+            if current is not None:
+                del os.environ[name]
+                del self._secrets_exported[name]
+                self.secrets_revision += 1
+            return
+        if current != value:
+            os.environ[name] = value
+            self._secrets_exported[name] = value
+            self.secrets_revision += 1
+
+    def _changed_parameters(self, path: str, names: list[str]) -> dict[str, str | None]:
+        """The value of each of `names` read for the first time, or whose parameter changed
+        since it was read (None: it no longer exists). A name read before is checked by its
+        parameter's version, without decryption: KMS decrypts only what changed (each decryption
+        of a SecureString is a billed KMS request; the check every max age is not)."""
+        known = [name for name in names if name in self._secret_versions]
+        stale = [name for name in names if name not in self._secret_versions]
+        if known:
+            versions = self._parameter_versions(path, known)
+            stale += [n for n in known if versions.get(n, 0) != self._secret_versions[n]]
+        if not stale:
+            return {}
+        read = self._read_parameters(path, stale)
+        changed: dict[str, str | None] = {}
+        for name in stale:
+            value, version = read.get(name, (None, 0))
+            self._secret_versions[name] = version  # 0: no such parameter
+            changed[name] = value
+        return changed
 
     @staticmethod
-    def _read_parameters(path: str, names: list[str]) -> dict[str, str]:
-        """`GetParameters` by exact name (never by path: IAM could not tell the parameters of a
-        path apart). Parameters that do not exist are simply absent."""
-        from infra.aws.clients import client
+    def _read_parameters(path: str, names: list[str]) -> dict[str, tuple[str, int]]:
+        """Each parameter's decrypted value and version, by `GetParameters` by exact name (never
+        by path: IAM could not tell the parameters of a path apart). Parameters that do not
+        exist are simply absent."""
+        return {
+            name: (str(parameter["Value"]), int(parameter.get("Version", 0)))
+            for name, parameter in _get_parameters(path, names, decrypt=True).items()
+        }
 
-        ssm = client("ssm")
-        prefix = path.rstrip("/")
-        values: dict[str, str] = {}
-        for start in range(0, len(names), _SSM_MAX_NAMES):
-            batch = [f"{prefix}/{name}" for name in names[start : start + _SSM_MAX_NAMES]]
-            page = ssm.get_parameters(Names=batch, WithDecryption=True)
-            for parameter in page.get("Parameters", []):
-                values[parameter["Name"].rsplit("/", 1)[-1]] = parameter["Value"]
-        return values
+    @staticmethod
+    def _parameter_versions(path: str, names: list[str]) -> dict[str, int]:
+        """Each existing parameter's version, read without decrypting it (no KMS request)."""
+        return {
+            name: int(parameter.get("Version", 0))
+            for name, parameter in _get_parameters(path, names, decrypt=False).items()
+        }
 
-    def management_api_key(self) -> str | None:
-        """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path)."""
+    def management_api_key(self) -> RotatingSecret | None:
+        """The management API key (`WAYPOINT_MANAGEMENT_API_KEY`, or from the secrets path):
+        one value, or two — the new and the old, space-separated — while it is rotated
+        (`infra.rotating_secrets`). None when it is not set; more than two values raise
+        `RuntimeConfigurationError`."""
+        from infra.rotating_secrets import RotatingSecret
+
         self.load_secrets(MANAGEMENT_SECRET_NAMES)
-        return os.environ.get(MANAGEMENT_API_KEY_ENV) or None
+        raw = os.environ.get(MANAGEMENT_API_KEY_ENV) or ""
+        if not raw.strip():
+            return None
+        key = RotatingSecret(raw)
+        if len(key.values) > 2:
+            raise RuntimeConfigurationError(
+                f"{MANAGEMENT_API_KEY_ENV} holds {len(key.values)} space-separated values; "
+                "during a rotation it holds two, the new key and the old one (docs/deploy.md)"
+            )
+        return key
 
     def secret_digest_key(self) -> bytes | None:
         """The deployment's key of the digests sessions keep of their secrets, so that a model
@@ -306,17 +417,29 @@ class Runtime:
 
     # ---- channels and delivery
 
-    @cached_property
+    @property
     def channels(self) -> dict[str, Channel]:
+        """The chat channels, built from the channel secrets; built again when one of them
+        changed in the secrets path (a rotation step, `load_secrets`). Channels given to the
+        runtime (tests, the local stack) are used as they are."""
+        if self._given_channels is not None:
+            return self._given_channels
         from infra.channels.registry import ChannelSecrets, build_channels
 
         self.load_secrets(ChannelSecrets.env_names())
-        return build_channels(
-            ChannelSecrets.from_env(),
-            self.clock,
-            public_base_url=self.settings.public_base_url,
-            callback_hosts=self.settings.callback_hosts,
-        )
+        if self._built_channels is None or self._channels_revision != self.secrets_revision:
+            self._built_channels = build_channels(
+                ChannelSecrets.from_env(),
+                self.clock,
+                public_base_url=self.settings.public_base_url,
+                callback_hosts=self.settings.callback_hosts,
+            )
+            self._channels_revision = self.secrets_revision
+        return self._built_channels
+
+    @channels.setter
+    def channels(self, given: dict[str, Channel]) -> None:
+        self._given_channels = given
 
     @cached_property
     def http(self) -> httpx.AsyncClient:

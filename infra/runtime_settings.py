@@ -25,6 +25,10 @@ TOOL_DISPATCH_MODE_ENV = "WAYPOINT_TOOL_DISPATCH_MODE"
 PUBLIC_BASE_URL_ENV = "WAYPOINT_PUBLIC_BASE_URL"
 CALLBACK_HOSTS_ENV = "WAYPOINT_CALLBACK_HOSTS"
 SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
+# How long a warm container trusts the secrets it read from the secrets path before reading them
+# again, so each step of a key rotation reaches it within that time (docs/deploy.md).
+SECRETS_MAX_AGE_ENV = "WAYPOINT_SECRETS_MAX_AGE_SECONDS"
+DEFAULT_SECRETS_MAX_AGE_SECONDS = 60.0
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
 # The key of the digests sessions keep of their secrets (`engine.privacy.digests`).
@@ -87,6 +91,7 @@ class RuntimeSettings:
     public_base_url: str | None = None
     callback_hosts: tuple[str, ...] | None = None
     secrets_path: str | None = None
+    secrets_max_age_seconds: float = DEFAULT_SECRETS_MAX_AGE_SECONDS
     reply_per_message: bool = False
     # The Slack support channel and who may write to customers from it (None: no relay).
     support_relay: SupportRelay | None = None
@@ -115,9 +120,24 @@ class RuntimeSettings:
                 tuple(h.strip() for h in hosts.split(",") if h.strip()) if hosts else None
             ),
             secrets_path=env.get(SECRETS_PATH_ENV) or None,
+            secrets_max_age_seconds=_seconds(env.get(SECRETS_MAX_AGE_ENV), SECRETS_MAX_AGE_ENV),
             reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
             support_relay=_support_relay(env),
         )
+
+
+def _seconds(raw: str | None, setting: str) -> float:
+    if raw is None or not raw.strip():
+        return DEFAULT_SECRETS_MAX_AGE_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        raise RuntimeConfigurationError(
+            f"{setting} must be a number of seconds from 0 to 3600, got {raw.strip()[:20]!r}"
+        )
+    return seconds
 
 
 def _support_relay(env: Mapping[str, str]) -> SupportRelay | None:

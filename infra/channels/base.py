@@ -250,11 +250,12 @@ class OutboundReply(BaseModel):
         platform rejects an empty message)."""
         return self.text.strip() or self.line("choose_option")
 
-    def line(self, key: str) -> str:
-        """The engine's line `key` (`engine.language.lines`) in the reply's language."""
+    def line(self, key: str, **values: object) -> str:
+        """The engine's line `key` (`engine.language.lines`) in the reply's language, its
+        placeholders filled with `values`."""
         from engine.language.lines import line  # (read once, on the first send that needs it)
 
-        return line(key, self.language)
+        return line(key, self.language, **values)
 
 
 class DeliveryReceipt(BaseModel):

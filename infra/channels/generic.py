@@ -56,12 +56,11 @@ from infra.channels.signing import (
     GENERIC_SIGNATURE,
     GENERIC_TIMESTAMP,
     Secret,
-    as_secret,
-    constant_time_equals,
     generic_headers,
     sign_generic,
 )
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -93,7 +92,7 @@ class GenericChannel:
         resolve: Resolver | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        self._secret = as_secret(secret)
+        self._secret = RotatingSecret(secret)
         self.clock = clock
         # Refuses to start without an allow-list (ChannelConfigError, naming the setting).
         self.callbacks = CallbackTargets(callback_hosts, resolve=resolve)
@@ -114,8 +113,9 @@ class GenericChannel:
         timestamp = require_fresh_timestamp(
             request.header(GENERIC_TIMESTAMP), self.clock.now(), self.name, GENERIC_TIMESTAMP
         )
-        expected = sign_generic(self._secret, request.body, timestamp)
-        if not constant_time_equals(signature.strip(), expected):
+        if not self._secret.verifies(
+            signature.strip(), lambda secret: sign_generic(secret, request.body, timestamp)
+        ):
             raise SignatureRejected(f"wrong {GENERIC_SIGNATURE} header", channel=self.name)
 
         inbound = validate(_Inbound, parse_json_object(request.body, self.name), self.name)
@@ -187,7 +187,7 @@ class GenericChannel:
             channel=self.name,
             content=body,
             headers={
-                **generic_headers(self._secret, body, timestamp),
+                **generic_headers(self._secret.current, body, timestamp),
                 **({"Idempotency-Key": reply.id} if reply.id else {}),
             },
         )

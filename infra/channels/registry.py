@@ -4,6 +4,9 @@ A channel is enabled only when every secret it needs, for receiving and for repl
 otherwise it is present as a `DisabledChannel` that answers 404 naming the variables to set. (A
 channel that could receive but never answer would silently swallow customers' messages.)
 
+A secret that verifies requests (`ROTATABLE_SECRETS`) may hold two values, space-separated, while
+it is rotated (`infra.rotating_secrets`); a token a channel sends with holds exactly one.
+
     channels = build_channels(ChannelSecrets.from_env())
     outcome = lookup_channel(channels, "slack").handle(request)
 """
@@ -85,6 +88,44 @@ class ChannelSecrets(BaseModel):
             raise ChannelConfigError(f"{self.env_var(field)} is not set")
         return value
 
+    def rotating(self, field: str) -> SecretStr:
+        """A secret that verifies requests: set, holding one value, or two (space-separated)
+        while it is rotated."""
+        value = self.get(field)
+        count = len(value.get_secret_value().split())
+        if count > MAX_ROTATION_VALUES:
+            raise ChannelConfigError(
+                f"{self.env_var(field)} holds {count} space-separated values; during a rotation "
+                "it holds two, the new value and the old one (docs/deploy.md, rotating secrets)"
+            )
+        return value
+
+    def single(self, field: str) -> SecretStr:
+        """A secret that must be set and hold one value: a token a channel sends with (only the
+        secrets that verify requests take a second value during a rotation)."""
+        value = self.get(field)
+        count = len(value.get_secret_value().split())
+        if count > 1:
+            raise ChannelConfigError(
+                f"{self.env_var(field)} holds {count} space-separated values; a token the "
+                "channel sends with is one value (only the secrets that verify requests, "
+                f"{', '.join(self.env_var(f) for f in ROTATABLE_SECRETS)}, take a second one "
+                "during a rotation)"
+            )
+        return value
+
+
+# The secrets that verify what comes in: each may hold two values during a rotation.
+MAX_ROTATION_VALUES = 2
+ROTATABLE_SECRETS = (
+    "telegram_secret_token",
+    "slack_signing_secret",
+    "whatsapp_app_secret",
+    "whatsapp_verify_token",
+    "twilio_auth_token",
+    "twilio_shared_key",
+    "generic_secret",
+)
 
 # What each channel needs, in both directions.
 REQUIRED_SECRETS: dict[str, tuple[str, ...]] = {
@@ -140,8 +181,8 @@ def build_channels(
         from infra.channels.telegram import TELEGRAM_API, TelegramChannel
 
         return TelegramChannel(
-            secret_token=secrets.get("telegram_secret_token"),
-            bot_token=secrets.get("telegram_bot_token"),
+            secret_token=secrets.rotating("telegram_secret_token"),
+            bot_token=secrets.single("telegram_bot_token"),
             base_url=urls.get("telegram", TELEGRAM_API),
         )
 
@@ -149,8 +190,8 @@ def build_channels(
         from infra.channels.slack import SLACK_API, SlackChannel
 
         return SlackChannel(
-            signing_secret=secrets.get("slack_signing_secret"),
-            bot_token=secrets.get("slack_bot_token"),
+            signing_secret=secrets.rotating("slack_signing_secret"),
+            bot_token=secrets.single("slack_bot_token"),
             clock=clock,
             base_url=urls.get("slack", SLACK_API),
         )
@@ -159,9 +200,9 @@ def build_channels(
         from infra.channels.whatsapp import GRAPH_API, WhatsAppChannel
 
         return WhatsAppChannel(
-            app_secret=secrets.get("whatsapp_app_secret"),
-            verify_token=secrets.get("whatsapp_verify_token"),
-            access_token=secrets.get("whatsapp_access_token"),
+            app_secret=secrets.rotating("whatsapp_app_secret"),
+            verify_token=secrets.rotating("whatsapp_verify_token"),
+            access_token=secrets.single("whatsapp_access_token"),
             base_url=urls.get("whatsapp", GRAPH_API),
         )
 
@@ -169,11 +210,11 @@ def build_channels(
         from infra.channels.twilio import TWILIO_API, TWILIO_MESSAGING_API, TwilioChannel
 
         return TwilioChannel(
-            auth_token=secrets.get("twilio_auth_token"),
-            account_sid=secrets.get("twilio_account_sid"),
+            auth_token=secrets.rotating("twilio_auth_token"),
+            account_sid=secrets.single("twilio_account_sid"),
             public_base_url=public_base_url,
             base_url=urls.get("twilio", TWILIO_API),
-            shared_key=secrets.twilio_shared_key,
+            shared_key=secrets.rotating("twilio_shared_key") if secrets.twilio_shared_key else None,
             messaging_base_url=urls.get(
                 "twilio_messaging", urls.get("twilio", TWILIO_MESSAGING_API)
             ),
@@ -183,7 +224,7 @@ def build_channels(
         from infra.channels.generic import GenericChannel
 
         return GenericChannel(
-            secret=secrets.get("generic_secret"),
+            secret=secrets.rotating("generic_secret"),
             clock=clock,
             callback_hosts=callback_hosts,
             resolve=callback_resolver,

@@ -4,7 +4,8 @@ Inbound, one URL for both (told apart by content type), every request signed wit
 `v0:{timestamp}:{raw body}` and refused outside ±300 s of our clock; what a verified request says
 is read by `infra.channels.slack_events` (events, button clicks, the handshake, dedup ids and
 conversation keys). Outbound, the reply's text and options are laid out as Block Kit by
-`infra.channels.slack_blocks` and posted here, in the thread being answered.
+`infra.channels.slack_blocks` and posted here, in the thread being answered; a tool's view too
+long for one message (50 blocks) goes on in further messages, in order.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from infra.channels.base import (
 from infra.channels.delivery import (
     error_for_status,
     json_body,
+    logger,
     post,
     retry_after_header,
     rich_or_plain,
@@ -48,12 +50,17 @@ from infra.channels.signing import (
     SLACK_TIMESTAMP,
     Secret,
     as_secret,
-    constant_time_equals,
     sign_slack,
 )
-from infra.channels.slack_blocks import MAX_SECTION_CHARS, blocks_for, parts
+from infra.channels.slack_blocks import (
+    MAX_SECTION_CHARS,
+    block_messages,
+    fallback_text,
+    parts,
+)
 from infra.channels.slack_events import CHANNEL, from_event_body, from_form
 from infra.channels.text import utf16_len
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -71,7 +78,8 @@ _TRANSIENT_ERRORS = frozenset(
 
 
 class SlackChannel:
-    """A Slack app. `signing_secret` verifies requests; `bot_token` (xoxb-…) posts replies.
+    """A Slack app. `signing_secret` verifies requests (two, space-separated, while it is rotated:
+    `infra.rotating_secrets`); `bot_token` (xoxb-…) posts replies.
     `bot_user_id`, if known, is ignored as a sender; the ids in each event's `authorizations`
     that are bots are ignored as well, so it is optional."""
 
@@ -81,14 +89,14 @@ class SlackChannel:
     def __init__(
         self,
         *,
-        signing_secret: Secret,
+        signing_secret: Secret | RotatingSecret,
         bot_token: Secret,
         clock: Clock,
         base_url: str = SLACK_API,
         bot_user_id: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        self._signing_secret = as_secret(signing_secret)
+        self._signing_secret = RotatingSecret(signing_secret)
         self._bot_token = as_secret(bot_token)
         self.clock = clock
         self.base_url = base_url.rstrip("/")
@@ -116,16 +124,18 @@ class SlackChannel:
         timestamp = require_fresh_timestamp(
             request.header(SLACK_TIMESTAMP), self.clock.now(), self.name, SLACK_TIMESTAMP
         )
-        expected = sign_slack(self._signing_secret, request.body, timestamp)
-        if not constant_time_equals(signature.strip(), expected):
+        if not self._signing_secret.verifies(
+            signature.strip(), lambda secret: sign_slack(secret, request.body, timestamp)
+        ):
             raise SignatureRejected(f"wrong {SLACK_SIGNATURE} header", channel=self.name)
 
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
         """`chat.postMessage` each part (in the thread, if any); options go on the last part: up
-        to 25 as buttons, up to 100 as a select menu, more as numbered lines. Blocks Slack refuses
-        as malformed are sent once more as plain numbered text."""
+        to 25 as buttons, up to 100 as a select menu, more as numbered lines; a tool's view
+        follows them, over as many messages as its blocks need (`block_messages`). Blocks Slack
+        refuses as malformed are sent once more as plain text (the options numbered)."""
         channel = reply.reply_to.get("channel")
         if not channel:
             raise DeliveryRejected("reply_to has no Slack channel", channel=self.name)
@@ -138,10 +148,25 @@ class SlackChannel:
         for part in text_parts[:-1]:
             sent.append(await self._post_part(client, reply, part, None, sent))
         last = text_parts[-1]
-        blocks = blocks_for(last, options, reply.view, placeholder=reply.line("select_placeholder"))
-        if not blocks:
+
+        def left_out(count: int) -> str:
+            logger.warning(
+                "a tool's view is too long for Slack's messages; its last blocks are left out",
+                extra={"channel": self.name, "blocks_left_out": count},
+            )
+            return reply.line("view_left_out", count=count)
+
+        messages = block_messages(
+            last,
+            options,
+            reply.view,
+            placeholder=reply.line("select_placeholder"),
+            left_out=left_out,
+        )
+        if not messages:
             sent.append(await self._post_part(client, reply, last, None, sent))
             return DeliveryReceipt(channel=self.name, message_ids=sent)
+        blocks, *more = messages
 
         async def rich() -> list[str]:
             return [await self._post_part(client, reply, last, blocks, sent)]
@@ -165,7 +190,37 @@ class SlackChannel:
             is_malformed=lambda error: error.platform_error in _MALFORMED_ERRORS,
             fallbacks=fallbacks,
         )
+        for continued in more:  # the rest of a long view, in order, in the same thread
+            sent += await self._post_continued(client, reply, continued, last, sent, fallbacks)
         return DeliveryReceipt(channel=self.name, message_ids=sent, plain_fallbacks=fallbacks)
+
+    async def _post_continued(
+        self,
+        client: httpx.AsyncClient,
+        reply: OutboundReply,
+        blocks: list[dict[str, Any]],
+        last: str,
+        sent: list[str],
+        fallbacks: list[str],
+    ) -> list[str]:
+        """One more message of a long view: its blocks, with their words as the `text` (or, for
+        blocks without words, the reply's last part); as plain text if Slack refuses them."""
+        text = fallback_text(blocks) or last
+
+        async def rich() -> list[str]:
+            return [await self._post_part(client, reply, text, blocks, sent)]
+
+        async def plain() -> list[str]:
+            return [await self._post_part(client, reply, text, None, sent)]
+
+        return await rich_or_plain(
+            rich,
+            plain,
+            channel=self.name,
+            problems=slack_violations(self._payload(reply, text, blocks)),
+            is_malformed=lambda error: error.platform_error in _MALFORMED_ERRORS,
+            fallbacks=fallbacks,
+        )
 
     def _payload(
         self, reply: OutboundReply, text: str, blocks: list[dict[str, Any]] | None

@@ -18,6 +18,8 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from pydantic import SecretStr
+
 from engine.sessions.session import Attachment
 from infra.channels.base import (
     ChannelRequest,
@@ -49,9 +51,10 @@ from infra.channels.platform_limits import (
     TELEGRAM_TEXT_UTF16,
     telegram_violations,
 )
-from infra.channels.signing import TELEGRAM_SECRET, Secret, as_secret, constant_time_equals
+from infra.channels.signing import TELEGRAM_SECRET, Secret, as_secret
 from infra.channels.telegram_updates import CHANNEL, from_update
 from infra.channels.text import split_text, utf16_len
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -64,8 +67,9 @@ _BOT_TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 
 
 class TelegramChannel:
-    """A Telegram bot. `secret_token` is the one given to `setWebhook`; `bot_token` authenticates
-    `sendMessage` and its numeric prefix is the bot id in conversation keys."""
+    """A Telegram bot. `secret_token` is the one given to `setWebhook` (two, space-separated,
+    while it is rotated: `infra.rotating_secrets`); `bot_token` authenticates `sendMessage` and its
+    numeric prefix is the bot id in conversation keys."""
 
     name = CHANNEL
     typing_refresh_seconds: float | None = 4.0  # a chat action shows for about 5 s
@@ -73,14 +77,20 @@ class TelegramChannel:
     def __init__(
         self,
         *,
-        secret_token: Secret,
+        secret_token: Secret | RotatingSecret,
         bot_token: Secret,
         base_url: str = TELEGRAM_API,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        self._secret_token = as_secret(secret_token)
         self._bot_token = as_secret(bot_token)
-        if not _SECRET_TOKEN.match(self._secret_token.get_secret_value()):
+        try:
+            self._secret_token = RotatingSecret(secret_token)
+            valid = all(
+                _SECRET_TOKEN.match(v.get_secret_value()) for v in self._secret_token.values
+            )
+        except ValueError:  # no value at all
+            valid = False
+        if not valid:
             raise ChannelConfigError(
                 "the Telegram webhook secret token must be 1-256 characters of A-Z a-z 0-9 _ -",
                 channel=self.name,
@@ -105,7 +115,7 @@ class TelegramChannel:
         require_size(request, self.max_body_bytes, self.name)
         require_content_type(request, (JSON,), self.name)
         received = require_header(request, TELEGRAM_SECRET, self.name)
-        if not constant_time_equals(received, self._secret_token.get_secret_value()):
+        if not self._secret_token.verifies(received, SecretStr.get_secret_value):
             raise SignatureRejected(f"wrong {TELEGRAM_SECRET} header", channel=self.name)
         return from_update(parse_json_object(request.body, self.name), request, bot_id=self.bot_id)
 

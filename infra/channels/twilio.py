@@ -24,8 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import SecretStr
-
 from engine.sessions.session import Attachment, AttachmentKind
 from infra.channels.base import (
     ChannelRequest,
@@ -55,12 +53,12 @@ from infra.channels.signing import (
     TWILIO_SIGNATURE_SETTINGS,
     Secret,
     as_secret,
-    constant_time_equals,
     sign_twilio,
     twilio_signature_settings,
 )
 from infra.channels.sms import sms_cost
 from infra.channels.text import clean_text, split_text, utf16_len
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -76,10 +74,12 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 class TwilioChannel:
     """A Twilio account. `auth_token` verifies webhooks signed with the Auth Token scheme and, with
-    `account_sid`, authenticates the Messages API (HTTP Basic). `shared_key` (optional; several
-    separated by spaces during a rotation) verifies webhooks signed with a SharedKey
-    (HMAC-SHA256), for accounts that switched to it. `public_base_url` (`https://hooks.example.com`) is the scheme and
-    host Twilio calls, when it differs from what the request shows."""
+    `account_sid`, authenticates the Messages API (HTTP Basic). `shared_key` (optional) verifies
+    webhooks signed with a SharedKey (HMAC-SHA256), for accounts that switched to it. Both may
+    hold two values, space-separated, while they are rotated (`infra.rotating_secrets`: every
+    value verifies; the first authenticates sends). `public_base_url`
+    (`https://hooks.example.com`) is the scheme and host Twilio calls, when it differs from what
+    the request shows."""
 
     name = "twilio"
     typing_refresh_seconds: float | None = 20.0  # WhatsApp shows it up to 25 s (SMS has none)
@@ -87,18 +87,16 @@ class TwilioChannel:
     def __init__(
         self,
         *,
-        auth_token: Secret,
+        auth_token: Secret | RotatingSecret,
         account_sid: Secret,
         public_base_url: str | None = None,
         base_url: str = TWILIO_API,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        shared_key: Secret | None = None,
+        shared_key: Secret | RotatingSecret | None = None,
         messaging_base_url: str = TWILIO_MESSAGING_API,
     ) -> None:
-        self._auth_token = as_secret(auth_token)
-        # Several secrets, separated by spaces, while a shared key is being rotated.
-        raw = as_secret(shared_key).get_secret_value() if shared_key is not None else ""
-        self._shared_keys = tuple(SecretStr(part) for part in raw.split())
+        self._auth_token = RotatingSecret(auth_token)
+        self._shared_key = RotatingSecret(shared_key) if shared_key is not None else None
         self._account_sid = as_secret(account_sid)
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.base_url = base_url.rstrip("/")
@@ -117,12 +115,14 @@ class TwilioChannel:
         require_content_type(request, (FORM,), self.name)
         signature = require_header(request, TWILIO_SIGNATURE, self.name).strip()
         params = parse_form(request.body, self.name)
-        algorithm, secrets = self._signing_secrets(request)
-        if not any(
-            constant_time_equals(signature, sign_twilio(secret, url, params, algorithm=algorithm))
-            for secret in secrets
-            for url in _url_variants(self.signed_url(request))
-        ):
+        algorithm, secret = self._signing_secret(request)
+
+        def signed_for(url: str) -> bool:
+            return secret.verifies(
+                signature, lambda value: sign_twilio(value, url, params, algorithm=algorithm)
+            )
+
+        if not any([signed_for(url) for url in _url_variants(self.signed_url(request))]):
             raise SignatureRejected(
                 f"wrong {TWILIO_SIGNATURE} header ({algorithm}; it also covers the exact public "
                 "URL: check the public base URL setting)",
@@ -143,26 +143,26 @@ class TwilioChannel:
             return _ack_ignored("a status callback, not an inbound message")
         return self._normalize(fields, request)
 
-    def _signing_secrets(self, request: ChannelRequest) -> tuple[str, list[SecretStr]]:
-        """The algorithm the request says it was signed with, and the secrets that may have signed
-        it: the Auth Token for HMAC_SHA1, the configured shared key(s) for SharedKey's
-        HMAC_SHA256. Each scheme is checked only with its own secret."""
+    def _signing_secret(self, request: ChannelRequest) -> tuple[str, RotatingSecret]:
+        """The algorithm the request says it was signed with, and the secret that may have signed
+        it: the Auth Token for HMAC_SHA1, the configured shared key for SharedKey's HMAC_SHA256
+        (each with every value it holds). Each scheme is checked only with its own secret."""
         algorithm, _key_id = twilio_signature_settings(request.header(TWILIO_SIGNATURE_SETTINGS))
         if algorithm == TWILIO_HMAC_SHA1:
-            return algorithm, [self._auth_token]
+            return algorithm, self._auth_token
         if algorithm != TWILIO_HMAC_SHA256:
             raise SignatureRejected(
                 f"unsupported Twilio signature algorithm {algorithm!r:.40} (supported: "
                 f"{TWILIO_HMAC_SHA1} with the Auth Token, {TWILIO_HMAC_SHA256} with a SharedKey)",
                 channel=self.name,
             )
-        if not self._shared_keys:
+        if self._shared_key is None:
             raise SignatureRejected(
                 "the request is signed with a Twilio SharedKey (HMAC_SHA256), but no shared key "
                 "is configured: set WAYPOINT_TWILIO_SHARED_KEY to the key's secret",
                 channel=self.name,
             )
-        return algorithm, list(self._shared_keys)
+        return algorithm, self._shared_key
 
     def signed_url(self, request: ChannelRequest) -> str:
         """The URL Twilio signed: the request's own, or `public_base_url` + path + query."""
@@ -233,7 +233,7 @@ class TwilioChannel:
         if not message_sid or not str(reply_to.get("to", "")).startswith("whatsapp:"):
             return False
         sid = self._account_sid.get_secret_value()
-        token = self._auth_token.get_secret_value()
+        token = self._auth_token.current.get_secret_value()
         response = await post(
             client,
             f"{self.messaging_base_url}/v2/Indicators/Typing.json",
@@ -255,14 +255,14 @@ class TwilioChannel:
         hosts = ("twilio.com", urlsplit(self.base_url).hostname or "")
         url = require_host(attachment.url, hosts, channel=self.name)
         sid = self._account_sid.get_secret_value()
-        token = self._auth_token.get_secret_value()
+        token = self._auth_token.current.get_secret_value()
         return await download(client, url, channel=self.name, secrets=(token,), auth=(sid, token))
 
     async def _create_message(
         self, client: httpx.AsyncClient, form: dict[str, str], delivered: tuple[str, ...]
     ) -> str:
         sid = self._account_sid.get_secret_value()
-        token = self._auth_token.get_secret_value()
+        token = self._auth_token.current.get_secret_value()
         response = await post(
             client,
             f"{self.base_url}/2010-04-01/Accounts/{sid}/Messages.json",

@@ -8,9 +8,11 @@ Inbound:
   (a batch of messages, keyed on the customer's BSUID) is read by
   `infra.channels.whatsapp_notifications`.
 
-Outbound: ≤3 options as reply buttons, 4–10 as a list, more as numbered text (the platform's
-limits, `infra.channels.platform_limits`), with short titles that stay distinct
-(`infra.channels.titles`). Replies go `to` the wa_id when known, else to the BSUID as `recipient`.
+Outbound: options in the first form that shows every label in full
+(`infra.channels.whatsapp_reply_messages.choice_form`): reply buttons (≤3, each label ≤20
+characters), a list (≤10 rows, each label ≤72: a short distinct title, the full label below it),
+else numbered text the customer answers with a number. Replies go `to` the wa_id when known, else
+to the BSUID as `recipient`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from pydantic import SecretStr
 
 from engine.sessions.session import Attachment
 from infra.channels.base import (
@@ -48,16 +52,16 @@ from infra.channels.signing import (
     META_SIGNATURE,
     Secret,
     as_secret,
-    constant_time_equals,
     sign_meta,
 )
 from infra.channels.whatsapp_notifications import CHANNEL, from_notification
 from infra.channels.whatsapp_reply_messages import (
-    MAX_LIST_ROWS,
     bodies,
+    choice_form,
     list_labels,
     plain_bodies,
 )
+from infra.rotating_secrets import RotatingSecret
 
 if TYPE_CHECKING:
     import httpx
@@ -80,7 +84,8 @@ _MALFORMED_CODES = frozenset({"100", "131008", "131009"})
 class WhatsAppChannel:
     """A WhatsApp Business phone number (or several: `phone_number_id` travels in each message).
 
-    `app_secret` verifies POSTs, `verify_token` answers the subscription handshake, and
+    `app_secret` verifies POSTs, `verify_token` answers the subscription handshake (each may hold
+    two values, space-separated, while it is rotated: `infra.rotating_secrets`), and
     `access_token` (a system-user token) authenticates Graph API sends."""
 
     name = CHANNEL
@@ -89,15 +94,15 @@ class WhatsAppChannel:
     def __init__(
         self,
         *,
-        app_secret: Secret,
-        verify_token: Secret,
+        app_secret: Secret | RotatingSecret,
+        verify_token: Secret | RotatingSecret,
         access_token: Secret,
         base_url: str = GRAPH_API,
         api_version: str = GRAPH_API_VERSION,
         max_body_bytes: int = MAX_META_BODY_BYTES,
     ) -> None:
-        self._app_secret = as_secret(app_secret)
-        self._verify_token = as_secret(verify_token)
+        self._app_secret = RotatingSecret(app_secret)
+        self._verify_token = RotatingSecret(verify_token)
         self._access_token = as_secret(access_token)
         self.base_url = base_url.rstrip("/")
         self.api_version = api_version
@@ -116,7 +121,9 @@ class WhatsAppChannel:
         require_size(request, self.max_body_bytes, self.name)
         require_content_type(request, (JSON,), self.name)
         signature = require_header(request, META_SIGNATURE, self.name)
-        if not constant_time_equals(signature.strip(), sign_meta(self._app_secret, request.body)):
+        if not self._app_secret.verifies(
+            signature.strip(), lambda secret: sign_meta(secret, request.body)
+        ):
             raise SignatureRejected(f"wrong {META_SIGNATURE} header", channel=self.name)
         return from_notification(parse_json_object(request.body, self.name), request)
 
@@ -130,7 +137,7 @@ class WhatsAppChannel:
                 channel=self.name,
             )
         token = request.query.get("hub.verify_token") or ""
-        if not constant_time_equals(token, self._verify_token.get_secret_value()):
+        if not self._verify_token.verifies(token, SecretStr.get_secret_value):
             raise HandshakeRejected("wrong hub.verify_token", channel=self.name)
         return WebhookOutcome(
             kind="handshake",
@@ -141,8 +148,9 @@ class WhatsAppChannel:
     # -- outbound -------------------------------------------------------------------------------
 
     async def send(self, reply: OutboundReply, client: httpx.AsyncClient) -> DeliveryReceipt:
-        """Send the text (split at 4096), with options as buttons, a list, or numbered text. An
-        interactive message Meta refuses as malformed is sent once more as plain numbered text."""
+        """Send the text (split at 4096), with options as buttons, a list, or numbered text, the
+        first that shows every label in full (`choice_form`). An interactive message Meta
+        refuses as malformed is sent once more as plain numbered text."""
         phone_number_id = reply.reply_to.get("phone_number_id")
         recipient = _recipient(reply.reply_to)
         if not phone_number_id or recipient is None:
@@ -151,8 +159,11 @@ class WhatsAppChannel:
             )
         options = reply.options
         text = reply.display_text
-        if len(options) > MAX_LIST_ROWS:
-            text, options = f"{text}\n\n{numbered_options(options)}", []
+        if options and choice_form(options) == "numbered":
+            # The customer types the number; the engine maps it back to the option
+            # (`engine.tool_calls.resolve_pick`), in the order listed here.
+            listed = numbered_options(options)
+            text, options = f"{text}\n\n{reply.line('reply_with_number')}\n{listed}", []
         messages = bodies(text, options, labels=list_labels(reply))
         sent: list[str] = []
         fallbacks: list[str] = []

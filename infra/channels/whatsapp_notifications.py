@@ -3,7 +3,8 @@
 the messages a reply is sent as are `infra.channels.whatsapp_reply_messages`.
 
 One notification may batch several entries × changes × messages, so it may yield several
-messages. Text, reply-button and list picks (choice = the row/button id), template quick replies,
+messages. Text, reply-button and list picks (choice = the row/button id; text = the row's full
+label, its description when it has one), template quick replies,
 media (by its id, fetched later) and locations are kept, and so are contact cards and what Meta
 could not render (answered, not dropped); delivery statuses and other message types are
 acknowledged and ignored, and so is a message sent longer than `MAX_MESSAGE_AGE` ago (a replay).
@@ -49,6 +50,7 @@ class _Text(_Payload):
 class _Reply(_Payload):
     id: str
     title: str = ""
+    description: str = ""  # a list row's; ours is the full label when the title is short
 
 
 class _Interactive(_Payload):
@@ -216,7 +218,10 @@ def _content(message: _Message) -> tuple[str, str | None, str, list[Attachment]]
     if message.type == "interactive" and message.interactive is not None:
         picked = message.interactive.button_reply or message.interactive.list_reply
         if picked is not None:
-            return picked.title, picked.id, f"interactive.{message.interactive.type}", []
+            # A row whose label did not fit its title carries the full label as its description
+            # (`whatsapp_reply_messages`): the customer picked that, not the short title.
+            said = picked.description or picked.title
+            return said, picked.id, f"interactive.{message.interactive.type}", []
     if message.type == "button" and message.button is not None and message.button.payload:
         return message.button.text, message.button.payload, "button", []
     if message.type in _MEDIA_KINDS and (media := getattr(message, message.type)) is not None:

@@ -1,11 +1,18 @@
-"""The WhatsApp Cloud API messages a reply is sent as: text parts, then reply buttons (up to 3)
-or a list (up to 10 rows), with short titles that stay distinct (`infra.channels.titles`); and
-the plain form of an interactive message (its text with the options numbered), the fallback when
-Meta refuses it. Limits: `infra.channels.platform_limits`."""
+"""The WhatsApp Cloud API messages a reply is sent as: text parts, then the options in the first
+form that shows every label in full (`choice_form`): reply buttons, a list whose rows carry the
+full labels, or numbered text. And the plain form of an interactive message (its text with the
+options numbered), the fallback when Meta refuses it. Limits: `infra.channels.platform_limits`.
+
+A label is never cut until its meaning is lost: "Transfer money to my savings account" and
+"Transfer money to my mother" do not fit a button's 20 characters, so they are offered as list
+rows, each with a short distinct title (`infra.channels.titles`) and the full label as its
+description (the customer's pick comes back with that description: `whatsapp_notifications`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from infra.channels.base import OutboundReply, ReplyOption
 from infra.channels.options import compact_choice_id, numbered_options
@@ -36,6 +43,26 @@ MAX_ROW_DESCRIPTION = WHATSAPP_ROW_DESCRIPTION
 MAX_ROW_ID = WHATSAPP_ROW_ID
 MAX_LIST_BUTTON = WHATSAPP_LIST_BUTTON
 MAX_SECTION_TITLE = WHATSAPP_SECTION_TITLE
+
+ChoiceForm = Literal["buttons", "list", "numbered"]
+
+
+def choice_form(options: Sequence[ReplyOption]) -> ChoiceForm:
+    """How `options` are offered, the first form that shows every label in full: reply buttons
+    when there are at most 3 and each label fits a button title (20); else a list when there are
+    at most 10 and each label fits a row's description (72: the row's title is a short form of
+    it); else numbered text, which has no length limit per label."""
+    sizes = [utf16_len(flat_label(option.label)) for option in options]
+    if len(options) <= MAX_BUTTONS and all(size <= MAX_BUTTON_TITLE for size in sizes):
+        return "buttons"
+    if len(options) <= MAX_LIST_ROWS and all(size <= MAX_ROW_DESCRIPTION for size in sizes):
+        return "list"
+    return "numbered"
+
+
+def flat_label(label: str) -> str:
+    """A label as a title shows it: runs of whitespace (line breaks too) as one space."""
+    return " ".join(label.split())
 
 
 def list_labels(reply: OutboundReply) -> tuple[str, str]:
@@ -75,9 +102,9 @@ def plain_bodies(message: dict[str, Any], options: list[ReplyOption]) -> list[di
 def interactive(
     body: str, options: list[ReplyOption], *, labels: tuple[str, str] = ("Choose", "Options")
 ) -> dict[str, Any]:
-    """Reply buttons for up to 3 options, else a list (the caller keeps it to 10 rows) whose
-    button and section title are `labels`."""
-    if len(options) <= MAX_BUTTONS:
+    """Reply buttons when every label fits one (`choice_form`), else a list whose button and
+    section title are `labels` (the caller sends options no list can hold as numbered text)."""
+    if choice_form(options) == "buttons":
         titles = short_titles([o.label for o in options], MAX_BUTTON_TITLE, length=utf16_len)
         buttons = [
             {
@@ -91,8 +118,8 @@ def interactive(
     rows = []
     for option, title in zip(options, titles, strict=True):
         row = {"id": compact_choice_id(option.id, MAX_ROW_ID), "title": title}
-        label = " ".join(option.label.split())
-        if title != label:  # the full label still shows (as much of it as fits), below the title
+        label = flat_label(option.label)
+        if title != label:  # the full label shows below its short title
             row["description"] = shorten(label, MAX_ROW_DESCRIPTION, length=utf16_len)
         rows.append(row)
     return {

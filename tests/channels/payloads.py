@@ -199,17 +199,22 @@ def wa_button_reply(
 
 
 def wa_list_reply(
-    reply_id: str = "row-7", title: str = "Savings", *, wamid: str = "wamid.L1"
+    reply_id: str = "row-7",
+    title: str = "Savings",
+    *,
+    description: str | None = None,
+    wamid: str = "wamid.L1",
 ) -> dict[str, Any]:
+    """A list pick; Meta echoes the row's description when the row had one."""
+    picked = {"id": reply_id, "title": title}
+    if description is not None:
+        picked["description"] = description
     return {
         "from": "972544401243",
         "id": wamid,
         "timestamp": str(int(time.time())),
         "type": "interactive",
-        "interactive": {
-            "type": "list_reply",
-            "list_reply": {"id": reply_id, "title": title, "description": "A savings account"},
-        },
+        "interactive": {"type": "list_reply", "list_reply": picked},
     }
 
 

@@ -73,11 +73,25 @@ def test_no_environment_means_no_channel() -> None:
 
 
 def test_an_invalid_secret_disables_its_channel_with_the_reason() -> None:
-    env = ENV | {"WAYPOINT_TELEGRAM_SECRET_TOKEN": "has spaces in it"}
+    env = ENV | {"WAYPOINT_TELEGRAM_SECRET_TOKEN": "has*stars/and.dots"}
     channel = build_channels(ChannelSecrets.from_env(env))["telegram"]
     with pytest.raises(ChannelNotEnabled) as caught:
         channel.handle(telegram_request(tg_text_update()))
-    assert "A-Z a-z 0-9 _ -" in str(caught.value) and "has spaces" not in str(caught.value)
+    assert "A-Z a-z 0-9 _ -" in str(caught.value) and "stars" not in str(caught.value)
+
+
+def test_a_secret_holds_at_most_two_values_and_a_sending_token_one() -> None:
+    # A verifying secret holds the new and the old value during a rotation, never a phrase.
+    env = ENV | {"WAYPOINT_TELEGRAM_SECRET_TOKEN": "has spaces in it"}
+    telegram = build_channels(ChannelSecrets.from_env(env))["telegram"]
+    with pytest.raises(ChannelNotEnabled, match="holds 4 space-separated values") as caught:
+        telegram.handle(telegram_request(tg_text_update()))
+    assert "spaces" not in str(caught.value)
+    env = ENV | {"WAYPOINT_SLACK_BOT_TOKEN": "xoxb-new xoxb-old"}
+    slack = build_channels(ChannelSecrets.from_env(env))["slack"]
+    with pytest.raises(ChannelNotEnabled, match="WAYPOINT_SLACK_BOT_TOKEN holds 2") as caught:
+        slack.handle(telegram_request(tg_text_update()))
+    assert "xoxb" not in str(caught.value)
     assert "WAYPOINT_TELEGRAM_SECRET_TOKEN" in str(caught.value)
 
 

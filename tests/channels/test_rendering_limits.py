@@ -211,6 +211,28 @@ def test_every_rendered_payload_satisfies_the_platforms_documented_limits(
         numbered = _sent_text(channel, payloads)
         for n in range(1, len(reply.options) + 1):
             assert re.search(rf"\n{n}\.\s", numbered), n
+    if channel == "whatsapp":  # never cut until the meaning is lost: each label shows in full
+        shown = _whatsapp_labels_shown(payloads)
+        for option in reply.options:
+            assert _flat(option.label) in shown, option.label
+
+
+def _flat(text: str) -> str:
+    """Text as compared: without whitespace and code fences (splitting a long text may break a
+    line or close and reopen a code block inside a label)."""
+    return re.sub(r"\s|```", "", text)
+
+
+def _whatsapp_labels_shown(payloads: list[dict[str, Any]]) -> str:
+    """Everything a WhatsApp customer reads: texts, button titles, list rows' titles and
+    descriptions."""
+    pieces = [_sent_text("whatsapp", payloads)]
+    for payload in payloads:
+        action = payload.get("interactive", {}).get("action", {})
+        pieces += [b["reply"]["title"] for b in action.get("buttons", [])]
+        for row in (r for section in action.get("sections", []) for r in section["rows"]):
+            pieces += [row["title"], row.get("description", "")]
+    return "\n".join(_flat(piece) for piece in pieces)
 
 
 @PROPERTY
@@ -372,14 +394,18 @@ def test_validators_catch_what_each_platform_refuses() -> None:
 # -- the cases issue #18 reported ----------------------------------------------------------------
 
 
-def test_whatsapp_buttons_whose_labels_share_19_characters_get_distinct_titles() -> None:
+def test_whatsapp_labels_too_long_for_buttons_are_list_rows_with_the_full_label_below() -> None:
+    # Issue #38: as buttons these became "Transfer…savings…" and "Transfer…mother".
     options = [
         ReplyOption(id="sav", label="Transfer money to my savings account"),
         ReplyOption(id="mom", label="Transfer money to my mother"),
     ]
     [payload] = send("whatsapp", _replies("Which transfer?", options, "whatsapp"))
-    buttons = payload["interactive"]["action"]["buttons"]
-    assert [b["reply"]["title"] for b in buttons] == ["Transfer…savings…", "Transfer…mother"]
+    assert payload["interactive"]["type"] == "list"
+    [section] = payload["interactive"]["action"]["sections"]
+    assert [row["description"] for row in section["rows"]] == [o.label for o in options]
+    titles = [row["title"] for row in section["rows"]]
+    assert len({title_key(t) for t in titles}) == 2 and all(len(t) <= 24 for t in titles)
 
 
 def test_whatsapp_list_rows_get_distinct_titles_and_keep_the_full_label_below() -> None:

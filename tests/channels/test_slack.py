@@ -4,6 +4,7 @@ the replay window enforced; replies through chat.postMessage (real local HTTP)."
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from infra.channels.errors import (
     SignatureRejected,
     StaleRequest,
 )
+from infra.channels.platform_limits import slack_violations
 from infra.channels.slack import SlackChannel
 from tests.channels.conftest import SettableClock
 from tests.channels.fake_platform import FakePlatform, Scripted
@@ -272,6 +274,77 @@ async def test_plain_text_reply_has_no_blocks_and_view_blocks_are_appended(
         OutboundReply(text="Here", view={"blocks": [card]}, reply_to={"channel": "D1"}), http
     )
     assert platform.requests[1].json()["blocks"][-1] == card
+
+
+def _card(n: int) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": f"*Payment {n}:* 10 EUR"}}
+
+
+async def test_a_view_over_50_blocks_goes_on_in_further_messages_in_order(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    view = {"blocks": [_card(n) for n in range(120)]}
+    reply = OutboundReply(
+        text="Your payments:",
+        options=[ReplyOption(id="more", label="Show more"), ReplyOption(id="done", label="Done")],
+        view=view,
+        reply_to={"channel": "C111", "thread_ts": "1595926230.009600"},
+    )
+    receipt = await channels["slack"].send(reply, http)
+
+    bodies = [request.json() for request in platform.requests]
+    assert [len(body["blocks"]) for body in bodies] == [50, 50, 22]  # text, buttons, 120 cards
+    assert {body["thread_ts"] for body in bodies} == {"1595926230.009600"}
+    first = bodies[0]["blocks"]
+    assert first[0]["text"]["text"] == "Your payments:" and first[1]["type"] == "actions"
+    shown = [block for body in bodies for block in body["blocks"]][2:]
+    assert shown == view["blocks"]  # every card, in order
+    # Each continuation's text (notifications, screen readers) is its own cards' words.
+    assert bodies[1]["text"].splitlines()[0] == "*Payment 48:* 10 EUR"
+    assert bodies[2]["text"].splitlines()[-1] == "*Payment 119:* 10 EUR"
+    assert len(receipt.message_ids) == 3
+
+
+async def test_a_view_too_long_for_five_messages_says_how_many_items_were_left_out(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    view = {"blocks": [_card(n) for n in range(300)]}
+    reply = OutboundReply(text="Your payments:", view=view, reply_to={"channel": "D1"})
+    await channels["slack"].send(reply, http)
+
+    bodies = [request.json() for request in platform.requests]
+    assert [len(body["blocks"]) for body in bodies] == [50] * 5
+    blocks = [block for body in bodies for block in body["blocks"]]
+    assert blocks[1:-1] == view["blocks"][:248]
+    assert blocks[-1] == {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": "52 more items are not shown here."}],
+    }
+
+
+@pytest.mark.parametrize("size", [0, 1, 48, 49, 50, 98, 247, 248, 249, 400])
+@pytest.mark.parametrize("options", [0, 2, 40])
+async def test_no_view_block_is_dropped_without_saying_so(
+    size: int,
+    options: int,
+    channels: dict[str, Channel],
+    platform: FakePlatform,
+    http: httpx.AsyncClient,
+) -> None:
+    view = {"blocks": [_card(n) for n in range(size)]}
+    offered = [ReplyOption(id=f"o{n}", label=f"Choice {n}") for n in range(options)]
+    reply = OutboundReply(text="Here", options=offered, view=view, reply_to={"channel": "D1"})
+    receipt = await channels["slack"].send(reply, http)
+
+    bodies = [request.json() for request in platform.requests]
+    assert all(slack_violations(body) == [] for body in bodies)
+    assert receipt.plain_fallbacks == []
+    blocks = [block for body in bodies for block in body["blocks"]]
+    cards = [block for block in blocks if block.get("text", {}).get("text", "").startswith("*Pay")]
+    assert cards == view["blocks"][: len(cards)]
+    left_out = size - len(cards)
+    if left_out:
+        assert blocks[-1]["elements"][0]["text"] == f"{left_out} more items are not shown here."
 
 
 async def test_agent_text_cannot_mention_or_link(

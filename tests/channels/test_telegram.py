@@ -105,7 +105,8 @@ def test_a_message_at_the_platforms_own_limit_is_kept_whole(channels: dict[str, 
     assert message.text == text.strip()
 
 
-@pytest.mark.parametrize("secret", ["", "has space", "x" * 257, "semi;colon"])
+# (A space separates the new and the old token during a rotation: tests/channels/test_rotation.py.)
+@pytest.mark.parametrize("secret", ["", " ", "x" * 257, "semi;colon", "new-token old%token"])
 def test_secret_tokens_telegram_would_refuse_are_a_config_error(secret: str) -> None:
     with pytest.raises(ChannelConfigError):
         TelegramChannel(secret_token=secret, bot_token=TG_BOT_TOKEN)

@@ -293,6 +293,76 @@ async def test_more_than_ten_options_become_numbered_text(
     assert "11. Option number 10" in body["text"]["body"]
 
 
+TRANSFERS = [
+    ReplyOption(id="sav", label="Transfer money to my savings account"),
+    ReplyOption(id="mom", label="Transfer money to my mother"),
+    ReplyOption(id="card", label="💳 Report my card as lost or stolen"),
+]
+
+
+async def test_labels_too_long_for_a_button_go_as_a_list_whose_rows_carry_them_in_full(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    reply = OutboundReply(text="What would you like to do?", options=TRANSFERS, reply_to=_to())
+    await channels["whatsapp"].send(reply, http)
+
+    [request] = platform.requests
+    interactive = request.json()["interactive"]
+    assert interactive["type"] == "list"
+    [section] = interactive["action"]["sections"]
+    rows = section["rows"]
+    assert [row["id"] for row in rows] == ["sav", "mom", "card"]
+    assert [row["description"] for row in rows] == [o.label for o in TRANSFERS]
+    assert all(len(row["title"]) <= 24 for row in rows)
+    assert len({row["title"].casefold() for row in rows}) == 3
+
+
+async def test_labels_that_fit_stay_reply_buttons_with_their_whole_label(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    options = [ReplyOption(id="sav", label="To my savings"), ReplyOption(id="mom", label="To mom")]
+    await channels["whatsapp"].send(
+        OutboundReply(text="Where?", options=options, reply_to=_to()), http
+    )
+
+    buttons = platform.requests[0].json()["interactive"]["action"]["buttons"]
+    assert [b["reply"]["title"] for b in buttons] == ["To my savings", "To mom"]
+
+
+async def test_a_label_too_long_even_for_a_list_row_sends_numbered_text_with_every_label(
+    channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
+) -> None:
+    long = "Transfer money from my checking account to my savings account every month on the 1st"
+    options = [*TRANSFERS[:2], ReplyOption(id="monthly", label=long)]
+    await channels["whatsapp"].send(
+        OutboundReply(text="Which?", options=options, reply_to=_to()), http
+    )
+
+    [request] = platform.requests
+    body = request.json()
+    assert body["type"] == "text"
+    assert body["text"]["body"] == (
+        "Which?\n\nReply with a number:\n"
+        "1. Transfer money to my savings account\n"
+        "2. Transfer money to my mother\n"
+        f"3. {long}"
+    )
+
+
+def test_a_list_pick_is_read_as_the_full_label_of_its_row(channels: dict[str, Channel]) -> None:
+    pick = wa_list_reply("sav", "Transfer…savings…", description=TRANSFERS[0].label)
+    [message] = (
+        channels["whatsapp"].handle(meta_request(wa_notification(wa_change([pick])))).messages
+    )
+
+    assert (message.choice, message.text) == ("sav", "Transfer money to my savings account")
+    assert message.raw_type == "interactive.list_reply"
+
+
+def _to() -> dict[str, Any]:
+    return {"phone_number_id": PHONE_NUMBER_ID, "wa_id": WA_ID}
+
+
 async def test_long_text_before_buttons_goes_ahead_as_text(
     channels: dict[str, Channel], platform: FakePlatform, http: httpx.AsyncClient
 ) -> None:

@@ -38,6 +38,7 @@ VALUES: dict[str, object] = {
     "reason": "REASON-9",
     "head": "A, B",
     "last": "C",
+    "count": 12,
 }
 CJK = {"zh-Hans", "zh-Hant", "ja"}
 

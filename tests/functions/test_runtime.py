@@ -123,7 +123,8 @@ def test_secrets_come_from_the_ssm_path_and_never_override_the_environment(
         runtime = Runtime(RuntimeSettings(secrets_path="/waypoint/test"))
         telegram = runtime.channels["telegram"]
         assert not isinstance(telegram, DisabledChannel)
-        assert runtime.management_api_key() == "from-env"
+        key = runtime.management_api_key()
+        assert key is not None and [v.get_secret_value() for v in key.values] == ["from-env"]
         assert os.environ["PATH"] != "/nope"
     finally:
         for name in exported:

@@ -305,7 +305,7 @@ def test_a_disabled_channel_is_404_naming_what_to_configure(
 ) -> None:
     secrets = channel_secrets().model_copy(update={"twilio_auth_token": None})
     channels = build_channels(secrets, public_base_url=PUBLIC_BASE_URL)
-    monkeypatch.setitem(shared.runtime.__dict__, "channels", channels)
+    monkeypatch.setattr(shared.runtime, "channels", channels)
     body = payload("twilio")
     before = written(shared.stack)
 
