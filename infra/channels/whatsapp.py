@@ -161,7 +161,7 @@ class WhatsAppChannel:
         text = reply.display_text
         if options and choice_form(options) == "numbered":
             # The customer types the number; the engine maps it back to the option
-            # (`engine.tool_calls.resolve_pick`), in the order listed here.
+            # (`engine.tools.calls.resolve_pick`), in the order listed here.
             listed = numbered_options(options)
             text, options = f"{text}\n\n{reply.line('reply_with_number')}\n{listed}", []
         messages = bodies(text, options, labels=list_labels(reply))
