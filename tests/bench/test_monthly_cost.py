@@ -26,7 +26,7 @@ def test_a_month_is_the_per_turn_cost_times_the_turns_plus_what_is_paid_anyway()
     assert model.per_turn == pytest.approx(3_434 * 0.15e-6 + 215 * 0.60e-6)
     assert model.month(1_000_000) == pytest.approx(644.10, abs=0.01)
     dynamodb = rows["DynamoDB requests (on-demand)"]
-    assert dynamodb.month(100_000) == pytest.approx(100_000 * (52.4 * 0.625 + 4.95 * 0.125) / 1e6)
+    assert dynamodb.month(100_000) == pytest.approx(100_000 * (55.4 * 0.625 + 6.05 * 0.125) / 1e6)
     fixed = rows["CloudWatch metrics + alarms"]
     assert fixed.month(1_000) == fixed.month(1_000_000) == pytest.approx(8 * 0.30 + 2 * 0.10)
     total = sum(row.month(1_000_000) for row in rows.values())
