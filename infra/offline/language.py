@@ -205,6 +205,20 @@ def head_concept(topic: str) -> str | None:
     return None
 
 
+def request_head(message: str) -> str | None:
+    """What a request asks to do: the first content concept after its wish ("I'd like to return
+    order A-1002" → return; "can I swap my coat" → swap), light verbs skipped ("make a booking"
+    → booking). None when the message is not a request."""
+    wish = _WISH.search(message)
+    if wish is None:
+        return None
+    for word in words(canonical(message[wish.end() :])):
+        if word in _STOP or word in _BOILERPLATE or word in _LIGHT_VERBS:
+            continue
+        return _SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word)))
+    return None
+
+
 _ASKS = re.compile(r"\b(asks?|asking|inquires?|enquires?|wants? to know|wonders?)\b", re.I)
 
 

@@ -25,6 +25,7 @@ from infra.offline.language import (
     concepts,
     condition_polarity,
     data_polarity,
+    head_concept,
     in_agent_words,
     is_abandonment,
     is_frustrated,
@@ -32,6 +33,7 @@ from infra.offline.language import (
     is_question,
     is_thanks,
     negated_wish,
+    request_head,
     similarity,
     words,
 )
@@ -260,16 +262,42 @@ def match_guidelines(prompt: str) -> GuidelineMatchBatch:
             f"offline {PARSER}: a customer-dependent batch was asked for GuidelineMatchBatch"
         )
     domain = _domain(parsed, prompt)
+    asked_for = _asked_for_elsewhere(parsed)
     verdicts = []
     for g in parsed.guidelines:
         threshold = REAPPLY_AT if g.kind == "previously_applied" else APPLIES_AT
         score, why = condition_score(g.condition, parsed.context, domain)
+        if asked_for is not None and score >= APPLIES_AT and _lacks(g, asked_for, parsed):
+            score, why = APPLIES_AT - 1, f"the customer asks to {asked_for}, which another fits"
         if g.kind == "previously_applied" and score >= APPLIES_AT and score < REAPPLY_AT:
             why = "nothing clearly new since it was applied"
         verdicts.append(
             GuidelineVerdict(id=g.handle, applies=score >= threshold, score=score, rationale=why)
         )
     return GuidelineMatchBatch(verdicts=verdicts)
+
+
+def _asked_for_elsewhere(parsed: MatchPrompt) -> str | None:
+    """What the customer's request asks to do ("I want to return order A-1002" → return) when it
+    is what some condition of the batch is about (its head concept): a condition that shares only
+    the request's object ("… where their order is") then does not hold — the agent's own
+    conditions say which of its topics the request is. None otherwise."""
+    glossary = parsed.context.glossary
+    message = in_agent_words(evidence_text(parsed.context), glossary)
+    head = request_head(message)
+    if head is None:
+        return None
+    heads = {head_concept(in_agent_words(g.condition, glossary)) for g in parsed.guidelines}
+    return head if head in heads else None
+
+
+def _lacks(g: GuidelineLine, head: str, parsed: MatchPrompt) -> bool:
+    """Whether a topical condition is about something other than `head` (a condition about the
+    conversation's shape — a greeting, frustration, thanks — holds alongside any request)."""
+    condition = in_agent_words(g.condition, parsed.context.glossary)
+    if _special_condition(condition, "", "") is not None:
+        return False
+    return head not in concepts(condition, topic_only=True)
 
 
 def match_customer_dependent(prompt: str) -> CustomerDependentBatch:
