@@ -38,6 +38,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     # Asking a price: "how much is a massage?", "how much does it cost", "what does X cost"
     # Asking where a thing of one's own is asks how it is doing: "where is my order?"
     (r"\bwhere(?:'s| is| are)(?= (?:my|our|the) )", "status of"),
+    # A span of time in its units asks how long: "how many days do I have" → how long
+    (r"\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b", "how long"),
     # Asking how much one has asks for a balance: "how much do I have in savings?"
     (r"\bhow much (?:money )?(?:do|does|did) (?:i|we) (?:still )?have\b", "balance of what"),
     (r"\bhow much (a|an|the|one) (\w+) costs?\b", r"cost of \1 \2"),
