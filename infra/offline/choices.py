@@ -127,10 +127,15 @@ def _without_filler_end(text: str) -> str:
 
 
 def mentions_choice(text: str, choice: str) -> bool:
-    """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural)."""
+    """Whether `choice` is named in `text` (case-insensitive, `_` as space, singular/plural). A
+    short upper-case code ("L", "XS") is named only as written: "a" or "m" in a sentence is a
+    word, not the option."""
+    if len(choice) <= 2 and choice.isupper():
+        return bool(re.search(rf"(?<![\w-]){re.escape(choice)}(?![\w-])", text))
     spaced = re.sub(r"[_-]+", " ", choice.lower())  # "follow-up" is also "follow up"
     phrase = re.escape(spaced).replace(r"\ ", r"[\s_-]*")
     return bool(re.search(rf"\b{phrase}(?:s|es)?\b", text.lower())) or (
-        choice.lower().endswith("s")
+        len(choice) > 3
+        and choice.lower().endswith("s")
         and bool(re.search(rf"\b{re.escape(choice.lower()[:-1])}\b", text.lower()))
     )

@@ -82,6 +82,32 @@ def data_sentence(noun_phrase: str, reply: ReplyDraft) -> str | None:
     return None
 
 
+_WH = re.compile(r"^(where|when|what|which|who|how|why)\b", re.I)
+
+
+def clause_with_data(clause: str, reply: ReplyDraft) -> str:
+    """A clause the agent is told to say, with what this turn's tool data has for it: "where the
+    order is and when it arrives" (a question the data answers) → the data in words; "the return
+    is started, with its return id" → the clause and the fields it names ("…: the return id is
+    R-501"). The clause alone when no tool ran this turn or the data names none of its words."""
+    results = [
+        r
+        for r in reply.request.context.recent_tool_results()
+        if isinstance(r.data, dict) and r.data and not r.data.get("error")
+    ]
+    values: dict[str, Any] = {}
+    for r in results:
+        values.update(flatten(r.data))
+    wanted = key_words(clause)
+    named = [k for k in values if norm_key(k.rsplit(".", 1)[-1]) & wanted]
+    if not named:
+        return clause
+    if _WH.match(clause.strip()):
+        return data_summary(results) or clause
+    facts = ", ".join(_fact(k, values[k]) for k in named[:4] if values[k] not in (None, ""))
+    return f"{clause.rstrip('.')}: {facts}" if facts else clause
+
+
 _DETERMINERS = {"the", "a", "an", "its", "their", "your", "my", "current", "latest", "new"}
 
 

@@ -38,6 +38,8 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     # Asking a price: "how much is a massage?", "how much does it cost", "what does X cost"
     # Asking where a thing of one's own is asks how it is doing: "where is my order?"
     (r"\bwhere(?:'s| is| are)(?= (?:my|our|the) )", "status of"),
+    # A span of time in its units asks how long: "how many days do I have" → how long
+    (r"\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b", "how long"),
     # Asking how much one has asks for a balance: "how much do I have in savings?"
     (r"\bhow much (?:money )?(?:do|does|did) (?:i|we) (?:still )?have\b", "balance of what"),
     (r"\bhow much (a|an|the|one) (\w+) costs?\b", r"cost of \1 \2"),
@@ -200,6 +202,20 @@ def head_concept(topic: str) -> str | None:
     money" → transfer; "… the price of a stock" → price)."""
     for word in words(canonical(topic)):
         if word in _STOP or word in _BOILERPLATE:
+            continue
+        return _SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word)))
+    return None
+
+
+def request_head(message: str) -> str | None:
+    """What a request asks to do: the first content concept after its wish ("I'd like to return
+    order A-1002" → return; "can I swap my coat" → swap), light verbs skipped ("make a booking"
+    → booking). None when the message is not a request."""
+    wish = _WISH.search(message)
+    if wish is None:
+        return None
+    for word in words(canonical(message[wish.end() :])):
+        if word in _STOP or word in _BOILERPLATE or word in _LIGHT_VERBS:
             continue
         return _SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word)))
     return None

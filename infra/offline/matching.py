@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from engine.matching.guidelines import (
     CustomerDependentBatch,
@@ -25,6 +26,7 @@ from infra.offline.language import (
     concepts,
     condition_polarity,
     data_polarity,
+    head_concept,
     in_agent_words,
     is_abandonment,
     is_frustrated,
@@ -32,6 +34,7 @@ from infra.offline.language import (
     is_question,
     is_thanks,
     negated_wish,
+    request_head,
     similarity,
     words,
 )
@@ -138,9 +141,27 @@ def _tool_text(context: SharedContext) -> str:
     return " ".join(parts)
 
 
+# "The customer is in severe pain or has a dental emergency": either clause is the condition
+_OR_CLAUSE = re.compile(
+    r",? or (?=(?:is|are|was|were|has|have|had|wants?|asks?|needs?|says?|gives?|mentions?|"
+    r"reports?|seems?|does|did|can(?:not|'t)?)\b)",
+    re.I,
+)
+
+
 def condition_score(condition: str, context: SharedContext, domain: str = "") -> tuple[int, str]:
     """0–10 and a few words of rationale for `condition` given the latest message(s), both read
-    in the agent's words (its glossary's synonyms as their terms)."""
+    in the agent's words (its glossary's synonyms as their terms). A condition of alternatives
+    ("is in severe pain or has a dental emergency") holds as well as its best alternative."""
+    alternatives = _OR_CLAUSE.split(condition)
+    if len(alternatives) > 1 and _special_condition(condition.lower(), "", domain) is None:
+        return max(
+            (_clause_score(a, context, domain) for a in alternatives), key=lambda pair: pair[0]
+        )
+    return _clause_score(condition, context, domain)
+
+
+def _clause_score(condition: str, context: SharedContext, domain: str) -> tuple[int, str]:
     message = in_agent_words(evidence_text(context), context.glossary)
     condition = in_agent_words(condition, context.glossary)
     message = _agent_as_you(message, condition, context.agent_description)
@@ -173,17 +194,33 @@ _YOU = re.compile(r"\b(you|your|yours|y'all)\b", re.I)
 
 
 def _agent_as_you(message: str, condition: str, description: str) -> str:
-    """A customer speaking to the agent says "you" for the business the agent is: "when are you
-    open?" asks "when the clinic is open" when the agent's description names a clinic. The
-    condition's one missing word, when the agent's description has it, is added to the message's
-    (never more: the customer must still say everything else the condition is about)."""
-    if not description or not _YOU.search(message):
+    """A customer speaking to the agent speaks of the business the agent is: "when are you
+    open?" asks "when the clinic is open" when the agent's description names a clinic, and "it's
+    an emergency" said to a dental practice is a "dental emergency". The condition's one missing
+    word, when the agent's description has it, is added to the message's — when the customer
+    said "you", or when the word qualifies the next one, which they said, in the condition and in
+    the description alike ("dental emergency", "a dental practice"; never the thing itself, nor a
+    verb: "transfers" ends the bank's list of topics, so "send money" is no transfer). Never
+    more: the customer must still say everything else the condition is about."""
+    if not description:
         return message
+    said = concepts(message, topic_only=True)
     wanted = concepts(condition, topic_only=True)
-    missing = wanted - concepts(message, topic_only=True)
+    missing = wanted - said
     if len(wanted) < 2 or len(missing) != 1 or not missing <= concepts(description):
         return message
-    return f"{message} {missing.pop()}"
+    word = missing.pop()
+    qualifier = _qualifies(word, condition, said) and _qualifies(word, description, None)
+    if _YOU.search(message) or qualifier:
+        return f"{message} {word}"
+    return message
+
+
+def _qualifies(word: str, text: str, said: set[str] | None) -> bool:
+    """Whether `word` comes right before a content word of `text` (of `said`, when given): a
+    modifier, as "dental" in "a dental practice" — not a verb or a noun at the end of a list."""
+    sequence = [next(iter(concepts(w, topic_only=True)), "") for w in words(text)]
+    return any(a == word and b and (said is None or b in said) for a, b in pairwise(sequence))
 
 
 def _tool_polarity(context: SharedContext) -> int:
@@ -260,16 +297,42 @@ def match_guidelines(prompt: str) -> GuidelineMatchBatch:
             f"offline {PARSER}: a customer-dependent batch was asked for GuidelineMatchBatch"
         )
     domain = _domain(parsed, prompt)
+    asked_for = _asked_for_elsewhere(parsed)
     verdicts = []
     for g in parsed.guidelines:
         threshold = REAPPLY_AT if g.kind == "previously_applied" else APPLIES_AT
         score, why = condition_score(g.condition, parsed.context, domain)
+        if asked_for is not None and score >= APPLIES_AT and _lacks(g, asked_for, parsed):
+            score, why = APPLIES_AT - 1, f"the customer asks to {asked_for}, which another fits"
         if g.kind == "previously_applied" and score >= APPLIES_AT and score < REAPPLY_AT:
             why = "nothing clearly new since it was applied"
         verdicts.append(
             GuidelineVerdict(id=g.handle, applies=score >= threshold, score=score, rationale=why)
         )
     return GuidelineMatchBatch(verdicts=verdicts)
+
+
+def _asked_for_elsewhere(parsed: MatchPrompt) -> str | None:
+    """What the customer's request asks to do ("I want to return order A-1002" → return) when it
+    is what some condition of the batch is about (its head concept): a condition that shares only
+    the request's object ("… where their order is") then does not hold — the agent's own
+    conditions say which of its topics the request is. None otherwise."""
+    glossary = parsed.context.glossary
+    message = in_agent_words(evidence_text(parsed.context), glossary)
+    head = request_head(message)
+    if head is None:
+        return None
+    heads = {head_concept(in_agent_words(g.condition, glossary)) for g in parsed.guidelines}
+    return head if head in heads else None
+
+
+def _lacks(g: GuidelineLine, head: str, parsed: MatchPrompt) -> bool:
+    """Whether a topical condition is about something other than `head` (a condition about the
+    conversation's shape — a greeting, frustration, thanks — holds alongside any request)."""
+    condition = in_agent_words(g.condition, parsed.context.glossary)
+    if _special_condition(condition, "", "") is not None:
+        return False
+    return head not in concepts(condition, topic_only=True)
 
 
 def match_customer_dependent(prompt: str) -> CustomerDependentBatch:

@@ -8,6 +8,10 @@ it is turned into words for the customer by a handful of sentence patterns:
     Ask the customer to confirm the transfer   → Could you please confirm the transfer?
     Tell the customer the current price        → The current price for AAPL is 187.20.
     Tell the customer the transfer is complete → The transfer is complete.
+    Tell the customer the return is started, with its return id
+                                               → The return is started, with its return id: the
+                                                 return id is R-501.
+    Tell the customer where the order is       → Here is what I found: the status is shipped, …
     Tell the customer to call the hotline      → Please call the hotline.
     Offer to look up a price or log the customer in → I can look up a price or log you in. …
     Confirm that no money was moved            → I can confirm that no money was moved.
@@ -24,6 +28,7 @@ import re
 
 from infra.offline.compose_request import ReplyDraft, finish_sentence
 from infra.offline.data_sentences import (
+    clause_with_data,
     data_sentence,
     human_key,
     join_items,
@@ -263,7 +268,7 @@ def _tell(rest: str, reply: ReplyDraft) -> str | None:
     if rest.startswith(("about ", "of ")):
         rest = rest.split(" ", 1)[1]
     if _CLAUSE_VERB.search(rest):
-        return rest
+        return clause_with_data(rest, reply)
     return data_sentence(rest, reply)
 
 

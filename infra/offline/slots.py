@@ -40,6 +40,7 @@ _EXTRA_CUES: dict[str, tuple[str, ...]] = {
     "email": ("email", "e-mail", "mail"),
     "phone": ("phone", "mobile", "cell", "number"),
 }
+_SHAPED = re.compile(r"\bshaped /(?P<pattern>.+?)/(?:,|$)")
 TOWARD_WORDS = word_set("to destination recipient target payee into beneficiary")
 AWAY_WORDS = word_set("from source origin debit sender")
 
@@ -58,6 +59,19 @@ class Slot:
     def name_words(self) -> tuple[str, ...]:
         spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", self.name)
         return tuple(w for w in re.split(r"[\s_\-.]+", spaced.lower()) if w)
+
+    @property
+    def shape(self) -> re.Pattern[str] | None:
+        """The pattern the agent gave the value ("shaped /[A-Za-z]-\\d{4}/" in a journey map's
+        field): a word of that shape in the message is that value — the agent's own words say no
+        other word is one. None without a pattern, or when it does not compile."""
+        found = _SHAPED.search(self.description)
+        if found is None:
+            return None
+        try:
+            return re.compile(rf"(?<![\w-])(?:{found['pattern']})(?![\w-])")
+        except re.error:
+            return None
 
     @property
     def role(self) -> str:

@@ -106,6 +106,7 @@ class _Extraction:
             return {}
         if not self.named_only:
             self._patterns()
+        self._shaped_words()
         self._cued()
         self._numbers()
         if not self.named_only:
@@ -172,6 +173,26 @@ class _Extraction:
                     self.claimed.add(token.index)
         for slot, day in zip(self._open(DATE), dates, strict=False):
             self._claim(slot, day)
+
+    def _shaped_words(self) -> None:
+        """A text value the agent gave a pattern, by its shape: "where is my parcel A-1001" for
+        an order id shaped /[A-Za-z]-\\d{4}/. Taken when exactly one word has the shape; in text
+        not written for these slots (`named_only`) only a word that cannot be a bare number or a
+        plain word (a digit and a letter or a sign: "A-1001", "QX7K2P", never "1234")."""
+        for slot in self._open(None):
+            shape = slot.shape
+            if shape is None or slot.kind != TEXT:
+                continue
+            found = {m.group(0) for m in shape.finditer(self.text)}
+            if len(found) != 1:
+                continue
+            value = found.pop()
+            indexes = self._indexes_of(value)
+            if set(indexes) & self.claimed:
+                continue
+            if self.named_only and not _unmistakable(value):
+                continue
+            self._claim(slot, value, *indexes)
 
     def _indexes_of(self, fragment: str) -> list[int]:
         return [t.index for t in self.tokens if t.clean and t.clean in fragment]
@@ -413,6 +434,11 @@ class _Extraction:
             return
         if len(parts) <= 5:
             self.values[slot.name] = answer
+
+
+def _unmistakable(value: str) -> bool:
+    """A word no one would say for anything but a code: digits with letters or signs."""
+    return any(c.isdigit() for c in value) and not value.isdigit()
 
 
 def _only_courtesy(answer: str) -> bool:
