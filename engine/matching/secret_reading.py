@@ -33,8 +33,10 @@ class SecretsSaid(BaseModel):
     rationale: one would quote the value, and an answer the engine cannot match to the
     customer's words is kept in the trace (its items only are masked by name)."""
 
+    # Required: an answer without it (a model that answered another question) is not valid,
+    # rather than read as "nothing typed".
     values: list[CollectedItem] = Field(
-        default_factory=list, description="each value given for a secret field; empty if none"
+        description="each value given for a secret field; empty if none"
     )
 
 
