@@ -48,9 +48,9 @@ EMBEDDING_3_SMALL = 0.02 / M
 
 # -- per turn ---------------------------------------------------------------------------------
 # docs/BENCHMARKS.md, "Per turn with the latency model", banking concierge (Tekken BPE tokens).
-LLM_CALLS = 3.1
-PROMPT_TOKENS = 3_434
-COMPLETION_TOKENS = 215
+LLM_CALLS = 4.1  # with the secret reading beside matching (the banking agent declares a password)
+PROMPT_TOKENS = 4_137
+COMPLETION_TOKENS = 219
 # `python -m bench turn-requests` (2026-11-28, commit of this file): per customer message.
 RECALL_EMBEDDING_TOKENS = 65
 TOOL_BATCHES = 0.70  # Step Functions Express executions
