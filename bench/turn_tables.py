@@ -5,13 +5,14 @@ scenarios side by side with its figures; the offline model's CPU; the overhead's
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from bench.coldstart import REFERENCE_MODULE, reference_import
 from bench.harness import BREAKDOWN
 from bench.offline_cpu import OfflineCpuRow
 from bench.ports import IN_MEMORY, MOTO
 from bench.reference_figures import THEIR_IMPORT, THEIRS
-from bench.results import BenchResult
+from bench.results import BenchResult, OverheadSummary
 from bench.table import Table, count_cell, ms_cell
 
 STAGE_TITLES = {
@@ -121,69 +122,72 @@ def stages_table(result: BenchResult) -> Table:
 
 def values_table(result: BenchResult) -> Table:
     """What reading and grounding values costs a turn (`engine.values`), per agent."""
-    return Table(
+    return _part_of_overhead_table(
+        result,
         "Values: reading the customer's words as types, binding answers and grounding every "
         "tool argument (trace.values_ms), per turn",
-        [
-            "agent",
-            "ports",
-            "values p50 ms",
-            "values p95 ms",
-            "share of overhead p50",
-            "overhead p50",
-        ],
-        [
-            [
-                o.agent,
-                o.ports,
-                ms_cell(o.values_p50_ms, 2),
-                ms_cell(o.values_p95_ms, 2),
-                f"{100 * o.values_share_p50:.1f}%",
-                ms_cell(o.p50_ms, 1),
-            ]
-            for o in result.overhead
-        ],
-        [
-            "Part of the stages above (match, tools), not added to them: the time inside "
-            "`bind_answers` (node selection's values) and `ground_call` (the action gate), "
-            "summed over the turn. The share is the median of each turn's values time over its "
-            "overhead (zero-latency LLM, the fake's own CPU excluded)."
-        ],
+        "values",
+        lambda o: (o.values_p50_ms, o.values_p95_ms, o.values_share_p50),
+        2,
+        "Part of the stages above (match, tools), not added to them: the time inside "
+        "`bind_answers` (node selection's values) and `ground_call` (the action gate), "
+        "summed over the turn. The share is the median of each turn's values time over its "
+        "overhead (zero-latency LLM, the fake's own CPU excluded).",
     )
 
 
 def language_table(result: BenchResult) -> Table:
     """What detecting each message's language costs a turn (`engine.language`), per agent."""
-    return Table(
+    return _part_of_overhead_table(
+        result,
         "Language detection: each customer message's language, per turn (trace.language_ms)",
-        [
-            "agent",
-            "ports",
-            "detection p50 ms",
-            "detection p95 ms",
-            "share of overhead p50",
-            "overhead p50",
-        ],
-        [
+        "detection",
+        lambda o: (o.language_p50_ms, o.language_p95_ms, o.language_share_p50),
+        3,
+        "Part of the load stage, not added to it: `detect` over the turn's messages (one "
+        "per benchmark turn, so per turn = per message), warm; the warm-up conversation pays "
+        "the first message's model load (≈ 40 ms, docs/languages.md). Within a turn a message "
+        "costs more than alone (≈ 20–70 µs in `python -m bench languages`): the model's "
+        "tables are no longer in the CPU's caches; p95 also catches garbage-collection "
+        "pauses. The share is the median of each turn's detection time over its overhead "
+        "(zero-latency LLM).",
+    )
+
+
+def _part_of_overhead_table(
+    result: BenchResult,
+    title: str,
+    label: str,
+    part: Callable[[OverheadSummary], tuple[float, float, float]],
+    digits: int,
+    note: str,
+) -> Table:
+    """A part of each agent's engine overhead: its p50 and p95, and its share of the overhead."""
+    rows = []
+    for o in result.overhead:
+        p50, p95, share = part(o)
+        rows.append(
             [
                 o.agent,
                 o.ports,
-                ms_cell(o.language_p50_ms, 3),
-                ms_cell(o.language_p95_ms, 3),
-                f"{100 * o.language_share_p50:.1f}%",
+                ms_cell(p50, digits),
+                ms_cell(p95, digits),
+                f"{100 * share:.1f}%",
                 ms_cell(o.p50_ms, 1),
             ]
-            for o in result.overhead
-        ],
+        )
+    return Table(
+        title,
         [
-            "Part of the load stage, not added to it: `detect` over the turn's messages (one "
-            "per benchmark turn, so per turn = per message), warm; the warm-up conversation pays "
-            "the first message's model load (≈ 40 ms, docs/languages.md). Within a turn a message "
-            "costs more than alone (≈ 20–70 µs in `python -m bench languages`): the model's "
-            "tables are no longer in the CPU's caches; p95 also catches garbage-collection "
-            "pauses. The share is the median of each turn's detection time over its overhead "
-            "(zero-latency LLM)."
+            "agent",
+            "ports",
+            f"{label} p50 ms",
+            f"{label} p95 ms",
+            "share of overhead p50",
+            "overhead p50",
         ],
+        rows,
+        [note],
     )
 
 
