@@ -291,31 +291,32 @@ def measure() -> TurnRequests:
             sqs = stack.client("sqs")
             queued = 0
             update = 0
-            for customer in range(CUSTOMERS):
-                for text in BANKING_CONVERSATION:
-                    update += 1
-                    event = _telegram_event(900 + customer, update, text)
-                    with meter.acting_as("WebhookFunction") as counts:
-                        counts.invocations += 1
-                        counts.log_bytes += _logged(
-                            lambda e=event: webhook.handler(e, LocalLambdaContext("webhook"))
-                        )
-                    received = sqs.receive_message(
-                        QueueUrl=stack.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
-                    ).get("Messages", [])
-                    queued += len(received)
-                    records = queue_records(received, QUEUE_ARN)
-                    with meter.acting_as("WorkerFunction") as counts:
-                        counts.invocations += 1
-                        counts.log_bytes += _logged(
-                            lambda r=records: worker.handler(
-                                {"Records": r}, LocalLambdaContext("worker")
+            with _deployed_log_levels():
+                for customer in range(CUSTOMERS):
+                    for text in BANKING_CONVERSATION:
+                        update += 1
+                        event = _telegram_event(900 + customer, update, text)
+                        with meter.acting_as("WebhookFunction") as counts:
+                            counts.invocations += 1
+                            counts.log_bytes += _logged(
+                                lambda e=event: webhook.handler(e, LocalLambdaContext("webhook"))
                             )
-                        )
-                    for message in received:
-                        sqs.delete_message(
-                            QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"]
-                        )
+                        received = sqs.receive_message(
+                            QueueUrl=stack.queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+                        ).get("Messages", [])
+                        queued += len(received)
+                        records = queue_records(received, QUEUE_ARN)
+                        with meter.acting_as("WorkerFunction") as counts:
+                            counts.invocations += 1
+                            counts.log_bytes += _logged(
+                                lambda r=records: worker.handler(
+                                    {"Records": r}, LocalLambdaContext("worker")
+                                )
+                            )
+                        for message in received:
+                            sqs.delete_message(
+                                QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                            )
         finally:
             botocore.session.Session.create_client = original  # type: ignore[method-assign]
             clients.reset_clients()
@@ -362,6 +363,21 @@ def _logged(call: Any) -> int:
         for handler, stream in saved:
             handler.setStream(stream)
     return len(buffer.getvalue().encode())
+
+
+@contextlib.contextmanager
+def _deployed_log_levels() -> Iterator[None]:
+    """The handlers' Powertools loggers at INFO, as deployed, whatever this process set before
+    they were made (a local server sets `POWERTOOLS_LOG_LEVEL` to WARNING, read at import)."""
+    services = [logger for logger in _loggers() if logger.name.startswith("waypoint-")]
+    saved = [(logger, logger.level) for logger in services]
+    for logger in services:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
 
 
 def _loggers() -> list[logging.Logger]:
