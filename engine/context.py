@@ -16,7 +16,7 @@ from engine.model import AgentSnapshot, Term
 from engine.ports import ToolOutcome
 from engine.sessions.history import HISTORY_LIMIT  # most recent events shown to the LLM
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
-from engine.values.reading import ReadingContext, reading_context
+from engine.values.runs import ReadingContext, reading_context
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from engine.values.reading import normalize
+from engine.values.runs import normalize
 
 # Asking for a person ("I want a human agent"), beyond English (engine.handoff has English).
 _PERSON = (

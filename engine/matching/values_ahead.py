@@ -28,7 +28,7 @@ from engine.matching.journey_walk import VerifiedStep
 from engine.model import CollectedField, Journey, NodeKind
 from engine.values.binding import Binding, Role, bind_answers
 from engine.values.grounding import CustomerMessage
-from engine.values.reading import ReadingContext
+from engine.values.runs import ReadingContext
 
 MAX_PASSED_STEPS = 16  # a bound on passing satisfied steps in one turn (cycles of satisfied steps)
 

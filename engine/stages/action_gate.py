@@ -35,7 +35,7 @@ from engine.values.grounding import (
     ground_call,
     same_value,
 )
-from engine.values.reading import reading_context
+from engine.values.runs import reading_context
 
 
 @dataclass(frozen=True)

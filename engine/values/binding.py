@@ -31,7 +31,7 @@ from engine.values.grounding import (
     phrases_of_others,
     same_value,
 )
-from engine.values.reading import ReadingContext
+from engine.values.runs import ReadingContext
 from engine.values.types import ValueShape
 from engine.values.yes_no import read_yes_no
 

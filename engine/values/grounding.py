@@ -22,7 +22,8 @@ from engine.sessions.session import Event
 from engine.values.cost import measured
 from engine.values.money import Money
 from engine.values.provenance import Provenance
-from engine.values.reading import Reading, ReadingContext, normalize, read
+from engine.values.reading import read
+from engine.values.runs import Reading, ReadingContext, normalize
 from engine.values.types import ValueShape, canonical, coerce
 
 

@@ -3,7 +3,7 @@ relative dates, currency words — read with well-kept libraries (Babel's CLDR d
 cn2an, dateparser), each imported the first time a turn needs it, never at a handler's cold
 start.
 
-English is read by `engine.values.reading` itself; this module adds what other languages write.
+English is read by `engine.values.numbers` and `engine.values.dates` themselves; this module adds what other languages write.
 Every reading of a word or a relative date is *worked out* (inexact): the customer is shown it
 before a consequential call, whatever the language.
 """
@@ -105,7 +105,7 @@ def _cjk_numbers(text: str) -> list[tuple[int, int, Decimal, bool]]:
     for m in _CJK_NUMERAL.finditer(text):
         run = m.group()
         if not set(run) & _CJK_DIGIT_WORD:
-            continue  # plain digits are read as runs (engine.values.reading)
+            continue  # plain digits are read as runs (engine.values.runs)
         try:
             value = Decimal(str(cn2an.cn2an(run.replace("兩", "两"), "smart")))
         except (ValueError, InvalidOperation, KeyError, TypeError, AttributeError):

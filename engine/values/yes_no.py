@@ -13,7 +13,7 @@ import re
 from functools import cache
 
 from engine.language.tags import base
-from engine.values.reading import normalize
+from engine.values.runs import normalize
 
 # language → (yes words, no words, courtesy words); a phrase is matched whole.
 _WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {

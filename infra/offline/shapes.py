@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from engine.values.reading import clock_times as engine_clock_times
+from engine.values.dates import clock_times as engine_clock_times
 from infra.offline.language import word_set
 
 SMALL_NUMBER_WORDS = (
@@ -101,7 +101,7 @@ def number_phrase(words: Sequence[str]) -> tuple[int, int]:
 
 def clock_times(text: str) -> list[tuple[str, str]]:
     """Times of day ("15:00", "15.30", "3pm", "3:30 p.m."): (HH:MM, as written) for each — the
-    engine's own reading (`engine.values.reading.clock_times`), so a time stored as 15:00 is grounded
+    engine's own reading (`engine.values.dates.clock_times`), so a time stored as 15:00 is grounded
     in the "3pm" the customer wrote."""
     return [(value, text[start:end]) for value, start, end in engine_clock_times(text)]
 

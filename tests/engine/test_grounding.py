@@ -13,7 +13,7 @@ from engine.sessions.session import Event, EventKind, EventSource
 from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values import Money
 from engine.values.grounding import Answer, CustomerMessage, Evidence, SourceResult, ground_call
-from engine.values.reading import ReadingContext
+from engine.values.runs import ReadingContext
 
 TRANSFER = ToolSpec(
     name="transfer_money",

@@ -18,7 +18,8 @@ from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values import Money
 from engine.values.grounding import CustomerMessage, Evidence, ground_call
 from engine.values.locale import decimal_mark
-from engine.values.reading import normalize, read, reading_context
+from engine.values.reading import read
+from engine.values.runs import normalize, reading_context
 from engine.values.types import ValueShape
 from engine.values.yes_no import read_yes_no
 

@@ -35,7 +35,7 @@ from engine.values.grounding import (
     ground_call,
 )
 from engine.values.provenance import NEVER_TEXT, RULES, Acceptance, rules_text
-from engine.values.reading import ReadingContext
+from engine.values.runs import ReadingContext
 from tests.engine import test_journey_selection as js
 from tests.engine.pipeline_kit import (
     Harness,
