@@ -25,18 +25,22 @@ format: $(STAMP)
 	$(BIN)/ruff format $(CODE)
 	$(BIN)/ruff check --fix $(CODE)
 
+# One run (the libraries are analysed once); engine/ is strict: pyproject.toml's [tool.mypy].
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine
-	$(BIN)/mypy functions infra
-	$(BIN)/mypy waypoint bench
+	$(BIN)/mypy engine functions infra waypoint bench
 
 # The whole suite on every core (pytest-xdist: one worker per CPU); `make test-serial` runs it in
-# one process, for a failure that only shows in order.
+# one process, for a failure that only shows in order. The suite starts hundreds of Python
+# processes (CLI runs, served stacks, workers): with PYTHONDONTWRITEBYTECODE set (some shells and
+# containers set it) each would compile Waypoint and pytest would rewrite every plugin's asserts
+# again, a minute of CPU in all, so the tests write bytecode (to __pycache__, git-ignored).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+
 test: lint typecheck
-	$(BIN)/python -m pytest -n auto
+	$(PYTEST) -n auto
 
 test-serial: lint typecheck
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 schema: $(STAMP)
 	$(BIN)/waypoint schema --output docs/agent.schema.json
@@ -58,13 +62,13 @@ bench-languages: $(STAMP)
 
 soak: $(STAMP)
 	@echo ">> the long load run: 100 sessions x 10 messages with faults, over the served local stack"
-	$(BIN)/python -m pytest tests/reliability -m soak
+	$(PYTEST) tests/reliability -m soak
 
 # The studio page (waypoint/studio) driven in headless Chromium: Debian's chromium and
 # chromium-driver (apt), Selenium from the `browser` extra. Screenshots: build/studio-screenshots/.
 browser-test: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,browser]"
-	WAYPOINT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/browser -m browser -rs
+	WAYPOINT_REQUIRE_BROWSER=1 $(PYTEST) tests/browser -m browser -rs
 
 # The "make your own agent" path: a wheel, `waypoint init`, validate, test, chat, serve + publish,
 # then `sam validate --lint` and `sam build` of the new project with its function sizes checked.
@@ -74,7 +78,7 @@ scaffold-check: $(STAMP)
 	@test -x $(SAM_VENV)/bin/sam || { $(PYTHON) -m venv $(SAM_VENV) && \
 		$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli; }
 	WAYPOINT_SAM=$(abspath $(SAM_VENV))/bin/sam WAYPOINT_REQUIRE_SAM=1 SAM_CLI_TELEMETRY=0 \
-		$(BIN)/python -m pytest tests/cli/test_scaffold.py tests/cli/test_new_user_path.py -rs -s
+		$(PYTEST) tests/cli/test_scaffold.py tests/cli/test_new_user_path.py -rs -s
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -69,7 +69,11 @@ class QueuePoller(threading.Thread):
         self.queue_arn = arn["Attributes"]["QueueArn"]
 
     def stop(self) -> None:
+        """Stop after the batch in hand; a long poll waiting for messages returns at once."""
+        from infra.aws.moto_fidelity import wake_long_polls
+
         self._stop_event.set()
+        wake_long_polls()
 
     def run(self) -> None:
         while not self._stop_event.is_set():

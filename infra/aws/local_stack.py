@@ -384,7 +384,8 @@ def _guarded_moto_server(credentials: Any, port: int) -> Any:
             )
             self.guard.listen_on(self._server.server_port)  # before the first request is read
             self._server_ready_event.set()
-            self._server.serve_forever()
+            # `shutdown()` waits for the loop to look: every 50 ms, not werkzeug's 500.
+            self._server.serve_forever(poll_interval=0.05)
 
     return GuardedMotoServer()
 

@@ -17,6 +17,10 @@ Found by the load suite over moto 5.2.5's threaded server:
 - SQS operations mutate queue state from several server threads without a lock (sporadic 500s
   such as "Set changed size during iteration"); here they run under one lock, and long polling
   waits outside it.
+
+And one addition: `wake_long_polls()` ends every long poll waiting now with what it has (nothing),
+as a poll that times out would — the local poller calls it when it stops, so stopping a served
+stack does not wait out a poll (up to a second, at every `waypoint chat` exit and test teardown).
 """
 
 from __future__ import annotations
@@ -97,6 +101,16 @@ def _locked(lock: threading.RLock, operation: Any) -> Any:
     return run
 
 
+_wakes = 0  # how many times the waiting long polls were told to return
+
+
+def wake_long_polls() -> None:
+    """End every long poll waiting now, empty-handed (its consumer polls again or stops)."""
+    global _wakes
+    with SQS_LOCK:
+        _wakes += 1
+
+
 def _fifo_receive(original: Any) -> Any:
     def receive_message(
         self: SQSBackend,
@@ -107,6 +121,7 @@ def _fifo_receive(original: Any) -> Any:
         message_attribute_names: list[str] | None = None,
     ) -> Any:
         deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        woken = _wakes
         while True:
             with SQS_LOCK:
                 queue = self.get_queue(queue_name)
@@ -115,7 +130,7 @@ def _fifo_receive(original: Any) -> Any:
                 result = original(
                     self, queue_name, count, 0, visibility_timeout, message_attribute_names
                 )
-            if result or time.monotonic() >= deadline:
+            if result or time.monotonic() >= deadline or _wakes != woken:
                 return result
             time.sleep(0.02)
 
