@@ -32,31 +32,22 @@ NOT_COMMAND_LINES = {"waypoint conversation tests"}  # the JUnit suite's name
 def _strings(path: Path, *, with_docstrings: bool) -> Iterator[tuple[int, str]]:
     """The string literals of a module (f-strings with `{}` for their fields), by line."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
-    parts_of_fstrings = {
-        id(part)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.JoinedStr)
-        for part in node.values
-    }
-    for node in ast.walk(tree):
+    skipped: set[int] = set()  # the parts of f-strings, and docstrings unless asked for
+    for node in ast.walk(tree):  # breadth first: a parent is seen before its children
         if isinstance(node, ast.JoinedStr):
+            skipped.update(id(part) for part in node.values)
             yield (
                 node.lineno,
                 "".join(str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values),
             )
+        elif isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if not with_docstrings and isinstance(first, ast.Expr):
+                skipped.add(id(first.value))
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
-            and id(node) not in parts_of_fstrings
-            and (with_docstrings or id(node) not in docstrings)
+            and id(node) not in skipped
         ):
             yield node.lineno, node.value
 
@@ -91,30 +82,39 @@ def _hints() -> list[tuple[str, str, list[str], str]]:
 PROGRAM = typer.main.get_command(app)
 assert isinstance(PROGRAM, TyperGroup)  # typer vendors a click of its own
 GLOBAL_FLAGS = {opt for p in PROGRAM.params for opt in p.opts}
-HINTS = _hints()
 
 
-def test_the_sources_are_walked() -> None:
+@pytest.fixture(scope="module")
+def hints() -> list[tuple[str, str, list[str], str]]:
+    """Read when a test asks (one worker, once), not when the suite is collected (every worker)."""
+    return _hints()
+
+
+def test_the_sources_are_walked(hints: list[tuple[str, str, list[str], str]]) -> None:
     """The walk itself: it finds the hints known to be there (a regex gone blind passes nothing)."""
-    written = {hint for _, _, _, hint in HINTS}
+    written = {hint for _, _, _, hint in hints}
     assert "waypoint validate --tools MODULE" in written  # the engine's tool declarations
     assert any(h.startswith("waypoint publish") for h in written)  # `serve`'s closing lines
-    assert len(HINTS) > 50
+    assert len(hints) > 50
 
 
-@pytest.mark.parametrize(
-    ("where", "command", "flags", "hint"), HINTS, ids=[f"{h[0]} {h[3]}"[:90] for h in HINTS]
-)
 def test_every_hint_names_a_real_command_and_its_flags(
-    where: str, command: str, flags: list[str], hint: str
+    hints: list[tuple[str, str, list[str], str]],
 ) -> None:
-    assert command in PROGRAM.commands, (
-        f"{where}: `{hint}` names `waypoint {command}`, which does not exist; "
-        f"the commands: {', '.join(sorted(PROGRAM.commands))}"
-    )
-    taken = GLOBAL_FLAGS | {opt for p in PROGRAM.commands[command].params for opt in p.opts}
-    unknown = [flag for flag in flags if flag not in taken]
-    assert not unknown, f"{where}: `{hint}`: `waypoint {command}` takes no {', '.join(unknown)}"
+    """Every hint found, each wrong one named with where it is written."""
+    wrong = []
+    for where, command, flags, hint in hints:
+        if command not in PROGRAM.commands:
+            wrong.append(
+                f"{where}: `{hint}` names `waypoint {command}`, which does not exist; "
+                f"the commands: {', '.join(sorted(PROGRAM.commands))}"
+            )
+            continue
+        taken = GLOBAL_FLAGS | {opt for p in PROGRAM.commands[command].params for opt in p.opts}
+        unknown = [flag for flag in flags if flag not in taken]
+        if unknown:
+            wrong.append(f"{where}: `{hint}`: `waypoint {command}` takes no {', '.join(unknown)}")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_publish_without_the_environment_points_at_commands_that_exist(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_a_request_line_names_no_id_the_path_held_not_even_an_erased_persons(
     assert httpx.get(f"{server.base_url}/webhooks/seldo-4471").status_code == 404
     assert httpx.get(f"{api}/no-such/seldo-4471", headers=key).status_code == 404
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any("/api/no-such" in line for line in lines):
+    while time.monotonic() < deadline and not any("GET /api/…/… 404" in line for line in lines):
         time.sleep(0.05)
 
     requests = [line for line in lines if line.startswith("request ")]

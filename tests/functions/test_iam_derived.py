@@ -415,7 +415,7 @@ def _same_resource(resource: str, pattern: str) -> bool:
 
 
 def test_the_webhook_reads_only_channel_secrets_and_deletes_only_inbox_claims(
-    exercised: CallRecorder, policies: dict[str, Policy]
+    stack: Any, policies: dict[str, Policy]
 ) -> None:
     from tests.functions.iam_policy import IamRequest
 
@@ -424,9 +424,7 @@ def test_the_webhook_reads_only_channel_secrets_and_deletes_only_inbox_claims(
     parameter = f"arn:aws:ssm:{region}:123456789012:parameter{SECRETS_PATH}/"
     for name in (*LLM_SECRET_NAMES, *MANAGEMENT_SECRET_NAMES, *ENGINE_SECRET_NAMES):
         assert not webhook.allows(IamRequest("ssm:GetParameters", parameter + name))
-    (table,) = {
-        r.resource for _, r in exercised.requests("WebhookFunction") if ":table/" in r.resource
-    }
+    table = stack.client("dynamodb").describe_table(TableName=stack.table_name)["Table"]["TableArn"]
     for pk in ("SESSION#web-1", "AGENT#bank", "OUTBOX#x", "VARS#bank#c"):
         assert not webhook.allows(IamRequest("dynamodb:DeleteItem", table, (pk,)))
     assert webhook.allows(IamRequest("dynamodb:DeleteItem", table, ("INBOX#telegram#1",)))
