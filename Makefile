@@ -37,7 +37,7 @@ typecheck: $(STAMP)
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 test: lint typecheck
-	$(PYTEST) -n auto
+	$(PYTEST) -n auto --dist worksteal
 
 test-serial: lint typecheck
 	$(PYTEST)

@@ -161,3 +161,36 @@ def test_each_server_stack_has_credentials_of_its_own_and_the_adapters_sign_with
             assert stack.table_name in stack.client("dynamodb").list_tables()["TableNames"]
     assert seen[0] != seen[1]
     assert os.environ["AWS_ACCESS_KEY_ID"] == "the-developers-own"
+
+
+def test_a_waiting_long_poll_returns_empty_handed_when_woken_and_a_message_still_arrives() -> None:
+    """`wake_long_polls` (called by the local poller when it stops) ends a long poll at once,
+    with nothing, as a poll that timed out would; the next poll receives what is sent."""
+    import threading
+
+    from infra.aws.moto_fidelity import wake_long_polls
+
+    with LocalStack(server=True) as stack:
+        sqs = stack.client("sqs")
+        received: list[list[dict[str, object]]] = []
+
+        def poll() -> None:
+            answer = sqs.receive_message(QueueUrl=stack.queue_url, WaitTimeSeconds=20)
+            received.append(answer.get("Messages", []))
+
+        waiting = threading.Thread(target=poll)
+        waiting.start()
+        waiting.join(timeout=1.0)  # well into its 20 s wait
+        assert waiting.is_alive()
+        wake_long_polls()
+        waiting.join(timeout=15)  # woken: far before the 20 s it asked for
+        assert not waiting.is_alive() and received == [[]]
+
+        sqs.send_message(
+            QueueUrl=stack.queue_url,
+            MessageBody="{}",
+            MessageGroupId="g",
+            MessageDeduplicationId="d",
+        )
+        later = sqs.receive_message(QueueUrl=stack.queue_url, WaitTimeSeconds=5)
+        assert [m["Body"] for m in later["Messages"]] == ["{}"]
