@@ -11,7 +11,9 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo ">> installing waypoint and its dev dependencies into $(VENV) (first run takes a minute or two)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@# --no-compile: pip would compile every module of every dependency (half the install's
+	@# time); Python compiles and caches what is imported, when it is first imported.
+	$(BIN)/python -m pip install --quiet --no-compile -e ".[dev]"
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
