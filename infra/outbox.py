@@ -216,6 +216,33 @@ class DynamoOutbox:
             return Lease(outcome, entry)
         return Lease(LeaseOutcome.TAKEN, _entry(session_id, turn_id, response["Attributes"]))
 
+    async def release_leases_of_a_stopped_process(self) -> int:
+        """Every SENDING record back to PENDING, its lease dropped; returns how many. Only for a
+        table whose senders are all known to be gone: the local served stack restored after its
+        one process stopped (`waypoint serve --data`; one process owns a data directory). Its
+        poller retries a failed record within seconds, so waiting out a dead sender's 60 s lease
+        would use up the queue's receives and dead-letter the reply instead of sending it.
+        Scans the table (a local one, small)."""
+        released = 0
+        pages = self._ddb.get_paginator("scan").paginate(
+            TableName=self.table,
+            FilterExpression="begins_with(sk, :outbox) AND #status = :sending",
+            ExpressionAttributeNames=_NAMES,
+            ExpressionAttributeValues={
+                ":outbox": {"S": "OUTBOX#"},
+                ":sending": {"S": OutboxStatus.SENDING.value},
+            },
+            ProjectionExpression="pk, sk, #owner, #status",
+        )
+        for page in pages:
+            for item in page.get("Items", []):
+                session_id = item["pk"]["S"].removeprefix("SESSION#")
+                turn_id = item["sk"]["S"].removeprefix("OUTBOX#")
+                owner = item.get("owner", {}).get("S", "")
+                error = "its sender stopped before confirming the send"
+                released += await self.release(session_id, turn_id, owner, error)
+        return released
+
     async def get(self, session_id: str, turn_id: str) -> OutboxEntry | None:
         item = await self._get(session_id, turn_id)
         return _entry(session_id, turn_id, item) if item is not None else None

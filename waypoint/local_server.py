@@ -237,6 +237,8 @@ class LocalServer:
         self._instrument(runtime)
         if not self._already_published(runtime):
             runtime.run(runtime.publish_agent(self.agent))
+        if self.stack.restored:  # the process that was sending them is gone
+            runtime.run(runtime.outbox.release_leases_of_a_stopped_process())
         self._start_http()
         self.poller = QueuePoller(self.stack.client("sqs"), self.stack.queue_url)
         if self.log_line is not None:

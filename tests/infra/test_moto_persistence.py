@@ -151,3 +151,36 @@ def test_a_version_published_to_the_running_stack_stays_published_after_a_restar
         versions = runtime.run(runtime.agents.versions(bank.id))
     assert published == newer.version
     assert len(versions) == 2
+
+
+def test_a_reply_being_sent_when_the_server_stopped_is_sent_at_once_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by tests/reliability/test_restart.py: a reply whose send was under way when
+    `waypoint serve` was killed stayed SENDING under the dead process's 60 s lease; the restarted
+    poller retried its record every few seconds, each retry found the lease live, and the queue's
+    receives ran out — the reply was dead-lettered, never sent. After a restart every such lease
+    is released (the process holding it is gone) and the next delivery takes the record."""
+    from infra.outbox import LeaseOutcome, OutboxStatus
+
+    monkeypatch.setenv("WAYPOINT_CACHE_DIR", str(tmp_path / "cache"))
+    bank = load_bank()
+    with LocalServer(bank, tools_module=TOOLS_MODULE, data_dir=tmp_path / "data"):
+        runtime = current_runtime()
+        outbox = runtime.outbox
+        held = runtime.run(outbox.take("s-1", "turn-1", "generic", owner="dead", lease_seconds=60))
+        sent = runtime.run(outbox.take("s-2", "turn-2", "generic", owner="old", lease_seconds=60))
+        runtime.run(outbox.mark_sent("s-2", "turn-2", ["m-1"]))
+        assert held.outcome is LeaseOutcome.TAKEN and sent.outcome is LeaseOutcome.TAKEN
+        busy = runtime.run(outbox.take("s-1", "turn-1", "generic", owner="new", lease_seconds=60))
+        assert busy.outcome is LeaseOutcome.BUSY  # live lease: not taken while it lives
+
+    with LocalServer(bank, tools_module=TOOLS_MODULE, data_dir=tmp_path / "data"):
+        runtime = current_runtime()
+        outbox = runtime.outbox
+        entry = runtime.run(outbox.get("s-1", "turn-1"))
+        assert entry is not None and entry.status is OutboxStatus.PENDING
+        again = runtime.run(outbox.take("s-1", "turn-1", "generic", owner="new", lease_seconds=60))
+        assert again.outcome is LeaseOutcome.TAKEN
+        done = runtime.run(outbox.get("s-2", "turn-2"))
+        assert done is not None and done.status is OutboxStatus.SENT  # a sent reply stays sent
