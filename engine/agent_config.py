@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.language.lines import Lines
 from engine.language.tags import normalize_tag
@@ -47,6 +48,35 @@ class TurnBudget(BaseModel):
     model_config = _FROZEN
     max_llm_calls: int = 12
     max_prompt_tokens: int = 60_000
+
+
+class Speculation(BaseModel):
+    """Drafting the reply in the same round as matching (`engine.stages.speculation`): the
+    turn's decisions are predicted (by the deployment's fast predictor, the offline model), the
+    reply those decisions would get is asked for at once, and it is sent only when the verified
+    decisions give the very same reply prompt — one LLM round instead of two. A wrong prediction
+    costs the draft's tokens, never a different decision or reply.
+
+    `speculation: on` (or `off`, the default), or `{mode: on, max_prompt_tokens: N}`: draft only
+    replies whose prompt is at most about N tokens."""
+
+    model_config = _FROZEN
+    mode: Literal["off", "on"] = "off"
+    max_prompt_tokens: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        # `speculation: on` — YAML 1.1 (PyYAML) reads a bare on/off as a boolean
+        if isinstance(value, bool):
+            return {"mode": "on" if value else "off"}
+        if isinstance(value, str):
+            return {"mode": value}
+        return value
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode == "on"
 
 
 # The built-in handoff action: named in a guideline's `tools` or as a journey tool step, it hands
@@ -108,6 +138,7 @@ class AgentConfig(BaseModel):
     max_journey_depth: int = 5  # BFS depth of the node map shown to the LLM
     batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section
     budget: TurnBudget = Field(default_factory=TurnBudget)
+    speculation: Speculation = Field(default_factory=Speculation)
     models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
     default_model: str = "gpt-4o-mini"
     explain: bool = False  # verbose rationales in LLM outputs, for debugging only

@@ -79,6 +79,12 @@ def _gate(model: str, limit: int) -> asyncio.Semaphore:
     return entry[1]
 
 
+@dataclass
+class _Draft:
+    task: asyncio.Task[Generation[BaseModel]]
+    record: LLMCallRecord
+
+
 REPAIR_SUFFIX = (
     "\n\nYour previous answer could not be used: {error}\n"
     "Answer again with a single JSON object that matches the requested schema exactly."
@@ -106,6 +112,8 @@ class TurnLLM:
         self._prompt_tokens_reserved = 0
         self._retries_left = config.llm_retry_budget
         self.round = 0  # the pipeline sets this as it moves through sequential rounds
+        # Calls started ahead of their turn (`draft`), by what they ask: (purpose, prompt, schema)
+        self._drafts: dict[tuple[LLMPurpose, str, type[BaseModel]], _Draft] = {}
 
     @property
     def calls_started(self) -> int:
@@ -124,11 +132,101 @@ class TurnLLM:
         unbounded = purpose in (LLMPurpose.COMPOSE, LLMPurpose.READ_SECRETS)
         return unbounded or tokens <= budget.max_prompt_tokens
 
+    def draft(self, purpose: LLMPurpose, prompt: str, schema: type[T], *, label: str = "") -> None:
+        """Start a call ahead of its turn — a reply drafted from predicted decisions
+        (`engine.stages.speculation`). A later `generate` asking the very same (purpose, prompt,
+        schema) takes the draft's answer instead of calling again; anything else leaves it
+        unused (`settle_drafts`). Outside the turn's budget, retries and repairs: a draft never
+        takes a call, a token or a retry a verified decision needs, and one that fails is not
+        used (the call is then made as if there had been no draft)."""
+        key = (purpose, prompt, schema)
+        if key in self._drafts:
+            return
+        model = self._config.model_for(purpose)
+        record = LLMCallRecord(
+            purpose=purpose.value,
+            schema_name=schema.__name__,
+            model=model,
+            label=label,
+            prompt_chars=len(prompt),
+            round=self.round,
+            prompt=bounded_text(prompt, MAX_RECORDED_PROMPT_CHARS),
+            draft="discarded",
+        )
+        task = asyncio.create_task(self._run_draft(prompt, schema, model, record))
+        self._drafts[key] = _Draft(task, record)
+
+    async def _run_draft(
+        self, prompt: str, schema: type[BaseModel], model: str, record: LLMCallRecord
+    ) -> Generation[BaseModel]:
+        started = time.perf_counter()
+        try:
+            async with _gate(model, self._config.max_concurrent_llm_calls):
+                generation: Generation[BaseModel] = await self._llm.generate(
+                    prompt, schema, model=model
+                )
+        except BaseException as exc:
+            record.error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        answer = generation.value.model_dump_json()
+        record.model = generation.model or model
+        record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
+        record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
+        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
+        return generation
+
+    async def _drafted(
+        self, purpose: LLMPurpose, prompt: str, schema: type[T]
+    ) -> Generation[T] | None:
+        """The draft's answer to exactly this call, if one was started and succeeded."""
+        draft = self._drafts.pop((purpose, prompt, schema), None)
+        if draft is None:
+            return None
+        try:
+            generation = await draft.task
+        except Exception:
+            self._trace.llm_calls.append(draft.record)
+            return None
+        if not isinstance(generation.value, schema):  # pragma: no cover - keyed by schema
+            return None
+        draft.record.draft = "used"
+        self._trace.llm_calls.append(draft.record)
+        self._trace.llm_rounds = max(self._trace.llm_rounds, draft.record.round)
+        return Generation(
+            value=generation.value,
+            usage=generation.usage,
+            model=generation.model,
+            latency_ms=generation.latency_ms,
+            attempts=generation.attempts,
+        )
+
+    async def settle_drafts(self) -> None:
+        """Stop the drafts no call took and record them as discarded (their tokens were spent or
+        would be): call before the trace is masked and stored."""
+        drafts, self._drafts = list(self._drafts.values()), {}
+        for draft in drafts:
+            if not draft.task.done():
+                draft.task.cancel()
+            await asyncio.wait({draft.task})  # cancelled or failed: recorded either way
+            if not draft.task.cancelled():
+                draft.task.exception()  # retrieved: a failed draft is no unhandled error
+            if not draft.record.prompt_tokens:
+                draft.record.prompt_tokens = max(1, draft.record.prompt_chars // 4)
+            self._trace.llm_calls.append(draft.record)
+
     async def generate(
         self, purpose: LLMPurpose, prompt: str, schema: type[T], *, label: str = ""
     ) -> Generation[T]:
         """Run one schematic generation under the turn's policy. Raises `LLMBudgetExceeded` before
         calling when the budget does not allow it, `LLMError` subclasses when it finally fails."""
+        if self._drafts and self.can_afford(prompt, purpose):
+            drafted = await self._drafted(purpose, prompt, schema)
+            if drafted is not None:
+                self._calls_started += 1  # the draft was this call
+                self._prompt_tokens_reserved += estimate_tokens(prompt)
+                return drafted
         if not self.can_afford(prompt, purpose):
             self._trace.notes.append(
                 f"budget: skipped {purpose.value} call ({label or schema.__name__}); "

@@ -473,6 +473,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "timezone",
     "languages",
     "messages",
+    "speculation",
 )
 # … and of tool parameters and collected fields, with the value that leaves them out.
 _PARAMETER_FIELDS_ADDED_LATER = {

@@ -26,6 +26,9 @@ class LLMCallRecord(BaseModel):
     attempts: int = 1
     round: int = 0  # sequential LLM round on the critical path this call belongs to
     error: str | None = None
+    # A reply drafted before its decisions were verified (`engine.stages.speculation`): "used"
+    # when the verified prompt was the same, so this call is the reply's; "discarded" otherwise.
+    draft: str = ""
     # What was asked and answered, for the studio's inspector: bounded (`bounded_text`), and
     # masked with the rest of the trace when the turn handled a secret (`masked_trace`).
     prompt: str = ""
@@ -126,6 +129,9 @@ class TurnTrace(BaseModel):
     notes: list[str] = Field(default_factory=list)  # budget cuts, fallbacks, repairs worth noting
     composition_mode: str = ""
     llm_rounds: int = 0
+    # The reply drafted beside round 1 (`engine.stages.speculation`): "" (speculation off),
+    # "used", "discarded" (the verified reply prompt differed) or "skipped: <why>".
+    speculation: str = ""
     # "human": a person had the session; the matches above are what the agent would have done,
     # and nothing was composed or run (`engine.stages.handoff`).
     mode: str = "auto"

@@ -55,6 +55,7 @@ from engine.stages.secret_masking import (
     masked_trace,
     turns_quoting_masked_events,
 )
+from engine.stages.speculation import start_draft
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -177,7 +178,9 @@ class TurnPipeline:
         recalled = await recall(state, ctx, index)
         t = state.timed("recall", t)
 
-        # Round 1: matching batches ∥ node selection of active and predicted journeys.
+        # Round 1: matching batches ∥ node selection of active and predicted journeys ∥ (with
+        # speculation on) the reply drafted from predicted decisions (engine.stages.speculation).
+        drafting = start_draft(state, recalled)
         step_results = await match_round(state, ctx, recalled)
         t = state.timed("match_round_1", t)
 
@@ -193,6 +196,9 @@ class TurnPipeline:
         # Handoff: a handoff step, a guideline's handoff, or the customer asking for a person.
         request = handoff_request(state, resolution)
         if request is not None:
+            if drafting is not None:
+                state.trace.speculation = await drafting
+                await _settle_drafts(state)
             reply = begin_handoff(state, request)
             mask_events(state)
             handing_rule = request.source_id if request.trigger == "guideline" else None
@@ -210,7 +216,10 @@ class TurnPipeline:
         # Composition, then the new session state. Secrets the turn recognised are masked in its
         # events before the reply prompt sees them, and again after it (a model may echo one).
         mask_events(state)
+        if drafting is not None:
+            state.trace.speculation = await drafting
         reply, applied = await compose_reply(state, resolution)
+        await _settle_drafts(state)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
         notice = version.notice(state.line) if version is not None else None
@@ -235,6 +244,15 @@ class TurnPipeline:
         mask_events(state)
         state.timed("human_mode", t)
         return _output(state, silent_session_state(state), reply)
+
+
+async def _settle_drafts(state: TurnState) -> None:
+    """Drafts the reply did not use are stopped and traced as discarded (before the trace is
+    masked: a draft's prompt quotes the conversation like any other call's)."""
+    await state.llm.settle_drafts()
+    if state.trace.speculation == "drafted":
+        used = any(c.draft == "used" for c in state.trace.llm_calls)
+        state.trace.speculation = "used" if used else "discarded"
 
 
 def attachments_data(message: InboundMessage) -> list[dict[str, Any]]:

@@ -388,6 +388,7 @@ class Runtime:
     @cached_property
     def engine(self) -> TurnEngine:
         from engine.turn import EngineDeps, TurnEngine
+        from infra.llm.factory import OfflinePredictor
 
         deps = EngineDeps(
             llm=self.llm,
@@ -395,6 +396,7 @@ class Runtime:
             tools=self.tools,
             clock=self.clock,
             secret_key=self.secret_digest_key(),
+            predictor=OfflinePredictor(),
         )
         return TurnEngine(
             self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables

@@ -8,6 +8,7 @@ once per warm container.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,11 @@ class EngineDeps:
     # The deployment's key for the digests a session keeps of its secrets (`engine.privacy.digests`):
     # infra passes the configured one; None keeps no digest (a later echo is not recognised).
     secret_key: bytes | None = field(default=DEVELOPMENT_KEY, repr=False)
+    # A fast model that predicts the turn's decisions so its reply can be drafted in the same
+    # round as matching (`engine.stages.speculation`, agents with `speculation: on`); None: no
+    # drafts. Its answers never decide anything: a draft is used only when the verified
+    # decisions ask for the very same reply.
+    predictor: SchematicLLM | None = None
 
 
 _PER_VERSION: dict[tuple[str, str, str], Any] = {}
@@ -110,6 +116,12 @@ class UsableGuidelines:
         if self.index is None:
             return set()
         return self.index.usable_ids(self.tags, [None, *journeys])
+
+
+# Read-only for every stage: a forked state shares them.
+_SHARED_WHEN_FORKED = frozenset(
+    {"deps", "agent", "session", "messages", "views", "lines", "usable"}
+)
 
 
 class TurnState:
@@ -212,6 +224,20 @@ class TurnState:
         self.mode: SessionMode = session.mode
         self.handoff: Handoff | None = session.handoff
         self._offset = session.next_offset()
+
+    def fork(self, deps: EngineDeps, llm: TurnLLM, trace: TurnTrace) -> TurnState:
+        """A copy to decide on without touching this one (`engine.stages.speculation`): the
+        inputs and per-version data are shared, every container a stage writes is copied, and
+        the copy has its own deps, model and trace."""
+        twin = copy.copy(self)
+        for name, value in vars(self).items():
+            if name in _SHARED_WHEN_FORKED:
+                continue
+            if isinstance(value, list | dict | set):
+                setattr(twin, name, copy.copy(value))
+        twin.secrets = copy.deepcopy(self.secrets)
+        twin.deps, twin.llm, twin.trace = deps, llm, trace
+        return twin
 
     # -- shared helpers ---------------------------------------------------------------------------
 

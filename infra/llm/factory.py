@@ -17,10 +17,14 @@ Providers are imported only when chosen, so building the offline provider never 
 from __future__ import annotations
 
 import os
-from typing import Literal, cast
+from typing import Literal, TypeVar, cast
+
+from pydantic import BaseModel
 
 from engine.errors import LLMError
-from engine.ports import Embedder, SchematicLLM
+from engine.ports import Embedder, Generation, SchematicLLM
+
+T = TypeVar("T", bound=BaseModel)
 
 Provider = Literal["openai", "offline"]
 PROVIDERS: tuple[Provider, ...] = ("openai", "offline")
@@ -53,6 +57,22 @@ def build_llm(provider: str | None = None) -> SchematicLLM:
             "server) to use OpenAI, or install the offline provider (infra.offline)"
         ) from exc
     return cast(SchematicLLM, OfflineLLM())
+
+
+class OfflinePredictor:
+    """The predictor of speculative turns (`EngineDeps.predictor`, `engine.stages.speculation`):
+    the offline model, which answers from the prompt itself in about a millisecond. Imported on
+    its first prediction, so deployments whose agents never speculate do not load it."""
+
+    def __init__(self) -> None:
+        self._model: SchematicLLM | None = None
+
+    async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]:
+        if self._model is None:
+            from infra.offline import OfflineLLM
+
+            self._model = cast(SchematicLLM, OfflineLLM())
+        return await self._model.generate(prompt, schema, model=model)
 
 
 def build_embedder(provider: str | None = None) -> Embedder:

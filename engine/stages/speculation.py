@@ -1,0 +1,139 @@
+"""Speculation: the reply drafted in the same round as matching, used only if nothing changed.
+
+A turn without tools takes two sequential LLM rounds: matching (and node selection), then the
+reply. With `speculation: on` (`engine.agent_config.Speculation`) the turn also runs, at the
+start of round 1, every decision stage on a copy of its state (`TurnState.fork`) with the
+deployment's fast predictor (`EngineDeps.predictor`, the offline model) answering in place of the
+model, and asks the real model for the reply those predicted decisions would get — a *draft*,
+concurrent with the real round 1. The verified turn then runs exactly as without speculation;
+when its reply prompt is character for character the draft's (`TurnLLM.draft`: same purpose,
+prompt and schema), the draft's answer is the reply and the turn took one round.
+
+Why this cannot change a decision or a reply: nothing the predictor says reaches the verified
+state — the copy has its own containers, model, trace, id generator and a tool dispatcher that
+runs nothing — and a draft is only ever the answer to the identical request the verified turn
+makes. A wrong prediction costs the draft's tokens (traced as a `discarded` call). The copy never
+runs a tool: a predicted tool call ends the speculation for the turn (the reply would wait on the
+tool's result anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from engine.agent_config import LLMPurpose
+from engine.clock import SystemClock, UuidIds
+from engine.errors import LLMError
+from engine.llm import TurnLLM, estimate_tokens
+from engine.ports import Generation, SchematicLLM, ToolCall, ToolContext, ToolOutcome
+from engine.stages.activation import activate
+from engine.stages.compose import compose_reply
+from engine.stages.confirmation import carry_agreement
+from engine.stages.handoff import handoff_request
+from engine.stages.interrupts import release_stale_interrupt
+from engine.stages.match import match_round
+from engine.stages.recall import Recalled
+from engine.stages.relationships import resolve_relationships, suppress_journeys
+from engine.stages.secret_masking import mask_events
+from engine.stages.state import TurnState
+from engine.stages.tools import run_tools
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class _Drafted(Exception):
+    """The copy reached its reply: the draft is started, nothing more to decide."""
+
+
+class _NotDrafted(Exception):
+    """The copy's reply is not drafted (why is the message)."""
+
+
+class _NoDispatch:
+    """The copy's tool dispatcher: runs nothing, remembers that something was due."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    async def dispatch(self, calls: Sequence[ToolCall], context: ToolContext) -> list[ToolOutcome]:
+        self.asked = True
+        raise _NotDrafted("a tool call is predicted")
+
+
+class _Still:
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self) -> datetime:
+        return self._now
+
+
+class _DraftingLLM(TurnLLM):
+    """The copy's model: the predictor for every decision; the reply is drafted on the real
+    model (`TurnLLM.draft`) instead of composed."""
+
+    def __init__(self, predictor: SchematicLLM, state: TurnState, real: TurnLLM) -> None:
+        super().__init__(predictor, state.agent.config, state.trace)
+        self._real = real
+        self._limit = state.agent.config.speculation.max_prompt_tokens
+        self.round = real.round
+
+    async def generate(
+        self, purpose: LLMPurpose, prompt: str, schema: type[T], *, label: str = ""
+    ) -> Generation[T]:
+        if purpose is not LLMPurpose.COMPOSE:
+            return await super().generate(purpose, prompt, schema, label=label)
+        if self._limit is not None and estimate_tokens(prompt) > self._limit:
+            raise _NotDrafted(f"the reply prompt is over {self._limit} tokens")
+        self._real.draft(purpose, prompt, schema, label=label)
+        raise _Drafted
+
+
+def start_draft(state: TurnState, recalled: Recalled) -> asyncio.Task[str] | None:
+    """Copy `state` now (before round 1 writes to it) and, beside round 1, predict this turn's
+    decisions on the copy and draft the reply they would get. The task's result says what
+    happened, for the trace ("drafted", or why not); `state` itself is never written."""
+    predictor = state.deps.predictor
+    if predictor is None or not state.agent.config.speculation.enabled:
+        return None
+    dispatcher = _NoDispatch()
+    # Its own ids, and a clock standing at the turn's start (its messages' time): the copy
+    # never reads the turn's clock or draws its ids (a test's clock advances on every reading).
+    started = state.events[-1].created_at if state.events else SystemClock().now()
+    deps = replace(state.deps, tools=dispatcher, ids=UuidIds(), clock=_Still(started))
+    shadow = state.fork(deps, state.llm, state.trace.model_copy(deep=True))
+    shadow.llm = _DraftingLLM(predictor, shadow, state.llm)
+    return asyncio.create_task(_decide_and_draft(shadow, recalled, dispatcher))
+
+
+async def _decide_and_draft(shadow: TurnState, recalled: Recalled, dispatcher: _NoDispatch) -> str:
+    """The pipeline's decision stages, in `engine.turn`'s order, on the copy."""
+    try:
+        ctx = shadow.context()
+        steps = await match_round(shadow, ctx, recalled)
+        await activate(shadow, ctx, recalled, steps)
+        resolution = resolve_relationships(shadow)
+        suppress_journeys(shadow, resolution)
+        if handoff_request(shadow, resolution) is not None:
+            return "skipped: a handoff is predicted"
+        await run_tools(shadow, resolution)
+        if dispatcher.asked:
+            return "skipped: a tool call is predicted"
+        release_stale_interrupt(shadow)
+        carry_agreement(shadow)
+        resolution = resolve_relationships(shadow)
+        mask_events(shadow)
+        await compose_reply(shadow, resolution)
+    except _Drafted:
+        return "drafted"
+    except _NotDrafted as why:
+        return f"skipped: {why}"
+    except LLMError as exc:
+        return f"skipped: the prediction failed ({type(exc).__name__})"
+    return "skipped: the reply needs no model"
