@@ -4,6 +4,7 @@
 `python -m bench turn-requests` what one message costs in AWS requests (`bench.turn_requests`),
 `python -m bench monthly-cost` the monthly cost table of docs/deploy.md (`bench.monthly_cost`);
 `python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`); `python -m bench
+speculation` speculation off against on (`bench.speculation`); `python -m bench
 offline-agents` the offline model on agents written for that measurement
 (`bench.offline_agents.measure`); `python -m bench languages …` the language-detection comparison
 (`bench.language_report`)."""
@@ -52,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.offline_agents.measure import main as offline_agents_main
 
         return offline_agents_main(argv[1:])
+    if argv[:1] == ["speculation"]:  # the reply drafted beside round 1, off against on
+        from bench.speculation import main as speculation_main
+
+        return speculation_main(argv[1:])
     if argv[:1] == ["paraphrase"]:  # the paraphrase suite's pass rate per agent
         from bench.paraphrase import main as paraphrase_main
 
