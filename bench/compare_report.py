@@ -24,7 +24,7 @@ LIKE_FOR_LIKE = (
     "each engine's own API), the same five customer messages, the same decisions (checked "
     "below), the same latency model per LLM call, the same prompt-size unit (chars/4).",
     "Wall time: the reference's per-turn rows and ratios are with " + DELAYS_OFF + ". Ours "
-    "has no such waits. Its wall times with " + DELAYS_DEFAULT + " are the row labelled "
+    "has no such waits. Its wall times with " + DELAYS_DEFAULT + ", are in the row labelled "
     '"default policy" and the last column turn by turn.',
     "Engine CPU: the CPU of each engine's own work for the turn, minus its fake LLM's. Ours: "
     "the process's CPU over `TurnEngine`'s turn (the process runs nothing else). The "
