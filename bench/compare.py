@@ -1,7 +1,8 @@
 """`python -m bench compare`: Waypoint and the reference engine (Parlant, pinned) side by side.
 
 Opt-in (not in `make test` or `make bench`): it installs the reference engine into its own
-virtual environment on first use (`.bench-venvs/parlant`, pip's progress shown), then:
+virtual environment on first use (`.bench-venvs/parlant`: the pinned set of bench/reference-constraints.txt,
+installed by pip's normal resolver and checked by `pip check`), then:
 
 1. exports one agent — the reference's 30-guideline worked example as bench/worked_example.py
    builds it for us (25 actionable, 2 observational, 2 previously applied, the return journey with
@@ -25,9 +26,11 @@ If installing or driving the reference fails, what did work is still written, wi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -41,10 +44,13 @@ from bench.coldstart import FASTAPI_FLOOR, REFERENCE_VENV, handler_modules, refe
 from bench.document import COMPARE_BLOCK as BLOCK
 from bench.document import COMPARE_HEADING as HEADING
 from bench.document import DOC
+from bench.peak_memory import PROBE_SOURCE
 from bench.stats import median
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = REFERENCE_VENV
+# The reference's dependencies, pinned (a set `pip check` accepts): see the file's header.
+CONSTRAINTS = ROOT / "bench" / "reference-constraints.txt"
 REFERENCE_PACKAGE = "parlant"
 REFERENCE_VERSION = "3.3.1"
 MESSAGES = (
@@ -153,18 +159,44 @@ def installed_version(venv: Path = VENV) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def ensure_reference(venv: Path = VENV) -> str:
-    """The reference engine installed in its own venv (created on first use); its version."""
+def constraints_stamp(constraints: Path = CONSTRAINTS) -> str:
+    """What a venv installed from `constraints` records: the file's sha256."""
+    return hashlib.sha256(constraints.read_bytes()).hexdigest()
+
+
+def _stamp_path(venv: Path) -> Path:
+    return venv / "waypoint-reference-constraints.sha256"
+
+
+def _pip(venv: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv_python(venv)), "-m", "pip", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def ensure_reference(venv: Path = VENV, constraints: Path = CONSTRAINTS) -> str:
+    """The reference engine installed in its own venv with the pinned set of
+    bench/reference-constraints.txt (pip's normal resolver, then `pip check`); its version.
+
+    A venv installed from another constraints file (or before there was one) is made anew, so
+    no release outside the pinned set stays behind."""
+    stamp = constraints_stamp(constraints)
     version = installed_version(venv)
-    if version == REFERENCE_VERSION:
-        _say(f"reference engine {REFERENCE_PACKAGE} {version} found in {venv}")
+    recorded = _stamp_path(venv).read_text().strip() if _stamp_path(venv).exists() else None
+    if version == REFERENCE_VERSION and recorded == stamp:
+        _say(f"reference engine {REFERENCE_PACKAGE} {version} found in {venv} (pinned set)")
         return version
-    if not venv_python(venv).exists():
-        _say(f"creating the virtual environment {venv}")
-        base = getattr(sys, "_base_executable", sys.executable)
-        subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
+    if venv.exists():
+        _say(f"{venv} was not installed from {constraints.name}: making it anew")
+        shutil.rmtree(venv)
+    _say(f"creating the virtual environment {venv}")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
     spec = f"{REFERENCE_PACKAGE}=={REFERENCE_VERSION}"
-    _say(f"installing {spec} into {venv} (a few minutes the first time)")
+    _say(f"installing {spec} into {venv} with {constraints.name} (about a minute)")
     process = subprocess.Popen(
         [
             str(venv_python(venv)),
@@ -173,10 +205,8 @@ def ensure_reference(venv: Path = VENV) -> str:
             "install",
             "--progress-bar",
             "off",
-            # pip's default resolver backtracked for over 10 minutes over mcp / fastapi
-            # releases here (2026-11-24) without settling; the legacy resolver installs the
-            # newest matching releases in about 3 minutes, and the reference ran with them.
-            "--use-deprecated=legacy-resolver",
+            "--constraint",
+            str(constraints),
             spec,
         ],
         stdout=subprocess.PIPE,
@@ -185,13 +215,20 @@ def ensure_reference(venv: Path = VENV) -> str:
     )
     assert process.stdout is not None
     for line in process.stdout:
-        if line.startswith(("Collecting", "Downloading", "Installing", "Successfully", "ERROR")):
+        if line.startswith(("Installing", "Successfully", "ERROR")):
             _say(line.rstrip())
     if process.wait() != 0:
-        raise RuntimeError(f"pip install {spec} failed (exit {process.returncode})")
+        raise RuntimeError(
+            f"pip install {spec} -c {constraints.name} failed (exit {process.returncode})"
+        )
+    checked = _pip(venv, "check", timeout=300)
+    if checked.returncode != 0:
+        raise RuntimeError(f"pip check rejects the installed set: {checked.stdout.strip()}")
+    _say(f"pip check: {checked.stdout.strip()}")
     version = installed_version(venv)
     if version != REFERENCE_VERSION:
         raise RuntimeError(f"{spec} installed but reports version {version!r}")
+    _stamp_path(venv).write_text(stamp + "\n", encoding="utf-8")
     return version
 
 
@@ -207,16 +244,20 @@ def _run_json(argv: list[str], *, env: dict[str, str] | None = None, timeout: fl
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# Wall and CPU of the import, the process's own peak RSS after it (VmHWM: not the parent's
+# high-water mark that `ru_maxrss` carries into a child, see bench/peak_memory.py), modules.
 IMPORT_PROBE = (
-    "import resource, sys, time\n_t, _c = time.perf_counter(), time.process_time()\n"
+    "import sys, time\n_t, _c = time.perf_counter(), time.process_time()\n"
     "import {module}\n"
-    "print((time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000, "
-    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(sys.modules))"
+    "_wall, _cpu = (time.perf_counter() - _t) * 1000, (time.process_time() - _c) * 1000\n"
+    + PROBE_SOURCE
+    + "print(_wall, _cpu, _peak_rss_mb, len(sys.modules))"
 )
 
 
 def import_cost(python: str, module: str, runs: int, env: dict[str, str]) -> dict[str, float]:
-    """Median wall / CPU ms, peak RSS MB and modules loaded by `import module`, fresh processes."""
+    """Median wall / CPU ms, peak RSS MB (the fresh process's own) and modules loaded by
+    `import module`, fresh processes."""
     samples = []
     for _ in range(runs + 1):  # the first writes .pyc files: not counted
         done = subprocess.run(
@@ -254,6 +295,9 @@ class Side:
     status: str = "ok"
     imports: dict[str, float] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)  # turns + cpu + memory, from the driver
+    # the reference only: the same conversation with its default perceived-performance policy
+    # (`run` has its waits off); its wall times are reported beside, labelled
+    default_delays: dict[str, Any] = field(default_factory=dict)
     # every Lambda handler's `import` (template.yaml): module → median wall ms (ours only)
     handlers: dict[str, float] = field(default_factory=dict)
     # a one-route FastAPI + Mangum + Logger app's import (ours only): any HTTP handler's floor
@@ -286,14 +330,22 @@ def measure_reference(spec_path: Path, latency_ms: float, runs: int, version: st
         side.status = f"import failed: {exc}"
         return side
     driver = ROOT / "bench" / "reference_driver.py"
-    try:
-        side.run = _run_json(
-            [python, str(driver), str(spec_path), str(latency_ms)],
-            env=reference_env(),
-            timeout=1200,
-        )
-    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
-        side.status = f"driving failed: {exc}"
+    # Its perceived-performance waits off (like for like with ours, which has none), then its
+    # default policy, whose deliberate waits the report shows apart.
+    for delays in ("off", "default"):
+        try:
+            run = _run_json(
+                [python, str(driver), str(spec_path), str(latency_ms), "--delays", delays],
+                env=reference_env(),
+                timeout=1200,
+            )
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+            side.status = f"driving failed (delays {delays}): {exc}"
+            return side
+        if delays == "off":
+            side.run = run
+        else:
+            side.default_delays = run
     return side
 
 

@@ -5,14 +5,14 @@ The reference scenario's agent (the one the spec was exported from), a new sessi
 customer messages one turn each through the real `TurnEngine` on in-memory ports, the fake LLM
 at the latency model. Prints one JSON line: per turn calls, rounds, prompt tokens (chars/4, the
 reference's unit), wall ms and engine CPU ms (process CPU minus the fake's own), and what the
-engine decided (`decisions`: the script the reference's fake follows); peak RSS.
+engine decided (`decisions`: the script the reference's fake follows); the process's own peak
+RSS (VmHWM, bench/peak_memory.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import TurnRunner
+from bench.peak_memory import peak_rss_mb
 from bench.ports import in_memory_ports
 from bench.synthetic_tools import SyntheticTools
 from bench.tokens import EstimateCounter
@@ -117,7 +118,7 @@ async def converse(spec: dict[str, Any], latency_ms: float) -> dict[str, Any]:
         )
     return {
         "turns": turns,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 

@@ -8,6 +8,38 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bench.compare import Side
 
+# How the reference's perceived-performance policy was set, for the report (its driver's `--delays`).
+DELAYS_OFF = (
+    "its perceived-performance waits off: the SDK's default policy "
+    "(`BasicPerceivedPerformancePolicy`) with its preamble, processing-indicator and follow-up "
+    "delays at 0 (bench/reference_agent.py, `NoDelays`)"
+)
+DELAYS_DEFAULT = (
+    "its default perceived-performance policy (`BasicPerceivedPerformancePolicy`), which waits "
+    "1.5–2 s on purpose before a preamble message and 1–2 s after it"
+)
+
+LIKE_FOR_LIKE = (
+    "The same agent (exported from bench/worked_example.py to a neutral spec and built through "
+    "each engine's own API), the same five customer messages, the same decisions (checked "
+    "below), the same latency model per LLM call, the same prompt-size unit (chars/4).",
+    "Wall time: the reference's per-turn rows and ratios are with " + DELAYS_OFF + ". Ours "
+    "has no such waits. Its wall times with " + DELAYS_DEFAULT + ", are in the row labelled "
+    '"default policy" and the last column turn by turn.',
+    "Engine CPU: the CPU of each engine's own work for the turn, minus its fake LLM's. Ours: "
+    "the process's CPU over `TurnEngine`'s turn (the process runs nothing else). The "
+    "reference's: the CPU of the asyncio callbacks of its engine's tasks (bench/task_cpu.py) — "
+    "the session's processing task the message starts and all it creates (matching, tools, "
+    "the reply, the response analysis after it), and its plugin server's handling of the tool "
+    "calls — on the event loop's thread clock. Not in it: the measuring client (the same "
+    "process), the server's handlers of the client's requests (posting the message, polling "
+    "for events), the event loop's own bookkeeping. The whole process's CPU over the turn is "
+    "the row below it, for scale.",
+    "Memory: the peak resident set of a fresh process on both sides (VmHWM, "
+    "bench/peak_memory.py: `ru_maxrss` would carry the parent's high-water mark into the "
+    "child), after the import alone and after the whole conversation.",
+)
+
 NOT_LIKE_FOR_LIKE = (
     'The fakes make the same decisions, and the "Same decisions?" table checks that they '
     "did. Ours (bench/fake_llm.py) decides matching, journey steps, tool calls and replies "
@@ -30,10 +62,10 @@ NOT_LIKE_FOR_LIKE = (
     "guidelines or steps is continuous or customer dependent; and its preamble is a fixed "
     '"One moment." (ours sends none). The fake\'s rationales are a few words where a '
     "model's are long, so completion sizes are not comparable; prompt sizes are.",
-    "The reference sends a preamble message in its first turns and when replies are slow, "
-    "after a deliberate 1.5–2 s delay (its perceived-performance policy); that delay is in "
-    'its wall time (the turns marked "preamble" turn by turn). A turn '
-    "ends when it reports its processing completed; its wall time ends at its last message.",
+    "The reference sends a preamble message in its first turns and when replies are slow (its "
+    "perceived-performance policy decides; both settings keep that, only the waits differ), one "
+    'LLM call more on those turns (marked "preamble" turn by turn). A turn ends when it '
+    "reports its processing completed; its wall time ends at its last message.",
     "The reference runs as its SDK's server (uvicorn, its REST API, long-polled events, tools "
     "served over local HTTP by its plugin server); ours runs `TurnEngine` in the process on "
     "in-memory ports. Its wall time includes its HTTP hops and event polling; ours includes "
@@ -46,11 +78,13 @@ NOT_LIKE_FOR_LIKE = (
     "turn's wall time when it ends after the reply.",
     "Prompt tokens are chars/4 on both sides (the unit of the reference figures in "
     "shared/notes/reference-engine.md); ours measured by a real BPE run 1.05× that.",
-    "Engine CPU = the process's CPU during the turn minus the fake LLM's own; the reference's "
-    "includes its server, HTTP and background tasks (it is one process), ours only the engine.",
+    "Engine CPU: the reference's engine does its work as asyncio tasks in a server; its HTTP "
+    "hop to its own plugin server for a tool call is in its figure, the JSON and HTTP parsing "
+    "of its server's protocol callbacks is not. Ours has no HTTP in the turn.",
     "Import time: `import parlant.sdk` against `import functions.worker` (the turn path), and "
     "each of our Lambda handlers' imports as a share of it (issue #22's target: at most "
-    "0.15×); memory: peak RSS of the process that ran the conversation.",
+    "0.15×). Memory after the conversation: the reference's process also holds its server, "
+    "its plugin server and the measuring client.",
 )
 
 
@@ -71,7 +105,17 @@ def _totals(run: dict[str, Any]) -> dict[str, float]:
         "prompt_tokens": sum(t["prompt_tokens"] for t in turns) / n,
         "wall_ms": sum(t["wall_ms"] for t in turns) / n,
         "engine_cpu_ms": sum(t["engine_cpu_ms"] for t in turns) / n,
+        **(
+            {"process_cpu_ms": sum(t["process_cpu_ms"] for t in turns) / n}
+            if all("process_cpu_ms" in t for t in turns)
+            else {}
+        ),
     }
+
+
+def _nth(run: dict[str, Any], i: int) -> dict[str, Any] | None:
+    turns = run.get("turns", [])
+    return dict(turns[i]) if i < len(turns) else None
 
 
 def _key(text: str) -> str:
@@ -160,19 +204,45 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
     ]
     if theirs.status != "ok":
         lines += [f"**Reference side incomplete:** {theirs.status}", ""]
+    lines += ["**Like for like:**", ""] + [f"- {item}" for item in LIKE_FOR_LIKE] + [""]
     a, b = _totals(ours.run), _totals(theirs.run)
+    default = _totals(theirs.default_delays)
     lines += [
         "| per turn (mean of the conversation) | Waypoint | reference | reference ÷ Waypoint |",
         "|---|---|---|---|",
     ]
-    for key, label, fmt in (
-        ("calls", "LLM calls", "{:.1f}"),
-        ("rounds", "sequential LLM rounds", "{:.1f}"),
-        ("prompt_tokens", "prompt tokens (chars/4)", "{:,.0f}"),
-        ("wall_ms", "wall ms", "{:,.0f}"),
-        ("engine_cpu_ms", "engine CPU ms", "{:.1f}"),
-    ):
-        x, y = a.get(key), b.get(key)
+    rows: list[tuple[str, float | None, float | None, str]] = [
+        ("LLM calls", a.get("calls"), b.get("calls"), "{:.1f}"),
+        ("sequential LLM rounds", a.get("rounds"), b.get("rounds"), "{:.1f}"),
+        ("prompt tokens (chars/4)", a.get("prompt_tokens"), b.get("prompt_tokens"), "{:,.0f}"),
+        (
+            "wall ms (reference: perceived-performance waits off)",
+            a.get("wall_ms"),
+            b.get("wall_ms"),
+            "{:,.0f}",
+        ),
+        (
+            "wall ms, reference with its default policy (1.5–2 s wait before a preamble, 1–2 s "
+            "after it)",
+            a.get("wall_ms"),
+            default.get("wall_ms"),
+            "{:,.0f}",
+        ),
+        (
+            "engine CPU ms (reference: its engine's tasks)",
+            a.get("engine_cpu_ms"),
+            b.get("engine_cpu_ms"),
+            "{:.1f}",
+        ),
+        (
+            "reference process CPU ms over the turn (everything in its process: server, client's "
+            "polling)",
+            None,
+            b.get("process_cpu_ms"),
+            "{:.1f}",
+        ),
+    ]
+    for label, x, y, fmt in rows:
         lines.append(
             f"| {label} | {fmt.format(x) if x is not None else '–'} | "
             f"{fmt.format(y) if y is not None else '–'} | "
@@ -182,7 +252,7 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
         ("wall_ms", "import wall ms (median)", "{:,.0f}"),
         ("cpu_ms", "import CPU ms (median)", "{:,.0f}"),
         ("modules", "modules loaded by the import", "{:,.0f}"),
-        ("rss_mb", "RSS after the import, MB", "{:.0f}"),
+        ("rss_mb", "peak RSS of a fresh process that imports it, MB", "{:.0f}"),
     ):
         x, y = ours.imports.get(key), theirs.imports.get(key)
         lines.append(
@@ -203,7 +273,7 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
         )
     x, y = ours.run.get("peak_rss_mb"), theirs.run.get("peak_rss_mb")
     lines.append(
-        f"| peak RSS of the conversation's process, MB | {x or 0:.0f} | "
+        f"| peak RSS of the fresh process that ran the conversation, MB | {x or 0:.0f} | "
         f"{(y or 0):.0f} | {_ratio(x, y) if x and y else '–'} |"
     )
     if theirs.run.get("boot"):
@@ -212,21 +282,30 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
             f"| reference server boot (indexing) | – | {boot.get('calls', 0)} LLM calls, "
             f"{boot.get('seconds', 0):.1f} s | |"
         )
-    lines += ["", "Turn by turn (calls / rounds / prompt tokens / wall ms):", ""]
-    lines += ["| # | customer | Waypoint | reference |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "Turn by turn (calls / rounds / prompt tokens / wall ms / engine CPU ms; the reference "
+        "with its waits off, then its wall ms with its default policy):",
+        "",
+        "| # | customer | Waypoint | reference, waits off | reference wall ms, default policy |",
+        "|---|---|---|---|---|",
+    ]
     for i, turn in enumerate(ours.run.get("turns", [])):
-        other = theirs.run.get("turns", [])
-        ref = other[i] if i < len(other) else None
+        ref = _nth(theirs.run, i)
         cell = (
-            f"{ref['calls']} / {ref['rounds']} / {ref['prompt_tokens']:,} / {ref['wall_ms']:,.0f}"
+            f"{ref['calls']} / {ref['rounds']} / {ref['prompt_tokens']:,} / "
+            f"{ref['wall_ms']:,.0f} / {ref['engine_cpu_ms']:.1f}"
             if ref
             else "–"
         )
         if ref and "CannedResponsePreambleSchema" in ref.get("schemas", {}):
             cell += " (preamble)"
+        slow = _nth(theirs.default_delays, i)
+        slow_cell = f"{slow['wall_ms']:,.0f}" if slow else "–"
         lines.append(
             f"| {i + 1} | {turn['message']} | {turn['calls']} / {turn['rounds']} / "
-            f"{turn['prompt_tokens']:,} / {turn['wall_ms']:,.0f} | {cell} |"
+            f"{turn['prompt_tokens']:,} / {turn['wall_ms']:,.0f} / {turn['engine_cpu_ms']:.1f} "
+            f"| {cell} | {slow_cell} |"
         )
     lines += _agreement_lines(ours, theirs)
     if theirs.run.get("schemas"):

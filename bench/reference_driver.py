@@ -6,8 +6,19 @@ It starts the reference SDK's server with a fake NLP service (`bench/reference_n
 the spec's agent through the SDK (`bench/reference_agent.py`: guidelines, observations, the
 journey and its states, tools), then sends the spec's customer messages through the server's
 REST API one at a time, waiting for each reply and for the engine to go quiet. Prints one JSON
-line: per turn calls, rounds, prompt tokens (chars/4), wall ms and process CPU minus the fake's
-own; the boot's calls; peak RSS.
+line: per turn calls, rounds, prompt tokens (chars/4), wall ms, the engine's CPU (below) and the
+whole process's; the boot's calls; the process's own peak RSS (VmHWM, bench/peak_memory.py).
+
+`--delays off` (the default) runs the agent with the SDK's default perceived-performance policy
+without its deliberate waits (`reference_agent.NoDelays`); `--delays default` with the SDK's own.
+
+The engine's CPU of a turn is the CPU of the engine's own asyncio tasks (bench/task_cpu.py): the
+session's processing task the customer's message starts (`SessionModule._process_session`) and
+every task and callback it creates (matching, tool calls, the reply, the response analysis after
+it), plus the requests its plugin server serves (the tools run there, over local HTTP); minus
+the fake LLM's own CPU. The customer's side (this driver's HTTP client), the server's handlers of
+its requests (the message's POST, the event polls) and the event loop's own bookkeeping are not
+in it; the whole process's CPU over the turn is reported beside it.
 
 The fake follows the spec's `script` — what our engine decided on the same turn — through the
 pure rules of `bench/reference_fake.py`; a schema it has no rule for gets its minimal valid
@@ -19,9 +30,9 @@ record their calls) — so the report can say whether both engines decided alike
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
-import resource
 import socket
 import sys
 import time
@@ -32,22 +43,59 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import parlant.sdk as p
+from parlant.core.app_modules.sessions import SessionModule
 from parlant.core.nlp.service import NLPService
+from parlant.core.services.tools.plugins import PluginServer
 from parlant.core.sessions import SessionId, SessionStore
 
 if TYPE_CHECKING:  # mypy reads the modules beside this one as the bench package's
     from bench import reference_script
-    from bench.reference_agent import build_agent
+    from bench.peak_memory import peak_rss_mb
+    from bench.reference_agent import POLICIES, build_agent
     from bench.reference_nlp import FakeService
     from bench.reference_run import ReferenceRun
+    from bench.task_cpu import TaskCpu, install
 else:  # run as a script of the reference's venv: they are found beside it, not in Waypoint
     HERE = str(Path(__file__).resolve().parent)
     if HERE not in sys.path:  # sys.path[0] already, unless PYTHONSAFEPATH is set
         sys.path.insert(0, HERE)
     import reference_script
-    from reference_agent import build_agent
+    from peak_memory import peak_rss_mb
+    from reference_agent import POLICIES, build_agent
     from reference_nlp import FakeService
     from reference_run import ReferenceRun
+    from task_cpu import TaskCpu, install
+
+
+def charge_engine_work(account: TaskCpu) -> None:
+    """Charge the engine's own tasks to `account` (see the module's docstring): the session's
+    processing task marks itself when it starts, and the plugin server's app marks each request
+    it serves (a pure ASGI wrapper around the app, so the whole request is in)."""
+    install()
+    process_session = SessionModule._process_session
+
+    async def _process_session(self: Any, session: Any) -> None:
+        account.mark()
+        await process_session(self, session)
+
+    SessionModule._process_session = _process_session  # type: ignore[method-assign]
+    create_app = PluginServer._create_app
+
+    class _Charged:
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope.get("type") == "http":
+                account.mark()
+            await self.app(scope, receive, send)
+
+    def _create_app(self: Any) -> Any:
+        app = create_app(self)
+        app.add_middleware(_Charged)
+        return app
+
+    PluginServer._create_app = _create_app  # type: ignore[method-assign]
 
 
 def _free_port() -> int:
@@ -121,6 +169,7 @@ async def _talk(
     spec: Mapping[str, Any],
     out: dict[str, Any],
     container: Any,
+    engine: TaskCpu,
 ) -> None:
     """The customer's side, once the server answers: the spec's messages one turn each."""
     base = f"http://127.0.0.1:{port}"
@@ -142,7 +191,7 @@ async def _talk(
             turn_script = run.script[n] if n < len(run.script) else None
             run.current.update(message=text, phase=f"turn{n}", turn=turn_script)
             first = len(run.calls)
-            cpu, posted_at = time.process_time(), datetime.now(UTC)
+            cpu, engine_cpu, posted_at = time.process_time(), engine.seconds, datetime.now(UTC)
             posted = await http.post(
                 f"/sessions/{session}/events",
                 json={"kind": "message", "source": "customer", "message": text},
@@ -167,7 +216,9 @@ async def _talk(
                 wall_ms = (last - posted_at).total_seconds() * 1000
             reply = reply or "(no message)"
             turn_calls = run.calls[first:]
-            cpu_ms = (time.process_time() - cpu) * 1000
+            process_ms = (time.process_time() - cpu) * 1000
+            engine_ms = (engine.seconds - engine_cpu) * 1000
+            fake_ms = sum(c["fake_cpu_ms"] for c in turn_calls)
             schemas: dict[str, int] = {}
             for c in turn_calls:
                 schemas[c["schema"]] = schemas.get(c["schema"], 0) + 1
@@ -179,7 +230,8 @@ async def _talk(
                     "rounds": _rounds(turn_calls),
                     "prompt_tokens": sum(c["prompt_chars"] for c in turn_calls) // 4,
                     "wall_ms": wall_ms,
-                    "engine_cpu_ms": max(0.0, cpu_ms - sum(c["fake_cpu_ms"] for c in turn_calls)),
+                    "engine_cpu_ms": max(0.0, engine_ms - fake_ms),
+                    "process_cpu_ms": max(0.0, process_ms - fake_ms),
                     "schemas": schemas,
                     "reply": reply[:120],
                     "did": {
@@ -198,8 +250,13 @@ async def _talk(
         out["turns"] = turns
 
 
-async def converse(spec: Mapping[str, Any], run: ReferenceRun) -> dict[str, Any]:
-    """Build the agent, serve it, talk to it, stop the server; the measurements."""
+async def converse(
+    spec: Mapping[str, Any], run: ReferenceRun, delays: str = "off"
+) -> dict[str, Any]:
+    """Build the agent (its perceived-performance policy by `delays`), serve it, talk to it,
+    stop the server; the measurements."""
+    engine = TaskCpu()
+    charge_engine_work(engine)
     port, tools_port = _free_port(), _free_port()
     out: dict[str, Any] = {"started": time.perf_counter()}
     serving = asyncio.current_task()
@@ -212,7 +269,7 @@ async def converse(spec: Mapping[str, Any], run: ReferenceRun) -> dict[str, Any]
 
     async def customer(agent_id: str) -> None:
         try:
-            await _talk(run, port, agent_id, spec, out, kept.get("container"))
+            await _talk(run, port, agent_id, spec, out, kept.get("container"), engine)
         except BaseException as exc:  # reported after the server stops
             failure.append(exc)
         finally:
@@ -231,7 +288,7 @@ async def converse(spec: Mapping[str, Any], run: ReferenceRun) -> dict[str, Any]
             log_level=p.LogLevel.ERROR,
             initialize_container=keep,
         ) as server:
-            agent = await build_agent(server, spec, run.record_tool)
+            agent = await build_agent(server, spec, run.record_tool, delays)
             talking = asyncio.get_running_loop().create_task(customer(agent.id))
     except asyncio.CancelledError:
         pass
@@ -251,17 +308,24 @@ async def converse(spec: Mapping[str, Any], run: ReferenceRun) -> dict[str, Any]
         "boot": out.get("boot", {}),
         "schemas": all_schemas,
         "minimal": minimal,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "delays": delays,
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
 if __name__ == "__main__":
-    spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    parser = argparse.ArgumentParser(
+        description="The reference's side of `python -m bench compare`."
+    )
+    parser.add_argument("spec", type=Path)
+    parser.add_argument("latency_ms", type=float, nargs="?", default=400.0)
+    parser.add_argument("--delays", choices=sorted(POLICIES), default="off")
+    args = parser.parse_args()
+    spec = json.loads(args.spec.read_text(encoding="utf-8"))
     run = ReferenceRun(
         script=list(reference_script.scripts(spec)),
         known=reference_script.known_conditions(spec),
         spec_journeys=list(spec.get("journeys", [])),
     )
-    if len(sys.argv) > 2:
-        run.latency_s = float(sys.argv[2]) / 1000
-    print(json.dumps(asyncio.run(converse(spec, run))))
+    run.latency_s = args.latency_ms / 1000
+    print(json.dumps(asyncio.run(converse(spec, run, args.delays))))

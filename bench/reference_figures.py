@@ -12,10 +12,12 @@ measurements, and are labelled so in the report:
   tool inference (`SingleToolBatch`), so the same as the worked example;
 - two journeys active: a second `JourneyNextStepSelection` ∥ `JourneyBacktrackCheck` pair in
   round A (≈ 5.1k + 4.8k tokens) → 21–24 calls, 3 rounds, ≈ 70–80k.
-Its import cost: `import parlant.sdk` took 4.0–4.5 s when the notes were written (§5); with the
-releases `python -m bench compare` installed on 2026-11-24 (Parlant 3.3.1 and its newest matching
-dependencies) it took 2.4–2.9 s here, fresh processes — the figure below, when a run has not
-measured it itself.
+Its import cost: `import parlant.sdk` took 4.0–4.5 s when the notes were written (§5). With the
+pinned set `python -m bench compare` installs (bench/reference-constraints.txt, `pip check` clean)
+two runs of it on 2026-11-28 measured 2,430 ms wall, 2,016 ms CPU (one import) and a median of
+4,022 ms wall, 2,504 ms CPU (five), fresh processes, at load averages of about 2.5 and 4 on two
+shared cores — the figure
+below, when a run has not measured it itself (its low end sets the handler-import limit).
 """
 
 from __future__ import annotations
@@ -38,5 +40,5 @@ THEIRS = {
     "two_journeys": TheirFigures("21–24", "3", "≈70–80k", derived=True),
 }
 
-THEIR_IMPORT = "2.4–2.9 s (`import parlant.sdk`, measured 2026-11-24)"
-THEIR_IMPORT_MS = (2_400.0, 2_900.0)
+THEIR_IMPORT = "2.4–4.0 s (`import parlant.sdk`, pinned set, measured 2026-11-28)"
+THEIR_IMPORT_MS = (2_430.0, 4_020.0)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bench import peak_memory, task_cpu
 from bench import reference_fake as fake
 from bench import reference_guideline_answers as guideline_answers
 from bench import reference_journey_answers as journey_answers
@@ -103,7 +104,10 @@ def test_the_report_sets_both_sides_side_by_side_with_ratios(tmp_path: Path) -> 
     # every handler's import as a share of the reference's, the heaviest first
     assert "| import functions.management (median wall ms) | 700 | – | 0.175× of theirs |" in body
     assert body.index("functions.management (median") < body.index("functions.worker (median")
-    assert "| 1 | hi | 4 / 2 / 3,000 / 800 | 16 / 2 / 48,000 / 800 (preamble) |" in body
+    assert (
+        "| 1 | hi | 4 / 2 / 3,000 / 800 / 4.0 | 16 / 2 / 48,000 / 800 / 60.0 (preamble) | – |"
+        in body
+    )
     assert all(item in body for item in NOT_LIKE_FOR_LIKE)
     failed = render(ours, Side("parlant (reference)", "?", "install failed: x"), context)
     assert "**Reference side incomplete:** install failed: x" in failed
@@ -200,7 +204,8 @@ def _check_prompt(*conditions: str) -> str:
 
 
 def test_the_reference_fakes_modules_are_the_standard_librarys_only() -> None:
-    fakes = (fake, guideline_answers, journey_answers, script, tool_answers)
+    # and the measures the driver takes in the reference's process
+    fakes = (fake, guideline_answers, journey_answers, script, tool_answers, peak_memory, task_cpu)
     names = {Path(module.__file__ or "").stem for module in fakes}
     for module in fakes:
         tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
@@ -253,6 +258,8 @@ def test_the_reference_driver_loads_its_own_modules_and_nothing_of_waypoint() ->
         "reference_run",
         "reference_script",
         "reference_tool_answers",
+        "peak_memory",
+        "task_cpu",
     } <= loaded
 
 
