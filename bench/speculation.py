@@ -13,6 +13,8 @@ predictor would have to. Workloads:
 - `reference` — the comparison's scenario (`python -m bench compare`: its agent and messages),
   the benchmark's fake model (`bench.fake_llm.BenchLLM`);
 - `banking` — the banking demo's conversations (examples/banking/tests), the same fake model;
+  the agent declares a secret (the password), so it does not speculate; the same conversations
+  run again with the password not declared secret, to show what an agent without one gets;
 - `paraphrase` — the paraphrase suite's conversations (tests/paraphrase; three agents, many
   wordings), the offline model answering and the benchmark's fake predicting, roles swapped:
   the fake is the one that was not written for those agents.
@@ -146,11 +148,28 @@ def _conversations(paths: Sequence[Path]) -> list[tuple[AgentSnapshot, Any, list
     return found
 
 
-async def _run_files(name: str, paths: Sequence[Path], model: Any, predictor: Any) -> Result:
+def _secrets_undeclared(agent: AgentSnapshot) -> AgentSnapshot:
+    """The agent with no field or parameter declared secret (an agent that declares one does
+    not speculate: `engine.stages.speculation`)."""
+    data = agent.model_dump()
+    for journey in data["journeys"]:
+        for node in journey["nodes"]:
+            for collected in node["collects"]:
+                collected["secret"] = False
+    for tool in data["tools"]:
+        for parameter in tool["parameters"]:
+            parameter["secret"] = False
+    return AgentSnapshot.model_validate(data).with_content_version()
+
+
+async def _run_files(
+    name: str, paths: Sequence[Path], model: Any, predictor: Any, *, undeclared: bool = False
+) -> Result:
     from engine.toolkit import InProcessDispatcher
 
     result = Result(name)
     for agent, registry, messages, setup in _conversations(paths):
+        agent = _secrets_undeclared(agent) if undeclared else agent
         for speculating, into in ((None, result.off), (predictor(), result.on)):
             if setup is not None:
                 setup()
@@ -159,9 +178,23 @@ async def _run_files(name: str, paths: Sequence[Path], model: Any, predictor: An
     return result
 
 
+BANKING = sorted((ROOT / "examples" / "banking" / "tests").glob("*.conv.yaml"))
+
+
 async def banking() -> Result:
-    paths = sorted((ROOT / "examples" / "banking" / "tests").glob("*.conv.yaml"))
-    return await _run_files("banking", paths, _bench_model, OfflinePredictor)
+    return await _run_files("banking", BANKING, _bench_model, OfflinePredictor)
+
+
+async def banking_undeclared() -> Result:
+    """The same conversations with the password not declared secret: what an agent without a
+    secret gets."""
+    return await _run_files(
+        "banking, password not declared secret",
+        BANKING,
+        _bench_model,
+        OfflinePredictor,
+        undeclared=True,
+    )
 
 
 async def paraphrase() -> Result:
@@ -198,7 +231,8 @@ def rows(result: Result) -> dict[str, Any]:
 
 
 async def measure() -> list[dict[str, Any]]:
-    return [rows(await workload()) for workload in (reference, banking, paraphrase)]
+    workloads = (reference, banking, banking_undeclared, paraphrase)
+    return [rows(await workload()) for workload in workloads]
 
 
 def table(measured: Sequence[dict[str, Any]]) -> str:
@@ -269,6 +303,10 @@ def document(measured: Sequence[dict[str, Any]], seconds: float) -> str:
             "different guidelines); the one-round turns are the ones without a tool on which "
             "they agreed. Drafting replies around predicted *lookups* (running a read-only tool "
             "ahead) is not built: it would run a customer's backend call on a prediction.",
+            "",
+            "An agent that declares a secret (banking's password, the shop's PIN) does not "
+            "speculate: a draft's prompt would quote the turn's words before the turn recognised "
+            "a secret in them, and no reply prompt sees a secret.",
             "",
             f"Measured in {seconds:.0f} s on this machine.",
         ]

@@ -14,7 +14,9 @@ state — the copy has its own containers, model, trace, id generator and a tool
 runs nothing — and a draft is only ever the answer to the identical request the verified turn
 makes. A wrong prediction costs the draft's tokens (traced as a `discarded` call). The copy never
 runs a tool: a predicted tool call ends the speculation for the turn (the reply would wait on the
-tool's result anyway).
+tool's result anyway). An agent that declares a secret does not speculate: a draft's prompt
+would quote this turn's words before the turn recognised a secret in them, and a reply prompt
+never sees a secret (docs/secrets.md).
 """
 
 from __future__ import annotations
@@ -101,6 +103,12 @@ def start_draft(state: TurnState, recalled: Recalled) -> asyncio.Task[str] | Non
     happened, for the trace ("drafted", or why not); `state` itself is never written."""
     predictor = state.deps.predictor
     if predictor is None or not state.agent.config.speculation.enabled:
+        return None
+    if state.secrets.names:
+        # A draft's prompt quotes this turn's words before the turn has recognised a secret in
+        # them (typed ahead, or answering its step): the reply prompt never sees a secret, so
+        # an agent that declares one does not speculate.
+        state.trace.speculation = "skipped: the agent declares a secret"
         return None
     dispatcher = _NoDispatch()
     # Its own ids, and a clock standing at the turn's start (its messages' time): the copy

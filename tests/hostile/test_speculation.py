@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from engine.agent_config import Speculation
 from engine.clock import FixedClock, SequentialIds
 from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
+from engine.model import AgentSnapshot
 from engine.ports import Generation
 from engine.recall.vectors import agent_index_texts, build_index
 from engine.sessions.session import InboundMessage, SessionState
@@ -58,11 +59,26 @@ class Misheard:
         return await self.honest.generate(prompt, schema, model=model)
 
 
+def without_secrets(agent: AgentSnapshot) -> AgentSnapshot:
+    """The agent with nothing declared secret: an agent that declares one does not speculate
+    (`test_an_agent_that_declares_a_secret_never_drafts`), so the suite's conversations run on
+    these twins to put drafts through every hostile turn."""
+    data = agent.model_dump()
+    for journey in data["journeys"]:
+        for node in journey["nodes"]:
+            for field in node["collects"]:
+                field["secret"] = False
+    for tool in data["tools"]:
+        for parameter in tool["parameters"]:
+            parameter["secret"] = False
+    return AgentSnapshot.model_validate(data).with_content_version()
+
+
 async def converse(ex: Example, script: Script, predictor: Any) -> list[tuple[Any, ...]]:
     """`script` through real turns of `ex`'s agent (speculation on when `predictor` is given);
     per turn, everything the turn decided and said, and the tools it ran (`SPECULATION` gets
     what each turn's speculation came to)."""
-    agent = ex.agent
+    agent = without_secrets(ex.agent) if SECRETS_OFF else ex.agent
     if predictor is not None:
         config = agent.config.model_copy(update={"speculation": Speculation(mode="on")})
         agent = agent.model_copy(update={"config": config})
@@ -101,6 +117,7 @@ async def converse(ex: Example, script: Script, predictor: Any) -> list[tuple[An
 
 
 SPECULATION: list[str] = []
+SECRETS_OFF = True  # the suite's agents without their secret declarations (`without_secrets`)
 
 
 def _decided(output: TurnOutput, ran: Sequence[Any]) -> tuple[Any, ...]:
@@ -150,3 +167,15 @@ def test_an_honest_predictor_saves_a_round_and_changes_nothing(name: str, script
     assert speculated == baseline
     assert "used" in SPECULATION, SPECULATION  # the drafts were taken: a round saved
     assert all(s == "used" or s.startswith("skipped") for s in SPECULATION), SPECULATION
+
+
+def test_an_agent_that_declares_a_secret_never_drafts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draft's prompt would quote this turn's words before the turn recognised a secret in
+    them — the password typed at its step, or ahead of it — and no reply prompt ever sees a
+    secret: with the banking agent as it is (its password declared), no draft is made."""
+    monkeypatch.setattr(__name__ + ".SECRETS_OFF", False, raising=False)
+    SPECULATION.clear()
+    honest = OfflineLLM()
+    script = SCRIPTS["banking"]["transfer"]
+    asyncio.run(converse(example("banking"), script, honest))
+    assert ["skipped: the agent declares a secret"] * len(script) == SPECULATION
