@@ -400,6 +400,35 @@ class Runtime:
             self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables
         )
 
+    def prepare_for_turns(self) -> None:
+        """Build now what the first turn would build on first use: the secrets read, the stores
+        and their boto3 clients (DynamoDB; S3 for the vectors), the LLM and embedder with their
+        HTTP clients on this runtime's loop (`openai` imported), the tools, the engine, and — only
+        when an enabled channel or the support relay sends replies — the outbound HTTP client; the
+        modules and the language model a turn loads on first use.
+        A Lambda container calls it in its init phase (`functions.worker_init`), before a
+        customer waits; anything that fails raises, and is built again on first use."""
+        from infra.aws.clients import client
+        from infra.channels.registry import enabled_channels
+
+        self.engine  # noqa: B018  (builds the stores, LLM, embedder, tools; reads the secrets)
+        self.outbox  # noqa: B018
+        client("s3")  # the vectors' first download
+        for part in (self.llm, self.embedder):
+            connect = getattr(part, "connect", None)  # the OpenAI adapters' clients
+            if connect is not None:
+                self.run(connect())
+        if enabled_channels(self.channels) or self.settings.support_relay is not None:
+            self.http  # noqa: B018
+        # What every turn imports or loads on first use: the vector index, the typing indicator,
+        # the support thread's relay, the language model (fastText, ~40 ms to read).
+        import infra.aws.s3_vectors
+        import infra.channels.typing
+        import infra.handoff_slack  # noqa: F401
+        from engine.language.detection import detect
+
+        detect("hello there")
+
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
         flip, so a turn never sees a version whose vectors are missing."""
@@ -443,10 +472,14 @@ class Runtime:
 
     @cached_property
     def http(self) -> httpx.AsyncClient:
-        """One small client for every outbound send of this container (connection reuse)."""
+        """One small client for every outbound send of this container (connection reuse), with
+        the process's TLS context (`infra.tls`: the LLM clients' too, loaded once)."""
         import httpx
 
+        from infra.tls import default_tls_context
+
         return httpx.AsyncClient(
+            verify=default_tls_context(),
             timeout=httpx.Timeout(10.0, connect=3.0),
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=5),
         )
