@@ -103,7 +103,6 @@ def main(events: list[dict[str, Any]], *, unfrozen: bool) -> dict[str, Any]:
         "frozen_objects": frozen_objects,
         "modules_at_init": len(set(sys.modules) - _MODULES_BEFORE),
         "modules_in_invocation": len(imported_in_invocation),
-        "in_invocation": imported_in_invocation,
         "openai_in_invocation": any(m.split(".")[0] == "openai" for m in imported_in_invocation),
         "warm_cpu_ms": cpu_ms,
         "full_gc_ms": collections.ms,
