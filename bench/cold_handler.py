@@ -28,12 +28,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bench.lambda_package import refused_env
+from bench.results import ColdHandlerRow
 from bench.stats import median, p95
 
 Progress = Callable[[str], None]
@@ -66,6 +68,7 @@ class ColdHandlerRun:
     openai_in_invocation: bool
     warm_cpu_ms: list[float] = field(default_factory=list)
     full_gc_ms: list[float] = field(default_factory=list)
+    full_pass_ms: float = 0.0
 
     @property
     def first_turn_ms(self) -> float:
@@ -252,6 +255,7 @@ def worker_env(stack_env: dict[str, str], base_url: str, cache: str) -> dict[str
             "POWERTOOLS_SERVICE_NAME": "waypoint-worker",
         }
     )
+    env.update(refused_env())  # only what the Lambda layer ships (bench.lambda_package)
     for name in ("WAYPOINT_LLM_PROVIDER", "WAYPOINT_XRAY_SDK", "WAYPOINT_REPLY_PER_MESSAGE"):
         env.pop(name, None)
     return env
@@ -290,6 +294,7 @@ def run_cold_worker(
         openai_in_invocation=out["openai_in_invocation"],
         warm_cpu_ms=out["warm_cpu_ms"],
         full_gc_ms=out["full_gc_ms"],
+        full_pass_ms=out["full_pass_ms"],
     )
 
 
@@ -336,37 +341,44 @@ def measure_cold_handler(
     return ColdHandlerResult(frozen, unfrozen)
 
 
-def summary(result: ColdHandlerResult) -> dict[str, float]:
-    """Medians of the cold runs, and the warm turns' CPU p50/p95 with and without the freeze."""
+def handler_row(result: ColdHandlerResult, warm_turns: int) -> ColdHandlerRow:
+    """Medians of the cold runs (with the freeze, as deployed); the warm turns' CPU of every
+    container, with and without it."""
     runs = result.frozen
-    frozen_cpu = [ms for r in result.frozen for ms in r.warm_cpu_ms]
-    unfrozen_cpu = [ms for r in result.unfrozen for ms in r.warm_cpu_ms]
-    frozen_gc = [ms for r in result.frozen for ms in r.full_gc_ms]
-    unfrozen_gc = [ms for r in result.unfrozen for ms in r.full_gc_ms]
-    return {
-        "init_ms": median(r.init_ms for r in runs),
-        "invoke_ms": median(r.invoke_ms for r in runs),
-        "model_ms": median(r.model_ms for r in runs),
-        "first_turn_ms": median(r.first_turn_ms for r in runs),
-        "total_ms": median(r.init_ms + r.first_turn_ms for r in runs),
-        "init_cpu_ms": median(r.init_cpu_ms for r in runs),
-        "invoke_cpu_ms": median(r.invoke_cpu_ms for r in runs),
-        "full_gc_frozen": float(sum(len(r.full_gc_ms) for r in result.frozen)),
-        "full_gc_unfrozen": float(sum(len(r.full_gc_ms) for r in result.unfrozen)),
-        "frozen_objects": median(r.frozen_objects for r in runs),
-        "cpu_p50_frozen": median(frozen_cpu),
-        "cpu_p95_frozen": p95(frozen_cpu),
-        "cpu_p50_unfrozen": median(unfrozen_cpu),
-        "cpu_p95_unfrozen": p95(unfrozen_cpu),
-        "full_gc_frozen_ms": median(frozen_gc) if frozen_gc else 0.0,
-        "full_gc_unfrozen_ms": median(unfrozen_gc) if unfrozen_gc else 0.0,
-    }
+
+    def pooled(
+        runs: list[ColdHandlerRun], pick: Callable[[ColdHandlerRun], list[float]]
+    ) -> list[float]:
+        return [value for run in runs for value in pick(run)] or [0.0]
+
+    frozen_cpu = pooled(result.frozen, lambda r: r.warm_cpu_ms)
+    unfrozen_cpu = pooled(result.unfrozen, lambda r: r.warm_cpu_ms)
+    return ColdHandlerRow(
+        runs=len(runs),
+        init_ms=median(r.init_ms for r in runs),
+        invocation_ms=median(r.invoke_ms for r in runs),
+        model_ms=median(r.model_ms for r in runs),
+        total_ms=median(r.init_ms + r.first_turn_ms for r in runs),
+        init_cpu_ms=median(r.init_cpu_ms for r in runs),
+        invocation_cpu_ms=median(r.invoke_cpu_ms for r in runs),
+        openai_in_invocation=any(r.openai_in_invocation for r in runs),
+        warm_turns=warm_turns,
+        turn_cpu_p50_ms=median(frozen_cpu),
+        turn_cpu_p95_ms=p95(frozen_cpu),
+        unfrozen_turn_cpu_p50_ms=median(unfrozen_cpu),
+        unfrozen_turn_cpu_p95_ms=p95(unfrozen_cpu),
+        full_pass_ms=median(r.full_pass_ms for r in result.frozen),
+        unfrozen_full_pass_ms=median(r.full_pass_ms for r in result.unfrozen),
+        full_collections=sum(len(r.full_gc_ms) for r in result.frozen),
+        unfrozen_full_collections=sum(len(r.full_gc_ms) for r in result.unfrozen),
+    )
 
 
 if __name__ == "__main__":
+    warm = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     measured = measure_cold_handler(
         int(sys.argv[1]) if len(sys.argv) > 1 else 3,
-        int(sys.argv[2]) if len(sys.argv) > 2 else 20,
+        warm,
         lambda line: print(line, file=sys.stderr),
     )
-    print(json.dumps(summary(measured), indent=1))
+    print(json.dumps(asdict(handler_row(measured, warm)), indent=1))

@@ -11,7 +11,8 @@ generic channel's callback receiver, and reports the model servers' own time apa
 
 EVENTS.json holds the SQS events: the first is the cold invocation, the others are warm turns
 whose CPU each invocation takes is reported (the per-turn CPU and its full garbage-collection
-passes). `--unfrozen` undoes the init phase's `gc.freeze()` before the warm turns: the same
+passes). Modules the Lambda layer does not ship are refused (`bench.lambda_package`: the
+development environment's extras and CLI packages would otherwise be imported). `--unfrozen` undoes the init phase's `gc.freeze()` before the warm turns: the same
 container without it, for comparison.
 
 Prints one JSON line.
@@ -19,12 +20,28 @@ Prints one JSON line.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+
+
+class _NotInTheLayer:
+    """Refuses the modules the Lambda layer does not ship (`bench.lambda_package`), as Lambda's
+    own import system would not find them."""
+
+    refused = frozenset(filter(None, os.environ.get("WAYPOINT_BENCH_NOT_IN_LAYER", "").split(",")))
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: object = None, target: object = None) -> None:
+        if fullname.partition(".")[0] in cls.refused:
+            raise ModuleNotFoundError(f"No module named {fullname!r} in the layer", name=fullname)
+
+
+sys.meta_path.insert(0, _NotInTheLayer)  # type: ignore[arg-type]
 
 _STARTED, _STARTED_CPU = time.perf_counter(), time.process_time()
 
 import gc  # noqa: E402
-import sys  # noqa: E402
 
 _MODULES_BEFORE = set(sys.modules)
 
@@ -93,6 +110,11 @@ def main(events: list[dict[str, Any]], *, unfrozen: bool) -> dict[str, Any]:
         if response.get("batchItemFailures"):
             raise RuntimeError(f"a warm invocation failed: {response}")
     gc.callbacks.remove(collections)
+    full_passes = []  # what one full collection costs a turn, whenever one falls in it
+    for _ in range(3):
+        cpu = time.process_time()
+        gc.collect()
+        full_passes.append((time.process_time() - cpu) * 1000)
     return {
         "init_ms": _ms(_STARTED, _INITIALIZED),
         "invoke_ms": _ms(started, invoked),
@@ -106,6 +128,7 @@ def main(events: list[dict[str, Any]], *, unfrozen: bool) -> dict[str, Any]:
         "openai_in_invocation": any(m.split(".")[0] == "openai" for m in imported_in_invocation),
         "warm_cpu_ms": cpu_ms,
         "full_gc_ms": collections.ms,
+        "full_pass_ms": sorted(full_passes)[1],
     }
 
 
