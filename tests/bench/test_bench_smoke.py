@@ -135,6 +135,7 @@ def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
         "30-guideline scenario",
         "functions.worker",
         "cold turn on moto",
+        "cold turn through the worker handler",
         "every handler's import",
     ):
         assert expected in names
