@@ -405,9 +405,14 @@ class Runtime:
         and their boto3 clients (DynamoDB; S3 for the vectors), the LLM and embedder with their
         HTTP clients on this runtime's loop (`openai` imported), the tools, the engine, and — only
         when an enabled channel or the support relay sends replies — the outbound HTTP client; the
-        modules and the language model a turn loads on first use.
+        modules and the language model a turn loads on first use; and the snapshot and vectors of
+        the agents it answers (`read_agents_ahead`).
         A Lambda container calls it in its init phase (`functions.worker_init`), before a
         customer waits; anything that fails raises, and is built again on first use."""
+        import infra.aws.s3_vectors
+        import infra.channels.typing
+        import infra.handoff_slack  # noqa: F401
+        from engine.language.detection import detect
         from infra.aws.clients import client
         from infra.channels.registry import enabled_channels
 
@@ -420,14 +425,28 @@ class Runtime:
                 self.run(connect())
         if enabled_channels(self.channels) or self.settings.support_relay is not None:
             self.http  # noqa: B018
-        # What every turn imports or loads on first use: the vector index, the typing indicator,
-        # the support thread's relay, the language model (fastText, ~40 ms to read).
-        import infra.aws.s3_vectors
-        import infra.channels.typing
-        import infra.handoff_slack  # noqa: F401
-        from engine.language.detection import detect
+        detect("hello there")  # the language model (fastText, ~30 ms to read)
+        self.run(self.read_agents_ahead())
 
-        detect("hello there")
+    async def read_agents_ahead(self) -> list[str]:
+        """Read the snapshot and the vectors of each agent this runtime answers
+        (`WAYPOINT_AGENT_ID`, `WAYPOINT_CHANNEL_AGENTS`) into the container's warm caches, so the
+        first turn finds them there. One that cannot be read (not published yet) is logged and
+        left to its first turn. Returns the agents read."""
+        wanted = [self.settings.agent_id, *self.settings.channel_agents.values()]
+        read = []
+        for agent_id in dict.fromkeys(a for a in wanted if a):
+            try:
+                await self.index_for(await self.agents.get(agent_id))
+            except Exception:
+                log.warning(
+                    "agent %s could not be read ahead of its first turn; that turn reads it",
+                    agent_id,
+                    exc_info=True,
+                )
+                continue
+            read.append(agent_id)
+        return read
 
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer

@@ -233,3 +233,16 @@ def test_prepared_for_turns_only_a_runtime_whose_channels_send_builds_an_http_cl
     sending.prepare_for_turns()
     assert "http" in sending.__dict__  # the generic channel POSTs its replies
     sending.close()
+
+
+def test_the_agents_a_runtime_answers_are_read_ahead_and_one_not_published_is_left_to_its_turn(
+    stack: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Runtime(RuntimeSettings.from_env(), llm=OfflineLLM())  # answers "bank"
+    with caplog.at_level("WARNING", logger="infra.runtime"):
+        runtime.prepare_for_turns()  # not published yet: logged, not raised
+    assert "agent bank could not be read ahead of its first turn" in caplog.text
+
+    runtime.run(runtime.publish_agent(load_bank()))
+    assert runtime.run(runtime.read_agents_ahead()) == ["bank"]
+    runtime.close()
