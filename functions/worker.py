@@ -30,11 +30,11 @@ at import, in Lambda's init phase, and the garbage collector frozen after it
 
 from __future__ import annotations
 
-from functions.worker_init import in_lambda_container, init_container, pause_collection
+from functions.worker_init import enter_init_phase, in_lambda_container, init_container
 
-# In a Lambda container, no garbage collection while the init phase imports and builds: the
-# collector is frozen over what it built, then resumed (`functions.worker_init`).
-pause_collection()
+# In a Lambda container, no garbage collection while the init phase imports and builds (the
+# collector is frozen over what it built, then resumed), one OpenBLAS thread: `worker_init`.
+enter_init_phase()
 
 import time  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402

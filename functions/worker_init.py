@@ -9,8 +9,8 @@ and embedder with `openai` imported and their clients connected, the engine, the
 outbound HTTP client only when a channel sends). Tests, the CLI and the local server have no such
 variable: their runtime is still built on first use, as before.
 
-The garbage collector is paused for the whole init phase (`pause_collection`, the first thing
-`functions.worker` does): importing ~1,700 modules and building the clients ran ~380 collections,
+The garbage collector is paused for the whole init phase (`enter_init_phase`, the first thing
+`functions.worker` does, which also keeps numpy's OpenBLAS to one thread): importing ~1,700 modules and building the clients ran ~380 collections,
 150–300 ms of a cold start, for almost no garbage. At the end, everything built so far is frozen
 (`gc.freeze()`) and collection resumes: the modules, models and clients a warm container keeps
 for its whole life are out of the tracked generations, so a full collection during a turn no
@@ -31,6 +31,10 @@ import os
 import time
 
 LAMBDA_FUNCTION_ENV = "AWS_LAMBDA_FUNCTION_NAME"  # set by Lambda in every function's container
+# numpy's OpenBLAS starts a thread per CPU at import, and they spin: ~170 ms of CPU in this init,
+# on a function with a fraction of one vCPU (the worker's 1,024 MB: 0.58). The engine's vector
+# products are small: one thread does them as fast.
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 _outcome: bool | None = None  # whether the init built the runtime, once it ran
 
@@ -40,11 +44,13 @@ def in_lambda_container() -> bool:
     return bool(os.environ.get(LAMBDA_FUNCTION_ENV))
 
 
-def pause_collection() -> None:
-    """In a Lambda container, no garbage collection until `init_container` has run (it freezes
-    what the init built, then resumes collection). Elsewhere, nothing changes."""
+def enter_init_phase() -> None:
+    """In a Lambda container, before the worker's imports: no garbage collection until
+    `init_container` has run (it freezes what the init built, then resumes collection), and one
+    OpenBLAS thread for numpy (`BLAS_THREADS_ENV`, unless set). Elsewhere, nothing changes."""
     if in_lambda_container() and _outcome is None:
         gc.disable()
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 def init_container() -> bool:
@@ -78,4 +84,10 @@ def init_container() -> bool:
     return True
 
 
-__all__ = ["LAMBDA_FUNCTION_ENV", "in_lambda_container", "init_container", "pause_collection"]
+__all__ = [
+    "BLAS_THREADS_ENV",
+    "LAMBDA_FUNCTION_ENV",
+    "enter_init_phase",
+    "in_lambda_container",
+    "init_container",
+]

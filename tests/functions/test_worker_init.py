@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # A Lambda container: counts `gc.freeze()` calls, imports the handler module (the init phase),
 # then invokes the handler on each event of argv[1]; prints what it saw as one JSON line.
 CONTAINER = r"""
-import gc, json, sys
+import gc, json, os, sys
 
 freezes = []
 _freeze = gc.freeze
@@ -40,11 +40,15 @@ initialized = runtime_module._current
 parts = ("engine", "llm", "embedder", "agents", "sessions", "outbox", "http")
 made = initialized.__dict__ if initialized is not None else {}  # None: the settings failed
 built = {name: id(made[name]) for name in parts if name in made}
+from infra.aws import dynamo_agents, s3_vectors
 after_init = {
     "built": sorted(built),
     "gc_enabled": gc.isenabled(),
     "frozen_objects": gc.get_freeze_count(),
     "freezes": len(freezes),
+    "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+    "snapshots_read": len(dynamo_agents.WARM_SNAPSHOTS._entries),
+    "indexes_read": len(s3_vectors._WARM),
 }
 
 class Context:
@@ -147,6 +151,9 @@ def test_after_init_the_first_invocation_neither_imports_openai_nor_builds_the_r
     }  # fmt: skip
     assert after_init["freezes"] == 1 and after_init["frozen_objects"] > 10_000
     assert after_init["gc_enabled"]  # paused during the init only
+    assert after_init["blas_threads"] == "1"  # set before numpy was imported
+    # The banking agent (WAYPOINT_AGENT_ID) was read ahead: its snapshot and vectors are warm.
+    assert after_init["snapshots_read"] == 1 and after_init["indexes_read"] == 1
     # Both invocations answered, on the runtime and clients the init built.
     assert seen["errors"] == []
     assert seen["responses"] == [{"batchItemFailures": []}] * 2
@@ -192,13 +199,16 @@ def test_without_a_lambda_container_the_worker_builds_nothing_at_import() -> Non
     """Tests, the CLI and the local server: the runtime is built on the first record, as before."""
     code = (
         "import gc, json, functions.worker\n"
+        "import os\n"
         "from infra import runtime\n"
-        "print(json.dumps([runtime._current is None, gc.get_freeze_count(), gc.isenabled()]))"
+        "print(json.dumps([runtime._current is None, gc.get_freeze_count(), gc.isenabled(),\n"
+        "                  os.environ.get('OPENBLAS_NUM_THREADS')]))"
     )
     env = {k: v for k, v in worker_env({}, "http://127.0.0.1:9/v1", "/tmp").items()}
     env.pop("AWS_LAMBDA_FUNCTION_NAME")
+    env.pop("OPENBLAS_NUM_THREADS", None)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, 0, True]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, 0, True, None]
