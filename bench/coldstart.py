@@ -43,6 +43,9 @@ COMPONENTS = {
 }
 
 # What a Lambda has in its environment; dummy credentials keep botocore from probing for any.
+# Not AWS_LAMBDA_FUNCTION_NAME: with it the worker builds its whole runtime at import (its init
+# phase, `functions.worker_init`), which the cold-turn table's handler row measures; these rows
+# are each module's import alone.
 LAMBDA_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
