@@ -8,8 +8,9 @@ first time it is used and then kept, so a webhook that never runs a turn never i
     runtime = current_runtime()                 # the container's runtime, built lazily
     output = runtime.run(runtime.engine.handle(session_id, messages))
 
-Tests build their own (`install_runtime(Runtime(llm=..., channels=..., http=...))`) and drop it
-with `reset_runtime()`.
+A Lambda worker builds them all at once in its init phase instead (`prepare_for_turns`, called by
+`functions.worker_init`), before a customer waits. Tests build their own
+(`install_runtime(Runtime(llm=..., channels=..., http=...))`) and drop it with `reset_runtime()`.
 
 Configuration (all optional unless the part is used):
 
