@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.results import ColdTurnRow, FirstTurnRow, ImportRow
+from bench.results import ColdHandlerRow, ColdTurnRow, FirstTurnRow, ImportRow
 from bench.stats import median
 
 Progress = Callable[[str], None]
@@ -43,6 +43,9 @@ COMPONENTS = {
 }
 
 # What a Lambda has in its environment; dummy credentials keep botocore from probing for any.
+# Not AWS_LAMBDA_FUNCTION_NAME: with it the worker builds its whole runtime at import (its init
+# phase, `functions.worker_init`), which the cold-turn table's handler row measures; these rows
+# are each module's import alone.
 LAMBDA_ENV = {
     "AWS_REGION": "us-east-1",
     "AWS_DEFAULT_REGION": "us-east-1",
@@ -313,9 +316,41 @@ COLD_TURN_PARTS = (
 )
 
 
-def measure_cold_turn(runs: int, progress: Progress, *, warmup: bool = True) -> ColdTurnRow:
+def measure_cold_turn(
+    runs: int, progress: Progress, *, warmup: bool = True, handler_warm_turns: int = 20
+) -> ColdTurnRow:
     """The first turn of a fresh worker process against a moto server holding the published
-    banking agent (`bench.cold_turn`), each part's median over `runs` processes."""
+    banking agent (`bench.cold_turn`), each part's median over `runs` processes; then the same
+    through the real handler in a Lambda container (`bench.cold_handler`), its twins' warm turns
+    `handler_warm_turns` per container."""
+    row = _measure_engine_path(runs, progress, warmup=warmup)
+    row.handler = measure_handler_path(runs, handler_warm_turns, progress, warmup=warmup)
+    return row
+
+
+def measure_handler_path(
+    runs: int, warm_turns: int, progress: Progress, *, warmup: bool = True
+) -> ColdHandlerRow:
+    """`bench.cold_handler`: a cold Lambda container of the worker, init and first invocation."""
+    from bench.cold_handler import handler_row, measure_cold_handler
+
+    try:
+        measured = measure_cold_handler(runs, warm_turns, progress, warmup=warmup)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError, ValueError) as exc:
+        progress(f"cold turn through the handler: error: {exc}")
+        return ColdHandlerRow(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, False, status=f"error: {exc}")
+    row = handler_row(measured, warm_turns)
+    progress(
+        f"cold turn through the handler: init {row.init_ms:.0f} ms + first invocation "
+        f"{row.invocation_ms:.0f} ms − model {row.model_ms:.0f} ms = {row.total_ms:.0f} ms; "
+        f"warm turn CPU p95 {row.turn_cpu_p95_ms:.1f} ms (unfrozen {row.unfrozen_turn_cpu_p95_ms:.1f}), "
+        f"a full collection {row.full_pass_ms:.1f} ms (unfrozen {row.unfrozen_full_pass_ms:.1f})"
+    )
+    return row
+
+
+def _measure_engine_path(runs: int, progress: Progress, *, warmup: bool = True) -> ColdTurnRow:
+    """`bench.cold_turn`: the engine's turn path without the handler, each part's median."""
     import asyncio
     import tempfile
 

@@ -45,6 +45,7 @@ class BenchConfig:
     import_only: tuple[str, ...] = ()  # measure just these modules (others: "skipped"); () = all
     import_source_runs: int = 3  # each handler imported with no .pyc (compiled from source)
     first_turn_runs: int = 5
+    cold_handler_warm_turns: int = 20  # warm turns per cold worker container (CPU, gc.freeze)
     throughput_sessions: int = 20
     throughput_turns: int = 3  # per session: the banking conversation's stock-price turns
     throughput_warmup: bool = True  # one unmeasured turn first (builds the worker's runtime)
@@ -78,6 +79,7 @@ QUICK = replace(
     import_profile=False,
     import_components=False,
     first_turn_runs=2,
+    cold_handler_warm_turns=5,
     throughput_sessions=3,
     throughput_turns=2,
     profile_guidelines=1_000,
@@ -108,6 +110,7 @@ TINY = replace(
     import_parallel=True,
     import_only=("functions.webhook", "functions.worker"),
     first_turn_runs=1,
+    cold_handler_warm_turns=2,
     throughput_sessions=2,
     throughput_turns=1,
     throughput_warmup=False,

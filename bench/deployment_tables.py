@@ -123,32 +123,97 @@ def first_turn_table(first: FirstTurnRow) -> Table:
 
 
 def cold_turn_table(cold: ColdTurnRow) -> Table:
-    """A fresh worker's first turn on the moto stack, part by part."""
-    names = ("import", "runtime", "snapshot", "vectors", "session", "turn", "commit")
-    return Table(
-        "Cold turn: the first turn of a fresh worker process on the moto stack (median ms)",
-        ["status", "runs", *names, "total without LLM", "fake LLM CPU (left out)"],
-        [
+    """A fresh worker's first turn on the moto stack: through the real handler in a Lambda
+    container (init phase, then the first invocation), and the engine's path alone, part by
+    part."""
+    rows = []
+    handler = cold.handler
+    if handler is not None:
+        rows.append(
             [
-                cold.status,
-                str(cold.runs),
-                *(ms_cell(cold.parts_ms.get(f"{n}_ms", 0.0), 0) for n in names),
-                ms_cell(cold.total_ms, 0),
-                f"{ms_cell(cold.llm_fake_ms, 1)} ({cold.llm_calls} calls)",
+                "handler: functions.worker.handler in a Lambda container",
+                handler.status,
+                str(handler.runs),
+                ms_cell(handler.init_ms, 0),
+                ms_cell(handler.invocation_ms, 0),
+                ms_cell(handler.model_ms, 0),
+                ms_cell(handler.total_ms, 0),
+                f"CPU: init {ms_cell(handler.init_cpu_ms, 0)}, first invocation "
+                f"{ms_cell(handler.invocation_cpu_ms, 0)}; openai imported in the first "
+                f"invocation: {'yes' if handler.openai_in_invocation else 'no'}",
             ]
-        ],
+        )
+    names = ("import", "runtime", "snapshot", "vectors", "session", "turn", "commit")
+    parts = ", ".join(f"{n} {ms_cell(cold.parts_ms.get(f'{n}_ms', 0.0), 0)}" for n in names)
+    rows.append(
         [
-            "bench/cold_turn.py in a new interpreter against a threaded moto server that "
-            "holds the published banking agent (bench/coldstart.py): import = the worker's "
-            "turn path (engine, infra.runtime, the fake LLM); runtime = "
-            "`infra.runtime.Runtime` building the engine (boto3 imported and its clients "
-            "created here); snapshot = the agent read from DynamoDB; vectors = its "
-            "embeddings downloaded from S3 into an empty disk cache; session = the "
-            "session item created; turn = `TurnEngine.handle` minus the commit and the "
-            "fake LLM's own CPU (parsing its answers stays in); commit = the turn's "
-            "TransactWriteItems. moto answers over local HTTP: no network latency, but "
-            "its Python emulation costs CPU of this machine."
+            "engine path (bench/cold_turn.py): no handler, no openai, no channel",
+            cold.status,
+            str(cold.runs),
+            ms_cell(cold.parts_ms.get("import_ms", 0.0) + cold.parts_ms.get("runtime_ms", 0.0), 0),
+            ms_cell(
+                cold.total_ms
+                - cold.parts_ms.get("import_ms", 0.0)
+                - cold.parts_ms.get("runtime_ms", 0.0),
+                0,
+            ),
+            f"{ms_cell(cold.llm_fake_ms, 1)} (fake's CPU, {cold.llm_calls} calls)",
+            ms_cell(cold.total_ms, 0),
+            parts,
+        ]
+    )
+    notes = [
+        "Handler: bench/cold_worker.py is a fresh process with AWS_LAMBDA_FUNCTION_NAME set, "
+        "as Lambda runs the worker (bench/cold_handler.py serves it): init = the import of "
+        "functions.worker, where the worker pauses the garbage collector, builds its runtime "
+        "(stores and boto3 clients, the real openai client imported and connected, the "
+        "engine, the generic channel's HTTP client, the language model, the banking agent's "
+        "snapshot and vectors read ahead) with one OpenBLAS thread, freezes what it built and "
+        "resumes collection; first invocation = the handler on an SQS FIFO event "
+        "received from moto's queue as the event source mapping delivers it: the session "
+        "read, the turn (the query embedded and every schema answered over HTTP by a fake OpenAI-compatible server, zero latency), the commit, "
+        "and the reply POSTed by the generic channel to a local callback receiver. Model = "
+        "the time the fake server was busy with a request during the invocation, left out "
+        "of the total. The process imports only what the Lambda layer ships "
+        "(bench/lambda_package.py): this machine's development packages (trio, which "
+        "httpcore2 imports when present; httpx's CLI: rich, click) are refused.",
+        "Engine path: bench/cold_turn.py against the same kind of moto server: import = "
+        "the worker's turn path (engine, infra.runtime, the fake LLM); runtime = "
+        "`infra.runtime.Runtime` building the engine (boto3 imported and its clients "
+        "created here); snapshot = the agent read from DynamoDB; vectors = its embeddings "
+        "downloaded from S3 into an empty disk cache; session = the session item created; "
+        "turn = `TurnEngine.handle` minus the commit and the fake LLM's own CPU (parsing "
+        "its answers stays in); commit = the turn's TransactWriteItems. Its init column is "
+        "import + runtime, its first invocation the rest. moto answers over local HTTP: no "
+        "network latency, but its Python emulation costs CPU of this machine.",
+    ]
+    if handler is not None and handler.status == "ok":
+        notes.append(
+            f"After the cold turn, {handler.warm_turns} warm turns per container: worker CPU "
+            f"per turn p50 {ms_cell(handler.turn_cpu_p50_ms)} / p95 "
+            f"{ms_cell(handler.turn_cpu_p95_ms)} ms with the init's gc.freeze(), "
+            f"{ms_cell(handler.unfrozen_turn_cpu_p50_ms)} / "
+            f"{ms_cell(handler.unfrozen_turn_cpu_p95_ms)} ms in twin containers unfrozen after "
+            f"the cold invocation (as before the freeze); automatic full collections during "
+            f"them: {handler.full_collections} frozen, {handler.unfrozen_full_collections} "
+            f"unfrozen. One full collection, timed after them (CPU, the turn it falls in pays "
+            f"it): {ms_cell(handler.full_pass_ms)} ms frozen, "
+            f"{ms_cell(handler.unfrozen_full_pass_ms)} ms unfrozen."
+        )
+    return Table(
+        "Cold turn: a fresh worker's first turn on the moto stack, model time left out (median ms)",
+        [
+            "path",
+            "status",
+            "runs",
+            "init",
+            "first invocation",
+            "model (left out)",
+            "total without model",
+            "parts",
         ],
+        rows,
+        notes,
     )
 
 

@@ -132,6 +132,32 @@ class FirstTurnRow:
 
 
 @dataclass
+class ColdHandlerRow:
+    """A cold Lambda container of the turn worker (`bench.cold_handler`): its init phase and the
+    real handler's first invocation, medians over fresh processes (ms); then warm turns' CPU with
+    and without the init phase's `gc.freeze()`."""
+
+    runs: int
+    init_ms: float  # the import of functions.worker and what it runs in a Lambda container
+    invocation_ms: float  # the handler's first invocation, model time included
+    model_ms: float  # the fake model server's busy time during it: left out of the total
+    total_ms: float  # init + first invocation − model time: what the target limits
+    init_cpu_ms: float  # the worker process's CPU in each (the servers run in another process)
+    invocation_cpu_ms: float
+    openai_in_invocation: bool  # whether any run's first invocation imported an openai module
+    warm_turns: int = 0  # per container, after the cold one
+    turn_cpu_p50_ms: float = 0.0  # worker process CPU per warm turn, init's gc.freeze kept
+    turn_cpu_p95_ms: float = 0.0
+    unfrozen_turn_cpu_p50_ms: float = 0.0  # the same containers' twins, unfrozen after init
+    unfrozen_turn_cpu_p95_ms: float = 0.0
+    full_pass_ms: float = 0.0  # CPU of one full collection after the warm turns, frozen
+    unfrozen_full_pass_ms: float = 0.0  # …and unfrozen: what a full pass costs the turn it hits
+    full_collections: int = 0  # automatic full collections during the warm turns, frozen
+    unfrozen_full_collections: int = 0
+    status: str = "ok"
+
+
+@dataclass
 class ColdTurnRow:
     """The first turn of a fresh worker process on the moto stack, each part's median (ms)."""
 
@@ -141,6 +167,8 @@ class ColdTurnRow:
     llm_fake_ms: float  # the fake LLM's CPU, left out of the total
     llm_calls: int = 0
     status: str = "ok"
+    # The same first turn through the real handler, in a Lambda container (`bench.cold_handler`).
+    handler: ColdHandlerRow | None = None
 
 
 @dataclass

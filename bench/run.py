@@ -68,7 +68,10 @@ def run(config: BenchConfig, progress: Progress | None = None) -> BenchResult:
             config.first_turn_runs, say, warmup=config.import_warmup
         )
         result.cold_turn = measure_cold_turn(
-            config.first_turn_runs, say, warmup=config.import_warmup
+            config.first_turn_runs,
+            say,
+            warmup=config.import_warmup,
+            handler_warm_turns=config.cold_handler_warm_turns,
         )
     if "offline" in config.sections:
         say("offline model: CPU per call and per turn on the banking conversation")

@@ -22,35 +22,43 @@
   and X-Ray: Lambda's active tracing for every invocation; the SDK's subsegments only with
   `WAYPOINT_XRAY_SDK=1`, loaded on the first invocation (`functions.tracing`), never at import.
 
-Handoffs (a person's messages, the Slack support thread) are `functions.worker_handoff`. The
-engine and the stores are imported on the first record (`infra.runtime`), not at import.
+Handoffs (a person's messages, the Slack support thread) are `functions.worker_handoff`. In a
+Lambda container the runtime (engine, stores, the LLM client, the channels' HTTP client) is built
+at import, in Lambda's init phase, and the garbage collector frozen after it
+(`functions.worker_init`); elsewhere (tests, the local server) on the first record.
 """
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any
+from functions.worker_init import enter_init_phase, in_lambda_container, init_container
 
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.metrics.functions import is_metrics_disabled
-from aws_lambda_powertools.utilities.batch import (
+# In a Lambda container, no garbage collection while the init phase imports and builds (the
+# collector is frozen over what it built, then resumed), one OpenBLAS thread: `worker_init`.
+enter_init_phase()
+
+import time  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+from aws_lambda_powertools.metrics import MetricUnit  # noqa: E402
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled  # noqa: E402
+from aws_lambda_powertools.utilities.batch import (  # noqa: E402
     SqsFifoPartialProcessor,
     process_partial_response,
 )
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord  # noqa: E402
 
-from engine.errors import WaypointError
-from engine.privacy.erasure import erasures_of, written_before_erasure
-from engine.sessions.session import InboundMessage, SessionState
-from functions.worker_bursts import BatchPlan, Burst, MalformedQueueMessage, plan_bursts
-from functions.worker_delivery import ReplyDelivery
-from functions.worker_handoff import deliver_person_message, support_replies, to_support_thread
-from functions.worker_replies import replies_for
-from functions.worker_telemetry import logger, metrics, tracer
-from infra.channels.base import ReplyOption
-from infra.handoff_changes import QueuedPersonMessage
-from infra.runtime import Runtime, current_runtime
-from infra.turn_queue import QueuedMessage
+from engine.errors import WaypointError  # noqa: E402
+from engine.privacy.erasure import erasures_of, written_before_erasure  # noqa: E402
+from engine.sessions.session import InboundMessage, SessionState  # noqa: E402
+from functions.worker_bursts import BatchPlan, Burst, MalformedQueueMessage, plan_bursts  # noqa: E402
+from functions.worker_delivery import ReplyDelivery  # noqa: E402
+from functions.worker_handoff import deliver_person_message, support_replies, to_support_thread  # noqa: E402
+from functions.worker_replies import replies_for  # noqa: E402
+from functions.worker_telemetry import logger, metrics, tracer  # noqa: E402
+from infra.channels.base import ReplyOption  # noqa: E402
+from infra.handoff_changes import QueuedPersonMessage  # noqa: E402
+from infra.runtime import Runtime, current_runtime  # noqa: E402
+from infra.turn_queue import QueuedMessage  # noqa: E402
 
 if TYPE_CHECKING:
     from engine.turn import TurnOutput
@@ -248,5 +256,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.warning("batch partially failed", extra={"records": len(records), "failed": failed})
     return dict(response)
 
+
+# Lambda's init phase: in a Lambda container, the runtime is built now, not in the first
+# invocation (`functions.worker_init`); elsewhere (tests, the local server) on first use.
+if in_lambda_container():
+    init_container()
 
 __all__ = ["OutOfTime", "TurnWorker", "handler"]

@@ -8,8 +8,9 @@ first time it is used and then kept, so a webhook that never runs a turn never i
     runtime = current_runtime()                 # the container's runtime, built lazily
     output = runtime.run(runtime.engine.handle(session_id, messages))
 
-Tests build their own (`install_runtime(Runtime(llm=..., channels=..., http=...))`) and drop it
-with `reset_runtime()`.
+A Lambda worker builds them all at once in its init phase instead (`prepare_for_turns`, called by
+`functions.worker_init`), before a customer waits. Tests build their own
+(`install_runtime(Runtime(llm=..., channels=..., http=...))`) and drop it with `reset_runtime()`.
 
 Configuration (all optional unless the part is used):
 
@@ -402,6 +403,54 @@ class Runtime:
             self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables
         )
 
+    def prepare_for_turns(self) -> None:
+        """Build now what the first turn would build on first use: the secrets read, the stores
+        and their boto3 clients (DynamoDB; S3 for the vectors), the LLM and embedder with their
+        HTTP clients on this runtime's loop (`openai` imported), the tools, the engine, and — only
+        when an enabled channel or the support relay sends replies — the outbound HTTP client; the
+        modules and the language model a turn loads on first use; and the snapshot and vectors of
+        the agents it answers (`read_agents_ahead`).
+        A Lambda container calls it in its init phase (`functions.worker_init`), before a
+        customer waits; anything that fails raises, and is built again on first use."""
+        import infra.aws.s3_vectors
+        import infra.channels.typing
+        import infra.handoff_slack  # noqa: F401
+        from engine.language.detection import detect
+        from infra.aws.clients import client
+        from infra.channels.registry import enabled_channels
+
+        self.engine  # noqa: B018  (builds the stores, LLM, embedder, tools; reads the secrets)
+        self.outbox  # noqa: B018
+        client("s3")  # the vectors' first download
+        for part in (self.llm, self.embedder):
+            connect = getattr(part, "connect", None)  # the OpenAI adapters' clients
+            if connect is not None:
+                self.run(connect())
+        if enabled_channels(self.channels) or self.settings.support_relay is not None:
+            self.http  # noqa: B018
+        detect("hello there")  # the language model (fastText, ~30 ms to read)
+        self.run(self.read_agents_ahead())
+
+    async def read_agents_ahead(self) -> list[str]:
+        """Read the snapshot and the vectors of each agent this runtime answers
+        (`WAYPOINT_AGENT_ID`, `WAYPOINT_CHANNEL_AGENTS`) into the container's warm caches, so the
+        first turn finds them there. One that cannot be read (not published yet) is logged and
+        left to its first turn. Returns the agents read."""
+        wanted = [self.settings.agent_id, *self.settings.channel_agents.values()]
+        read = []
+        for agent_id in dict.fromkeys(a for a in wanted if a):
+            try:
+                await self.index_for(await self.agents.get(agent_id))
+            except Exception:
+                log.warning(
+                    "agent %s could not be read ahead of its first turn; that turn reads it",
+                    agent_id,
+                    exc_info=True,
+                )
+                continue
+            read.append(agent_id)
+        return read
+
     async def publish_agent(self, snapshot: AgentSnapshot) -> PublishedAgent:
         """Publish an agent version: embeddings to S3 FIRST, then the store's atomic pointer
         flip, so a turn never sees a version whose vectors are missing."""
@@ -445,10 +494,14 @@ class Runtime:
 
     @cached_property
     def http(self) -> httpx.AsyncClient:
-        """One small client for every outbound send of this container (connection reuse)."""
+        """One small client for every outbound send of this container (connection reuse), with
+        the process's TLS context (`infra.tls`: the LLM clients' too, loaded once)."""
         import httpx
 
+        from infra.tls import default_tls_context
+
         return httpx.AsyncClient(
+            verify=default_tls_context(),
             timeout=httpx.Timeout(10.0, connect=3.0),
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=5),
         )

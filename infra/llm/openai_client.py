@@ -7,9 +7,7 @@ first use) and the mapping of `openai` exceptions onto Waypoint's LLM error type
 
 from __future__ import annotations
 
-import functools
 import os
-import ssl
 from asyncio import AbstractEventLoop, get_running_loop
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -17,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from engine.errors import LLMError, LLMTransientError
+from infra.tls import default_tls_context
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -89,20 +88,13 @@ class OpenAIConnection:
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
-                http_client=DefaultAsyncHttpxClient(verify=_tls_context()),
+                http_client=DefaultAsyncHttpxClient(verify=default_tls_context()),
             )
         except OpenAIError as exc:
             raise LLMError(
                 f"cannot create the OpenAI client: {exc}. Set OPENAI_API_KEY (and OPENAI_BASE_URL "
                 "for an OpenAI-compatible server), or use the offline provider."
             ) from exc
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One TLS context per process. Building one loads the CA bundle (~20-30 ms), and a client is
-    built per event loop, i.e. per Lambda invocation; the context itself is not loop-bound."""
-    return ssl.create_default_context()
 
 
 def map_openai_error(exc: Exception, *, model: str, base_url: str) -> LLMError:

@@ -68,6 +68,12 @@ class OpenAIEmbedder:
             )
         return self._dimensions
 
+    async def connect(self) -> None:
+        """Import `openai` and create the running loop's client now, before a first request
+        needs it (a Lambda container's init phase: `infra.runtime.Runtime.prepare_for_turns`)."""
+        client = self._connection.client()
+        client.embeddings  # noqa: B018  (its resource module loads on first access)
+
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (see `OpenAIConnection.aclose`)."""
         await self._connection.aclose()

@@ -80,6 +80,12 @@ class OpenAISchematicLLM:
             latency_ms=latency_ms,
         )
 
+    async def connect(self) -> None:
+        """Import `openai` and create the running loop's client now, before a first request
+        needs it (a Lambda container's init phase: `infra.runtime.Runtime.prepare_for_turns`)."""
+        client = self._connection.client()
+        client.chat.completions  # noqa: B018  (its resource modules load on first access)
+
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (see `OpenAIConnection.aclose`)."""
         await self._connection.aclose()

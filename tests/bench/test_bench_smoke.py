@@ -111,6 +111,18 @@ def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
     }  # fmt: skip
     assert all(ms > 0 for ms in cold.parts_ms.values())
     assert cold.llm_calls >= 2 and cold.total_ms == pytest.approx(sum(cold.parts_ms.values()))
+    # …and through the real handler in a Lambda container: init apart from the first invocation,
+    # the model server's time left out, openai imported and connected in the init only.
+    handler = cold.handler
+    assert handler is not None and handler.status == "ok", handler
+    assert handler.runs == 1 and handler.warm_turns == TINY.cold_handler_warm_turns
+    assert 0 < handler.model_ms < handler.invocation_ms
+    assert handler.total_ms == pytest.approx(
+        handler.init_ms + handler.invocation_ms - handler.model_ms
+    )
+    assert not handler.openai_in_invocation
+    assert 0 < handler.turn_cpu_p50_ms <= handler.turn_cpu_p95_ms
+    assert 0 < handler.full_pass_ms < handler.unfrozen_full_pass_ms  # the freeze's whole point
     throughput = result.throughput
     assert throughput is not None
     assert throughput.status.startswith(("ok", "pending"))
@@ -123,6 +135,7 @@ def test_cold_start_throughput_and_targets(result: BenchResult) -> None:
         "30-guideline scenario",
         "functions.worker",
         "cold turn on moto",
+        "cold turn through the worker handler",
         "every handler's import",
     ):
         assert expected in names

@@ -214,3 +214,35 @@ def test_handler_modules_import_only_what_every_request_needs(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_prepared_for_turns_only_a_runtime_whose_channels_send_builds_an_http_client(
+    stack: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prepare_for_turns` (a Lambda container's init phase) builds the engine and its clients,
+    and the outbound HTTP client only when an enabled channel (or the support relay) sends."""
+    quiet = Runtime(RuntimeSettings.from_env())
+    quiet.prepare_for_turns()
+    assert {"engine", "llm", "embedder", "outbox"} <= set(quiet.__dict__)
+    assert "http" not in quiet.__dict__  # no channel secret is set: nothing to send with
+    quiet.close()
+
+    monkeypatch.setenv("WAYPOINT_GENERIC_SECRET", "generic-secret-0123456789abcdef")
+    monkeypatch.setenv("WAYPOINT_CALLBACK_HOSTS", "client.test")
+    sending = Runtime(RuntimeSettings.from_env())
+    sending.prepare_for_turns()
+    assert "http" in sending.__dict__  # the generic channel POSTs its replies
+    sending.close()
+
+
+def test_the_agents_a_runtime_answers_are_read_ahead_and_one_not_published_is_left_to_its_turn(
+    stack: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Runtime(RuntimeSettings.from_env(), llm=OfflineLLM())  # answers "bank"
+    with caplog.at_level("WARNING", logger="infra.runtime"):
+        runtime.prepare_for_turns()  # not published yet: logged, not raised
+    assert "agent bank could not be read ahead of its first turn" in caplog.text
+
+    runtime.run(runtime.publish_agent(load_bank()))
+    assert runtime.run(runtime.read_agents_ahead()) == ["bank"]
+    runtime.close()
