@@ -91,9 +91,15 @@ class InMemoryVectorIndex:
         norm = float(np.linalg.norm(q))
         scores = matrix @ (q / norm if norm > 0 else q)
         n = scores.shape[0]
-        # O(n) selection of the k best (argpartition), then sort only those k.
-        candidates = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        order = candidates[np.lexsort((candidates, -scores[candidates]))]
+        if k < n:
+            # O(n) selection: every row scoring at least the k-th best score (all of a tie at
+            # the cut, which argpartition would pick from arbitrarily), then sort only those. The
+            # k best are then a prefix of the full ranking, whatever k (recall relies on it).
+            cut = np.partition(scores, n - k)[n - k]
+            candidates = np.flatnonzero(scores >= cut)
+        else:
+            candidates = np.arange(n)
+        order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
         return [(ids[i], float(scores[i])) for i in order]
 
     async def nearest(self, namespace: str, query: Array, k: int) -> list[tuple[str, float]]:
