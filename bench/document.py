@@ -33,9 +33,11 @@ load/commit are timed around `TurnEngine` by wrapping the stores. One warm-up co
 agent and port set is not counted. Garbage-collection pauses are part of the numbers.
 - **Workloads**: the banking concierge (examples/banking) in ten turns — greeting, a stock \
 price (two journey tool steps), a transfer that first runs the authentication and balance \
-journeys as prerequisites, then the transfer's own tools; synthetic agents of 10 / 100 / 1,000 / \
-5,000 guidelines across 5 / 20 / 100 / 200 journeys (5 / 20 / 100 / 250 agent-wide guidelines, \
-the rest journey-scoped; journeys of 5–6 steps with a tool step, half with a fork after it) in \
+journeys as prerequisites, then the transfer's own tools; synthetic agents of two shapes: 10 / \
+100 / 1,000 / 5,000 guidelines across 5 / 20 / 100 / 200 journeys with 5 / 20 / 100 / 250 of them \
+agent-wide and the rest journey-scoped ("mostly journey-scoped"), and 100 / 1,000 / 5,000 \
+guidelines across 20 / 100 / 200 journeys all agent-wide ("all agent-wide": recall ranks every \
+one each turn); journeys of 5–6 steps with a tool step, half with a fork after it; in \
 four-turn conversations (enter a journey + an agent-wide question; the reference number; the \
 amount, which runs the journey's tool; a question whose guideline calls a tool); and the \
 reference implementation's worked example rebuilt as one of our agents (bench/worked_example.py).
