@@ -70,7 +70,8 @@ held-back list one pass over the version's ids), with the same decisions as the 
 first `python -m bench` run still showed 29.1 ms p50 (recall 11.3 ms) at load 4.7–6.4: BLAS \
 handed each 5,000 × 384 ranking to its thread pool, which costs milliseconds a call on a shared \
 CPU; vector search now scores up to 4M matrix cells in one thread (`np.einsum`, ≈ 0.3 ms at \
-5,000 × 384). Interleaved in the same minutes (12 zero-latency turns of the all-agent-wide \
+5,000 × 384; the embeddings table's top-5 over 1,000 and 10,000 vectors, on a quiet \
+machine, went from 0.04 / 0.50 to 0.08 / 0.69 ms p50: there BLAS's threads were faster). Interleaved in the same minutes (12 zero-latency turns of the all-agent-wide \
 5,000-guideline agent, in-memory ports, load 3.2–3.5): before (main) p50 10.2 and 11.3 ms, after \
 4.6 and 6.1 ms. The handler-import target is two targets now (decided): the customer's path \
 (webhook, worker, tool task and the other handlers) ≤ 0.15× of `import parlant.sdk`, the \

@@ -206,7 +206,7 @@ def scale_table(result: BenchResult) -> Table:
                 r.shape,
                 f"{r.guidelines:,}",
                 str(r.journeys),
-                str(r.global_guidelines),
+                f"{r.global_guidelines:,}",
                 f"{r.evaluated_mean:,.0f}",
                 f"{r.calls_mean:.1f}",
                 str(r.rounds_max),
