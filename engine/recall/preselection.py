@@ -38,16 +38,15 @@ _position = attrgetter("position")
 class _TurnSplit:
     """This turn's usable candidates, sorted as `preselect` sorts them."""
 
-    wide: list[IndexedGuideline] = field(default_factory=list)  # the version's agent-wide entries …
+    # the version's agent-wide entries (shared, not copied), of which `excluded` are always
+    # matched this turn; `extra_wide`: the channel- or customer-tagged ones this session meets
+    wide: list[IndexedGuideline] = field(default_factory=list)
     wide_by_id: dict[str, IndexedGuideline] = field(default_factory=dict)
-    excluded: set[str] = field(default_factory=set)  # … of which these are always matched
-    extra_wide: dict[str, IndexedGuideline] = field(
-        default_factory=dict
-    )  # tagged agent-wide ones met now
+    excluded: set[str] = field(default_factory=set)
+    extra_wide: dict[str, IndexedGuideline] = field(default_factory=dict)
     fixed: list[IndexedGuideline] = field(default_factory=list)  # always matched
-    conditions: dict[str, list[IndexedGuideline]] = field(
-        default_factory=dict
-    )  # journey → conditions
+    # journey (not predicted this turn) → its usable activation conditions
+    conditions: dict[str, list[IndexedGuideline]] = field(default_factory=dict)
     # the group `wide` comes from, when every ranked candidate (agent-wide or a condition) is one
     # of its `droppable` (nothing tagged met, no condition scoped to a journey): the held-back
     # list is then one pass over `droppable`
