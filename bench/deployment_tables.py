@@ -4,8 +4,14 @@ on the moto stack) and the local stack's throughput."""
 
 from __future__ import annotations
 
-from bench.results import BenchResult, ColdTurnRow, FirstTurnRow, ThroughputRow
+from bench.results import BenchResult, ColdTurnRow, FirstTurnRow, ImportRow, ThroughputRow
 from bench.table import Table, ms_cell
+from bench.targets import (
+    HANDLER_IMPORT_SHARE,
+    MANAGEMENT_IMPORT_SHARE,
+    handler_import_share,
+    reference_import_ms,
+)
 
 
 def embeddings_table(result: BenchResult) -> Table:
@@ -48,7 +54,15 @@ def embeddings_table(result: BenchResult) -> Table:
 
 
 def imports_table(result: BenchResult) -> Table:
-    """Each module's import in a fresh process (with and without .pyc) and its heaviest packages."""
+    """Each module's import in a fresh process (with and without .pyc), its share of the
+    reference SDK's import against its target, and its heaviest packages."""
+    theirs, basis = reference_import_ms(result.imports)
+
+    def share(r: ImportRow) -> str:
+        if not r.module.startswith("functions.") or r.median_ms is None:
+            return "–"
+        return f"{r.median_ms / theirs:.3f}× (≤ {handler_import_share(r.module):g}×)"
+
     return Table(
         "Cold start: import time in a fresh process (median; .pyc present)",
         [
@@ -58,6 +72,7 @@ def imports_table(result: BenchResult) -> Table:
             "median ms",
             "min–max ms",
             "CPU median ms",
+            "share of the reference's import (target)",
             "without .pyc, median ms",
             "heaviest packages (ms)",
         ],
@@ -69,6 +84,7 @@ def imports_table(result: BenchResult) -> Table:
                 ms_cell(r.median_ms, 0),
                 f"{ms_cell(r.min_ms, 0)}–{ms_cell(r.max_ms, 0)}" if r.runs else "–",
                 ms_cell(r.cpu_median_ms, 0),
+                share(r),
                 ms_cell(r.source_median_ms, 0),
                 ", ".join(f"{m} {ms:g}" for m, ms in r.heaviest if m != r.module.split(".")[0])[:90]
                 or "–",
@@ -85,7 +101,10 @@ def imports_table(result: BenchResult) -> Table:
             "handler imported with no bytecode to load (an empty `pycache_prefix`, `-B`), "
             "so every module is compiled from source — what each Lambda cold start pays "
             "when the read-only package ships no .pyc (the layer's Makefile compiles "
-            "them at `sam build`; docs/deploy.md §8)."
+            "them at `sam build`; docs/deploy.md §8). Share = the handler's median over "
+            f"{basis}; targets (bench/targets.py): the customer's path (webhook, turn worker, "
+            f"tool task and the other handlers) ≤ {HANDLER_IMPORT_SHARE:g}×, the management "
+            f"API, which only operators call, ≤ {MANAGEMENT_IMPORT_SHARE:g}×."
         ],
     )
 

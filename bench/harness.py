@@ -72,6 +72,10 @@ class TurnSample:
     # the slowest call of each round (an estimate: calls of a round overlap)
     overhead_ms: float
     breakdown_ms: dict[str, float] = field(default_factory=dict)
+    # tokens of this turn's calls by schema (the benchmark's tokenizer), and its largest answer
+    prompt_by_schema: dict[str, int] = field(default_factory=dict)
+    completion_by_schema: dict[str, int] = field(default_factory=dict)
+    completion_max_call: int = 0
     rounds_detail: list[str] = field(default_factory=list)  # "2: JourneyNodeSelection(auth)"
     # Journeys recall ranked but left unpredicted (below journey_min_similarity): `saved` did not
     # activate this turn (a node-selection call not made), `late` did (entered in a later round).
@@ -256,8 +260,16 @@ class TurnRunner:
         overhead = max(0.0, wall_ms - llm_time)
         breakdown["trace_dump"] = max(0.0, overhead - sum(breakdown.values()))
         by_schema: dict[str, int] = {}
+        prompt_by_schema: dict[str, int] = {}
+        completion_by_schema: dict[str, int] = {}
         for c in trace.llm_calls:
             by_schema[c.schema_name] = by_schema.get(c.schema_name, 0) + 1
+            prompt_by_schema[c.schema_name] = prompt_by_schema.get(c.schema_name, 0) + (
+                c.prompt_tokens
+            )
+            completion_by_schema[c.schema_name] = (
+                completion_by_schema.get(c.schema_name, 0) + c.completion_tokens
+            )
         activated = set(trace.activated_journeys)
         discarded = sum(
             1
@@ -283,6 +295,9 @@ class TurnRunner:
             prompt_tokens_est=sum(c.prompt_chars // 4 for c in trace.llm_calls),
             critical_completion_tokens=_critical_completion(trace.llm_calls),
             calls_by_schema=by_schema,
+            prompt_by_schema=prompt_by_schema,
+            completion_by_schema=completion_by_schema,
+            completion_max_call=max((c.completion_tokens for c in trace.llm_calls), default=0),
             tool_calls=sum(
                 1 for t in trace.tool_calls if t.status in ("ok", "error", "interrupted")
             ),

@@ -25,6 +25,7 @@ from bench.turn_tables import (
     reference_table,
     scale_table,
     stages_table,
+    tokens_per_call_table,
     values_table,
 )
 
@@ -35,6 +36,8 @@ def tables(result: BenchResult) -> list[Table]:
     latency = result.config.get("latency_ms", 0)
     if result.turns:
         out.append(per_turn_table(result))
+    if result.samples:
+        out.append(tokens_per_call_table(result))
     if result.overhead:
         out.append(overhead_table(result))
         out.append(stages_table(result))

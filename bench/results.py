@@ -30,6 +30,10 @@ class TurnSummary:
     speculative_discarded: int
     speculation_saved: int = 0  # node selections not made: the journey was below the threshold
     speculation_late: int = 0  # unpredicted journeys the turn entered anyway (a later round)
+    completion_tokens_max: int = 0  # the largest turn's completion tokens
+    prompt_per_call: float = 0.0  # over every counted call: tokens / calls
+    completion_per_call: float = 0.0
+    completion_max_call: int = 0  # the largest single answer
 
 
 @dataclass
@@ -59,6 +63,7 @@ class OverheadSummary:
 @dataclass
 class ScaleRow:
     label: str
+    shape: str  # bench.scale_agents: "mostly journey-scoped" or "all agent-wide"
     guidelines: int
     journeys: int
     global_guidelines: int
@@ -70,7 +75,7 @@ class ScaleRow:
     prompt_est_mean: float
     completion_tokens_mean: float
     critical_completion_mean: float  # completion tokens on the critical path
-    ratio_vs_100: float
+    ratio_vs_100: float  # prompt tokens vs the 100-guideline agent of the same shape
     overhead_p50_ms: dict[str, float] = field(default_factory=dict)  # port set → ms
     overhead_p95_ms: dict[str, float] = field(default_factory=dict)
 

@@ -1,7 +1,8 @@
 """Synthetic agents at scale for the benchmarks, built with `engine.authoring.Agent`.
 
 `scale_agent(shape)`: N guidelines across J journeys, most of them journey-scoped (as in real
-agents), plus a share of agent-wide ("global") guidelines; journeys of five to six steps with a
+agents), plus a share of agent-wide ("global") guidelines — or, the second shape, all of them
+agent-wide; journeys of five to six steps with a
 tool step, half of them with a fork after the tool. Every guideline and journey has topic words of
 its own (`bench.topic_words`). `scale_conversation` talks to one journey for four turns: enter it
 (and ask about a global topic), answer its two questions (the second answer runs its tool), then
@@ -37,15 +38,37 @@ class Shape:
         return self.guidelines - self.global_guidelines
 
     @property
+    def all_agent_wide(self) -> bool:
+        return self.global_guidelines == self.guidelines
+
+    @property
+    def kind(self) -> str:
+        """Which of the benchmark's two shapes this is."""
+        return ALL_AGENT_WIDE if self.all_agent_wide else MOSTLY_SCOPED
+
+    @property
     def label(self) -> str:
-        return f"{self.guidelines:,} guidelines / {self.journeys} journeys"
+        label = f"{self.guidelines:,} guidelines / {self.journeys} journeys"
+        return f"{label}, all agent-wide" if self.all_agent_wide else label
+
+    @property
+    def agent_id(self) -> str:
+        return f"synthetic-{self.guidelines}" + ("-wide" if self.all_agent_wide else "")
 
 
+MOSTLY_SCOPED = "mostly journey-scoped"
+ALL_AGENT_WIDE = "all agent-wide"
+
+# Two shapes: most guidelines scoped to a journey (as in real agents), and every guideline
+# agent-wide (recall ranks all of them every turn: the shape that costs recall the most).
 SCALE_SHAPES = (
     Shape(10, 5, 5),
     Shape(100, 20, 20),
     Shape(1_000, 100, 100),
     Shape(5_000, 200, 250),
+    Shape(100, 20, 100),
+    Shape(1_000, 100, 1_000),
+    Shape(5_000, 200, 5_000),
 )
 
 
@@ -159,7 +182,7 @@ def scale_agent(shape: Shape) -> ScaleAgent:
     """A validated snapshot of the given shape, plus the topic words a conversation can use."""
     words = Words()
     agent = Agent(
-        id=f"synthetic-{shape.guidelines}",
+        id=shape.agent_id,
         name="Synthetic service agent",
         description="A service agent for many kinds of requests",
     )

@@ -13,11 +13,13 @@ from bench.coldstart import FASTAPI_FLOOR, REFERENCE_MODULE, reference_import
 from bench.harness import TurnSample
 from bench.ports import IN_MEMORY, MOTO
 from bench.reference_figures import THEIR_IMPORT, THEIR_IMPORT_MS
-from bench.results import BenchResult, TargetResult
+from bench.results import BenchResult, ImportRow, TargetResult
 
 OVERHEAD_AT = 1_000
 OVERHEAD_LIMIT_MS = 40.0
-# At 5,000 guidelines recall must cost what it keeps (per-version index): 11.6 / 19.3 ms before.
+# At 5,000 guidelines recall must cost what it keeps (per-version index): 11.6 / 19.3 ms before;
+# for both shapes of the synthetic agents (all agent-wide: ≈ 14 ms p50 before preselection
+# was answered from the index, engine.recall.preselection).
 LARGE_AT = 5_000
 LARGE_P50_MS = 5.0
 LARGE_P95_MS = 10.0
@@ -35,10 +37,32 @@ COLD_TURN_MS = 1_000.0
 COLD_HANDLER_MS = 1_000.0
 WEBHOOK_IMPORT_MS = 600.0
 WORKER_IMPORT_MS = 350.0
-# Every handler imports in at most this share of the reference SDK's `import parlant.sdk`:
-# measured in the same run when `python -m bench compare` has installed it, else the low end of
-# its last measurements here (`THEIR_IMPORT_MS`), so the limit is the stricter one.
+# A handler imports in at most a share of the reference SDK's `import parlant.sdk`: measured in
+# the same run when `python -m bench compare` has installed it, else the low end of its last
+# measurements here (`THEIR_IMPORT_MS`), so the limit is the stricter one. The customer's path
+# (webhook, turn worker, tool task — and every other handler but the management API) is held to
+# 0.15×; the management API, which only operators call, to 0.25× (decided in #34: its floor,
+# FastAPI + Mangum, is ≈ 0.13× by itself).
 HANDLER_IMPORT_SHARE = 0.15
+MANAGEMENT_MODULE = "functions.management"
+MANAGEMENT_IMPORT_SHARE = 0.25
+
+
+def handler_import_share(module: str) -> float:
+    """The share of the reference's import a handler module may take."""
+    return MANAGEMENT_IMPORT_SHARE if module == MANAGEMENT_MODULE else HANDLER_IMPORT_SHARE
+
+
+def reference_import_ms(imports: Sequence[ImportRow]) -> tuple[float, str]:
+    """What the handler-import targets divide by, and where it comes from."""
+    measured = reference_import(imports)
+    if measured is not None and measured.median_ms:
+        theirs = measured.median_ms
+        return theirs, f"`import {REFERENCE_MODULE}` measured in this run: {theirs:,.0f} ms median"
+    return THEIR_IMPORT_MS[0], (
+        f"`import {REFERENCE_MODULE}`, {THEIR_IMPORT} — not measured in this run: "
+        "`python -m bench compare` installs it"
+    )
 
 
 def _number(value: float) -> str:
@@ -68,17 +92,17 @@ def evaluate(result: BenchResult) -> list[TargetResult]:
         t
         for t in (
             _overhead(result),
-            _large_overhead(result),
+            *_large_overhead(result),
             _rounds(result.samples, tools=False),
             _rounds(result.samples, tools=True),
             *_scenario(result),
             _speculation(result),
-            _growth(result),
+            *_growth(result),
             _cold_turn(result),
             _cold_handler(result),
             _import(result, "functions.webhook", WEBHOOK_IMPORT_MS),
             _import(result, "functions.worker", WORKER_IMPORT_MS),
-            _handlers_vs_reference(result),
+            *_handlers_vs_reference(result),
         )
         if t is not None
     ]
@@ -105,23 +129,33 @@ def _overhead(result: BenchResult) -> TargetResult | None:
     )
 
 
-def _large_overhead(result: BenchResult) -> TargetResult | None:
-    label = next((r.label for r in result.scale if r.guidelines == LARGE_AT), None)
-    row = next((o for o in result.overhead if o.agent == label and o.ports == IN_MEMORY), None)
-    if row is None:
-        return None
-    ok = row.p50_ms <= LARGE_P50_MS and row.p95_ms <= LARGE_P95_MS
-    recall = row.stages_p50_ms.get("recall", 0.0)
-    return TargetResult(
-        name=f"engine overhead per turn at {LARGE_AT:,} guidelines (in-memory ports)",
-        limit=f"p50 ≤ {LARGE_P50_MS:g} ms, p95 ≤ {LARGE_P95_MS:g} ms",
-        measured=f"p50 {row.p50_ms:.1f} ms, p95 {row.p95_ms:.1f} ms (recall p50 {recall:.2f} ms)",
-        status=_status(ok),
-        margin=f"p50 {_margin(row.p50_ms, LARGE_P50_MS, ' ms')}; "
-        f"p95 {_margin(row.p95_ms, LARGE_P95_MS, ' ms')}",
-        why="" if ok else WHY["overhead"],
-        fix="" if ok else FIX["overhead"],
-    )
+def _large_overhead(result: BenchResult) -> list[TargetResult]:
+    """One target per shape of the 5,000-guideline agents (mostly journey-scoped; all
+    agent-wide)."""
+    out = []
+    for scale in (r for r in result.scale if r.guidelines == LARGE_AT):
+        row = next(
+            (o for o in result.overhead if o.agent == scale.label and o.ports == IN_MEMORY), None
+        )
+        if row is None:
+            continue
+        ok = row.p50_ms <= LARGE_P50_MS and row.p95_ms <= LARGE_P95_MS
+        recall = row.stages_p50_ms.get("recall", 0.0)
+        out.append(
+            TargetResult(
+                name=f"engine overhead per turn at {LARGE_AT:,} guidelines, {scale.shape} "
+                "(in-memory ports)",
+                limit=f"p50 ≤ {LARGE_P50_MS:g} ms, p95 ≤ {LARGE_P95_MS:g} ms",
+                measured=f"p50 {row.p50_ms:.1f} ms, p95 {row.p95_ms:.1f} ms (recall p50 "
+                f"{recall:.2f} ms)",
+                status=_status(ok),
+                margin=f"p50 {_margin(row.p50_ms, LARGE_P50_MS, ' ms')}; "
+                f"p95 {_margin(row.p95_ms, LARGE_P95_MS, ' ms')}",
+                why="" if ok else WHY["overhead"],
+                fix="" if ok else FIX["overhead"],
+            )
+        )
+    return out
 
 
 def _describe(sample: TurnSample) -> str:
@@ -202,24 +236,33 @@ def _speculation(result: BenchResult) -> TargetResult | None:
     )
 
 
-def _growth(result: BenchResult) -> TargetResult | None:
-    small = next((r for r in result.scale if r.guidelines == 100), None)
-    big = next((r for r in result.scale if r.guidelines == 5_000), None)
-    if small is None or big is None:
-        return None
-    ratio = big.prompt_tokens_mean / small.prompt_tokens_mean
-    ok = ratio <= GROWTH_LIMIT
-    return TargetResult(
-        name="prompt tokens per turn at 5,000 guidelines vs 100",
-        limit=f"≤ {GROWTH_LIMIT:g}×",
-        measured=f"{ratio:.2f}× ({big.prompt_tokens_mean:,.0f} vs {small.prompt_tokens_mean:,.0f}"
-        f" tokens; the matcher saw {big.evaluated_mean:,.0f} vs {small.evaluated_mean:,.0f}"
-        " guidelines per turn)",
-        status=_status(ok),
-        margin=_margin(ratio, GROWTH_LIMIT, "×"),
-        why="" if ok else WHY["growth"],
-        fix="" if ok else FIX["growth"],
-    )
+def _growth(result: BenchResult) -> list[TargetResult]:
+    """Prompt tokens at 5,000 guidelines vs 100, for each shape of the synthetic agents."""
+    out = []
+    for big in (r for r in result.scale if r.guidelines == 5_000):
+        small = next(
+            (r for r in result.scale if r.guidelines == 100 and r.shape == big.shape), None
+        )
+        if small is None or not small.prompt_tokens_mean:
+            continue
+        ratio = big.prompt_tokens_mean / small.prompt_tokens_mean
+        ok = ratio <= GROWTH_LIMIT
+        out.append(
+            TargetResult(
+                name=f"prompt tokens per turn at 5,000 guidelines vs 100, {big.shape}",
+                limit=f"≤ {GROWTH_LIMIT:g}×",
+                measured=f"{ratio:.2f}× ({big.prompt_tokens_mean:,.0f} vs "
+                f"{small.prompt_tokens_mean:,.0f} tokens, {big.completion_tokens_mean:,.0f} vs "
+                f"{small.completion_tokens_mean:,.0f} completion; {big.calls_mean:.1f} vs "
+                f"{small.calls_mean:.1f} calls; the matcher saw {big.evaluated_mean:,.0f} vs "
+                f"{small.evaluated_mean:,.0f} guidelines per turn)",
+                status=_status(ok),
+                margin=_margin(ratio, GROWTH_LIMIT, "×"),
+                why="" if ok else WHY["growth"],
+                fix="" if ok else FIX["growth"],
+            )
+        )
+    return out
 
 
 def _import(result: BenchResult, module: str, limit: float) -> TargetResult:
@@ -284,45 +327,67 @@ def _cold_handler(result: BenchResult) -> TargetResult | None:
     )
 
 
-def _handlers_vs_reference(result: BenchResult) -> TargetResult | None:
+def _handlers_vs_reference(result: BenchResult) -> list[TargetResult]:
+    """The customer's path (every handler but the management API) and the management API, each
+    against its share of the reference SDK's import."""
     rows = [
         r
         for r in result.imports
         if r.module.startswith("functions.") and r.status == "ok" and r.median_ms is not None
     ]
     if not rows:
-        return None
-    measured = reference_import(result.imports)
-    if measured is not None and measured.median_ms:
-        theirs = measured.median_ms
-        basis = f"`import {REFERENCE_MODULE}` measured in this run: {theirs:,.0f} ms median"
-    else:
-        theirs = THEIR_IMPORT_MS[0]
-        basis = (
-            f"`import {REFERENCE_MODULE}`, {THEIR_IMPORT} — not measured in this run: "
-            "`python -m bench compare` installs it"
-        )
-    limit = HANDLER_IMPORT_SHARE * theirs
-    worst = max(rows, key=lambda r: r.median_ms or 0.0)
-    worst_ms = worst.median_ms or 0.0
-    ok = worst_ms <= limit
-    each = ", ".join(f"{r.module.split('.')[-1]} {r.median_ms:.0f}" for r in rows)
+        return []
+    theirs, basis = reference_import_ms(result.imports)
     floor = next(
         (r.median_ms for r in result.imports if r.module == FASTAPI_FLOOR and r.median_ms),
         None,
     )
-    floor_note = (
-        f"; floor, a one-route FastAPI + Mangum + Logger app: {floor:.0f} ms = {floor / theirs:.3f}×"
-        if floor
-        else ""
-    )
+    customers = [r for r in rows if r.module != MANAGEMENT_MODULE]
+    management = [r for r in rows if r.module == MANAGEMENT_MODULE]
+    out = []
+    if customers:
+        out.append(
+            _import_share_target(
+                f"the customer's path: each handler's import vs the reference SDK's ({basis})",
+                customers,
+                theirs,
+                HANDLER_IMPORT_SHARE,
+            )
+        )
+    if management:
+        floor_note = (
+            f"; floor, a one-route FastAPI + Mangum + Logger app: {floor:.0f} ms = "
+            f"{floor / theirs:.3f}×"
+            if floor
+            else ""
+        )
+        out.append(
+            _import_share_target(
+                f"the management API's import (operators only) vs the reference SDK's ({basis})",
+                management,
+                theirs,
+                MANAGEMENT_IMPORT_SHARE,
+                floor_note,
+            )
+        )
+    return out
+
+
+def _import_share_target(
+    name: str, rows: Sequence[ImportRow], theirs: float, share: float, note: str = ""
+) -> TargetResult:
+    limit = share * theirs
+    worst = max(rows, key=lambda r: r.median_ms or 0.0)
+    worst_ms = worst.median_ms or 0.0
+    ok = worst_ms <= limit
+    each = ", ".join(f"{r.module.split('.')[-1]} {r.median_ms:.0f}" for r in rows)
+    measured = f"{worst.module} {worst_ms:.0f} ms = {worst_ms / theirs:.3f}×"
+    if len(rows) > 1:
+        measured = f"worst {measured} ({each} ms)"
     return TargetResult(
-        name=f"every handler's import vs the reference SDK's ({basis})",
-        limit=f"≤ {HANDLER_IMPORT_SHARE:g}× = {limit:,.0f} ms (median)",
-        measured=(
-            f"worst {worst.module} {worst_ms:.0f} ms = {worst_ms / theirs:.3f}× ({each} ms)"
-            f"{floor_note}"
-        ),
+        name=name,
+        limit=f"≤ {share:g}× = {limit:,.0f} ms (median)",
+        measured=measured + note,
         status=_status(ok),
         margin=_margin(worst_ms, limit, " ms"),
         why="" if ok else WHY["import"].format(module=worst.module, heavy=worst.heaviest[:4]),
@@ -440,17 +505,15 @@ IMPORT_FIX = {
         "the same notes) and keep FastAPI for the local server only."
     ),
     "functions.management": (
-        "The floor under the fixed choice (FastAPI + Mangum on Lambda) is the cold-start "
-        "table's `bench.fastapi_floor`, a one-route app with Mangum and the Powertools Logger: "
-        "≈ 0.13× of the reference's import by itself (FastAPI's `routing` → `params` → "
-        "`openapi.models` and, at the first route, its `pydantic.v1` check). The management "
-        "API adds its 26 routes' dependants and response fields, the 79 pydantic models they "
-        "name (≈ 36 ms of model building, cProfile) and its modules — ≈ 0.06× more. What a "
-        "request does not need (the platform adapters, PyYAML) is already imported on use. "
-        "Meeting 0.15× needs a lighter router in Lambda (aws_lambda_powertools' "
-        "`APIGatewayHttpResolver`, FastAPI kept for the local server), which the fixed choice "
-        "rules out, or building the routes on the first request, which moves the same cost "
-        "into that request; #22 is marked blocked on that choice."
+        "The management API's target is 0.25× (operators call it, not customers; decided in "
+        "#34) because its floor under the fixed choice (FastAPI + Mangum on Lambda) is the "
+        "cold-start table's `bench.fastapi_floor`, a one-route app with Mangum and the "
+        "Powertools Logger: ≈ 0.13× of the reference's import by itself (FastAPI's `routing` → "
+        "`params` → `openapi.models` and, at the first route, its `pydantic.v1` check). The "
+        "management API adds its 26 routes' dependants and response fields, the 79 pydantic "
+        "models they name (≈ 36 ms of model building, cProfile) and its modules — ≈ 0.06× more. "
+        "Past 0.25×, look for what a request does not need imported at module level (the "
+        "platform adapters and PyYAML are already imported on use)."
     ),
     "functions.worker": (
         "The largest single item is the module-level `Tracer(service=...)`: constructing "

@@ -43,9 +43,10 @@ def per_turn_table(result: BenchResult) -> Table:
             "wall p95 ms",
             "rounds p50/max",
             "LLM calls mean/max",
-            "prompt tokens mean (max)",
+            "prompt tokens/turn mean (max)",
+            "completion tokens/turn mean (max)",
+            "per call: prompt / completion mean (largest answer)",
             "chars/4 mean",
-            "completion mean",
             "turns w/ tools",
             "speculative node selections discarded",
             "saved by the similarity threshold (entered later)",
@@ -59,8 +60,10 @@ def per_turn_table(result: BenchResult) -> Table:
                 f"{t.rounds_p50:g}/{t.rounds_max}",
                 f"{t.calls_mean:.1f}/{t.calls_max}",
                 f"{t.prompt_tokens_mean:,.0f} ({t.prompt_tokens_max:,})",
+                f"{t.completion_tokens_mean:,.0f} ({t.completion_tokens_max:,})",
+                f"{t.prompt_per_call:,.0f} / {t.completion_per_call:,.0f} "
+                f"({t.completion_max_call:,})",
                 count_cell(t.prompt_est_mean),
-                count_cell(t.completion_tokens_mean),
                 str(t.tool_turns),
                 str(t.speculative_discarded),
                 f"{t.speculation_saved} ({t.speculation_late})",
@@ -70,7 +73,9 @@ def per_turn_table(result: BenchResult) -> Table:
         [
             f"Tokens: {result.tokenizer}. Rounds = distinct sequential LLM rounds on the "
             "critical path (trace.llm_rounds). Calls, rounds and tokens do not depend on "
-            "latency; they are averaged over every in-memory turn of the agent."
+            "latency; they are averaged over every in-memory turn of the agent. Completion = "
+            "the output tokens of the turn's calls (each call's record in the trace); per call "
+            "= the agent's tokens over its calls."
         ],
     )
 
@@ -192,49 +197,121 @@ def _part_of_overhead_table(
 
 
 def scale_table(result: BenchResult) -> Table:
-    """The synthetic agents from 10 to 5,000 guidelines: what a turn evaluates, asks and costs."""
+    """The synthetic agents from 10 to 5,000 guidelines, of both shapes: what a turn evaluates,
+    asks and costs."""
     rows = []
     for r in result.scale:
         rows.append(
             [
+                r.shape,
                 f"{r.guidelines:,}",
                 str(r.journeys),
-                str(r.global_guidelines),
+                f"{r.global_guidelines:,}",
                 f"{r.evaluated_mean:,.0f}",
                 f"{r.calls_mean:.1f}",
                 str(r.rounds_max),
-                f"{r.prompt_tokens_mean:,.0f}",
+                f"{r.prompt_tokens_mean:,.0f} ({_per_call(r.prompt_tokens_mean, r.calls_mean)})",
                 f"{r.prompt_est_mean:,.0f}",
                 "–" if math.isnan(r.ratio_vs_100) else f"{r.ratio_vs_100:.2f}×",
-                f"{r.completion_tokens_mean:,.0f} ({r.critical_completion_mean:,.0f})",
+                f"{r.completion_tokens_mean:,.0f} "
+                f"({_per_call(r.completion_tokens_mean, r.calls_mean)})",
+                f"{r.critical_completion_mean:,.0f}",
                 f"{ms_cell(r.overhead_p50_ms.get(IN_MEMORY))} / {ms_cell(r.overhead_p95_ms.get(IN_MEMORY))}",
                 f"{ms_cell(r.overhead_p50_ms.get(MOTO))} / {ms_cell(r.overhead_p95_ms.get(MOTO))}",
             ]
         )
     return Table(
-        "Scale: synthetic agents (most guidelines journey-scoped)",
+        "Scale: synthetic agents of two shapes (most guidelines journey-scoped; all agent-wide)",
         [
+            "shape",
             "guidelines",
             "journeys",
             "agent-wide",
             "evaluated/turn",
             "LLM calls/turn",
             "rounds max",
-            "prompt tokens/turn",
+            "prompt tokens/turn (per call)",
             "chars/4/turn",
             "vs 100",
-            "completion tokens/turn (on the critical path)",
+            "completion tokens/turn (per call)",
+            "completion on the critical path",
             "overhead p50/p95 ms in-memory",
             "overhead p50/p95 ms moto",
         ],
         rows,
         [
+            "Shapes (bench/scale_agents.py): mostly journey-scoped = a share of the guidelines "
+            "agent-wide (half at 10, 5% at 5,000), the rest spread over the journeys (as in real "
+            "agents); all agent-wide = "
+            "no guideline scoped to a journey, so recall ranks every one of them each turn. "
+            "vs 100 = prompt tokens against the 100-guideline agent of the same shape. "
             "evaluated/turn = guideline verdicts the matcher produced: agent-wide guidelines and "
             "other journeys' conditions up to the recall caps (guideline_top_k = 30, "
             "condition_top_k = 20, the most similar to the conversation), scoped guidelines of "
             "the active or predicted journey only. Completion tokens on the critical path = the largest answer of each "
             "sequential round, summed: what a per-token latency waits for (see "
             "--latency-per-token-ms)."
+        ],
+    )
+
+
+def _per_call(tokens_per_turn: float, calls_per_turn: float) -> str:
+    return f"{tokens_per_turn / calls_per_turn:,.0f}" if calls_per_turn else "–"
+
+
+def tokens_per_call_table(result: BenchResult) -> Table:
+    """Prompt and completion tokens of one LLM call, by schema, over the run's turns."""
+    calls: dict[str, int] = {}
+    prompt: dict[str, int] = {}
+    completion: dict[str, int] = {}
+    for sample in result.samples:
+        for schema, n in sample.calls_by_schema.items():
+            calls[schema] = calls.get(schema, 0) + n
+            prompt[schema] = prompt.get(schema, 0) + sample.prompt_by_schema.get(schema, 0)
+            completion[schema] = completion.get(schema, 0) + sample.completion_by_schema.get(
+                schema, 0
+            )
+    turns = len(result.samples)
+    rows = [
+        [
+            schema,
+            f"{n:,}",
+            f"{n / turns:.2f}",
+            f"{prompt[schema] / n:,.0f}",
+            f"{completion[schema] / n:,.0f}",
+            f"{prompt[schema] / turns:,.0f} / {completion[schema] / turns:,.0f}",
+        ]
+        for schema, n in sorted(calls.items(), key=lambda kv: -kv[1])
+    ]
+    total = sum(calls.values())
+    if total:
+        rows.append(
+            [
+                "every call",
+                f"{total:,}",
+                f"{total / turns:.2f}",
+                f"{sum(prompt.values()) / total:,.0f}",
+                f"{sum(completion.values()) / total:,.0f}",
+                f"{sum(prompt.values()) / turns:,.0f} / {sum(completion.values()) / turns:,.0f}",
+            ]
+        )
+    return Table(
+        "Tokens per LLM call, by schema (every turn of the latency-model run)",
+        [
+            "schema",
+            "calls",
+            "calls/turn",
+            "prompt tokens/call",
+            "completion tokens/call",
+            "prompt / completion tokens per turn",
+        ],
+        rows,
+        [
+            f"Over the {turns:,} turns of the first pass (banking, every synthetic agent, the "
+            "reference's scenarios). Completion = the output tokens of each call as its trace "
+            f"record counts them ({result.tokenizer}). The fake writes short fixed rationales: "
+            "completion here is the structure each schema asks for, not a real model's longer "
+            "rationales (docs/prompts.md estimates those)."
         ],
     )
 

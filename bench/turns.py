@@ -201,7 +201,17 @@ def _summary(label: str, timed: Sequence[TurnSample], counted: Sequence[TurnSamp
         speculative_discarded=sum(s.speculative_discarded for s in timed),
         speculation_saved=sum(s.speculation_saved for s in timed),
         speculation_late=sum(s.speculation_late for s in timed),
+        completion_tokens_max=max(s.completion_tokens for s in counted),
+        prompt_per_call=_per_call([(s.prompt_tokens, s.llm_calls) for s in counted]),
+        completion_per_call=_per_call([(s.completion_tokens, s.llm_calls) for s in counted]),
+        completion_max_call=max(s.completion_max_call for s in counted),
     )
+
+
+def _per_call(turns: Sequence[tuple[int, int]]) -> float:
+    """Tokens per LLM call over turns of (tokens, calls): their total over their calls."""
+    calls = sum(c for _, c in turns)
+    return sum(t for t, _ in turns) / calls if calls else 0.0
 
 
 def _overhead(label: str, ports: str, samples: Sequence[TurnSample]) -> OverheadSummary:
@@ -235,6 +245,7 @@ def _scale_rows(
         counted = memory[workload.label] + latency[workload.label]
         row = ScaleRow(
             label=agent.shape.label,
+            shape=agent.shape.kind,
             guidelines=agent.shape.guidelines,
             journeys=agent.shape.journeys,
             global_guidelines=agent.shape.global_guidelines,
@@ -254,8 +265,8 @@ def _scale_rows(
             row.overhead_p50_ms[MOTO] = median(s.overhead_ms for s in moto[workload.label])
             row.overhead_p95_ms[MOTO] = p95(s.overhead_ms for s in moto[workload.label])
         rows.append(row)
-    base = next((r for r in rows if r.guidelines == 100), None)
-    for r in rows:
+    for r in rows:  # against the 100-guideline agent of the same shape
+        base = next((b for b in rows if b.guidelines == 100 and b.shape == r.shape), None)
         if base is not None and base.prompt_tokens_mean:
             r.ratio_vs_100 = r.prompt_tokens_mean / base.prompt_tokens_mean
     return rows

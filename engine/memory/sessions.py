@@ -336,9 +336,9 @@ def _copy_tree(value: Any) -> Any:
     machinery cost more per turn than the rest of the commit; anything else still goes through it.
     """
     if type(value) is dict:  # exact types: a subclass keeps deepcopy's behaviour
-        return {k: _copy_tree(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy_tree(v) for v in value]
+        return {k: v if type(v) in _SCALARS else _copy_tree(v) for k, v in value.items()}
+    if type(value) is list:  # (scalars inline: a trace's id lists run to thousands)
+        return [v if type(v) in _SCALARS else _copy_tree(v) for v in value]
     if type(value) in _SCALARS:
         return value
     return copy.deepcopy(value)

@@ -22,6 +22,7 @@ from itertools import chain
 from operator import attrgetter
 
 from engine.model import AgentSnapshot, Criticality, Guideline, agent_tag, journey_tag
+from engine.recall.vectors import is_agent_wide
 
 # A tag with one of these prefixes names an audience; any other tag is an organising label.
 AUDIENCE_PREFIXES = ("agent:", "channel:", "journey:", "customer:")
@@ -32,19 +33,29 @@ def is_audience_tag(tag: str) -> bool:
 
 
 @dataclass(frozen=True)
-class _Entry:
+class IndexedGuideline:
     position: int  # in agent.guidelines: recall keeps the agent's order
     guideline: Guideline
     audience: frozenset[str]  # audience tags not met by every conversation (channel, customer…)
 
 
 @dataclass
-class _Group:
-    always: list[_Entry] = field(default_factory=list)  # apply in every conversation
-    tagged: list[_Entry] = field(default_factory=list)  # apply if the session's tags meet theirs
+class GuidelineGroup:
+    always: list[IndexedGuideline] = field(default_factory=list)  # apply in every conversation
+    tagged: list[IndexedGuideline] = field(
+        default_factory=list
+    )  # apply if the session's tags meet theirs
     always_ids: frozenset[str] = frozenset()  # ids of `always`, set once the index is built
+    # `always` split by what preselection (engine.recall.preselection) may do with each entry,
+    # in the agent's order: agent-wide guidelines it ranks, journeys' activation conditions by
+    # journey, and the rest (never left out)
+    wide: list[IndexedGuideline] = field(default_factory=list)
+    wide_by_id: dict[str, IndexedGuideline] = field(default_factory=dict)
+    conditions: dict[str, list[IndexedGuideline]] = field(default_factory=dict)
+    fixed: list[IndexedGuideline] = field(default_factory=list)
+    droppable: tuple[str, ...] = ()  # ids of `wide` and `conditions`, in the agent's order
 
-    def usable(self, session_tags: frozenset[str]) -> list[_Entry]:
+    def usable(self, session_tags: frozenset[str]) -> list[IndexedGuideline]:
         """The group's entries usable in a conversation with these tags, in the agent's order
         (the group's own list when nothing in it is tagged: callers only read it)."""
         if not self.tagged:
@@ -98,7 +109,7 @@ class RecallIndex:
             for gid in dict.fromkeys(journey.condition_guideline_ids):
                 self.activates.setdefault(gid, []).append(journey.id)
         self.journey_position = {j.id: i for i, j in enumerate(agent.journeys)}
-        self.groups: dict[str | None, _Group] = {}
+        self.groups: dict[str | None, GuidelineGroup] = {}
         self.scoped: dict[str, str | None] = {}  # guideline id → scoped journey
         self.condition_of: dict[str, str | None] = {}  # guideline id → journey it activates
         self.position: dict[str, int] = {}  # guideline id → its place in agent.guidelines
@@ -113,13 +124,26 @@ class RecallIndex:
             if not g.enabled:
                 continue
             audience = frozenset(t for t in g.tags if is_audience_tag(t))
-            group = self.groups.setdefault(scoped, _Group())
+            group = self.groups.setdefault(scoped, GuidelineGroup())
             if not audience or not audience.isdisjoint(static):
-                group.always.append(_Entry(position, g, frozenset()))
+                group.always.append(IndexedGuideline(position, g, frozenset()))
             else:
-                group.tagged.append(_Entry(position, g, audience))
+                group.tagged.append(IndexedGuideline(position, g, audience))
+        # how many agent-wide guidelines publishing embeds (`engine.recall.vectors`)
+        self.embedded_wide = sum(1 for g in agent.guidelines if g.enabled and is_agent_wide(g))
         for group in self.groups.values():
             group.always_ids = frozenset(e.guideline.id for e in group.always)
+            for entry in group.always:
+                role = self.roles[entry.guideline.id]
+                if role.condition_of is not None:
+                    group.conditions.setdefault(role.condition_of, []).append(entry)
+                elif role.agent_wide:
+                    group.wide.append(entry)
+                else:
+                    group.fixed.append(entry)
+            group.wide_by_id = {e.guideline.id: e for e in group.wide}
+            fixed = {id(e) for e in group.fixed}
+            group.droppable = tuple(e.guideline.id for e in group.always if id(e) not in fixed)
 
     def session_tags(self, channel: str, customer_tags: Iterable[str]) -> frozenset[str]:
         """The conversation's tags (`engine.recall.selection.conversation_tags`), the agent's and its

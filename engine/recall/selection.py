@@ -207,7 +207,11 @@ async def preselect(
 ) -> Preselection:
     """Stage 4 (large agents only): keep the agent-wide guidelines and the journey conditions most
     similar to the conversation. Without an index, an embedder or the guidelines' vectors (an
-    agent published before they were embedded), everything is kept."""
+    agent published before they were embedded), everything is kept.
+
+    This walks every candidate and ranks every embedded guideline: a turn gets the same answer
+    from the per-version index (`engine.recall.preselection.preselect_indexed`); this is the
+    definition it is tested against."""
     config, session = ctx.agent.config, ctx.session
     if (not config.guideline_top_k and not config.condition_top_k) or index is None:
         return Preselection(list(candidates), [])

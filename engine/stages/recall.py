@@ -1,7 +1,8 @@
 """The recall stage: which guidelines and journeys this turn may consider at all.
 
 Tag filter → high-probability journeys (active ones, else vector top-k) → pruning of the
-guidelines of low-probability journeys → preselection on large agents. Writes
+guidelines of low-probability journeys → preselection on large agents, all three answered from
+the per-version recall index (engine.recall.index, engine.recall.preselection). Writes
 `state.candidates`; returns what matching needs next.
 """
 
@@ -14,12 +15,8 @@ from engine.context import TurnContext
 from engine.model import Guideline
 from engine.ports import VectorIndex
 from engine.recall.index import recall_index
-from engine.recall.selection import (
-    RecallQuery,
-    high_probability_journeys,
-    indexed_recall,
-    preselect,
-)
+from engine.recall.preselection import preselect_indexed
+from engine.recall.selection import RecallQuery, high_probability_journeys
 from engine.stages.state import TurnState, UsableGuidelines
 
 
@@ -49,12 +46,15 @@ async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) 
     high = prediction.journeys
     state.trace.high_probability_journeys = list(high)
     state.trace.unpredicted_journeys = list(prediction.below_threshold)
-    pruned = indexed_recall(index_of_version, tags, high)
-    preselection = await preselect(
-        ctx, pruned.candidates, high=high, index=index, query=query, facts=index_of_version
+    # Recall's answer is `preselect(indexed_recall(...).candidates)`: computed from the
+    # per-version split of the kept groups, so a turn costs what it keeps, not what the agent
+    # holds (engine.recall.preselection); the held-back journeys resolve on access.
+    preselection = await preselect_indexed(
+        ctx, index_of_version, tags, high=high, vectors=index, query=query
     )
     state.trace.held_back_guideline_ids = preselection.held_back
     state.candidates = preselection.kept
     active_before = tuple(state.active())
     to_match = [g for g in state.candidates if g.condition_of_journey not in active_before]
-    return Recalled(list(high), active_before, to_match, pruned.dropped)
+    kept: list[str | None] = [None, *high]
+    return Recalled(list(high), active_before, to_match, index_of_version.held_back(tags, kept))
