@@ -167,6 +167,7 @@ def test_a_waiting_long_poll_returns_empty_handed_when_woken_and_a_message_still
     """`wake_long_polls` (called by the local poller when it stops) ends a long poll at once,
     with nothing, as a poll that timed out would; the next poll receives what is sent."""
     import threading
+    import time
 
     from infra.aws.moto_fidelity import wake_long_polls
 
@@ -180,10 +181,12 @@ def test_a_waiting_long_poll_returns_empty_handed_when_woken_and_a_message_still
 
         waiting = threading.Thread(target=poll)
         waiting.start()
-        waiting.join(timeout=1.0)  # well into its 20 s wait
-        assert waiting.is_alive()
-        wake_long_polls()
-        waiting.join(timeout=15)  # woken: far before the 20 s it asked for
+        # Woken again every 0.2 s (the poll may not have started when first told, on a loaded
+        # machine), for at most 15 s: far before the 20 s it asked to wait.
+        deadline = time.monotonic() + 15
+        while waiting.is_alive() and time.monotonic() < deadline:
+            wake_long_polls()
+            waiting.join(timeout=0.2)
         assert not waiting.is_alive() and received == [[]]
 
         sqs.send_message(
