@@ -17,7 +17,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -77,6 +77,18 @@ def _gate(model: str, limit: int) -> asyncio.Semaphore:
             del _GATES[stale]
         entry = _GATES[key] = (weakref.ref(loop), asyncio.Semaphore(limit))
     return entry[1]
+
+
+def _record_answer(
+    record: LLMCallRecord, generation: Generation[T], prompt: str, model: str
+) -> None:
+    """A finished call's answer, model and tokens on its trace record (estimated when the
+    adapter reports none)."""
+    answer = generation.value.model_dump_json()
+    record.model = generation.model or model
+    record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
+    record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
+    record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
 
 
 @dataclass
@@ -143,16 +155,8 @@ class TurnLLM:
         if key in self._drafts:
             return
         model = self._config.model_for(purpose)
-        record = LLMCallRecord(
-            purpose=purpose.value,
-            schema_name=schema.__name__,
-            model=model,
-            label=label,
-            prompt_chars=len(prompt),
-            round=self.round,
-            prompt=bounded_text(prompt, MAX_RECORDED_PROMPT_CHARS),
-            draft="discarded",
-        )
+        record = self._record(purpose, prompt, schema, model, label)
+        record.draft = "discarded"
         task = asyncio.create_task(self._run_draft(prompt, schema, model, record))
         self._drafts[key] = _Draft(task, record)
 
@@ -170,11 +174,7 @@ class TurnLLM:
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        answer = generation.value.model_dump_json()
-        record.model = generation.model or model
-        record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
-        record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
-        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
+        _record_answer(record, generation, prompt, model)
         return generation
 
     async def _drafted(
@@ -189,18 +189,10 @@ class TurnLLM:
         except Exception:
             self._trace.llm_calls.append(draft.record)
             return None
-        if not isinstance(generation.value, schema):  # pragma: no cover - keyed by schema
-            return None
         draft.record.draft = "used"
         self._trace.llm_calls.append(draft.record)
         self._trace.llm_rounds = max(self._trace.llm_rounds, draft.record.round)
-        return Generation(
-            value=generation.value,
-            usage=generation.usage,
-            model=generation.model,
-            latency_ms=generation.latency_ms,
-            attempts=generation.attempts,
-        )
+        return cast(Generation[T], generation)  # keyed by `schema`: its answer is one
 
     async def settle_drafts(self) -> None:
         """Stop the drafts no call took and record them as discarded (their tokens were spent or
@@ -236,15 +228,7 @@ class TurnLLM:
         self._calls_started += 1
         self._prompt_tokens_reserved += estimate_tokens(prompt)
         model = self._config.model_for(purpose)
-        record = LLMCallRecord(
-            purpose=purpose.value,
-            schema_name=schema.__name__,
-            model=model,
-            label=label,
-            prompt_chars=len(prompt),
-            round=self.round,
-            prompt=bounded_text(prompt, MAX_RECORDED_PROMPT_CHARS),
-        )
+        record = self._record(purpose, prompt, schema, model, label)
         started = time.perf_counter()
         try:
             generation = await self._generate_with_policy(prompt, schema, model, record)
@@ -254,13 +238,23 @@ class TurnLLM:
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
             self._trace.llm_calls.append(record)
-        record.model = generation.model or model
-        answer = generation.value.model_dump_json()
-        record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
-        record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
-        record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
+        _record_answer(record, generation, prompt, model)
         self._trace.llm_rounds = max(self._trace.llm_rounds, self.round)
         return generation
+
+    def _record(
+        self, purpose: LLMPurpose, prompt: str, schema: type[BaseModel], model: str, label: str
+    ) -> LLMCallRecord:
+        """The trace record of a call about to start (in this round)."""
+        return LLMCallRecord(
+            purpose=purpose.value,
+            schema_name=schema.__name__,
+            model=model,
+            label=label,
+            prompt_chars=len(prompt),
+            round=self.round,
+            prompt=bounded_text(prompt, MAX_RECORDED_PROMPT_CHARS),
+        )
 
     async def _generate_with_policy(
         self, prompt: str, schema: type[T], model: str, record: LLMCallRecord
