@@ -148,9 +148,10 @@ def _conversations(paths: Sequence[Path]) -> list[tuple[AgentSnapshot, Any, list
     return found
 
 
-def _secrets_undeclared(agent: AgentSnapshot) -> AgentSnapshot:
+def secrets_undeclared(agent: AgentSnapshot) -> AgentSnapshot:
     """The agent with no field or parameter declared secret (an agent that declares one does
-    not speculate: `engine.stages.speculation`)."""
+    not speculate: `engine.stages.speculation`); tests/hostile/test_speculation.py runs the
+    hostile suite's agents this way too."""
     data = agent.model_dump()
     for journey in data["journeys"]:
         for node in journey["nodes"]:
@@ -169,7 +170,7 @@ async def _run_files(
 
     result = Result(name)
     for agent, registry, messages, setup in _conversations(paths):
-        agent = _secrets_undeclared(agent) if undeclared else agent
+        agent = secrets_undeclared(agent) if undeclared else agent
         for speculating, into in ((None, result.off), (predictor(), result.on)):
             if setup is not None:
                 setup()

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 import pytest
 from pydantic import BaseModel
 
+from bench.speculation import secrets_undeclared
 from engine.agent_config import Speculation
 from engine.clock import FixedClock, SequentialIds
 from engine.memory.stores import InMemoryAgentStore, InMemorySessionStore
-from engine.model import AgentSnapshot
 from engine.ports import Generation
 from engine.recall.vectors import agent_index_texts, build_index
 from engine.sessions.session import InboundMessage, SessionState
@@ -59,26 +59,15 @@ class Misheard:
         return await self.honest.generate(prompt, schema, model=model)
 
 
-def without_secrets(agent: AgentSnapshot) -> AgentSnapshot:
-    """The agent with nothing declared secret: an agent that declares one does not speculate
-    (`test_an_agent_that_declares_a_secret_never_drafts`), so the suite's conversations run on
-    these twins to put drafts through every hostile turn."""
-    data = agent.model_dump()
-    for journey in data["journeys"]:
-        for node in journey["nodes"]:
-            for field in node["collects"]:
-                field["secret"] = False
-    for tool in data["tools"]:
-        for parameter in tool["parameters"]:
-            parameter["secret"] = False
-    return AgentSnapshot.model_validate(data).with_content_version()
-
-
-async def converse(ex: Example, script: Script, predictor: Any) -> list[tuple[Any, ...]]:
+async def converse(
+    ex: Example, script: Script, predictor: Any, *, keep_secrets: bool = False
+) -> tuple[list[tuple[Any, ...]], list[str]]:
     """`script` through real turns of `ex`'s agent (speculation on when `predictor` is given);
-    per turn, everything the turn decided and said, and the tools it ran (`SPECULATION` gets
-    what each turn's speculation came to)."""
-    agent = without_secrets(ex.agent) if SECRETS_OFF else ex.agent
+    per turn, everything the turn decided and said and the tools it ran, and what the turn's
+    speculation came to. The agent runs with nothing declared secret (`secrets_undeclared`: an
+    agent that declares a secret does not speculate) unless `keep_secrets`, so that drafts go
+    through every hostile turn."""
+    agent = ex.agent if keep_secrets else secrets_undeclared(ex.agent)
     if predictor is not None:
         config = agent.config.model_copy(update={"speculation": Speculation(mode="on")})
         agent = agent.model_copy(update={"config": config})
@@ -102,6 +91,7 @@ async def converse(ex: Example, script: Script, predictor: Any) -> list[tuple[An
     engine = TurnEngine(agents, sessions, deps, index_for=index_for)
     await sessions.create(SessionState(id="s", agent_id=agent.id, customer_id="chat"))
     seen: list[tuple[Any, ...]] = []
+    outcomes: list[str] = []
     for n, (sender, said) in enumerate(script):
         if hasattr(predictor, "turn_text"):
             predictor.turn_text = said
@@ -112,12 +102,8 @@ async def converse(ex: Example, script: Script, predictor: Any) -> list[tuple[An
         ran = len(dispatcher.ran)
         output = await engine.handle("s", [message])
         seen.append(_decided(output, dispatcher.ran[ran:]))
-        SPECULATION.append(output.trace.speculation)
-    return seen
-
-
-SPECULATION: list[str] = []
-SECRETS_OFF = True  # the suite's agents without their secret declarations (`without_secrets`)
+        outcomes.append(output.trace.speculation)
+    return seen, outcomes
 
 
 def _decided(output: TurnOutput, ran: Sequence[Any]) -> tuple[Any, ...]:
@@ -147,35 +133,31 @@ CASES = [
 def test_a_hostile_predictor_changes_no_decision_no_reply_and_runs_no_tool(
     name: str, script: str
 ) -> None:
-    baseline = asyncio.run(converse(example(name), SCRIPTS[name][script], None))
+    baseline, _ = asyncio.run(converse(example(name), SCRIPTS[name][script], None))
     for behaviour, seed in [(b, s) for b in BEHAVIOURS for s in (1,)]:
         ex = example(name)
         predictor = HostileLLM(ex.agent, behaviour, seed)
-        speculated = asyncio.run(converse(ex, SCRIPTS[name][script], predictor))
+        speculated, _ = asyncio.run(converse(ex, SCRIPTS[name][script], predictor))
         for n, (want, got) in enumerate(zip(baseline, speculated, strict=True)):
             assert got == want, f"{behaviour}: turn {n} ({SCRIPTS[name][script][n][1]!r}) differs"
     for seed in (1, 2):
-        speculated = asyncio.run(converse(example(name), SCRIPTS[name][script], Misheard(seed)))
+        speculated, _ = asyncio.run(converse(example(name), SCRIPTS[name][script], Misheard(seed)))
         assert speculated == baseline, f"misheard (seed {seed})"
 
 
 @pytest.mark.parametrize(("name", "script"), CASES)
 def test_an_honest_predictor_saves_a_round_and_changes_nothing(name: str, script: str) -> None:
-    baseline = asyncio.run(converse(example(name), SCRIPTS[name][script], None))
-    SPECULATION.clear()
-    speculated = asyncio.run(converse(example(name), SCRIPTS[name][script], OfflineLLM()))
+    baseline, _ = asyncio.run(converse(example(name), SCRIPTS[name][script], None))
+    speculated, outcomes = asyncio.run(converse(example(name), SCRIPTS[name][script], OfflineLLM()))
     assert speculated == baseline
-    assert "used" in SPECULATION, SPECULATION  # the drafts were taken: a round saved
-    assert all(s == "used" or s.startswith("skipped") for s in SPECULATION), SPECULATION
+    assert "used" in outcomes, outcomes  # the drafts were taken: a round saved
+    assert all(s == "used" or s.startswith("skipped") for s in outcomes), outcomes
 
 
-def test_an_agent_that_declares_a_secret_never_drafts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_that_declares_a_secret_never_drafts() -> None:
     """A draft's prompt would quote this turn's words before the turn recognised a secret in
     them — the password typed at its step, or ahead of it — and no reply prompt ever sees a
     secret: with the banking agent as it is (its password declared), no draft is made."""
-    monkeypatch.setattr(__name__ + ".SECRETS_OFF", False, raising=False)
-    SPECULATION.clear()
-    honest = OfflineLLM()
     script = SCRIPTS["banking"]["transfer"]
-    asyncio.run(converse(example("banking"), script, honest))
-    assert ["skipped: the agent declares a secret"] * len(script) == SPECULATION
+    _, outcomes = asyncio.run(converse(example("banking"), script, OfflineLLM(), keep_secrets=True))
+    assert outcomes == ["skipped: the agent declares a secret"] * len(script)
