@@ -10,7 +10,7 @@ import pytest
 
 from engine.conversations.spec import ConversationTest, Expectation, ToolCallExpectation, Turn
 from infra.conversation_tests import run_conversation
-from tests.docs.test_doc_snippets import ROOT, extract_blocks
+from tests.docs.test_doc_snippets import ROOT, _forget_modules_under, extract_blocks
 
 
 def test_the_minimal_agent_asks_for_the_order_number_and_tells_where_the_order_is(
@@ -23,7 +23,14 @@ def test_the_minimal_agent_asks_for_the_order_number_and_tells_where_the_order_i
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "tools", raising=False)
+    try:
+        _converse_and_check(tmp_path)
+    finally:
+        # Not through monkeypatch: its undo would put this `tools` back for the next test.
+        _forget_modules_under(tmp_path)
 
+
+def _converse_and_check(tmp_path: Path) -> None:
     outcome = run_conversation(
         ConversationTest(
             name="the README's parcel desk",
@@ -52,4 +59,3 @@ def test_the_minimal_agent_asks_for_the_order_number_and_tells_where_the_order_i
     )
 
     outcome.raise_for_failure()
-    monkeypatch.delitem(sys.modules, "tools", raising=False)
