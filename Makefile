@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench long-session
 	$(BIN)/python -m bench speculation --write-doc
+	$(BIN)/python -m bench scale --write-doc
 
 # Language-identification libraries on short customer messages (bench/language_cases): accuracy on
 # the dev and test parts, time per message, import and install cost; rewrites docs/languages.md's
