@@ -10,16 +10,18 @@ Every `__init__.py` under `openai.types` only re-exports names of its own submod
 (`from .chat_completion import ChatCompletion as ChatCompletion`; tests/infra/
 test_openai_import.py checks it on the installed version). So `import_openai()` imports those
 packages with their `__init__` deferred: the package module exists, with its `__path__`, and its
-submodules import as usual (`from openai.types.chat.chat_completion import ChatCompletion` loads
-that one module); the first read of a name the package itself defines (`openai.types.ChatModel`,
-`from openai.types import *`) runs the deferred `__init__` then, once, and reads it from the
-result. A submodule read as an attribute (`openai.types.chat`) is imported alone. Nothing `openai`
-does changes: its classes, its requests and its answers are the same objects, imported later or
-not at all.
+submodules import as usual. A name the package re-exports is read from the one submodule its
+`__init__` takes it from (`from openai.types.chat import ChatCompletion` imports
+`openai.types.chat.chat_completion`, not the 60 other modules of `openai.types.chat`); a
+submodule read as an attribute is imported alone; anything else (`__all__`, `from … import *`, a
+name no line re-exports) runs the deferred `__init__`, once, and reads the result. Nothing
+`openai` does changes: its classes, its requests and its answers are the same objects, imported
+later or not at all.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 import threading
 from importlib import import_module
@@ -32,7 +34,7 @@ TYPES_PACKAGE = "openai.types"
 
 
 class DeferredInitLoader(Loader):
-    """Loads a package without running its `__init__` until a name it defines is read."""
+    """Loads a package without running its `__init__`; its names are read as described above."""
 
     def __init__(self, real: Loader) -> None:
         self.real = real
@@ -44,21 +46,50 @@ class DeferredInitLoader(Loader):
         name = module.__name__
         lock = threading.RLock()
         real = self.real
+        reexports: dict[str, tuple[str, str]] = {}  # name → (submodule, its name there)
+        parsed: list[bool] = []
 
-        def __getattr__(attr: str) -> Any:
-            if attr.startswith("__") and attr != "__all__":
-                raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-            if attr != "__all__" and PathFinder.find_spec(f"{name}.{attr}", module.__path__):
-                return import_module(f"{name}.{attr}")  # a submodule: only that one
+        def run_init() -> None:
             with lock:
                 if module.__dict__.get("__getattr__") is __getattr__:
                     del module.__dict__["__getattr__"]
                     real.exec_module(module)  # the deferred `__init__`, once
+
+        def __getattr__(attr: str) -> Any:
+            if attr.startswith("__") and attr != "__all__":
+                raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+            with lock:
+                if not parsed:
+                    reexports.update(_reexports(real, name))
+                    parsed.append(True)
+            source = reexports.get(attr)
+            deferred = module.__dict__.get("__getattr__") is __getattr__
+            if source is not None and deferred:
+                value = getattr(import_module(f"{name}.{source[0]}"), source[1])
+                setattr(module, attr, value)
+                return value
+            if attr != "__all__" and PathFinder.find_spec(f"{name}.{attr}", module.__path__):
+                return import_module(f"{name}.{attr}")  # a submodule: only that one
+            run_init()
             if attr in module.__dict__:
                 return module.__dict__[attr]
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
 
         module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
+def _reexports(loader: Loader, package: str) -> dict[str, tuple[str, str]]:
+    """What a package's `__init__` re-exports: name → (its submodule, the name there), from the
+    `from .submodule import Name as Name` lines of its source (the last binding of a name wins,
+    as when the lines run)."""
+    get_source = getattr(loader, "get_source", None)
+    source = get_source(package) if get_source is not None else None
+    found: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(source or "").body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = (node.module, alias.name)
+    return found
 
 
 class DeferredTypesFinder(MetaPathFinder):
