@@ -46,11 +46,7 @@ class _Ahead:
     used: bool = False
 
     def same_call(self, call: ToolCall, context: ToolContext) -> bool:
-        return (
-            self.call.tool == call.tool
-            and _canonical(self.call.arguments) == _canonical(call.arguments)
-            and self.context == context
-        )
+        return _same(self.call, call) and self.context == context
 
     async def outcome(self) -> ToolOutcome | None:
         """Its outcome when it ran and succeeded; None when it failed (or was stopped)."""
@@ -100,7 +96,10 @@ class ToolsAhead:
         planned: list[_Ahead | ToolCall] = []
         fresh: list[ToolCall] = []
         for call in calls:
-            known = next((r for r in self._runs if r.same_call(call, context)), None)
+            known: _Ahead | ToolCall | None = next(
+                (r for r in self._runs if r.same_call(call, context)), None
+            )
+            known = known or next((c for c in fresh if _same(c, call)), None)
             if known is None:
                 n = len(self._runs) + len(fresh)
                 fresh.append(
@@ -113,12 +112,15 @@ class ToolsAhead:
                 )
             planned.append(known or fresh[-1])
         batch = asyncio.create_task(self._run_batch(fresh, context)) if fresh else None
+        made: dict[str, _Ahead] = {}
         runs: list[_Ahead] = []
         for item in planned:
             if isinstance(item, ToolCall):
                 assert batch is not None
-                item = _Ahead(item, context, batch)
-                self._runs.append(item)
+                if item.id not in made:
+                    made[item.id] = _Ahead(item, context, batch)
+                    self._runs.append(made[item.id])
+                item = made[item.id]
             runs.append(item)
         outcomes = []
         for call, run in zip(calls, runs, strict=True):
@@ -178,6 +180,11 @@ class ToolsAhead:
             )
         self._runs = []
         return records
+
+
+def _same(one: ToolCall, other: ToolCall) -> bool:
+    """The same tool with the same arguments."""
+    return one.tool == other.tool and _canonical(one.arguments) == _canonical(other.arguments)
 
 
 def _canonical(arguments: dict[str, Any]) -> str:

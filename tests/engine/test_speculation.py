@@ -18,7 +18,7 @@ from engine.compose import ComposedReply
 from engine.errors import LLMTransientError
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
-from engine.ports import Generation
+from engine.ports import Generation, ToolContext
 from engine.sessions.session import EventKind
 from engine.testing import ScriptedLLM
 from engine.toolkit import InProcessDispatcher, ToolRegistry, ToolResult, spec_of, tool
@@ -183,7 +183,7 @@ def _plan(*calls: tuple[str, str]) -> dict[str, Any]:
 def _compose_with_results(prompt: str) -> dict[str, Any]:
     """A reply that says what the tool results in its prompt say (a reused outcome of another
     call would show in it)."""
-    found = sorted(set(re.findall(r"ORD-\d is in Lyon", prompt)))
+    found = sorted(set(re.findall(r"ORD-\d is in \w+", prompt)))
     return {"message": "; ".join(found) or "Nothing looked up", "applied": []}
 
 
@@ -356,6 +356,45 @@ async def test_a_prediction_behind_the_turn_runs_nothing_the_turn_has_run() -> N
     on = await _ask(on_shop, slow_predictor, slow=False)
     assert on_shop.ran == [("lookup_order", "ORD-1")] and not on.trace.tools_ahead
     assert on.trace.speculation == "skipped: the turn reached its tools first"
+
+
+async def test_an_outcome_run_ahead_in_another_context_is_not_reused() -> None:
+    """The copy identified the customer (a speculative tool that sets the principal) before
+    its lookup; the verified turn looks the same order up for nobody: the same tool and
+    arguments in another context are another call, run by the turn itself."""
+    ran: list[tuple[str, Any]] = []
+
+    @tool(description="Identify the customer", speculative=True)
+    async def identify(context: ToolContext) -> ToolResult:
+        ran.append(("identify", None))
+        return ToolResult(data={"ok": True}, control={"principal": {"id": "u1"}})
+
+    @tool(description="Look up where an order is", speculative=True)
+    async def lookup_order(context: ToolContext, order_number: str) -> ToolResult:
+        who = (context.principal or {}).get("id")
+        ran.append(("lookup_order", who))
+        return ToolResult(data={"status": f"{order_number} is in {'Paris' if who else 'Lyon'}"})
+
+    guideline = ORDERS.model_copy(update={"tools": ("identify", "lookup_order")})
+    functions = [identify, lookup_order]
+    agent = make_agent(
+        guidelines=[guideline],
+        tools=[spec_of(f) for f in functions],
+        config=AgentConfig(speculation=Speculation(mode="on")),
+    )
+    predictor = _shop_model()
+    predictor.on(ToolCallPlan, {"calls": [{"tool": "identify"}]}, _plan(("lookup_order", "ORD-1")))
+    dispatcher = InProcessDispatcher(ToolRegistry(functions))
+    model = _shop_model(("lookup_order", "ORD-1"), slow=True)
+    h = Harness(agent, model, tools=dispatcher, predictor=predictor)
+    await h.start()
+    on = await h.say(SAID)
+    assert on.reply.text == "ORD-1 is in Lyon"
+    assert ran == [("identify", None), ("lookup_order", "u1"), ("lookup_order", None)]
+    # (the copy's identify, planned twice, ran once; the turn's own identify took it)
+    assert sorted((c.tool, c.status) for c in on.trace.tools_ahead) == [
+        ("identify", "used"), ("lookup_order", "discarded")
+    ]  # fmt: skip
 
 
 def test_validation_refuses_a_speculative_write_selector_confirmation_or_secret() -> None:
