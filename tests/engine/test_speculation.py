@@ -14,8 +14,9 @@ import pytest
 from pydantic import BaseModel
 
 from engine.agent_config import AgentConfig, Speculation, TurnBudget
+from engine.authoring import load_agent
 from engine.compose import ComposedReply
-from engine.errors import LLMTransientError
+from engine.errors import InvalidAgentDefinition, LLMTransientError
 from engine.matching.guidelines import GuidelineMatchBatch
 from engine.model import Guideline
 from engine.ports import Generation, ToolContext
@@ -412,3 +413,19 @@ def test_validation_refuses_a_speculative_write_selector_confirmation_or_secret(
         found = problems(make_agent(tools=[spec]))
         assert any("speculative" in p and expected in p for p in found), (expected, found)
     assert not [p for p in problems(make_agent(tools=[lookup()])) if "speculative" in p]
+
+
+def test_an_agent_document_declares_a_speculative_tool_and_refuses_a_speculative_write() -> None:
+    lookup = {"name": "lookup_order", "parameters": [{"name": "order_number"}]}
+    doc: dict[str, Any] = {"agent": {"id": "shop", "name": "Shop"}, "tools": [lookup]}
+    assert not load_agent(doc).tool("lookup_order").speculative  # the default
+    lookup["speculative"] = True
+    assert load_agent(doc).tool("lookup_order").speculative
+    with pytest.raises(InvalidAgentDefinition) as raised:
+        load_agent({**doc, "tools": [{**lookup, "consequential": True}]})
+    assert any("speculative" in p and "consequential" in p for p in raised.value.problems)
+    # against its @tool (declared speculative there): a declaration that says otherwise
+    registry = [spec_of(f) for f in Shop().tools()]
+    with pytest.raises(InvalidAgentDefinition) as raised:
+        load_agent({**doc, "tools": [{**lookup, "speculative": False}]}, tools=registry)
+    assert "speculative is False here but True in @tool" in raised.value.problems[0]
