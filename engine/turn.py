@@ -55,7 +55,7 @@ from engine.stages.secret_masking import (
     masked_trace,
     turns_quoting_masked_events,
 )
-from engine.stages.speculation import settle_tools_ahead, start_draft
+from engine.stages.speculation import draft_outcome, settle_tools_ahead, start_draft
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -197,7 +197,7 @@ class TurnPipeline:
         request = handoff_request(state, resolution)
         if request is not None:
             if drafting is not None:
-                state.trace.speculation = await drafting
+                state.trace.speculation = await draft_outcome(state, drafting)
                 await _settle_drafts(state)
             reply = begin_handoff(state, request)
             mask_events(state)
@@ -217,7 +217,7 @@ class TurnPipeline:
         # events before the reply prompt sees them, and again after it (a model may echo one).
         mask_events(state)
         if drafting is not None:
-            state.trace.speculation = await drafting
+            state.trace.speculation = await draft_outcome(state, drafting)
         reply, applied = await compose_reply(state, resolution)
         await _settle_drafts(state)
         mask_events(state)

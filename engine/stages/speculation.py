@@ -167,6 +167,17 @@ async def _decide_and_draft(
     return "skipped: the reply needs no model"
 
 
+async def draft_outcome(state: TurnState, drafting: asyncio.Task[str]) -> str:
+    """What came of the draft, now that the verified turn is ready to reply. The copy's own work
+    is awaited (the predictor answers at once), but not a call it runs ahead that the turn did
+    not wait for: a prediction never delays the reply by a lookup the turn did not need."""
+    if not drafting.done() and state.tools_ahead is not None and state.tools_ahead.running():
+        drafting.cancel()
+        await asyncio.wait({drafting})
+        return "skipped: its calls run ahead were still out when the turn was ready to reply"
+    return await drafting
+
+
 async def settle_tools_ahead(state: TurnState) -> None:
     """Stop the calls still running ahead unused, and trace what became of each."""
     if state.tools_ahead is not None:

@@ -72,6 +72,10 @@ class ToolsAhead:
         # is behind the turn it predicts, and a call must not run on both sides).
         self.closed = False
 
+    def running(self) -> bool:
+        """Whether a call run ahead has not come back yet."""
+        return any(not r.batch.done() for r in self._runs)
+
     def refusal(self, calls: Sequence[ToolCall]) -> str | None:
         """Why these predicted calls may not run ahead (None: they may)."""
         if self.closed:
@@ -164,17 +168,21 @@ class ToolsAhead:
             if not run.batch.done():
                 run.batch.cancel()  # unused (a used run's batch is done): a read, stopped
             await asyncio.wait({run.batch})
-            outcome = None if run.batch.cancelled() else run.batch.result().get(run.call.id)
-            failed = outcome is None or outcome.error is not None
+            stopped = run.batch.cancelled()
+            outcome = None if stopped else run.batch.result().get(run.call.id)
+            failed = not stopped and (outcome is None or outcome.error is not None)
             status = "used" if run.used else "failed" if failed else "discarded"
-            detail = "" if outcome is None else outcome.error or ""
+            if stopped:
+                detail = "stopped: the turn ended first"
+            else:
+                detail = "no result" if outcome is None else outcome.error or ""
             records.append(
                 ToolCallRecord(
                     call_id=run.call.id,
                     tool=run.call.tool,
                     arguments=dict(run.call.arguments),
                     status=status,
-                    detail=detail if outcome is not None else "stopped: the turn ended",
+                    detail=detail,
                     duration_ms=outcome.duration_ms if outcome is not None else 0.0,
                 )
             )

@@ -146,16 +146,19 @@ class Shop:
     """The tools' backend: every call it really ran, per tool; the lookup may be slow, and its
     first calls may fail."""
 
-    def __init__(self, *, failing: int = 0, delay: float = 0.0) -> None:
+    def __init__(self, *, failing: int = 0, delay: float = 0.0, stuck: str = "") -> None:
         self.ran: list[tuple[str, str]] = []
         self.failing = failing
         self.delay = delay
+        self.stuck = stuck  # an order whose lookup never answers
 
     def tools(self) -> list[Any]:
         @tool(description="Look up where an order is", speculative=True)
         async def lookup_order(order_number: str) -> ToolResult:
             self.ran.append(("lookup_order", order_number))
             await asyncio.sleep(self.delay)
+            if order_number == self.stuck:
+                await asyncio.Event().wait()
             if self.failing:
                 self.failing -= 1
                 return ToolResult(error="the order service did not answer")
@@ -347,6 +350,19 @@ async def test_a_lookup_still_running_ahead_is_awaited_not_run_twice() -> None:
     _same_turn(on, off)
     assert on_shop.ran == [("lookup_order", "ORD-1")]
     assert [c.status for c in on.trace.tools_ahead] == ["used"]
+
+
+async def test_a_lookup_run_ahead_that_the_turn_does_not_need_never_holds_the_reply() -> None:
+    """The predicted lookup (another order) never answers: the turn, which needs ORD-1, replies
+    without waiting for it, and the run ahead is stopped."""
+    off_shop, on_shop = Shop(), Shop(stuck="ORD-2")
+    off = await _ask(off_shop, None)
+    on = await asyncio.wait_for(_ask(on_shop, _shop_model(("lookup_order", "ORD-2"))), 60)
+    _same_turn(on, off)
+    assert on.trace.speculation.startswith("skipped: its calls run ahead were still out")
+    assert [(c.arguments, c.status, c.detail) for c in on.trace.tools_ahead] == [
+        ({"order_number": "ORD-2"}, "discarded", "stopped: the turn ended first")
+    ]
 
 
 async def test_a_prediction_behind_the_turn_runs_nothing_the_turn_has_run() -> None:
