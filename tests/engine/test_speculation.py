@@ -445,3 +445,13 @@ def test_an_agent_document_declares_a_speculative_tool_and_refuses_a_speculative
     with pytest.raises(InvalidAgentDefinition) as raised:
         load_agent({**doc, "tools": [{**lookup, "speculative": False}]}, tools=registry)
     assert "speculative is False here but True in @tool" in raised.value.problems[0]
+
+
+def test_declaring_a_tool_speculative_is_a_new_agent_version() -> None:
+    """`speculative` is hashed when set: a republished agent that runs a tool ahead is another
+    version (left at its default it is not hashed, so earlier versions keep theirs:
+    tests/engine/test_versioning.py)."""
+    plain = ToolSpec(name="lookup_order", parameters=(ToolParameter(name="order_number"),))
+    lookup = make_agent(tools=[plain])
+    ahead = make_agent(tools=[plain.model_copy(update={"speculative": True})])
+    assert lookup.version != ahead.version
