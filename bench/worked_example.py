@@ -40,6 +40,8 @@ _LOOKUP_ORDER = ToolSpec(
     name="lookup_order",
     description="Look up an order's status and items by its order number",
     parameters=(ToolParameter(name="order_number", description="e.g. ORD-1234"),),
+    # It only reads: with speculation on, a predicted lookup runs ahead (never submit_return).
+    speculative=True,
 )
 _SUBMIT_RETURN = ToolSpec(
     name="submit_return",

@@ -55,7 +55,9 @@ class Speculation(BaseModel):
     turn's decisions are predicted (by the deployment's fast predictor, the offline model), the
     reply those decisions would get is asked for at once, and it is sent only when the verified
     decisions give the very same reply prompt — one LLM round instead of two. A wrong prediction
-    costs the draft's tokens, never a different decision or reply.
+    costs the draft's tokens, never a different decision or reply. A predicted call of a tool
+    declared `speculative` (it only reads) runs ahead, so a turn that looks something up can
+    reply in one round too (`engine.stages.tools_ahead`); no other tool runs on a prediction.
 
     `speculation: on` (or `off`, the default), or `{mode: on, max_prompt_tokens: N}`: draft only
     replies whose prompt is at most about N tokens."""

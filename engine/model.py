@@ -435,6 +435,7 @@ class AgentSnapshot(BaseModel):
             if entity.get("priority") == 0:
                 del entity["priority"]
         for tool in payload["tools"]:
+            _drop_defaults(tool, _TOOL_FIELDS_ADDED_LATER)
             for parameter in tool["parameters"]:
                 _drop_defaults(parameter, _PARAMETER_FIELDS_ADDED_LATER)
                 if parameter.get("items") == "string":  # an array's items before items existed
@@ -475,7 +476,8 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "messages",
     "speculation",
 )
-# … and of tool parameters and collected fields, with the value that leaves them out.
+# … and of tools, tool parameters and collected fields, with the value that leaves them out.
+_TOOL_FIELDS_ADDED_LATER: dict[str, Any] = {"speculative": False}
 _PARAMETER_FIELDS_ADDED_LATER = {
     "items": None,
     "currency": None,

@@ -201,6 +201,7 @@ def tool(
     sources: Mapping[str, str] | None = None,
     derived: Sequence[str] = (),
     patterns: Mapping[str, str] | None = None,
+    speculative: bool = False,
 ) -> Any:
     """Decorate a function as a tool. Its first parameter may be the `ToolContext`.
 
@@ -216,6 +217,9 @@ def tool(
     "lookup_account_id.account_id"}`); `derived` names parameters the model may work out from
     the customer's words (confirmed on a consequential tool); `patterns` gives a text
     parameter's shape as a regular expression (`{"to_account_id": r"\\d{7,10}"}`).
+    `speculative` declares that the tool only reads (no side effect, safe to call with
+    arguments the turn may not use): with `speculation: on` a predicted call to it runs ahead
+    (`engine.stages.tools_ahead`).
 
     A parameter of a type the engine cannot read (a dict, an object, a union) is refused here,
     naming the tool, the parameter and the supported types."""
@@ -262,6 +266,7 @@ def tool(
             confirm=confirm,
             fills=fills,
             timeout_seconds=timeout_seconds,
+            speculative=speculative,
         )
         f.tool_spec = spec  # type: ignore[attr-defined]
         return f

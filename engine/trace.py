@@ -118,6 +118,10 @@ class TurnTrace(BaseModel):
     journeys: list[JourneyTransitionRecord] = Field(default_factory=list)
     relations: list[RelationRecord] = Field(default_factory=list)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    # Calls of speculative tools run ahead on predicted decisions (`engine.stages.tools_ahead`),
+    # with their own ids: "used" (a verified call above took the outcome), "discarded" (none
+    # did) or "failed" (not reused: the verified turn ran the call itself).
+    tools_ahead: list[ToolCallRecord] = Field(default_factory=list)
     collected: dict[str, str] = Field(default_factory=dict)  # "journey.field" → value this turn
     matched_guideline_ids: list[str] = Field(default_factory=list)
     applied_guideline_ids: list[str] = Field(default_factory=list)

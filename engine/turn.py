@@ -55,7 +55,7 @@ from engine.stages.secret_masking import (
     masked_trace,
     turns_quoting_masked_events,
 )
-from engine.stages.speculation import start_draft
+from engine.stages.speculation import draft_outcome, settle_tools_ahead, start_draft
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -197,7 +197,7 @@ class TurnPipeline:
         request = handoff_request(state, resolution)
         if request is not None:
             if drafting is not None:
-                state.trace.speculation = await drafting
+                state.trace.speculation = await draft_outcome(state, drafting)
                 await _settle_drafts(state)
             reply = begin_handoff(state, request)
             mask_events(state)
@@ -217,7 +217,7 @@ class TurnPipeline:
         # events before the reply prompt sees them, and again after it (a model may echo one).
         mask_events(state)
         if drafting is not None:
-            state.trace.speculation = await drafting
+            state.trace.speculation = await draft_outcome(state, drafting)
         reply, applied = await compose_reply(state, resolution)
         await _settle_drafts(state)
         mask_events(state)
@@ -247,9 +247,11 @@ class TurnPipeline:
 
 
 async def _settle_drafts(state: TurnState) -> None:
-    """Drafts the reply did not use are stopped and traced as discarded (before the trace is
-    masked: a draft's prompt quotes the conversation like any other call's)."""
+    """Drafts the reply did not use, and calls run ahead that no call took, are stopped and
+    traced as discarded (before the trace is masked: a draft's prompt quotes the conversation
+    like any other call's)."""
     await state.llm.settle_drafts()
+    await settle_tools_ahead(state)
     if state.trace.speculation == "drafted":
         used = any(c.draft == "used" for c in state.trace.llm_calls)
         state.trace.speculation = "used" if used else "discarded"

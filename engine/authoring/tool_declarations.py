@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from engine.tools.spec import ToolParameter, ToolSpec
 
 # Compared between a document's declaration and the registry's, in this order.
-_SPEC_FIELDS = ("description", "kind", "consequential", "confirm", "fills", "timeout_seconds")
+_SPEC_FIELDS = (
+    "description",
+    "kind",
+    "consequential",
+    "confirm",
+    "fills",
+    "timeout_seconds",
+    "speculative",
+)
 _PARAMETER_FIELDS = (
     "type",
     "items",

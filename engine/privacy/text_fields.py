@@ -43,6 +43,7 @@ TRACE: Fields = {
     # a repair names what the model proposed ("dropped unknown step '…'"): the model wrote it
     "journeys": {"rationale": TEXT, "repairs": TEXT, "proposed": TEXT},
     "tool_calls": {"arguments": CONTENT, "detail": TEXT, "sources": TEXT},
+    "tools_ahead": {"arguments": CONTENT, "detail": TEXT},
     "collected": CONTENT,
     "notes": TEXT,
     "handoff": {"reason": TEXT},

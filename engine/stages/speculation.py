@@ -10,11 +10,16 @@ when its reply prompt is character for character the draft's (`TurnLLM.draft`: s
 prompt and schema), the draft's answer is the reply and the turn took one round.
 
 Why this cannot change a decision or a reply: nothing the predictor says reaches the verified
-state — the copy has its own containers, model, trace, id generator and a tool dispatcher that
-runs nothing — and a draft is only ever the answer to the identical request the verified turn
-makes. A wrong prediction costs the draft's tokens (traced as a `discarded` call). The copy never
-runs a tool: a predicted tool call ends the speculation for the turn (the reply would wait on the
-tool's result anyway). An agent that declares a secret does not speculate: a draft's prompt
+state — the copy has its own containers, model, trace, id generator and tool dispatcher — and a
+draft is only ever the answer to the identical request the verified turn makes. A wrong
+prediction costs the draft's tokens (traced as a `discarded` call).
+
+Tools: a predicted call ends the speculation for the turn (the reply would wait on the tool's
+result anyway) — unless every call the copy would make (its arguments grounded and checked by
+the same tool stage) is to a tool declared `speculative`, one that only reads. Those run ahead
+for real through the turn's dispatcher, and the copy drafts with their results; the verified
+turn takes an ahead outcome only for the very same call (`engine.stages.tools_ahead`). A write
+never runs on a prediction. An agent that declares a secret does not speculate: a draft's prompt
 would quote this turn's words before the turn recognised a secret in them, and a reply prompt
 never sees a secret (docs/secrets.md).
 """
@@ -45,6 +50,7 @@ from engine.stages.relationships import resolve_relationships, suppress_journeys
 from engine.stages.secret_masking import mask_events
 from engine.stages.state import TurnState
 from engine.stages.tools import run_tools
+from engine.stages.tools_ahead import ToolsAhead
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -57,15 +63,20 @@ class _NotDrafted(Exception):
     """The copy's reply is not drafted (why is the message)."""
 
 
-class _NoDispatch:
-    """The copy's tool dispatcher: runs nothing, remembers that something was due."""
+class _CopyDispatch:
+    """The copy's tool dispatcher: runs the predicted calls ahead when all of them are to
+    speculative tools (`ToolsAhead`); otherwise runs nothing and remembers why."""
 
-    def __init__(self) -> None:
-        self.asked = False
+    def __init__(self, ahead: ToolsAhead | None) -> None:
+        self.ahead = ahead
+        self.refused: str | None = None
 
     async def dispatch(self, calls: Sequence[ToolCall], context: ToolContext) -> list[ToolOutcome]:
-        self.asked = True
-        raise _NotDrafted("a tool call is predicted")
+        why = "a tool call is predicted" if self.ahead is None else self.ahead.refusal(calls)
+        if why is not None or self.ahead is None:
+            self.refused = why
+            raise _NotDrafted(why)  # (the tool stage makes it an error: `refused` is checked)
+        return await self.ahead.run_ahead(calls, context)
 
 
 class _Still:
@@ -110,7 +121,14 @@ def start_draft(state: TurnState, recalled: Recalled) -> asyncio.Task[str] | Non
         # an agent that declares one does not speculate.
         state.trace.speculation = "skipped: the agent declares a secret"
         return None
-    dispatcher = _NoDispatch()
+    ahead = None
+    if state.deps.tools is not None and any(t.speculative for t in state.agent.tools):
+        # The verified turn dispatches through `ahead` from now on: a call that ran ahead
+        # exactly so takes that outcome, any other goes to the real dispatcher.
+        ahead = ToolsAhead(state.deps.tools, state.agent, state.session.id, state.turn_id)
+        state.tools_ahead = ahead
+        state.deps = replace(state.deps, tools=ahead)
+    dispatcher = _CopyDispatch(ahead)
     # Its own ids, and a clock standing at the turn's start (its messages' time): the copy
     # never reads the turn's clock or draws its ids (a test's clock advances on every reading).
     started = state.events[-1].created_at if state.events else SystemClock().now()
@@ -120,7 +138,9 @@ def start_draft(state: TurnState, recalled: Recalled) -> asyncio.Task[str] | Non
     return asyncio.create_task(_decide_and_draft(shadow, recalled, dispatcher))
 
 
-async def _decide_and_draft(shadow: TurnState, recalled: Recalled, dispatcher: _NoDispatch) -> str:
+async def _decide_and_draft(
+    shadow: TurnState, recalled: Recalled, dispatcher: _CopyDispatch
+) -> str:
     """The pipeline's decision stages, in `engine.turn`'s order, on the copy."""
     try:
         ctx = shadow.context()
@@ -131,8 +151,8 @@ async def _decide_and_draft(shadow: TurnState, recalled: Recalled, dispatcher: _
         if handoff_request(shadow, resolution) is not None:
             return "skipped: a handoff is predicted"
         await run_tools(shadow, resolution)
-        if dispatcher.asked:
-            return "skipped: a tool call is predicted"
+        if dispatcher.refused is not None:
+            return f"skipped: {dispatcher.refused}"
         release_stale_interrupt(shadow)
         carry_agreement(shadow)
         resolution = resolve_relationships(shadow)
@@ -145,3 +165,20 @@ async def _decide_and_draft(shadow: TurnState, recalled: Recalled, dispatcher: _
     except LLMError as exc:
         return f"skipped: the prediction failed ({type(exc).__name__})"
     return "skipped: the reply needs no model"
+
+
+async def draft_outcome(state: TurnState, drafting: asyncio.Task[str]) -> str:
+    """What came of the draft, now that the verified turn is ready to reply. The copy's own work
+    is awaited (the predictor answers at once), but not a call it runs ahead that the turn did
+    not wait for: a prediction never delays the reply by a lookup the turn did not need."""
+    if not drafting.done() and state.tools_ahead is not None and state.tools_ahead.running():
+        drafting.cancel()
+        await asyncio.wait({drafting})
+        return "skipped: its calls run ahead were still out when the turn was ready to reply"
+    return await drafting
+
+
+async def settle_tools_ahead(state: TurnState) -> None:
+    """Stop the calls still running ahead unused, and trace what became of each."""
+    if state.tools_ahead is not None:
+        state.trace.tools_ahead = await state.tools_ahead.settle()

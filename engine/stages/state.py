@@ -12,7 +12,7 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.clock import SystemClock, UuidIds
 from engine.context import TurnContext
@@ -41,6 +41,9 @@ from engine.sessions.session import (
     latest_reply_to,
 )
 from engine.trace import StageTiming, TurnTrace
+
+if TYPE_CHECKING:
+    from engine.stages.tools_ahead import ToolsAhead
 
 
 @dataclass
@@ -215,6 +218,9 @@ class TurnState:
         self.pending_confirmation: PendingConfirmation | None = None
         self.declined_tools: set[str] = set()  # the customer said no to these this turn
         self.interrupt: PendingInterrupt | None = session.pending_interrupt
+        # The calls of speculative tools run ahead on predicted decisions, which this turn's
+        # dispatcher reuses for the very same call (`engine.stages.tools_ahead`); None: none.
+        self.tools_ahead: ToolsAhead | None = None
         self.reply_options: list[dict[str, Any]] = []
         self.reply_view: dict[str, Any] | None = None
         # Any stage: what the reply must ask for, and facts it must state; read by compose.

@@ -183,7 +183,13 @@ class ToolSpec(BaseModel):
 
     `fills` (selectors and interrupters) names the collected value the customer's pick, or an
     interrupter's single result, is stored as, so later tools get it by that name; unset, it is
-    the tool's name without a `choose_` / `pick_` / `select_` prefix (see `pick_name`)."""
+    the tool's name without a `choose_` / `pick_` / `select_` prefix (see `pick_name`).
+
+    `speculative` declares that the tool only reads: no side effect, safe to call with arguments
+    the turn may not end up using. With `speculation: on`, a call to it that the turn's
+    predicted decisions make runs ahead, beside round 1, so the reply can be drafted with its
+    result (`engine.stages.tools_ahead`). Only a general tool that is not consequential and
+    never asks first may say so (`waypoint validate`)."""
 
     model_config = _FROZEN
     name: str
@@ -194,6 +200,7 @@ class ToolSpec(BaseModel):
     confirm: ConfirmPolicy | None = None
     fills: str | None = None
     timeout_seconds: float = 10.0
+    speculative: bool = False
 
     @property
     def required(self) -> tuple[str, ...]:

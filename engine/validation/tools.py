@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.agent_config import HANDOFF_TOOL
 from engine.model import AgentSnapshot
-from engine.tools.spec import ToolKind
+from engine.tools.spec import ToolKind, ToolSpec
 from engine.validation.wording import did_you_mean, known_hint
 
 
@@ -38,6 +38,35 @@ def tool_problems(snapshot: AgentSnapshot) -> Iterator[str]:
             )
         elif t.fills is not None and not t.fills.isidentifier():
             yield f"tool '{t.name}': fills '{t.fills}' must be a field name (letters, digits, _)"
+        if t.speculative:
+            yield from _speculative_problems(t)
+
+
+def _speculative_problems(t: ToolSpec) -> Iterator[str]:
+    """A tool declared `speculative` runs ahead on a predicted call (`engine.stages.tools_ahead`):
+    only a tool that just reads, with nothing to ask first and nothing secret, may."""
+    why = f"tool '{t.name}' is speculative (it runs ahead on a predicted call), but "
+    if t.consequential:
+        yield (
+            why + "it is consequential (it changes something for the customer); only a tool "
+            "that just reads may run on a prediction — remove speculative"
+        )
+    if t.kind is not ToolKind.GENERAL:
+        yield (
+            why + f"it is a {t.kind.value}, which waits for the customer; only a general tool "
+            "runs ahead — remove speculative"
+        )
+    if t.confirm == "always":
+        yield (
+            why + "it asks the customer before every call (confirm: always); running it ahead "
+            "would run it before their yes — remove speculative or the confirmation"
+        )
+    secret = [p.name for p in t.parameters if p.secret]
+    if secret:
+        yield (
+            why + f"parameter '{secret[0]}' is secret; an agent that declares a secret never "
+            "speculates, and a secret is never sent on a prediction — remove speculative"
+        )
 
 
 def composed_parameter_problems(snapshot: AgentSnapshot) -> Iterator[str]:

@@ -21,7 +21,8 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from engine.ports import ToolCall, ToolContext, ToolDispatcher
-from engine.toolkit import ToolContextWithKey, ToolRegistry, ToolResult, tool
+from engine.stages.tools_ahead import ToolsAhead
+from engine.toolkit import ToolContextWithKey, ToolRegistry, ToolResult, spec_of, tool
 from examples.banking import bank
 from examples.banking import tools as banking
 from functions import tool_task
@@ -45,6 +46,7 @@ from infra.aws.sfn_dispatcher import (
     json_safe,
     task_timeout_seconds,
 )
+from tests.engine.pipeline_kit import make_agent
 
 MOTO_CONFIG: Any = {
     "lambda": {"use_docker": False},
@@ -362,6 +364,35 @@ async def test_moto_lacks_start_sync_execution_so_local_dispatch_polls(stack: To
 async def test_an_empty_batch_starts_no_execution(stack: ToolStack) -> None:
     assert await stack.dispatcher().dispatch([], CONTEXT) == []
     assert stack.executions() == []
+
+
+async def test_a_call_run_ahead_goes_through_the_state_machine_once_and_is_taken(
+    stack: ToolStack,
+) -> None:
+    """Speculation's calls run ahead (`engine.stages.tools_ahead`) take the same port: one
+    execution, under ids and keys of their own; the verified turn's identical call takes that
+    outcome under its own id and starts nothing; its other call runs as usual."""
+    agent = make_agent(tools=[spec_of(echo).model_copy(update={"speculative": True})])
+    ahead = ToolsAhead(stack.dispatcher(), agent, "s1", "t1")
+    predicted = [call("t1:0", "echo", text="hi")]
+    assert ahead.refusal(predicted) is None
+
+    (drafted_with,) = await ahead.run_ahead(predicted, CONTEXT)
+    verified = await ahead.dispatch(
+        [call("t1:0", "echo", text="hi"), call("t1:1", "echo", text="other")], CONTEXT
+    )
+
+    assert drafted_with.call_id == "t1:0" and drafted_with.data == {"echo": "hi"}
+    assert [(o.call_id, o.data) for o in verified] == [
+        ("t1:0", {"echo": "hi"}), ("t1:1", {"echo": "other"})
+    ]  # fmt: skip
+    invoked = [i.event["call"] for i in stack.router.invocations_of(TOOL_FUNCTION)]
+    assert [(c["id"], c["idempotency_key"], c["arguments"]) for c in invoked] == [
+        ("t1:ahead:0", "s1:t1:ahead:0", {"text": "hi"}),
+        ("t1:1", "s1:t1:t1:1", {"text": "other"}),
+    ]
+    assert len(stack.executions()) == 2
+    assert [(r.tool, r.status) for r in await ahead.settle()] == [("echo", "used")]
 
 
 # --------------------------------------------------------------------------------------------------
