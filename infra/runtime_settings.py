@@ -142,7 +142,9 @@ class RuntimeSettings:
             reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
             on_model_rate_limit=on_rate_limit,  # type: ignore[arg-type]
             one_moment_after_seconds=_seconds(
-                env.get(ONE_MOMENT_AFTER_ENV), ONE_MOMENT_AFTER_ENV, DEFAULT_ONE_MOMENT_AFTER_SECONDS
+                env.get(ONE_MOMENT_AFTER_ENV),
+                ONE_MOMENT_AFTER_ENV,
+                DEFAULT_ONE_MOMENT_AFTER_SECONDS,
             ),
             support_relay=_support_relay(env),
         )
