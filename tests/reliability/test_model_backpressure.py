@@ -405,3 +405,27 @@ def test_with_the_fallback_setting_a_rate_limited_turn_answers_at_once_as_before
     assert chat_texts(platforms, chat) == [FALLBACK_REPLY]
     assert visibility.take() == []
     assert 0 < len(backoff.delays) <= 4  # retried within the turn's budget, as before
+
+
+def test_the_local_poller_leaves_a_deferred_turn_its_back_off(
+    published: Callable[..., Runtime],
+    stack: Any,
+    model_server: OfflineBackedOpenAIServer,
+    backoff: RecordedBackoff,
+) -> None:
+    """`waypoint serve`'s stand-in for the event source mapping retries failed records after 1 s;
+    a deferred turn keeps the back-off the worker set (a local model over its quota is not asked
+    again every second)."""
+    from waypoint.queue_poller import QueuePoller
+
+    runtime = published()
+    visibility = VisibilityLog(runtime)
+    model_server.outage = rate_limited(retry_after=0.05)
+    assert telegram_says(CHATS[0], "hi", 21)["statusCode"] == 200
+
+    poller = QueuePoller(stack.client("sqs"), stack.queue_url)
+    assert poller.poll_once() == 1
+
+    assert poller.failed_records == 1
+    assert visibility.take() == [2]  # the worker's back-off, and not the poller's 1 s after it
+    assert receive_all(stack) == []
