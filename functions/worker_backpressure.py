@@ -153,14 +153,14 @@ class Backpressure:
         noted = [q for q in owed if await self._note(q)]
         if not noted:
             return
-        text, language = await self._line(burst)
-        reply = OutboundReply(
-            text=text,
-            reply_to=last.reply_to,
-            id=f"one-moment:{noted[0].message.event_id}",
-            language=language,
-        )
         try:
+            text, language = await self._line(burst)
+            reply = OutboundReply(
+                text=text,
+                reply_to=last.reply_to,
+                id=f"one-moment:{noted[0].message.event_id}",
+                language=language,
+            )
             await channel.send(reply, self.runtime.http)
         except Exception as error:  # at most once: never sent again for these messages
             logger.warning(

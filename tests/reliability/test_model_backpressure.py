@@ -429,3 +429,35 @@ def test_the_local_poller_leaves_a_deferred_turn_its_back_off(
     assert poller.failed_records == 1
     assert visibility.take() == [2]  # the worker's back-off, and not the poller's 1 s after it
     assert receive_all(stack) == []
+
+
+def test_a_one_moment_line_the_platform_refused_is_not_sent_again(
+    published: Callable[..., Runtime],
+    stack: Any,
+    platforms: FakePlatforms,
+    model_server: OfflineBackedOpenAIServer,
+    backoff: RecordedBackoff,
+) -> None:
+    """At most once: the line's send failing does not fail the deferral, and no later delivery
+    tries it again; the answer still comes once the model has room."""
+    runtime = published(one_moment_after_seconds=0)
+    model_server.outage = rate_limited(retry_after=0.05)
+    chat = CHATS[1]
+    assert telegram_says(chat, "what is the price of AAPL?", 31)["statusCode"] == 200
+    platforms.fail_next(1, status=503)  # the next message to a customer: the line
+
+    for _ in range(2):
+        deferred = deliver(stack)
+        assert len(deferred.failed) == 1
+        back_off_elapses(stack, deferred)
+    model_server.heal()
+    assert deliver(stack).failed == set()
+
+    tried = [
+        r.json()["text"] for r in platforms.replies("telegram", delivered=False) if r.status >= 400
+    ]
+    assert tried == [ONE_MOMENT]
+    (answer,) = [
+        t for s, t in conversation(load_session(runtime, session_of(chat))) if s == "agent"
+    ]
+    assert chat_texts(platforms, chat) == [answer] and answer != FALLBACK_REPLY
