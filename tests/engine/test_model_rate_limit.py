@@ -110,8 +110,8 @@ async def test_a_429_that_clears_within_the_turn_is_answered_normally() -> None:
 @pytest.mark.parametrize(
     "failure",
     [
-        LLMTransientError("503 from the provider", status=503),
-        LLMTransientError("request timed out"),
+        LLMTransientError("503 from the provider", status=503, retry_after=0.01),
+        LLMTransientError("request timed out", retry_after=0.01),
     ],
     ids=["5xx", "timeout"],
 )
