@@ -291,7 +291,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-check", action="store_true", help="skip the check against the local stack"
     )
+    parser.add_argument(
+        "--safe-cap",
+        nargs=2,
+        type=float,
+        metavar=("RPM", "TPM"),
+        help="print the template's WorkerMaxConcurrency for a model quota (requests and tokens "
+        "per minute) and exit",
+    )
     args = parser.parse_args(argv)
+    if args.safe_cap is not None:
+        rpm, tpm = args.safe_cap
+        cap = safe_worker_cap(replace(DEFAULTS, model_rpm=rpm, model_tpm=tpm))
+        print(f"WorkerMaxConcurrency={min(1_000, max(2, cap))}")  # the mapping's bounds: 2-1000
+        return 0
     return run(args.write_doc, not args.no_check)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 
 class WaypointError(Exception):
     """Base of every error Waypoint raises on purpose."""
@@ -31,6 +33,25 @@ class LLMTransientError(LLMError):
     ):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+
+
+def is_rate_limit(error: BaseException) -> TypeGuard[LLMTransientError]:
+    """Whether `error` is the model saying "too many requests": an `LLMTransientError` with
+    status 429, what every adapter raises for its provider's throttling (OpenAI's 429, Bedrock's
+    ThrottlingException)."""
+    return isinstance(error, LLMTransientError) and error.status == 429
+
+
+class ModelRateLimited(WaypointError):
+    """The model was still rate-limited after the turn's retries, and the deployment defers such
+    turns instead of answering with the fallback reply: nothing was committed (no event, no
+    reply, no state change) and the messages are to be answered later — the turn worker gives
+    them back to the queue with a back-off. Not an `LLMError`: no stage's fallback catches it.
+    `retry_after` is the model's last Retry-After, in seconds, when it gave one."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
         self.retry_after = retry_after
 
 

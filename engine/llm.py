@@ -6,6 +6,9 @@ It adds, uniformly for every adapter (OpenAI, offline, scripted):
 - a concurrency limit per model (process-wide, per event loop),
 - retries with exponential backoff on transient errors, bounded by a per-turn retry budget,
 - one repair attempt when the answer does not fit the schema,
+- the model's rate limit noted (`rate_limited`): with `stop_when_rate_limited`, a turn whose call
+  was still refused with a 429 after its retries makes no further call (each fails at once, as
+  rate-limited): the turn is going to be deferred (`engine.turn`), not answered,
 - a trace record for every call (purpose, schema, model, prompt size, tokens, latency, round).
 """
 
@@ -22,7 +25,13 @@ from typing import TypeVar, cast
 from pydantic import BaseModel
 
 from engine.agent_config import AgentConfig, LLMPurpose
-from engine.errors import LLMBudgetExceeded, LLMError, LLMOutputInvalid, LLMTransientError
+from engine.errors import (
+    LLMBudgetExceeded,
+    LLMError,
+    LLMOutputInvalid,
+    LLMTransientError,
+    is_rate_limit,
+)
 from engine.ports import Generation, SchematicLLM, Usage
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,
@@ -114,6 +123,7 @@ class TurnLLM:
         *,
         retry: RetryPolicy | None = None,
         sleep: Sleep = asyncio.sleep,
+        stop_when_rate_limited: bool = False,
     ) -> None:
         self._llm = llm
         self._config = config
@@ -123,6 +133,10 @@ class TurnLLM:
         self._calls_started = 0
         self._prompt_tokens_reserved = 0
         self._retries_left = config.llm_retry_budget
+        self._stop_when_rate_limited = stop_when_rate_limited
+        # The 429 a call finally failed with (after its retries), once one did: the turn is
+        # rate-limited. Drafts never set it (a failed draft is simply not used).
+        self.rate_limited: LLMTransientError | None = None
         self.round = 0  # the pipeline sets this as it moves through sequential rounds
         # Calls started ahead of their turn (`draft`), by what they ask: (purpose, prompt, schema)
         self._drafts: dict[tuple[LLMPurpose, str, type[BaseModel]], _Draft] = {}
@@ -219,6 +233,16 @@ class TurnLLM:
                 self._calls_started += 1  # the draft was this call
                 self._prompt_tokens_reserved += estimate_tokens(prompt)
                 return drafted
+        if self._stop_when_rate_limited and self.rate_limited is not None:
+            # Deferred anyway: another call would spend quota on an answer that is thrown away.
+            self._trace.notes.append(
+                f"rate-limited: skipped {purpose.value} call ({label or schema.__name__})"
+            )
+            raise LLMTransientError(
+                f"the model is rate-limited; {purpose.value} not called",
+                status=429,
+                retry_after=self.rate_limited.retry_after,
+            )
         if not self.can_afford(prompt, purpose):
             self._trace.notes.append(
                 f"budget: skipped {purpose.value} call ({label or schema.__name__}); "
@@ -234,6 +258,8 @@ class TurnLLM:
             generation = await self._generate_with_policy(prompt, schema, model, record)
         except LLMError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
+            if is_rate_limit(exc):
+                self.rate_limited = exc
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)

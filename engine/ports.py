@@ -172,6 +172,12 @@ class InboxStore(Protocol):
 
     async def release(self, channel: str, event_id: str, owner: str) -> None: ...
 
+    async def note_one_moment(self, channel: str, event_id: str, ttl_seconds: int) -> bool:
+        """Note on the event's claim that its "one moment" line goes out now: True for the first
+        caller only, ever (a conditional write), so two deliveries never both send it. A claim
+        that is not there (expired, or a message queued without one) is created, queued."""
+        ...
+
 
 @dataclass(frozen=True)
 class ToolCall:

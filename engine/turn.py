@@ -8,17 +8,25 @@ turn worker calls.
 Critical path without tools: round 1 (all matching batches + node selection of active and
 predicted journeys, concurrently) → round 2 only for journeys activated outside the prediction
 (supplemental matching) → composition.
+
+A rate-limited model (a call still refused with a 429 after its retries) either gives the
+fallback reply like any other model failure, or — `defer_rate_limited`, the deployments'
+default — ends the turn with `ModelRateLimited` before anything is committed: the session stays
+exactly as it was and the messages are answered when the model has room again (the worker
+gives them back to the queue). Checked after matching, after tools and after composition; a turn
+in which a tool already ran is never deferred (what ran is recorded, with the fallback reply).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.errors import AgentNotFound, SessionConflict
+from engine.errors import AgentNotFound, ModelRateLimited, SessionConflict
 from engine.language.detection import detect
 from engine.language.session import in_session_words, session_language
 from engine.llm import TurnLLM
@@ -98,11 +106,17 @@ def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
     return f"turn_{digest[:24]}"
 
 
-class TurnPipeline:
-    """The stages of one turn, in order, over one `TurnState`."""
+# A tool call with one of these statuses reached the tool: its turn commits whatever the model does.
+_DISPATCHED = frozenset({"ok", "error", "interrupted"})
 
-    def __init__(self, deps: EngineDeps) -> None:
+
+class TurnPipeline:
+    """The stages of one turn, in order, over one `TurnState`. With `defer_rate_limited`, a
+    turn whose model stays rate-limited raises `ModelRateLimited` instead of answering."""
+
+    def __init__(self, deps: EngineDeps, *, defer_rate_limited: bool = False) -> None:
         self.deps = deps
+        self.defer_rate_limited = defer_rate_limited
 
     async def run(
         self,
@@ -121,7 +135,9 @@ class TurnPipeline:
             trace.published_version = version.published_version
             trace.version_choice = version.how
             trace.notes.extend(version.notes)
-        llm = TurnLLM(self.deps.llm, agent.config, trace)
+        llm = TurnLLM(
+            self.deps.llm, agent.config, trace, stop_when_rate_limited=self.defer_rate_limited
+        )
         state = TurnState(
             self.deps, agent, session, messages, turn_id=turn_id, trace=trace, llm=llm
         )
@@ -186,6 +202,7 @@ class TurnPipeline:
 
         # Activation, prerequisites, and the supplemental round for unpredicted journeys.
         await activate(state, ctx, recalled, step_results)
+        await self._defer_if_rate_limited(state, drafting)
         t = state.timed("match_supplemental", t)
 
         # Relationships: priority, dependency, entailment.
@@ -208,6 +225,7 @@ class TurnPipeline:
 
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
+        await self._defer_if_rate_limited(state, drafting)
         release_stale_interrupt(state)
         carry_agreement(state)
         resolution = resolve_relationships(state)
@@ -219,6 +237,7 @@ class TurnPipeline:
         if drafting is not None:
             state.trace.speculation = await draft_outcome(state, drafting)
         reply, applied = await compose_reply(state, resolution)
+        await self._defer_if_rate_limited(state, None)
         await _settle_drafts(state)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
@@ -229,6 +248,30 @@ class TurnPipeline:
         new_state = new_session_state(state, applied)
         state.timed("persist_prep", t)
         return _output(state, new_state, reply)
+
+    async def _defer_if_rate_limited(
+        self, state: TurnState, drafting: asyncio.Task[str] | None
+    ) -> None:
+        """Raise `ModelRateLimited` when this turn is to be deferred: the model is rate-limited,
+        the deployment defers such turns, and no tool has run yet. Drafts are stopped first."""
+        limited = state.llm.rate_limited
+        if limited is None or not self.defer_rate_limited:
+            return
+        if any(call.status in _DISPATCHED for call in state.trace.tool_calls):
+            state.trace.notes.append(
+                "rate-limited after a tool ran: not deferred, the turn commits what ran"
+            )
+            return
+        if drafting is not None:
+            drafting.cancel()
+            await asyncio.wait({drafting})
+            if not drafting.cancelled():
+                drafting.exception()  # retrieved: a failed prediction is no unhandled error
+        await state.llm.settle_drafts()
+        raise ModelRateLimited(
+            f"turn {state.turn_id}: the model is rate-limited ({limited}); nothing committed",
+            retry_after=limited.retry_after,
+        )
 
     async def _record_for_person(self, state: TurnState, index: VectorIndex | None) -> TurnOutput:
         """A `human`-mode turn: recall and match as usual (the trace shows what the agent would
@@ -263,7 +306,9 @@ def attachments_data(message: InboundMessage) -> list[dict[str, Any]]:
 
 
 class TurnEngine:
-    """Load → run the pipeline → commit, retrying on a racing turn with fresh state."""
+    """Load → run the pipeline → commit, retrying on a racing turn with fresh state. With
+    `defer_rate_limited`, a turn the rate-limited model could not answer raises
+    `ModelRateLimited` and commits nothing (`TurnPipeline`)."""
 
     def __init__(
         self,
@@ -274,11 +319,12 @@ class TurnEngine:
         index_for: Callable[[AgentSnapshot], Awaitable[VectorIndex | None]] | None = None,
         variables: VariableStore | None = None,
         max_conflict_retries: int = 4,
+        defer_rate_limited: bool = False,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
         self.variables = variables
-        self.pipeline = TurnPipeline(deps)
+        self.pipeline = TurnPipeline(deps, defer_rate_limited=defer_rate_limited)
         self.index_for = index_for
         self.max_conflict_retries = max_conflict_retries
 

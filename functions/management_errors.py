@@ -5,6 +5,7 @@ modules (`functions.management_agents`, `functions.management_sessions`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,12 @@ from starlette.exceptions import HTTPException
 
 from engine.agent_id import InvalidAgentId, agent_id_problem
 from engine.authoring.document_text import DocumentTooComplex, DocumentTooLarge
-from engine.errors import AgentNotFound, InvalidAgentDefinition, SessionConflict
+from engine.errors import (
+    AgentNotFound,
+    InvalidAgentDefinition,
+    ModelRateLimited,
+    SessionConflict,
+)
 from engine.versioning.diff import PublishCheck
 from infra.agent_versions import PublishRefused, ToolRegistryUnavailable
 
@@ -144,6 +150,16 @@ async def _conflict(request: Request, exc: SessionConflict) -> JSONResponse:
     return error_response(409, "the session changed concurrently; retry the request")
 
 
+async def _rate_limited(request: Request, exc: ModelRateLimited) -> JSONResponse:
+    # Nothing was committed: the same request (same event_id) is answered once the model has room.
+    retry_after = max(1, math.ceil(exc.retry_after or 0))
+    return error_response(
+        503,
+        "the model is rate-limited; nothing was recorded — send the same request again later",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("management request failed")
     return error_response(500, "internal error")
@@ -158,4 +174,5 @@ def install(app: FastAPI) -> None:
     app.exception_handler(ToolRegistryUnavailable)(_registry_unavailable)
     app.exception_handler(AgentNotFound)(_agent_not_found)
     app.exception_handler(SessionConflict)(_conflict)
+    app.exception_handler(ModelRateLimited)(_rate_limited)
     app.exception_handler(Exception)(_unexpected)

@@ -349,6 +349,13 @@ async def deliver_interrupt_result(
     return TurnView.of(session_id, output)
 
 
+# A synchronous turn the model could not answer (WAYPOINT_ON_MODEL_RATE_LIMIT=defer).
+RATE_LIMITED = {
+    503: "the model is rate-limited: nothing was recorded; send the same request (same "
+    "`event_id`) again after `Retry-After` seconds, or queue it with `?async=1`"
+}
+
+
 def install(app: FastAPI) -> None:
     """Add the session and customer routes to `app`, as its own routes, in this order."""
     queued: dict[int | str, dict[str, Any]] = {
@@ -398,7 +405,7 @@ def install(app: FastAPI) -> None:
         post_message,
         methods=["POST"],
         response_model=TurnView | QueuedView,
-        responses={**queued, **error_responses(400, 404, 409)},
+        responses={**queued, **error_responses(400, 404, 409, 503, described=RATE_LIMITED)},
     )
     app.add_api_route(
         "/sessions/{session_id}/interrupts/{call_id}",
@@ -412,7 +419,11 @@ def install(app: FastAPI) -> None:
                 404,
                 409,
                 413,
-                described={409: "`call_id` is not the session's pending interrupter step"},
+                503,
+                described={
+                    409: "`call_id` is not the session's pending interrupter step",
+                    **RATE_LIMITED,
+                },
             ),
         },
     )

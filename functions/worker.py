@@ -14,6 +14,11 @@
   if the record is not SENT; an undeliverable reply is given up after `MAX_DELIVERY_ATTEMPTS`
   and its record acknowledged. Messages from the management API (channel `api`) are not
   delivered: clients read the session's events.
+- **A rate-limited model** (`functions.worker_backpressure`). A turn the model could not answer
+  because it stayed rate-limited commits nothing (`WAYPOINT_ON_MODEL_RATE_LIMIT=defer`, the
+  default): its records fail with a visibility back-off the worker sets itself (2 s doubling
+  per receive, at most 60 s), and its customer gets the agent's "one moment" line at most once
+  per message. `fallback` answers with the fallback reply instead.
 - **Time.** A turn is not started with less than `TURN_TIME_RESERVE_MS` of the invocation left
   (`context.get_remaining_time_in_millis()`): the untouched records are reported as batch item
   failures and come back, rather than being cut off by the Lambda Timeout.
@@ -50,6 +55,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord  # 
 from engine.errors import WaypointError  # noqa: E402
 from engine.privacy.erasure import erasures_of, written_before_erasure  # noqa: E402
 from engine.sessions.session import InboundMessage, SessionState  # noqa: E402
+from functions.worker_backpressure import Backpressure, deferral_of  # noqa: E402
 from functions.worker_bursts import BatchPlan, Burst, MalformedQueueMessage, plan_bursts  # noqa: E402
 from functions.worker_delivery import ReplyDelivery  # noqa: E402
 from functions.worker_handoff import deliver_person_message, support_replies, to_support_thread  # noqa: E402
@@ -89,6 +95,7 @@ class TurnWorker:
         self.plan = plan
         self.context = context  # the Lambda context: how much of the invocation is left
         self.delivery = ReplyDelivery(runtime, self._remaining_ms)
+        self.backpressure = Backpressure(runtime)
 
     def handle_record(self, record: SQSRecord) -> None:
         burst = self.plan.get(record.message_id)
@@ -111,7 +118,16 @@ class TurnWorker:
                 f"{remaining} ms left of the invocation, under the {TURN_TIME_RESERVE_MS} ms a "
                 "turn needs; SQS retries this record"
             )
-        self.runtime.run(self.answer(burst))
+        try:
+            self.runtime.run(self.answer(burst))
+        except Exception as exc:
+            limited = deferral_of(exc, self.runtime.settings)
+            if limited is None:
+                raise
+            # Nothing was committed: the records come back after a back-off (`give_back`).
+            raise self.runtime.run(
+                self.backpressure.defer(burst, record.raw_event, limited)
+            ) from exc
         burst.answered = True
 
     def _remaining_ms(self) -> int | None:
@@ -250,7 +266,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     response = process_partial_response(
         event=event, record_handler=worker.handle_record, processor=processor, context=context
     )
-    failed = len(response.get("batchItemFailures", []))
+    failures = {str(f["itemIdentifier"]) for f in response.get("batchItemFailures", [])}
+    worker.backpressure.give_back(records, failures)  # deferred turns: their back-off
+    failed = len(failures)
     metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failed)
     if failed:
         logger.warning("batch partially failed", extra={"records": len(records), "failed": failed})

@@ -29,6 +29,8 @@ Configuration (all optional unless the part is used):
 | `WAYPOINT_SECRETS_MAX_AGE_SECONDS` | read the secrets path again after this long (default 60)     |
 | `WAYPOINT_SECRET_DIGEST_KEY`       | secret (SSM): key of the digests sessions keep of secrets    |
 | `WAYPOINT_REPLY_PER_MESSAGE`       | `1`: one turn per message instead of one per burst           |
+| `WAYPOINT_ON_MODEL_RATE_LIMIT`     | `defer` (default): a rate-limited turn is answered later; `fallback` |
+| `WAYPOINT_ONE_MOMENT_AFTER_SECONDS` | a deferred message's wait before the "one moment" line (8) |
 | `WAYPOINT_SUPPORT_SLACK_CHANNEL`   | the Slack support channel of handoffs (`infra.handoff_slack`) |
 | `WAYPOINT_SUPPORT_SLACK_TEAMS`     | required with it: team ids whose members may write to customers |
 | `WAYPOINT_SUPPORT_SLACK_USERS`     | optional: only these Slack users may (`infra.channels.support_channel`) |
@@ -400,7 +402,12 @@ class Runtime:
             predictor=OfflinePredictor(),
         )
         return TurnEngine(
-            self.agents, self.sessions, deps, index_for=self.index_for, variables=self.variables
+            self.agents,
+            self.sessions,
+            deps,
+            index_for=self.index_for,
+            variables=self.variables,
+            defer_rate_limited=self.settings.on_model_rate_limit == "defer",
         )
 
     def prepare_for_turns(self) -> None:

@@ -30,6 +30,14 @@ SECRETS_PATH_ENV = "WAYPOINT_SECRETS_PATH"
 SECRETS_MAX_AGE_ENV = "WAYPOINT_SECRETS_MAX_AGE_SECONDS"
 DEFAULT_SECRETS_MAX_AGE_SECONDS = 60.0
 REPLY_PER_MESSAGE_ENV = "WAYPOINT_REPLY_PER_MESSAGE"
+# What a turn does when the model is still rate-limited after its retries (a 429): `defer` gives
+# the messages back to the queue with a back-off, commits nothing and answers later (the turn
+# worker, `functions.worker_backpressure`); `fallback` answers with the fallback reply at once.
+MODEL_RATE_LIMIT_ENV = "WAYPOINT_ON_MODEL_RATE_LIMIT"
+ModelRateLimitMode = Literal["defer", "fallback"]
+# How long a deferred message may wait before its customer gets the "one moment" line (once).
+ONE_MOMENT_AFTER_ENV = "WAYPOINT_ONE_MOMENT_AFTER_SECONDS"
+DEFAULT_ONE_MOMENT_AFTER_SECONDS = 8.0
 MANAGEMENT_API_KEY_ENV = "WAYPOINT_MANAGEMENT_API_KEY"
 # The key of the digests sessions keep of their secrets (`engine.privacy.digests`).
 SECRET_DIGEST_KEY_ENV = "WAYPOINT_SECRET_DIGEST_KEY"
@@ -93,6 +101,8 @@ class RuntimeSettings:
     secrets_path: str | None = None
     secrets_max_age_seconds: float = DEFAULT_SECRETS_MAX_AGE_SECONDS
     reply_per_message: bool = False
+    on_model_rate_limit: ModelRateLimitMode = "defer"
+    one_moment_after_seconds: float = DEFAULT_ONE_MOMENT_AFTER_SECONDS
     # The Slack support channel and who may write to customers from it (None: no relay).
     support_relay: SupportRelay | None = None
 
@@ -105,6 +115,12 @@ class RuntimeSettings:
                 f"{TOOL_DISPATCH_MODE_ENV} must be 'sync' (AWS) or 'poll' (moto), got {mode!r}"
             )
         hosts = env.get(CALLBACK_HOSTS_ENV)
+        on_rate_limit = (env.get(MODEL_RATE_LIMIT_ENV) or "").strip().lower() or "defer"
+        if on_rate_limit not in ("defer", "fallback"):
+            raise RuntimeConfigurationError(
+                f"{MODEL_RATE_LIMIT_ENV} must be 'defer' (answer later, the default) or "
+                f"'fallback' (answer with the fallback reply), got {on_rate_limit[:20]!r}"
+            )
         return cls(
             agent_id=(
                 _setting_agent_id(env[AGENT_ID_ENV], AGENT_ID_ENV)
@@ -120,15 +136,23 @@ class RuntimeSettings:
                 tuple(h.strip() for h in hosts.split(",") if h.strip()) if hosts else None
             ),
             secrets_path=env.get(SECRETS_PATH_ENV) or None,
-            secrets_max_age_seconds=_seconds(env.get(SECRETS_MAX_AGE_ENV), SECRETS_MAX_AGE_ENV),
+            secrets_max_age_seconds=_seconds(
+                env.get(SECRETS_MAX_AGE_ENV), SECRETS_MAX_AGE_ENV, DEFAULT_SECRETS_MAX_AGE_SECONDS
+            ),
             reply_per_message=_flag(env.get(REPLY_PER_MESSAGE_ENV)),
+            on_model_rate_limit=on_rate_limit,  # type: ignore[arg-type]
+            one_moment_after_seconds=_seconds(
+                env.get(ONE_MOMENT_AFTER_ENV),
+                ONE_MOMENT_AFTER_ENV,
+                DEFAULT_ONE_MOMENT_AFTER_SECONDS,
+            ),
             support_relay=_support_relay(env),
         )
 
 
-def _seconds(raw: str | None, setting: str) -> float:
+def _seconds(raw: str | None, setting: str, default: float) -> float:
     if raw is None or not raw.strip():
-        return DEFAULT_SECRETS_MAX_AGE_SECONDS
+        return default
     try:
         seconds = float(raw)
     except ValueError:

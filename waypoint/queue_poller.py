@@ -46,6 +46,19 @@ def queue_records(messages: Sequence[Mapping[str, Any]], queue_arn: str) -> list
     return records
 
 
+def _deferred_groups(messages: Sequence[Mapping[str, Any]], processor: Any) -> set[str]:
+    """The message groups (sessions) of the batch whose turn was deferred (`TurnDeferred`)."""
+    from functions.worker_backpressure import TurnDeferred
+
+    groups = {m["MessageId"]: m["Attributes"]["MessageGroupId"] for m in messages}
+    deferred: set[str] = set()
+    for record, info in zip(processor.fail_messages, processor.exceptions, strict=False):
+        message_id = getattr(record, "message_id", None) or dict(record).get("messageId")
+        if info and isinstance(info[1], TurnDeferred) and message_id in groups:
+            deferred.add(groups[str(message_id)])
+    return deferred
+
+
 class QueuePoller(threading.Thread):
     """Lambda's SQS event source mapping, locally: batches → worker handler → delete successes.
     Failed records become visible again after `retry_after` seconds and are retried."""
@@ -116,7 +129,16 @@ class QueuePoller(threading.Thread):
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
                 ],
             )
-        self._retry_soon([m for m in messages if m["MessageId"] in failed])
+        # A turn deferred because the model is rate-limited: the worker set its session's back-off
+        # itself (functions.worker_backpressure); every other failure is retried soon.
+        deferred = _deferred_groups(messages, worker.processor)
+        self._retry_soon(
+            [
+                m
+                for m in messages
+                if m["MessageId"] in failed and m["Attributes"]["MessageGroupId"] not in deferred
+            ]
+        )
         if self.on_turns is not None and done:
             self.on_turns(sorted({m["Attributes"]["MessageGroupId"] for m in done}))
         return len(messages)

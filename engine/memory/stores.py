@@ -119,6 +119,7 @@ class InMemoryInboxStore:
     def __init__(self, clock: Clock | None = None) -> None:
         self._clock = clock or SystemClock()
         self._claims: dict[tuple[str, str], _Claim] = {}
+        self._one_moment: set[tuple[str, str]] = set()  # events whose line went out
         self._lock = threading.Lock()
 
     def _now(self) -> int:
@@ -165,6 +166,16 @@ class InMemoryInboxStore:
             held = self._claims.get((channel, event_id))
             if held is not None and held.owner == owner and held.lease_until is not None:
                 del self._claims[(channel, event_id)]
+
+    async def note_one_moment(self, channel: str, event_id: str, ttl_seconds: int) -> bool:
+        """True the first time for this event (its "one moment" line goes out), then False."""
+        with self._lock:
+            if (channel, event_id) in self._one_moment:
+                return False
+            self._one_moment.add((channel, event_id))
+            if (channel, event_id) not in self._claims:
+                self._claims[(channel, event_id)] = _Claim("", self._now() + ttl_seconds, None)
+            return True
 
     def forget(self, channel: str, event_id: str) -> bool:
         """Delete a claim whatever its state (erasing the customer who sent it); True if one

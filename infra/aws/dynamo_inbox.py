@@ -15,6 +15,7 @@ from infra.aws.dynamo_table import _is, _key, _key_part, _n, _s, _Table
 CLAIMED = "CLAIMED"
 QUEUED = "QUEUED"
 _INBOX_NAMES = {"#state": "state", "#owner": "owner"}  # both DynamoDB reserved words
+ONE_MOMENT_AT = "one_moment_at"  # when the event's "one moment" line went out (epoch seconds)
 
 
 class DynamoInboxStore:
@@ -96,6 +97,28 @@ class DynamoInboxStore:
                 ConditionExpression="#owner = :me",
                 ExpressionAttributeNames=_INBOX_NAMES,
                 ExpressionAttributeValues={":queued": _s(QUEUED), ":me": _s(owner)},
+            )
+        except ClientError as error:
+            if _is(error, "ConditionalCheckFailedException"):
+                return False
+            raise
+        return True
+
+    async def note_one_moment(self, channel: str, event_id: str, ttl_seconds: int) -> bool:
+        """True for the first caller only (`one_moment_at` written under the condition that it
+        is not there yet): two deliveries of a message never both send its "one moment" line.
+        A missing claim is created, without a state (it reads as QUEUED, which the message is)
+        and with `ttl_seconds` to live; an existing claim keeps its own expiry."""
+        now = self._now()
+        try:
+            self._table.ddb.update_item(
+                TableName=self._table.name,
+                Key=_key(self._pk(channel, event_id), "INBOX"),
+                UpdateExpression=(
+                    f"SET {ONE_MOMENT_AT} = :now, expires_at = if_not_exists(expires_at, :expires)"
+                ),
+                ConditionExpression=f"attribute_not_exists({ONE_MOMENT_AT})",
+                ExpressionAttributeValues={":now": _n(now), ":expires": _n(now + ttl_seconds)},
             )
         except ClientError as error:
             if _is(error, "ConditionalCheckFailedException"):

@@ -113,6 +113,32 @@ class InboxContract:
         await inbox.release("web", "e1", "a")  # queued: a late release must not reopen it
         assert await claim(inbox, "web", "e1", 60, "c") is ClaimOutcome.QUEUED
 
+    async def test_a_messages_one_moment_line_is_noted_once_whoever_asks(
+        self, inbox_and_clock: tuple[Any, ManualClock]
+    ) -> None:
+        """Two deliveries of a deferred message (a redelivery, a second worker) both ask to
+        send its "one moment" line: only the first is told to."""
+        inbox, clock = inbox_and_clock
+        await claim_and_queue(inbox, "telegram", "e1", 3600, "a")
+        assert await inbox.note_one_moment("telegram", "e1", 3600) is True
+        clock.advance(60)
+        assert await inbox.note_one_moment("telegram", "e1", 3600) is False
+        assert await inbox.note_one_moment("telegram", "e2", 3600) is True  # per message
+        assert await inbox.note_one_moment("slack", "e1", 3600) is True  # per channel
+        # The claim is unchanged: still a queued duplicate for a retried webhook.
+        assert await claim(inbox, "telegram", "e1", 3600, "b") is ClaimOutcome.QUEUED
+
+    async def test_a_one_moment_note_without_a_claim_reads_as_queued_until_it_expires(
+        self, inbox_and_clock: tuple[Any, ManualClock]
+    ) -> None:
+        """A message queued without a claim (an interrupt result from the management API)."""
+        inbox, clock = inbox_and_clock
+        assert await inbox.note_one_moment("web", "interrupt:c1", 100) is True
+        assert await inbox.is_claimed("web", "interrupt:c1") is True
+        assert await claim(inbox, "web", "interrupt:c1", 100, "b") is ClaimOutcome.QUEUED
+        clock.advance(101)
+        assert await inbox.is_claimed("web", "interrupt:c1") is False
+
 
 class VariableStoreContract:
     @pytest.fixture

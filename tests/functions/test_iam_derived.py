@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from engine.errors import LLMTransientError
 from engine.ports import ToolCall, ToolContext
 from engine.sessions.session import EventSource, SessionState
 from infra.aws.lambda_routing import LambdaRouter, create_tool_state_machine
@@ -308,7 +309,40 @@ def run_every_code_path(
 
     run_the_handoff_paths(recorder, stack, platforms, tool_machine, seeded)
     run_a_message_queued_before_its_sender_was_erased(recorder, stack, platforms, tool_machine)
+    run_a_turn_the_rate_limited_model_defers(recorder, stack, platforms, tool_machine)
     return seeded
+
+
+class RateLimitedModel:
+    """The model adapter as it fails when the provider's quota is used up: a 429, every call."""
+
+    async def generate(self, prompt: str, schema: Any, *, model: str) -> Any:
+        raise LLMTransientError("429 Rate limit reached", status=429, retry_after=0.01)
+
+
+def run_a_turn_the_rate_limited_model_defers(
+    recorder: CallRecorder, stack: Any, platforms: FakePlatforms, tool_machine: str
+) -> None:
+    """The model stays rate-limited: the worker gives the record back with its back-off
+    (ChangeMessageVisibility) and notes the "one moment" line on the message's inbox claim."""
+    container(platforms)
+    update = tg_text_update("hi", update_id=92, chat_id=6363, user_id=6363)
+    assert invoke_webhook(signed.telegram(update))["statusCode"] == 200
+    pending = receive_all(stack)
+    assert len(pending) == 1
+    with recorder.acting_as("WorkerFunction"):
+        forget_clients()
+        settings = dataclasses.replace(
+            RuntimeSettings.from_env(),
+            tool_state_machine_arn=tool_machine,
+            one_moment_after_seconds=0,
+        )
+        http = httpx.AsyncClient(transport=platforms.transport())
+        install_runtime(Runtime(settings, llm=RateLimitedModel(), http=http))
+        response = invoke_worker(sqs_event(records_from_queue(pending)))
+        assert len(response["batchItemFailures"]) == 1, response
+    operations = [call.operation for call, _ in recorder.requests("WorkerFunction")]
+    assert "ChangeMessageVisibility" in operations
 
 
 def run_a_message_queued_before_its_sender_was_erased(

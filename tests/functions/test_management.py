@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine.errors import LLMTransientError
 from engine.sessions.history import EVENT_WINDOW
 from engine.sessions.session import PendingInterrupt, SessionState
 from examples.banking import bank
@@ -158,6 +159,36 @@ def test_a_web_chat_session_gets_its_replies_synchronously(runtime: Runtime) -> 
 
     status, state = call("GET", "/sessions/web-1")
     assert status == 200 and state["version"] == 1
+
+
+def test_a_synchronous_turn_the_rate_limited_model_cannot_answer_is_a_503_recording_nothing(
+    runtime: Runtime, llm: CountingLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WAYPOINT_ON_MODEL_RATE_LIMIT=defer (the default): the client is told to retry, with the
+    model's Retry-After; the same request is answered once the model has room."""
+    assert call("POST", "/sessions", {"customer_id": "web-user-1", "session_id": "web-1"})[0] == 201
+
+    async def quota_used_up(prompt: str, schema: Any, *, model: str) -> Any:
+        raise LLMTransientError("429 Rate limit reached", status=429, retry_after=2.5)
+
+    model_with_room = llm.generate
+    monkeypatch.setattr(llm, "generate", quota_used_up)
+    message = json.dumps({"text": "hi", "event_id": "m1"}).encode()
+    headers = {"content-type": "application/json", "x-api-key": API_KEY}
+    refused = invoke_management(
+        http_event("POST", "/sessions/web-1/messages", body=message, headers=headers)
+    )
+
+    assert refused["statusCode"] == 503
+    assert refused["headers"]["retry-after"] == "3"
+    assert "rate-limited" in json.loads(refused["body"])["error"]
+    stored = load_session(runtime, "web-1")
+    assert stored.events == () and stored.version == 0
+
+    monkeypatch.setattr(llm, "generate", model_with_room)
+    status, turn = call("POST", "/sessions/web-1/messages", {"text": "hi", "event_id": "m1"})
+    assert status == 200 and turn["replayed"] is False
+    assert [e["source"] for e in turn["events"]] == ["customer", "agent"]
 
 
 def test_erasing_a_customer_removes_their_sessions_through_the_api(runtime: Runtime) -> None:

@@ -13,13 +13,16 @@ from typing import Any
 
 import pytest
 
-from functions import webhook, worker_delivery, worker_telemetry
+from functions import webhook, worker_backpressure, worker_delivery, worker_telemetry
 from infra.aws.cfn_template import load_template
 from infra.aws.sfn_dispatcher import STATE_MACHINE_ENV, task_timeout_seconds
 from infra.channels.registry import ChannelSecrets
 from infra.runtime_settings import (
     MANAGEMENT_API_KEY_ENV,
+    MODEL_RATE_LIMIT_ENV,
+    ONE_MOMENT_AFTER_ENV,
     TOOL_STATE_MACHINE_ENV,
+    RuntimeSettings,
     load_tool_registry,
 )
 
@@ -115,6 +118,46 @@ def test_the_worker_reports_partial_batch_failures_on_the_fifo_queue(
     worker_timeout = template["Resources"]["WorkerFunction"]["Properties"]["Timeout"]
     visibility = template["Resources"]["TurnQueue"]["Properties"]["VisibilityTimeout"]
     assert worker_timeout < visibility  # an event source mapping refuses anything else
+
+
+def test_the_worker_concurrency_cap_and_the_rate_limit_settings_are_parameters(
+    transformed: dict[str, Any],
+) -> None:
+    """A campaign cannot exhaust the model's quota: the mapping's MaximumConcurrency is a
+    parameter (AWS's bounds, 2 to 1000); what a rate-limited turn does is one too, read by both
+    functions that run turns, with the code's defaults."""
+    (mapping,) = _resources(transformed, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["ScalingConfig"] == {
+        "MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}
+    }
+    template = load_template()
+    parameters = template["Parameters"]
+    cap = parameters["WorkerMaxConcurrency"]
+    assert (cap["Default"], cap["MinValue"], cap["MaxValue"]) == (50, 2, 1000)
+    defaults = RuntimeSettings()
+    mode = parameters["ModelRateLimit"]
+    assert mode["AllowedValues"] == ["defer", "fallback"]
+    assert mode["Default"] == defaults.on_model_rate_limit == "defer"
+    assert parameters["OneMomentAfterSeconds"]["Default"] == defaults.one_moment_after_seconds
+    resources = template["Resources"]
+    worker = resources["WorkerFunction"]["Properties"]["Environment"]["Variables"]
+    management = resources["ManagementFunction"]["Properties"]["Environment"]["Variables"]
+    assert (
+        worker[MODEL_RATE_LIMIT_ENV]
+        == management[MODEL_RATE_LIMIT_ENV]
+        == {"Ref": "ModelRateLimit"}
+    )
+    assert worker[ONE_MOMENT_AFTER_ENV] == {"Ref": "OneMomentAfterSeconds"}
+
+
+def test_a_deferred_message_waits_out_every_receive_before_the_dead_letter_queue() -> None:
+    """The back-offs of maxReceiveCount deferrals (docs/capacity.md states their sum) all stay
+    under the queue's visibility timeout, which they replace."""
+    queue = load_template()["Resources"]["TurnQueue"]["Properties"]
+    receives = queue["RedrivePolicy"]["maxReceiveCount"]
+    backoffs = [worker_backpressure.visibility_backoff(n) for n in range(1, receives + 1)]
+    assert sum(backoffs) == 242
+    assert max(backoffs) == worker_backpressure.DEFER_CAP_SECONDS < queue["VisibilityTimeout"]
 
 
 def test_the_tool_timeouts_fit_the_tools() -> None:

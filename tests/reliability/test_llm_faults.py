@@ -5,6 +5,9 @@ offline model unless told to fail.
 Whatever the model does — 429, 500, hangs past the client timeout, malformed JSON, JSON of the
 wrong shape — the turn retries within its budget, then commits a clear fallback reply; the
 customer's message is kept in the session, exactly one reply goes out, and the next turn works.
+
+A 429 does that with `WAYPOINT_ON_MODEL_RATE_LIMIT=fallback`, which this module sets; with the
+default, `defer`, the turn is answered later instead (tests/reliability/test_model_backpressure.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from engine.sessions.session import EventKind, EventSource, SessionState
 from infra.llm.openai_llm import OpenAISchematicLLM
 from infra.outbox import OutboxStatus
 from infra.runtime import Runtime
+from infra.runtime_settings import MODEL_RATE_LIMIT_ENV
 from infra.turn_queue import session_id_for
 from tests.fakes.openai_server import (
     Behavior,
@@ -50,6 +54,12 @@ OUTAGES: dict[str, Callable[[], Behavior]] = {
     "malformed-json": malformed_json,
     "schema-invalid-answer": lambda: Reply({"answer": "yes", "confidence": "very"}),
 }
+
+
+@pytest.fixture(autouse=True)
+def fallback_when_rate_limited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the runtime is built: a rate-limited turn answers with the fallback reply."""
+    monkeypatch.setenv(MODEL_RATE_LIMIT_ENV, "fallback")
 
 
 @pytest.fixture(scope="module")
