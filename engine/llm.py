@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from engine.agent_config import AgentConfig, LLMPurpose
 from engine.errors import LLMBudgetExceeded, LLMError, LLMOutputInvalid, LLMTransientError
 from engine.ports import Generation, SchematicLLM, Usage
+from engine.pricing import PriceTable
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,
     MAX_RECORDED_PROMPT_CHARS,
@@ -80,15 +81,23 @@ def _gate(model: str, limit: int) -> asyncio.Semaphore:
 
 
 def _record_answer(
-    record: LLMCallRecord, generation: Generation[T], prompt: str, model: str
+    record: LLMCallRecord, generation: Generation[T], prompt: str, model: str, prices: PriceTable
 ) -> None:
-    """A finished call's answer, model and tokens on its trace record (estimated when the
-    adapter reports none)."""
+    """A finished call's answer, model, tokens and price on its trace record (tokens estimated
+    when the adapter reports none)."""
     answer = generation.value.model_dump_json()
     record.model = generation.model or model
     record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
     record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
+    record.cached_prompt_tokens = min(generation.usage.cached_prompt_tokens, record.prompt_tokens)
     record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
+    _price(record, prices)
+
+
+def _price(record: LLMCallRecord, prices: PriceTable) -> None:
+    record.cost_usd = prices.cost(
+        record.model, record.prompt_tokens, record.cached_prompt_tokens, record.completion_tokens
+    )
 
 
 @dataclass
@@ -120,6 +129,7 @@ class TurnLLM:
         self._trace = trace
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._prices = PriceTable().with_overrides(config.prices)
         self._calls_started = 0
         self._prompt_tokens_reserved = 0
         self._retries_left = config.llm_retry_budget
@@ -174,7 +184,7 @@ class TurnLLM:
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        _record_answer(record, generation, prompt, model)
+        _record_answer(record, generation, prompt, model, self._prices)
         return generation
 
     async def _drafted(
@@ -206,6 +216,7 @@ class TurnLLM:
                 draft.task.exception()  # retrieved: a failed draft is no unhandled error
             if not draft.record.prompt_tokens:
                 draft.record.prompt_tokens = max(1, draft.record.prompt_chars // 4)
+                _price(draft.record, self._prices)
             self._trace.llm_calls.append(draft.record)
 
     async def generate(
@@ -238,7 +249,7 @@ class TurnLLM:
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
             self._trace.llm_calls.append(record)
-        _record_answer(record, generation, prompt, model)
+        _record_answer(record, generation, prompt, model, self._prices)
         self._trace.llm_rounds = max(self._trace.llm_rounds, self.round)
         return generation
 
@@ -285,6 +296,7 @@ class TurnLLM:
             usage = Usage(
                 usage.prompt_tokens + generation.usage.prompt_tokens,
                 usage.completion_tokens + generation.usage.completion_tokens,
+                usage.cached_prompt_tokens + generation.usage.cached_prompt_tokens,
             )
             return Generation(
                 value=generation.value,

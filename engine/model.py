@@ -474,6 +474,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "languages",
     "messages",
     "speculation",
+    "prices",
 )
 # … and of tool parameters and collected fields, with the value that leaves them out.
 _PARAMETER_FIELDS_ADDED_LATER = {
