@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import TurnRunner
@@ -21,10 +24,12 @@ from bench.prompt_cache import CacheShares, SentPrompt, cached_share, shares_of
 from bench.table import Table, render_text
 from bench.tokens import TokenCounter, token_counter
 from engine.model import AgentSnapshot
-from engine.ports import ToolDispatcher
+from engine.ports import Generation, ToolDispatcher
 from engine.sessions.session import SessionState
 from engine.trace import TurnTrace
 from infra.embeddings import HashingEmbedder
+
+T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -56,29 +61,68 @@ def banking_conversation() -> Conversation:
     )
 
 
-async def replay(conversation: Conversation, tokens: TokenCounter) -> list[TurnTrace]:
-    """One session through every message; each turn's trace, in order."""
+@dataclass
+class RecordingLLM(BenchLLM):
+    """The benchmarks' fake model, keeping every prompt whole: a turn that handled a secret keeps
+    none in its trace (`masked_trace`), but its requests were sent all the same."""
+
+    sent: list[tuple[str, str]] = field(default_factory=list)  # (schema name, prompt)
+
+    async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]:
+        self.sent.append((schema.__name__, prompt))
+        return await super().generate(prompt, schema, model=model)
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A turn's trace and the prompts its calls sent, whole, in the order of its trace records."""
+
+    trace: TurnTrace
+    prompts: tuple[str, ...]
+
+
+def _prompts_of(trace: TurnTrace, sent: list[tuple[str, str]]) -> tuple[str, ...]:
+    """Each trace record's prompt, found among the turn's requests by schema and length."""
+    left = list(sent)
+    prompts = []
+    for call in trace.llm_calls:
+        found = next(
+            (
+                i
+                for i, (name, text) in enumerate(left)
+                if name == call.schema_name and len(text) == call.prompt_chars
+            ),
+            None,
+        )
+        prompts.append(left.pop(found)[1] if found is not None else call.prompt)
+    return tuple(prompts)
+
+
+async def replay(conversation: Conversation, tokens: TokenCounter) -> list[Replayed]:
+    """One session through every message; each turn's trace and prompts, in order."""
     embedder = HashingEmbedder()
-    llm = BenchLLM(LatencyModel(0.0), tokens)
+    llm = RecordingLLM(LatencyModel(0.0), tokens)
     runner = TurnRunner(in_memory_ports(embedder), llm, tools=conversation.tools, embedder=embedder)
     await runner.publish(conversation.snapshot)
     session = f"cache-{conversation.snapshot.id}"
     state = SessionState(id=session, agent_id=conversation.snapshot.id, customer_id="c")
     await runner.open_session(state)
-    traces = []
+    turns = []
     for n, text in enumerate(conversation.messages):
+        first = len(llm.sent)
         await runner.turn(session, text, agent=conversation.label, turn=n)
         assert runner.last_output is not None
-        traces.append(runner.last_output.trace)
-    return traces
+        trace = runner.last_output.trace
+        turns.append(Replayed(trace, _prompts_of(trace, llm.sent[first:])))
+    return turns
 
 
-def sent_prompts(traces: Sequence[TurnTrace]) -> list[SentPrompt]:
+def sent_prompts(turns: Sequence[Replayed]) -> list[SentPrompt]:
     """Every prompt the turns sent (drafts too: a draft is a request), in order."""
     return [
-        SentPrompt(trace.session_id, call.purpose, call.prompt)
-        for trace in traces
-        for call in trace.llm_calls
+        SentPrompt(turn.trace.session_id, call.purpose, prompt)
+        for turn in turns
+        for call, prompt in zip(turn.trace.llm_calls, turn.prompts, strict=True)
     ]
 
 
@@ -96,7 +140,7 @@ def cache_table(rows: Sequence[tuple[str, CacheShares]], tokenizer: str) -> Tabl
     )
 
 
-async def measure(tokens: TokenCounter) -> list[tuple[str, list[TurnTrace]]]:
+async def measure(tokens: TokenCounter) -> list[tuple[str, list[Replayed]]]:
     runs = []
     for conversation in (reference_conversation(), banking_conversation()):
         runs.append((conversation.label, await replay(conversation, tokens)))
