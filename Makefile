@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench long-session
+	$(BIN)/python -m bench prompt-cache
 	$(BIN)/python -m bench speculation --write-doc
 
 # Language-identification libraries on short customer messages (bench/language_cases): accuracy on

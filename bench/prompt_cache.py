@@ -83,22 +83,41 @@ def openai_cached_tokens(prefix_tokens: int, prompt_tokens: int) -> int:
     return prefix_tokens - prefix_tokens % OPENAI_STEP_TOKENS
 
 
-def cached_share(prompts: Iterable[SentPrompt], count: Callable[[str], int]) -> CacheShares:
+@dataclass(frozen=True)
+class PrefixHit:
+    """One prompt: its tokens, those of the prefix it shares with an earlier prompt of its purpose
+    in its session, and what OpenAI's rule would serve of them."""
+
+    sent: SentPrompt
+    prompt_tokens: int
+    prefix_tokens: int
+    openai_tokens: int
+
+
+def prefix_hits(prompts: Iterable[SentPrompt], count: Callable[[str], int]) -> list[PrefixHit]:
     """For each prompt, in the order sent, the longest prefix it shares with an earlier prompt of
-    the same purpose in the same session, counted in tokens by `count`; summed per purpose."""
+    the same purpose in the same session, counted in tokens by `count`."""
     earlier: dict[tuple[str, str], list[str]] = {}
-    shares = CacheShares()
+    hits = []
     for sent in prompts:
         seen = earlier.setdefault((sent.session, sent.purpose), [])
         shared = max((common_prefix_length(sent.text, text) for text in seen), default=0)
         seen.append(sent.text)
         tokens = count(sent.text)
         prefix = min(tokens, count(sent.text[:shared])) if shared else 0
-        share = shares.purposes.setdefault(sent.purpose, PurposeShare(sent.purpose))
+        hits.append(PrefixHit(sent, tokens, prefix, openai_cached_tokens(prefix, tokens)))
+    return hits
+
+
+def cached_share(prompts: Iterable[SentPrompt], count: Callable[[str], int]) -> CacheShares:
+    """`prefix_hits` summed per purpose."""
+    shares = CacheShares()
+    for hit in prefix_hits(prompts, count):
+        share = shares.purposes.setdefault(hit.sent.purpose, PurposeShare(hit.sent.purpose))
         share.calls += 1
-        share.prompt_tokens += tokens
-        share.prefix_tokens += prefix
-        share.openai_tokens += openai_cached_tokens(prefix, tokens)
+        share.prompt_tokens += hit.prompt_tokens
+        share.prefix_tokens += hit.prefix_tokens
+        share.openai_tokens += hit.openai_tokens
     return shares
 
 

@@ -20,11 +20,19 @@ from pydantic import BaseModel
 from bench.fake_llm import BenchLLM, LatencyModel
 from bench.harness import TurnRunner
 from bench.ports import in_memory_ports
-from bench.prompt_cache import CacheShares, SentPrompt, cached_share, shares_of
+from bench.prompt_cache import (
+    CacheShares,
+    PrefixHit,
+    SentPrompt,
+    cached_share,
+    prefix_hits,
+    shares_of,
+)
 from bench.table import Table, render_text
 from bench.tokens import TokenCounter, token_counter
 from engine.model import AgentSnapshot
 from engine.ports import Generation, ToolDispatcher
+from engine.pricing import PriceTable
 from engine.sessions.session import SessionState
 from engine.trace import TurnTrace
 from infra.embeddings import HashingEmbedder
@@ -140,6 +148,77 @@ def cache_table(rows: Sequence[tuple[str, CacheShares]], tokenizer: str) -> Tabl
     )
 
 
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which model answers each purpose: `default`, except where `routes` says otherwise."""
+
+    label: str
+    default: str
+    routes: dict[str, str] = field(default_factory=dict)
+
+    def model_for(self, purpose: str) -> str:
+        return self.routes.get(purpose, self.default)
+
+    @property
+    def text(self) -> str:
+        routed = ", ".join(f"{p}: {m}" for p, m in self.routes.items())
+        return f"{self.default}" + (f" ({routed})" if routed else "")
+
+
+MODEL_CHOICES = (
+    ModelChoice("one small model", "gpt-4o-mini"),
+    ModelChoice("small + larger for the reply", "gpt-4o-mini", {"compose": "gpt-4o"}),
+)
+CACHES = ("none", "openai", "prefix")  # no hit, OpenAI's rule, every shared prefix
+
+
+def dollars_per_1000_turns(
+    turns: Sequence[Replayed], hits: Sequence[PrefixHit], choice: ModelChoice, cache: str
+) -> float:
+    """What the turns' calls cost on `choice`'s models at the example prices, per 1,000 turns;
+    cached prompt tokens as `cache` says a cache would serve them."""
+    prices = PriceTable()
+    calls = [call for turn in turns for call in turn.trace.llm_calls]
+    total = 0.0
+    for call, hit in zip(calls, hits, strict=True):
+        cached = {"none": 0, "openai": hit.openai_tokens, "prefix": hit.prefix_tokens}[cache]
+        cost = prices.cost(
+            choice.model_for(call.purpose), hit.prompt_tokens, cached, call.completion_tokens
+        )
+        assert cost is not None, f"no example price for {choice.model_for(call.purpose)}"
+        total += cost
+    return total / len(turns) * 1000
+
+
+def dollars_table(runs: Sequence[tuple[str, list[Replayed]]], tokens: TokenCounter) -> Table:
+    rows = []
+    for label, turns in runs:
+        hits = prefix_hits(sent_prompts(turns), tokens.count)
+        for choice in MODEL_CHOICES:
+            cells = [f"${dollars_per_1000_turns(turns, hits, choice, c):.2f}" for c in CACHES]
+            rows.append([label, choice.label, choice.text, *cells])
+    return Table(
+        title="Dollars per 1,000 turns at example list prices (engine/pricing.py)",
+        headers=[
+            "conversation",
+            "model choice",
+            "models",
+            "no cache hit",
+            "OpenAI automatic cache",
+            "every shared prefix cached",
+        ],
+        rows=rows,
+        notes=[
+            "Example list prices dated in engine/pricing.py (check them against the providers' "
+            "pages). Prompt tokens counted as in the table above; completion tokens are the "
+            "benchmark fake's answers, whose rationales are shorter than a real model's, so "
+            "output cost is a floor. 'every shared prefix cached' prices every shared prefix "
+            "as cached whatever its length: the most a Bedrock cache point could reach (Bedrock "
+            "also has a minimum length per model, and charges cache writes above input).",
+        ],
+    )
+
+
 async def measure(tokens: TokenCounter) -> list[tuple[str, list[Replayed]]]:
     runs = []
     for conversation in (reference_conversation(), banking_conversation()):
@@ -155,4 +234,6 @@ def main(argv: list[str] | None = None) -> int:
     runs = asyncio.run(measure(tokens))
     rows = [(label, cached_share(sent_prompts(traces), tokens.count)) for label, traces in runs]
     print(render_text(cache_table(rows, tokens.name)))
+    print()
+    print(render_text(dollars_table(runs, tokens)))
     return 0

@@ -15,6 +15,7 @@ from bench.prompt_cache import (
     cached_share,
     common_prefix_length,
     openai_cached_tokens,
+    prefix_hits,
 )
 from bench.prompt_costs import (
     banking_conversation,
@@ -140,3 +141,26 @@ def test_the_banking_conversation_has_at_least_half_its_prompt_tokens_in_shared_
 ) -> None:
     banking = cached_share(conversations["banking concierge"], EstimateCounter().count)
     assert banking.total.share >= 0.5
+
+
+def test_dollars_per_1000_turns_price_each_purpose_on_its_model_and_cached_tokens_as_cached(
+    conversations: dict[str, list[SentPrompt]],
+) -> None:
+    from bench.prompt_costs import (
+        MODEL_CHOICES,
+        dollars_per_1000_turns,
+    )
+
+    turns = asyncio.run(replay(reference_conversation(), EstimateCounter()))
+    hits = prefix_hits(sent_prompts(turns), EstimateCounter().count)
+    small, mixed = MODEL_CHOICES
+    for choice in (small, mixed):
+        none, openai, prefix = (
+            dollars_per_1000_turns(turns, hits, choice, cache)
+            for cache in ("none", "openai", "prefix")
+        )
+        assert none > openai > prefix > 0  # the reference's matching prompts pass 1,024 tokens
+    # composing on the larger model costs more than on the small one
+    assert dollars_per_1000_turns(turns, hits, mixed, "none") > dollars_per_1000_turns(
+        turns, hits, small, "none"
+    )
