@@ -35,8 +35,11 @@ class BatchKind(StrEnum):
     PACKED = "packed"  # observational, actionable and previously-applied checks in one call
 
 
-# The kinds that share the GuidelineMatchBatch answer and so can share one call.
-PACKABLE = (BatchKind.OBSERVATIONAL, BatchKind.ACTIONABLE, BatchKind.PREVIOUSLY_APPLIED)
+# The kinds that share the GuidelineMatchBatch answer and so can share one call, in the order a
+# packed prompt lists them: the actionable guidelines first (the most, and they leave the group
+# only once applied), then the observations (a journey's start drops out once it runs), then
+# the actions already taken; a prompt cache serves the groups up to the first that changed.
+PACKABLE = (BatchKind.ACTIONABLE, BatchKind.OBSERVATIONAL, BatchKind.PREVIOUSLY_APPLIED)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -282,9 +285,9 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
             guide.ROLE,
             render_agent_context(ctx),
             guide.SHARED_RULES,
-            f"Task: {guide.count_text(count)} below; give every one a verdict. "
-            + guide.RATIONALE_RULE,
             *_group_texts(batch),
+            f"Task: {guide.count_text(count)} above; give every one a verdict. "
+            + guide.RATIONALE_RULE,
             render_turn_context(ctx),
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
             f"...]}} with exactly {count} verdict{'s' if count != 1 else ''}, one per handle, "

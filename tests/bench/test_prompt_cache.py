@@ -27,9 +27,9 @@ from bench.tokens import EstimateCounter
 from engine.agent_config import LLMPurpose
 
 # Where each purpose's stable prefix ends: the first part that may differ from one turn to the
-# next (the count and guideline groups, the journey map, the secret reading's conversation).
+# next (the guideline groups, the journey map, the secret reading's conversation).
 STABLE_UNTIL = {
-    LLMPurpose.MATCH_GUIDELINES: "\n\nTask: ",
+    LLMPurpose.MATCH_GUIDELINES: "\n\n### ",
     LLMPurpose.DISAMBIGUATE: "\n\nTask: ",
     LLMPurpose.SELECT_JOURNEY_NODE: "\n\n## Journey map\n",
     LLMPurpose.CALL_TOOLS: "\n\nTools you may call now:\n",

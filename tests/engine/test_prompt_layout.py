@@ -88,7 +88,7 @@ def test_the_matching_prompt_lists_its_guidelines_before_the_conversation() -> N
     )
     one, two = _turns()
     prompts = [gm.build_match_prompt(ctx, batch) for ctx in (one, two)]
-    _assert_stable_then_turn(*prompts, stable_until="\n\nTask: ")
+    _assert_stable_then_turn(*prompts, stable_until="\n\n### ")
     # the same batch on both turns: everything up to the conversation is shared
     conversation = "\n\nKnown facts about the customer:"
     assert prompts[1].startswith(prompts[0].split("\n\nConversation (most recent last):")[0])
