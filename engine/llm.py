@@ -197,6 +197,7 @@ class TurnLLM:
         try:
             generation = await draft.task
         except Exception:
+            _price(draft.record, self._prices)
             self._trace.llm_calls.append(draft.record)
             return None
         draft.record.draft = "used"
@@ -245,6 +246,7 @@ class TurnLLM:
             generation = await self._generate_with_policy(prompt, schema, model, record)
         except LLMError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
+            _price(record, self._prices)  # a failed call reports no tokens: priced at those
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)

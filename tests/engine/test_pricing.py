@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from engine.agent_config import AgentConfig, LLMPurpose
 from engine.authoring.serialized import load_agent
+from engine.errors import LLMError
 from engine.llm import TurnLLM
 from engine.ports import Generation, Usage
 from engine.pricing import EXAMPLE_PRICES, ModelPrice, PriceTable, format_dollars
@@ -112,3 +113,23 @@ def test_an_agent_document_sets_its_prices_in_its_config() -> None:
     }
     # an agent that sets no prices keeps the version it was published under
     assert "prices" not in AgentConfig().model_dump(exclude_defaults=True)
+
+
+class _FailingLLM:
+    """An adapter whose every request fails for good (no usage comes back)."""
+
+    async def generate(self, prompt: str, schema: type[_Answer], *, model: str) -> Generation:
+        raise LLMError("the provider refused the request")
+
+
+async def test_a_failed_call_on_a_priced_model_costs_its_reported_tokens_not_an_unknown() -> None:
+    trace = _trace()
+    llm = TurnLLM(_FailingLLM(), AgentConfig(default_model="gpt-4o-mini"), trace)
+
+    with pytest.raises(LLMError):
+        await llm.generate(LLMPurpose.MATCH_GUIDELINES, "match?", _Answer)
+
+    [failed] = trace.llm_calls
+    assert failed.error and failed.prompt_tokens == 0
+    assert failed.cost_usd == 0.0  # priced at the tokens it reported: a failure is no unknown
+    assert trace.cost_usd == 0.0
