@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench long-session
+	$(BIN)/python -m bench prompt-cache
 	$(BIN)/python -m bench speculation --write-doc
 	$(BIN)/python -m bench scale --write-doc
 

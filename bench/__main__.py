@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.offline_agents.measure import main as offline_agents_main
 
         return offline_agents_main(argv[1:])
+    if argv[:1] == ["prompt-cache"]:  # cacheable prompt prefixes, dollars per 1,000 turns
+        from bench.prompt_costs import main as prompt_cache_main
+
+        return prompt_cache_main(argv[1:])
     if argv[:1] == ["speculation"]:  # the reply drafted beside round 1, off against on
         from bench.speculation import main as speculation_main
 

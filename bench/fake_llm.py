@@ -360,7 +360,10 @@ def answer_secrets(prompt: str) -> dict[str, Any]:
     """A value named for a listed secret field in the customer's lines ("password is …")."""
     customer = [line for line in prompt.splitlines() if line.startswith("Customer: ")]
     values = []
-    for name in _SECRET_FIELD.findall(prompt.rsplit("Secret fields:", 1)[-1]):
+    # the list comes before the conversation: a header typed by the customer is not read
+    head = prompt.split("Conversation (most recent last):", 1)[0]
+    listed = head.rsplit("Secret fields:", 1)[-1].split("\n\n", 1)[0]
+    for name in _SECRET_FIELD.findall(listed):
         cue = re.compile(rf"\b{re.escape(name)}\s*(?:is|:|=)\s*(\S+)", re.I)
         values += [{"name": name, "value": v} for line in customer for v in cue.findall(line)]
     return {"values": values}

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engine.language.lines import Lines
 from engine.language.tags import normalize_tag
+from engine.pricing import ModelPrice
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -143,6 +144,9 @@ class AgentConfig(BaseModel):
     speculation: Speculation = Field(default_factory=Speculation)
     models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
     default_model: str = "gpt-4o-mini"
+    # Dollars per 1M tokens by model id, over the example prices of `engine.pricing` (model by
+    # model): what the trace's cost of a turn is computed with.
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
     explain: bool = False  # verbose rationales in LLM outputs, for debugging only
     # what canned_strict sends when no approved template fits (it never sends free text)
     no_match_response: str = "Sorry, I can't help with that here. Could you rephrase?"

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from engine.agent_config import CompositionMode
-from engine.context import TurnContext, render_context
+from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.language.tags import language_name
 from engine.model import AgentSnapshot, Guideline, Journey, JourneyNode
 
@@ -73,10 +73,12 @@ def effective_composition_mode(
 
 
 def build_compose_prompt(ctx: TurnContext, data: CompositionInput, *, explain: bool = False) -> str:
-    """The fluid composition prompt (pure)."""
+    """The fluid composition prompt (pure): the role and the agent (the stable prefix), the
+    turn's context, what this reply must do, then the rules."""
     parts = [
         "You are a customer-service agent writing your next reply in this conversation.",
-        render_context(ctx),
+        render_agent_context(ctx),
+        render_turn_context(ctx),
     ]
     if data.observations:
         parts.append("What you noticed:\n" + "\n".join(f"- {o}" for o in data.observations))

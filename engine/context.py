@@ -121,7 +121,13 @@ def llm_view_of(outcome: ToolOutcome) -> Any:
 
 
 def render_context(ctx: TurnContext) -> str:
-    """The shared context block: glossary, variables, tool results of this turn, conversation."""
+    """The shared context block whole: the agent's part, then the turn's."""
+    return f"{render_agent_context(ctx)}\n\n{render_turn_context(ctx)}"
+
+
+def render_agent_context(ctx: TurnContext) -> str:
+    """The part of the context that holds for every turn of a session: who the agent is and its
+    glossary. Prompts put it in their stable prefix, which a provider's prompt cache serves."""
     parts = [
         f"Agent: {ctx.agent.name}"
         + (f" — {ctx.agent.description}" if ctx.agent.description else "")
@@ -129,13 +135,22 @@ def render_context(ctx: TurnContext) -> str:
     terms = render_terms(ctx.terms)
     if terms:
         parts.append(f"Glossary:\n{terms}")
+    return "\n\n".join(parts)
+
+
+def render_turn_context(ctx: TurnContext) -> str:
+    """The part of the context that is this turn's: the customer's facts, the conversation,
+    this turn's tool results and the language note. Prompts put it after their stable part. The
+    conversation comes before this turn's results: it only grows, so the next turn's prompt
+    shares it up to its last message."""
+    parts = []
     variables = render_variables(ctx.variables)
     if variables:
         parts.append(f"Known facts about the customer:\n{variables}")
+    parts.append(f"Conversation (most recent last):\n{render_history(ctx.history)}")
     tools = render_tool_results(ctx.tool_results)
     if tools:
         parts.append(f"Tool results from this turn:\n{tools}")
-    parts.append(f"Conversation (most recent last):\n{render_history(ctx.history)}")
     default = ctx.agent.config.languages[0]
     if ctx.language != default:
         parts.append(language_note(ctx.language, default))

@@ -33,6 +33,7 @@ from engine.errors import (
     is_rate_limit,
 )
 from engine.ports import Generation, SchematicLLM, Usage
+from engine.pricing import PriceTable
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,
     MAX_RECORDED_PROMPT_CHARS,
@@ -89,15 +90,23 @@ def _gate(model: str, limit: int) -> asyncio.Semaphore:
 
 
 def _record_answer(
-    record: LLMCallRecord, generation: Generation[T], prompt: str, model: str
+    record: LLMCallRecord, generation: Generation[T], prompt: str, model: str, prices: PriceTable
 ) -> None:
-    """A finished call's answer, model and tokens on its trace record (estimated when the
-    adapter reports none)."""
+    """A finished call's answer, model, tokens and price on its trace record (tokens estimated
+    when the adapter reports none)."""
     answer = generation.value.model_dump_json()
     record.model = generation.model or model
     record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
     record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
+    record.cached_prompt_tokens = min(generation.usage.cached_prompt_tokens, record.prompt_tokens)
     record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
+    _price(record, prices)
+
+
+def _price(record: LLMCallRecord, prices: PriceTable) -> None:
+    record.cost_usd = prices.cost(
+        record.model, record.prompt_tokens, record.cached_prompt_tokens, record.completion_tokens
+    )
 
 
 @dataclass
@@ -130,6 +139,7 @@ class TurnLLM:
         self._trace = trace
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._prices = PriceTable().with_overrides(config.prices)
         self._calls_started = 0
         self._prompt_tokens_reserved = 0
         self._retries_left = config.llm_retry_budget
@@ -188,7 +198,7 @@ class TurnLLM:
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        _record_answer(record, generation, prompt, model)
+        _record_answer(record, generation, prompt, model, self._prices)
         return generation
 
     async def _drafted(
@@ -201,6 +211,7 @@ class TurnLLM:
         try:
             generation = await draft.task
         except Exception:
+            _price(draft.record, self._prices)
             self._trace.llm_calls.append(draft.record)
             return None
         draft.record.draft = "used"
@@ -220,6 +231,7 @@ class TurnLLM:
                 draft.task.exception()  # retrieved: a failed draft is no unhandled error
             if not draft.record.prompt_tokens:
                 draft.record.prompt_tokens = max(1, draft.record.prompt_chars // 4)
+                _price(draft.record, self._prices)
             self._trace.llm_calls.append(draft.record)
 
     async def generate(
@@ -260,11 +272,12 @@ class TurnLLM:
             record.error = f"{type(exc).__name__}: {exc}"
             if is_rate_limit(exc):
                 self.rate_limited = exc
+            _price(record, self._prices)  # a failed call reports no tokens: priced at those
             raise
         finally:
             record.latency_ms = round((time.perf_counter() - started) * 1000, 2)
             self._trace.llm_calls.append(record)
-        _record_answer(record, generation, prompt, model)
+        _record_answer(record, generation, prompt, model, self._prices)
         self._trace.llm_rounds = max(self._trace.llm_rounds, self.round)
         return generation
 
@@ -311,6 +324,7 @@ class TurnLLM:
             usage = Usage(
                 usage.prompt_tokens + generation.usage.prompt_tokens,
                 usage.completion_tokens + generation.usage.completion_tokens,
+                usage.cached_prompt_tokens + generation.usage.cached_prompt_tokens,
             )
             return Generation(
                 value=generation.value,

@@ -475,6 +475,7 @@ _CONFIG_FIELDS_ADDED_LATER = (
     "languages",
     "messages",
     "speculation",
+    "prices",
 )
 # … and of tools, tool parameters and collected fields, with the value that leaves them out.
 _TOOL_FIELDS_ADDED_LATER: dict[str, Any] = {"speculative": False}

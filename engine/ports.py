@@ -23,6 +23,9 @@ T = TypeVar("T", bound=BaseModel)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of the prompt tokens, those the provider's prompt cache served (OpenAI's
+    # `prompt_tokens_details.cached_tokens`, Bedrock's `cacheReadInputTokens`)
+    cached_prompt_tokens: int = 0
 
 
 @dataclass(frozen=True)

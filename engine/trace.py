@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from engine.pricing import format_dollars
+
 if TYPE_CHECKING:
     from engine.model import AgentSnapshot
 
@@ -21,7 +23,11 @@ class LLMCallRecord(BaseModel):
     label: str = ""  # e.g. the batch kind or journey id
     prompt_chars: int = 0
     prompt_tokens: int = 0
+    # of the prompt tokens, those the provider's prompt cache served (priced as cached)
+    cached_prompt_tokens: int = 0
     completion_tokens: int = 0
+    # dollars, from the price table (`engine.pricing`); None: no price for this model
+    cost_usd: float | None = None
     latency_ms: float = 0.0
     attempts: int = 1
     round: int = 0  # sequential LLM round on the critical path this call belongs to
@@ -150,6 +156,19 @@ class TurnTrace(BaseModel):
     def completion_tokens(self) -> int:
         return sum(c.completion_tokens for c in self.llm_calls)
 
+    @property
+    def cached_prompt_tokens(self) -> int:
+        return sum(c.cached_prompt_tokens for c in self.llm_calls)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The turn's LLM calls in dollars; None when a call's model has no price (unknown is
+        not free)."""
+        costs = [c.cost_usd for c in self.llm_calls]
+        if any(cost is None for cost in costs):
+            return None
+        return sum(cost for cost in costs if cost is not None)
+
 
 class TraceTitles:
     """Names a person reads for what a trace records by id: a journey by its title, a journey's
@@ -267,8 +286,9 @@ def summarize(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]
         total_ms = sum(c.latency_ms for c in trace.llm_calls)
         lines.append(
             f"llm: {len(trace.llm_calls)} calls in {trace.llm_rounds} rounds, "
-            f"{trace.prompt_tokens} prompt + {trace.completion_tokens} completion tokens, "
-            f"{total_ms:.0f} ms"
+            f"{trace.prompt_tokens} prompt ({trace.cached_prompt_tokens} cached) + "
+            f"{trace.completion_tokens} completion tokens, {total_ms:.0f} ms, "
+            f"{cost_text(trace)}"
         )
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
@@ -320,17 +340,28 @@ def explain(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
         label = f" {call.label}" if call.label else ""
         retried = f", {call.attempts} attempts" if call.attempts > 1 else ""
         error = f", error: {call.error}" if call.error else ""
+        cached = f" ({call.cached_prompt_tokens} cached)" if call.cached_prompt_tokens else ""
         lines.append(
             f"llm round {call.round}: {call.purpose}{label} → {call.schema_name} on {call.model}, "
-            f"{call.prompt_tokens}+{call.completion_tokens} tokens, {call.latency_ms:.0f} ms"
-            f"{retried}{error}"
+            f"{call.prompt_tokens}{cached}+{call.completion_tokens} tokens, "
+            f"{call.latency_ms:.0f} ms, {format_dollars(call.cost_usd)}{retried}{error}"
         )
+    if trace.llm_calls:
+        lines.append(f"llm cost: {cost_text(trace)}")
     if trace.composition_mode:
         lines.append(f"composed: {trace.composition_mode}")
     if trace.stages:
         lines.append("stages: " + ", ".join(f"{s.stage} {s.ms:.0f} ms" for s in trace.stages))
     lines.extend(f"note: {n}" for n in trace.notes)
     return lines
+
+
+def cost_text(trace: TurnTrace) -> str:
+    """The turn's cost, or which models have no price."""
+    if trace.cost_usd is not None:
+        return format_dollars(trace.cost_usd)
+    unpriced = sorted({c.model for c in trace.llm_calls if c.cost_usd is None})
+    return f"cost unknown (no price for {', '.join(unpriced)})"
 
 
 def _step_instruction(agent: AgentSnapshot | None, journey_id: str, node_id: str | None) -> str:

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from engine.agent_config import LLMPurpose
-from engine.context import TurnContext, render_context
+from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.matching import match_guidance as guide
 from engine.matching.guideline_lines import guideline_line, line_cost
 from engine.model import Guideline, GuidelineKind, Relationship, RelationshipKind
@@ -35,8 +35,11 @@ class BatchKind(StrEnum):
     PACKED = "packed"  # observational, actionable and previously-applied checks in one call
 
 
-# The kinds that share the GuidelineMatchBatch answer and so can share one call.
-PACKABLE = (BatchKind.OBSERVATIONAL, BatchKind.ACTIONABLE, BatchKind.PREVIOUSLY_APPLIED)
+# The kinds that share the GuidelineMatchBatch answer and so can share one call, in the order a
+# packed prompt lists them: the actionable guidelines first (the most, and they leave the group
+# only once applied), then the observations (a journey's start drops out once it runs), then
+# the actions already taken; a prompt cache serves the groups up to the first that changed.
+PACKABLE = (BatchKind.ACTIONABLE, BatchKind.OBSERVATIONAL, BatchKind.PREVIOUSLY_APPLIED)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,8 +271,10 @@ _CUSTOMER_SHAPE = (
 
 
 def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> str:
-    """The prompt for one matching batch: shared context, the count to answer for, the shared
-    rules, then one group per kind (its rules, examples and guidelines), then the answer shape."""
+    """The prompt for one matching batch. Its stable prefix first — the role, the agent and its
+    glossary, the shared rules — then the count to answer for and one group per kind (its rules,
+    examples and guidelines), then the turn's context, then the answer shape: a provider's prompt
+    cache serves the prefix the turns of a session share."""
     if batch.kind is BatchKind.DISAMBIGUATION:
         return build_disambiguation_prompt(ctx, batch, explain=explain)
     count = len(batch.guidelines)
@@ -278,11 +283,12 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
     return "\n\n".join(
         [
             guide.ROLE,
-            render_context(ctx),
-            f"Task: {guide.count_text(count)} below; give every one a verdict. "
-            + guide.RATIONALE_RULE,
+            render_agent_context(ctx),
             guide.SHARED_RULES,
             *_group_texts(batch),
+            f"Task: {guide.count_text(count)} above; give every one a verdict. "
+            + guide.RATIONALE_RULE,
+            render_turn_context(ctx),
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
             f"...]}} with exactly {count} verdict{'s' if count != 1 else ''}, one per handle, "
             "in order. score: 10 = certainly, 0 = certainly not.",
@@ -315,13 +321,14 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
         [
             "You are the customer-service agent described below. Before your next reply, check "
             "whether the customer's request is ambiguous between several cases you handle.",
-            render_context(ctx),
+            render_agent_context(ctx),
             f'Task: first decide whether this holds: "{batch.head.condition}". If it does, decide '
             "which of the options below may be what the customer means. If two or more fit and "
             "the conversation does not settle which, it is ambiguous: write one short question "
             "that lets the customer choose.",
             guide.DISAMBIGUATION_RULES,
             f"Options:\n{options}",
+            render_turn_context(ctx),
             "Answer with JSON only, `rationale` first; use the option handles in `candidate_ids`."
             + (
                 " `rationale`: explain your reasoning in full, for a person reading the trace."

@@ -11,7 +11,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from engine.context import TurnContext, render_context
+from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.matching.collected_values import bound_text
 from engine.matching.journey_graph import (
     EdgeView,
@@ -348,7 +348,9 @@ def build_node_selection_prompt(
     max_depth: int,
     explain: bool,
 ) -> str:
-    """The node-selection prompt for one journey. Pure: same inputs, same text."""
+    """The node-selection prompt for one journey. Pure: same inputs, same text. The stable part
+    first (the role, the agent, the rules), then the map and where the journey stands, then the
+    turn's context, then the answer shape."""
     # what the walk's verification counts too (`state.succeeded_tools`): a failed call is no run
     executed = {r.tool for r in ctx.tool_results if r.error is None}
     journey_map = transition_map_text(
@@ -358,10 +360,11 @@ def build_node_selection_prompt(
     return "\n\n".join(
         [
             _INTRO,
-            f"## Context\n{render_context(ctx)}",
+            f"## The agent\n{render_agent_context(ctx)}",
+            f"## How to decide\n{_RULES}",
             f"## Journey map\n{journey_map}",
             f"## Where the journey stands\n{_position_text(views, path, executed)}",
-            f"## How to decide\n{_RULES}",
+            f"## Context\n{render_turn_context(ctx)}",
             f"## Answer\n{answer}",
         ]
     )

@@ -101,12 +101,6 @@ def build_secret_reading_prompt(ctx: TurnContext, fields: Sequence[SecretField])
         "messages, so that they can be hidden from everything the agent stores.",
         f"Agent: {ctx.agent.name}"
         + (f" — {ctx.agent.description}" if ctx.agent.description else ""),
-        f"Conversation (most recent last):\n{render_history(latest_exchange(ctx))}",
-    ]
-    default = ctx.agent.config.languages[0]
-    if ctx.language != default:
-        parts.append(language_note(ctx.language, default))
-    parts += [
         "Task: for each value the customer's latest messages give for one of the secret fields "
         "below — before the agent asks for it, in passing, or answering the agent's last "
         "message — answer the field's name and the value exactly as the customer typed it. The "
@@ -115,6 +109,12 @@ def build_secret_reading_prompt(ctx: TurnContext, fields: Sequence[SecretField])
         "for anything else (a username, an account number) is not listed; never guess or "
         "complete a value.",
         SECRET_FIELDS_HEADER + "\n".join(lines),
+        f"Conversation (most recent last):\n{render_history(latest_exchange(ctx))}",
+    ]
+    default = ctx.agent.config.languages[0]
+    if ctx.language != default:
+        parts.append(language_note(ctx.language, default))
+    parts += [
         'Answer with JSON only: {"values": [{"name": …, "value": …}]}; an empty list when the '
         "messages give none.",
     ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine.context import TurnContext, render_context
+from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.errors import ToolArgumentError
 from engine.ports import ToolOutcome
 from engine.tools.spec import ToolParameter, ToolSpec
@@ -150,8 +150,8 @@ def tool_signature(spec: ToolSpec) -> str:
 
 _TOOL_GUIDANCE = """\
 How to decide:
-- Call a tool only when the reason it is offered holds now. A result already shown above for \
-the same arguments does not need the call again, unless the customer asks again (a fresh check, \
+- Call a tool only when the reason it is offered holds now. A result already shown (in the \
+conversation or this turn's tool results) for the same arguments does not need the call again, unless the customer asks again (a fresh check, \
 a retry) or one of its inputs changed since.
 - One tool may be called several times with different arguments (two accounts: two calls).
 - Write each value in the form its parameter declares, not as typed: a listed choice by its \
@@ -188,7 +188,12 @@ def build_tool_call_prompt(
     parts = [
         "You are the customer-service agent described below. Before your next reply, decide "
         "which of the tools offered to you to call now, and with which arguments.",
-        render_context(ctx),
+        render_agent_context(ctx),
+        _TOOL_GUIDANCE,
+        rules_text(
+            consequential=any(s.consequential for s in specs),
+            harmless=not all(s.consequential for s in specs),
+        ),
         f"Tools you may call now:\n{tools}",
         f"Values already known: {known_text}",
     ]
@@ -197,13 +202,7 @@ def build_tool_call_prompt(
         parts.append(f"Today's date: {today}")
     if instructions:
         parts.append(INSTRUCTIONS_HEADING + "\n" + "\n".join(f"- {i}" for i in instructions))
-    parts.append(_TOOL_GUIDANCE)
-    parts.append(
-        rules_text(
-            consequential=any(s.consequential for s in specs),
-            harmless=not all(s.consequential for s in specs),
-        )
-    )
+    parts.append(render_turn_context(ctx))
     parts.append(
         "Rules: answer with JSON only, the rationale first: "
         '{"rationale": "...", "calls": [{"tool": "...", "arguments": [{"name": "...", '

@@ -72,10 +72,9 @@ class OpenAISchematicLLM:
         response = await self._complete(prompt, schema, model)
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         value = parse_answer(_content(response), schema)
-        usage = response.usage
         return Generation(
             value=value,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+            usage=_usage(response.usage),
             model=response.model or model,
             latency_ms=latency_ms,
         )
@@ -186,3 +185,13 @@ def _content(response: ChatCompletion) -> str:
             "the answer was cut off at the output token limit; answer more briefly", raw=content
         )
     return content
+
+
+def _usage(usage: Any) -> Usage:
+    """Tokens of the answer: prompt, completion, and the prompt tokens OpenAI's prompt cache
+    served (`prompt_tokens_details.cached_tokens`; absent on servers without a cache)."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(usage.prompt_tokens, usage.completion_tokens, int(cached or 0))

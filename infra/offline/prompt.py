@@ -30,6 +30,9 @@ NO_MESSAGES = "(no messages yet)"
 # Headers that may follow the conversation block, in any prompt kind.
 _AFTER_CONVERSATION = (
     "\n\nLanguage: ",
+    "\n\nTool results from this turn:\n",
+    "\n\nAnswer with JSON only",
+    "\n\n## Answer",
     "\n\nTask: ",
     "\n\n## Journey map",
     "\n\nTools you may call now:",

@@ -13,7 +13,7 @@ import re
 from engine.matching.collected_values import CollectedItem
 from engine.matching.secret_reading import SECRET_FIELDS_HEADER, SecretsSaid
 from infra.offline.language import word_set
-from infra.offline.prompt import parse_shared_context, section
+from infra.offline.prompt import CONVERSATION_HEADER, parse_shared_context, section
 from infra.offline.slots import INT, NUMBER, TEXT, Slot
 from infra.offline.values import extract_values
 
@@ -30,9 +30,10 @@ _ABOUT_IT = word_set(
 def read_secrets(prompt: str) -> SecretsSaid:
     """The values the latest customer messages name for the listed secret fields."""
     context = parse_shared_context(prompt, parser=PARSER)
-    # The last header: the fields follow the conversation, whatever the customer typed.
-    start = prompt.rfind(SECRET_FIELDS_HEADER)
-    block = section(prompt[max(start, 0) :], SECRET_FIELDS_HEADER, parser=PARSER)
+    # The fields come before the conversation (the prompt's stable prefix): a header the
+    # customer typed is in the conversation, after them, and is never read as one.
+    head = prompt.split(CONVERSATION_HEADER, 1)[0]
+    block = section(head, SECRET_FIELDS_HEADER, parser=PARSER)
     slots = []
     for line in block.splitlines():
         m = _FIELD.match(line)

@@ -135,6 +135,10 @@ def test_the_inspector_shows_the_matched_guideline_the_tool_call_and_the_prompt(
     assert prompt.is_displayed() and len(prompt.text) > 100
     assert "(not kept" not in prompt.text
     assert calls[0].find_element(By.CSS_SELECTOR, "pre.answer").text.startswith("{")
+    # the turn's cost, from the trace's priced calls (the offline model costs nothing per token)
+    cost = wait_for(browser, "#turn-cost")[0].text
+    assert cost.startswith("cost: $0.00000") and "prompt tokens (0 cached)" in cost
+    assert "$0.00000" in calls[0].find_element(By.TAG_NAME, "summary").text
     assert wait_for(browser, "#inspector table")  # stages
     screenshot(browser, "inspector-guidelines")
 

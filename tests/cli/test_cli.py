@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,9 @@ def test_chat_answers_typed_messages_with_a_trace() -> None:
     assert result.exit_code == 0, result.output
     assert "agent › Hi! I can look up a stock price" in result.output
     assert "journey Authentication: moved → ask_username" in result.output
+    # each turn's cost, from the price table: the offline model has no per-token price
+    costs = re.findall(r"^.*llm: \d+ calls in \d+ rounds, .* cached\) \+ .*$", result.output, re.M)
+    assert len(costs) == 2 and all(line.endswith(", $0.00000") for line in costs)
 
 
 def test_publish_writes_the_agent_and_its_embeddings_to_the_stack() -> None:

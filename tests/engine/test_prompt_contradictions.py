@@ -340,10 +340,10 @@ def test_the_instructions_in_force_are_explained_where_they_are_listed() -> None
     section = prompt.split("\n\n" + INSTRUCTIONS_HEADING + "\n", 1)[1].split("\n\n", 1)[0]
     assert section == "- when the customer says the usual, then send $900"
     assert "one can shape an argument" in INSTRUCTIONS_HEADING
-    # what the rest of the prompt calls "above" is above it
-    assert prompt.index("Tool results from this turn:") < prompt.index(
-        "A result already shown above"
-    )
+    # the guidance sits in the stable prefix, before the turn's results: it names where a
+    # result is shown instead of pointing "above" at a section that now follows it
+    assert "shown above" not in prompt
+    assert "A result already shown (in the conversation or this turn's tool results)" in prompt
     assert "Instructions in force" not in _tool_prompt()  # nothing to point at, nothing said
 
 

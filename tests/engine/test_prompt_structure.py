@@ -133,17 +133,18 @@ def test_the_three_yes_no_kinds_share_one_call_within_the_budget() -> None:
     batches = gm.plan_batches(rules, session, [], budget_chars=10_000)
     assert [b.kind for b in batches] == [gm.BatchKind.PACKED]
     packed = batches[0]
+    # actionable first: the largest group, and the one a prompt cache keeps longest
     assert [packed.kind_of(i) for i in range(len(rules))] == [
-        gm.BatchKind.OBSERVATIONAL,
         *[gm.BatchKind.ACTIONABLE] * 3,
+        gm.BatchKind.OBSERVATIONAL,
         gm.BatchKind.PREVIOUSLY_APPLIED,
     ]
     prompt = gm.build_match_prompt(_context(), packed)
     assert "Exactly 5 guidelines (g1–g5) are listed" in prompt
     groups = re.findall(r"^### (.*)$", prompt, re.M)
     assert groups == [
-        "Observations (g1)",
-        "Actions not yet taken (g2–g4)",
+        "Actions not yet taken (g1–g3)",
+        "Observations (g4)",
         "Actions already taken (g5)",
     ]
 

@@ -47,6 +47,7 @@ class Reply:
     content: str | dict[str, Any] | None
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int | None = None  # `prompt_tokens_details.cached_tokens`; None: not sent
     model: str | None = None  # None: echo the requested model
     delay: float = 0.0  # seconds to wait before answering (concurrency tests)
     finish_reason: str = "stop"
@@ -324,6 +325,12 @@ def _chat_response(reply: Reply, requested_model: str) -> JSONResponse:
                 "prompt_tokens": reply.prompt_tokens,
                 "completion_tokens": reply.completion_tokens,
                 "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                # what OpenAI reports of its prompt cache (absent on providers without one)
+                **(
+                    {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
+                    if reply.cached_tokens is not None
+                    else {}
+                ),
             },
         }
     )

@@ -25,6 +25,7 @@ from engine.errors import (
     LLMTransientError,
 )
 from engine.llm import RetryPolicy, TurnLLM
+from engine.pricing import ModelPrice
 from engine.trace import TurnTrace
 from infra.llm.openai_embedder import OpenAIEmbedder
 from infra.llm.openai_llm import OpenAISchematicLLM
@@ -129,6 +130,45 @@ async def test_success_records_tokens_model_latency_and_purpose_in_the_trace(
     assert record.latency_ms > 0
     assert record.attempts == 1 and record.error is None
     assert generation.latency_ms > 0
+
+
+async def test_cached_prompt_tokens_are_read_from_the_usage_and_priced_as_cached(
+    server: FakeOpenAIServer, llm: OpenAISchematicLLM, sleep: RecordingSleep
+) -> None:
+    server.queue_chat(
+        Reply(VALID, prompt_tokens=2_000, completion_tokens=100, cached_tokens=1_536),
+        Reply(VALID, prompt_tokens=2_000, completion_tokens=100),  # no prompt_tokens_details
+    )
+    config = AgentConfig(
+        default_model="gpt-priced",
+        prices={"gpt-priced": ModelPrice(input=1.0, cached_input=0.25, output=4.0)},
+    )
+    turn, trace = turn_llm(llm, sleep, config=config)
+
+    cached = await turn.generate(MATCH, "Does the guideline apply?", Verdict)
+    uncached = await turn.generate(MATCH, "Does the guideline apply?", Verdict)
+
+    assert cached.usage.cached_prompt_tokens == 1_536
+    assert uncached.usage.cached_prompt_tokens == 0
+    first, second = trace.llm_calls
+    assert first.cached_prompt_tokens == 1_536
+    # 464 uncached at $1, 1,536 cached at $0.25, 100 completion at $4 per 1M tokens
+    assert first.cost_usd == pytest.approx((464 * 1.0 + 1_536 * 0.25 + 100 * 4.0) / 1e6)
+    assert second.cost_usd == pytest.approx((2_000 * 1.0 + 100 * 4.0) / 1e6)
+    assert trace.cost_usd == pytest.approx(first.cost_usd + second.cost_usd)
+    assert trace.cached_prompt_tokens == 1_536
+
+
+async def test_a_model_without_a_price_leaves_the_cost_unknown_not_zero(
+    server: FakeOpenAIServer, llm: OpenAISchematicLLM, sleep: RecordingSleep
+) -> None:
+    server.queue_chat(Reply(VALID, prompt_tokens=500, completion_tokens=20))
+    turn, trace = turn_llm(llm, sleep, config=AgentConfig(default_model="my-own-finetune"))
+
+    await turn.generate(MATCH, "Does the guideline apply?", Verdict)
+
+    assert trace.llm_calls[0].cost_usd is None
+    assert trace.cost_usd is None
 
 
 async def test_request_asks_for_strict_json_schema_and_routes_the_model_per_purpose(

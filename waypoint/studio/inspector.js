@@ -38,6 +38,7 @@ async function openTurn(sessionId, turnId) {
       trace.version_choice ? ` (${trace.version_choice})` : "",
       ` · ${trace.llm_calls.length} LLM calls in ${trace.llm_rounds} rounds`,
       trace.composition_mode ? ` · composed ${trace.composition_mode}` : ""),
+    turnCost(trace.llm_calls),
   ];
   sections.push(el("h3", { text: "Stages" }), stagesTable(trace.stages));
   sections.push(el("h3", { text: "Recall" }), el("p", { id: "recall" },
@@ -107,10 +108,29 @@ function toolCallBlock(call) {
     call.detail ? el("pre", { class: "detail", text: call.detail }) : null);
 }
 
+// Dollars as the trace records them (engine/pricing.py): null is a model with no price, shown as
+// unknown, never as free.
+function dollars(value) {
+  return value === null || value === undefined ? "cost unknown" : `$${Number(value).toFixed(5)}`;
+}
+
+function turnCost(calls) {
+  const prompt = calls.reduce((n, c) => n + (c.prompt_tokens || 0), 0);
+  const cached = calls.reduce((n, c) => n + (c.cached_prompt_tokens || 0), 0);
+  const completion = calls.reduce((n, c) => n + (c.completion_tokens || 0), 0);
+  const unpriced = [...new Set(calls.filter((c) => c.cost_usd === null || c.cost_usd === undefined).map((c) => c.model))];
+  const total = unpriced.length ? null : calls.reduce((n, c) => n + c.cost_usd, 0);
+  return el("p", { id: "turn-cost" },
+    `cost: ${dollars(total)}${unpriced.length ? ` (no price for ${unpriced.join(", ")})` : ""}`,
+    ` · ${prompt} prompt tokens (${cached} cached) + ${completion} completion tokens`);
+}
+
 function llmCallBlock(call) {
   return el("details", { class: "llm-call" },
     el("summary", {}, `round ${call.round} · ${call.purpose}${call.label ? ` (${call.label})` : ""}`,
       ` → ${call.schema_name} on ${call.model} · ${call.prompt_tokens}+${call.completion_tokens} tokens`,
+      call.cached_prompt_tokens ? ` (${call.cached_prompt_tokens} cached)` : "",
+      ` · ${dollars(call.cost_usd)}`,
       ` · ${ms(call.latency_ms)}${call.attempts > 1 ? ` · ${call.attempts} attempts` : ""}`,
       call.error ? ` · error: ${call.error}` : ""),
     el("h4", { text: "Prompt" }),
