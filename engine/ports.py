@@ -21,8 +21,22 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one answer. `prompt_tokens` counts the whole prompt, cached parts included;
+    `cache_read_tokens` / `cache_write_tokens` say how much of it a provider read from (or wrote
+    to) its prompt cache, when it reports that (Bedrock's cache points)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,12 @@ def _endpoint_credentials() -> tuple[tuple[str, str], ...]:
     )
 
 
+def shared_session() -> boto3.session.Session:
+    """The process's one boto3 session, for a client built with its own settings (Bedrock's:
+    its own region, endpoint and timeouts, `infra.llm.bedrock_client`)."""
+    return _shared_session()
+
+
 def _shared_session() -> boto3.session.Session:
     # One session for every client: it caches the parsed service models and endpoint data
     # (~0.3 s of JSON per new session), so later clients cost milliseconds.
