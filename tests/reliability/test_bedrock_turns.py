@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from engine.agent_config import LLMPurpose
 from engine.own_lines import FALLBACK_REPLY
 from engine.sessions.session import EventKind, EventSource, SessionState
 from examples.banking import load as load_bank
@@ -42,11 +43,17 @@ from tests.fakes.bedrock_runtime import (
 )
 from tests.functions.conftest import drain, load_session, queue_depth, telegram_says
 from tests.functions.platforms import BASE_URLS, FakePlatforms, resolve_to_public
-from tests.reliability.faults import SCHEMAS, RecordedBackoff, record_llm_backoff
+from tests.reliability.faults import (
+    SCHEMAS,
+    OfflineBackedOpenAIServer,
+    RecordedBackoff,
+    record_llm_backoff,
+)
 
 CHAT = 5151
 SESSION = session_id_for("bank", "telegram", f"tg:700100200:{CHAT}")
 HAIKU = "anthropic.claude-3-5-haiku-20241022-v1:0"
+NOVA = "amazon.nova-micro-v1:0"
 
 
 def answer_like_the_offline_model(request: ConverseRequest) -> Behavior:
@@ -67,17 +74,14 @@ def bedrock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBedrockRuntime]:
         yield fake
 
 
-@pytest.fixture
-def runtime(stack: Any, platforms: FakePlatforms, bedrock: FakeBedrockRuntime) -> Iterator[Runtime]:
-    """Overrides the shared `runtime`: the Bedrock adapters (built as a deployment builds them,
-    their clients from the shared boto3 session), the bank published with Titan vectors and its
-    calls routed to Claude on Bedrock."""
-    settings = dataclasses.replace(RuntimeSettings.from_env())
+def install(
+    bedrock: FakeBedrockRuntime, platforms: FakePlatforms, config: dict[str, Any], **parts: Any
+) -> Runtime:
+    """A runtime on the local stack with the fake platforms (`parts` replace what it would build
+    from the environment), the bank published with `config` over its own."""
     installed = install_runtime(
         Runtime(
-            settings,
-            llm=BedrockSchematicLLM(timeout=5.0),
-            embedder=BedrockEmbedder(dimensions=256),
+            dataclasses.replace(RuntimeSettings.from_env()),
             channels=build_channels(
                 channel_secrets(),
                 base_urls=BASE_URLS,
@@ -86,13 +90,28 @@ def runtime(stack: Any, platforms: FakePlatforms, bedrock: FakeBedrockRuntime) -
                 callback_resolver=resolve_to_public,
             ),
             http=httpx.AsyncClient(transport=platforms.transport()),
+            **parts,
         )
     )
     bank = load_bank()
-    config = bank.config.model_copy(update={"default_model": HAIKU})
-    published = installed.run(installed.publish_agent(bank.model_copy(update={"config": config})))
+    routed = bank.model_copy(update={"config": bank.config.model_copy(update=config)})
+    published = installed.run(installed.publish_agent(routed))
     assert published.embedded and bedrock.invoke_requests  # Titan vectors, in S3
-    yield installed
+    return installed
+
+
+@pytest.fixture
+def runtime(stack: Any, platforms: FakePlatforms, bedrock: FakeBedrockRuntime) -> Iterator[Runtime]:
+    """Overrides the shared `runtime`: the Bedrock adapters (their clients built from the shared
+    boto3 session, as a deployment builds them), the bank published with Titan vectors and its
+    calls routed to Claude on Bedrock."""
+    yield install(
+        bedrock,
+        platforms,
+        {"default_model": HAIKU},
+        llm=BedrockSchematicLLM(timeout=5.0),
+        embedder=BedrockEmbedder(dimensions=256),
+    )
     reset_runtime()
     asyncio.set_event_loop(None)
 
@@ -216,3 +235,54 @@ def test_a_bedrock_outage_gives_a_fallback_reply_keeps_the_message_and_the_next_
     assert first == FALLBACK_REPLY and second not in ("", FALLBACK_REPLY)
     assert [r.json()["text"] for r in platforms.replies()] == [first, second]
     assert queue_depth(stack) == 0
+
+
+def test_each_purpose_goes_to_its_own_model_and_provider_as_deployed(
+    monkeypatch: pytest.MonkeyPatch,
+    stack: Any,
+    platforms: FakePlatforms,
+    bedrock: FakeBedrockRuntime,
+) -> None:
+    """Built from the environment as a deployment builds it: Bedrock the default provider, the
+    replies composed by an OpenAI model (a fake OpenAI server answering like the offline model),
+    guideline matching by a small Bedrock model, everything else by Claude on Bedrock."""
+    with OfflineBackedOpenAIServer() as openai_server:
+        monkeypatch.setenv("WAYPOINT_LLM_PROVIDER", "bedrock")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+        monkeypatch.setenv("WAYPOINT_EMBEDDING_MODEL", "amazon.titan-embed-text-v2:0")
+        monkeypatch.setenv("WAYPOINT_EMBEDDING_DIMENSIONS", "256")
+        runtime = install(
+            bedrock,
+            platforms,
+            {
+                "default_model": HAIKU,
+                "models": {
+                    LLMPurpose.MATCH_GUIDELINES: f"bedrock:{NOVA}",
+                    LLMPurpose.COMPOSE: "openai:gpt-4o-mini",
+                },
+            },
+        )
+        try:
+            say("hi, what is the price of AAPL?", 1)
+            assert drain(stack) == [{"batchItemFailures": []}]
+
+            (reply,) = [e for e in session(runtime).events if e.source is EventSource.AGENT]
+            assert reply.text and reply.text != FALLBACK_REPLY
+            calls = trace_of(runtime, reply.turn_id)["llm_calls"]
+            by_purpose = {(call["purpose"], call["model"]) for call in calls}
+            assert ("match_guidelines", NOVA) in by_purpose
+            assert ("compose", "gpt-4o-mini") in by_purpose
+            assert all(
+                model == HAIKU
+                for purpose, model in by_purpose
+                if purpose not in ("match_guidelines", "compose")
+            )
+            assert {r.model_id for r in bedrock.converse_requests} <= {NOVA, HAIKU}
+            assert NOVA in {r.model_id for r in bedrock.converse_requests}
+            assert openai_server.chat_requests  # the reply, composed by OpenAI
+            assert {r.model for r in openai_server.chat_requests} == {"gpt-4o-mini"}
+            assert [r.json()["text"] for r in platforms.replies()] == [reply.text]
+        finally:
+            reset_runtime()
+            asyncio.set_event_loop(None)
