@@ -13,6 +13,7 @@ retried by two layers at once.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any
 
@@ -32,6 +33,27 @@ TRANSIENT_CODES = frozenset(
         "ModelErrorException",
     }
 )
+
+
+# A cross-region inference profile's id is its geography, then a model id: `us.anthropic.…`.
+_PROFILE = re.compile(r"[a-z-]{2,7}\.[a-z0-9-]+\.[a-z0-9.:-]+")
+
+
+def is_inference_profile(model_id: str) -> bool:
+    """Whether `model_id` names a cross-region inference profile (`us.amazon.nova-micro-v1:0`)
+    rather than a foundation model (`amazon.nova-micro-v1:0`): they are granted differently
+    (template.yaml's `BedrockInferenceProfileIds` and `BedrockModelIds`)."""
+    return bool(_PROFILE.fullmatch(model_id)) and model_id.count(".") >= 2
+
+
+def template_parameters(model_ids: list[str]) -> dict[str, str]:
+    """template.yaml's parameters that grant the functions exactly these Bedrock models."""
+    profiles = [m for m in model_ids if is_inference_profile(m)]
+    models = [m for m in model_ids if m not in profiles and not m.startswith("arn:")]
+    return {
+        "BedrockModelIds": ",".join(dict.fromkeys(models)),
+        "BedrockInferenceProfileIds": ",".join(dict.fromkeys(profiles)),
+    }
 
 
 def bedrock_region(region: str | None = None) -> str:

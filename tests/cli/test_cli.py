@@ -72,7 +72,12 @@ def test_validate_checks_the_model_routing_naming_each_offending_setting(tmp_pat
             "      compose: openai:gpt-4o-mini\n"
         )
     )
-    assert runner.invoke(app, ["validate", str(agent)]).exit_code == 0
+    valid = runner.invoke(app, ["validate", str(agent)])
+    assert valid.exit_code == 0, valid.output
+    assert (  # what template.yaml must grant: the models the agent routes to Bedrock
+        "deploy with BedrockModelIds=anthropic.claude-3-5-haiku-20241022-v1:0,"
+        "amazon.nova-micro-v1:0 (template.yaml" in " ".join(valid.output.split())
+    )
 
     agent.write_text(
         ROUTED.format(
