@@ -95,20 +95,15 @@ class BedrockConnection:
         return self._client
 
     def _new_client(self) -> Any:
-        from botocore.config import Config
+        from infra.aws.clients import CallBudget, model_client
 
-        from infra.aws.clients import shared_session
-
-        return shared_session().client(
-            "bedrock-runtime",
-            region_name=self.region,
-            endpoint_url=self.endpoint_url,
-            config=Config(
-                connect_timeout=self.connect_timeout,
-                read_timeout=self.timeout,
-                retries={"mode": "standard", "total_max_attempts": self.max_attempts},
-                tcp_keepalive=True,
-            ),
+        budget = CallBudget(
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.timeout,
+            total_max_attempts=self.max_attempts,
+        )
+        return model_client(
+            "bedrock-runtime", region=self.region, endpoint_url=self.endpoint_url, budget=budget
         )
 
 

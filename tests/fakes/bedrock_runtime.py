@@ -150,17 +150,19 @@ class FakeBedrockRuntime:
         self.embedding_dimensions = 1024
 
     def __enter__(self) -> FakeBedrockRuntime:
-        from infra.aws.clients import shared_session
+        from infra.aws.clients import reset_clients, shared_session
 
         shared_session().events.register(
             "before-send.bedrock-runtime", self._send, unique_id=self._hook
         )
+        reset_clients()  # a cached client was built without the hook (clients copy the events)
         return self
 
     def __exit__(self, *_: object) -> None:
-        from infra.aws.clients import shared_session
+        from infra.aws.clients import reset_clients, shared_session
 
         shared_session().events.unregister("before-send.bedrock-runtime", unique_id=self._hook)
+        reset_clients()  # and one built with it must not outlive it
 
     def queue(self, *behaviors: Behavior) -> None:
         with self._lock:
