@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test test-serial lint typecheck format demo bench bench-languages soak clean schema scaffold-check browser-test
+.PHONY: install test test-serial lint typecheck checks-and-bytecode format demo bench bench-languages soak clean schema scaffold-check browser-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,10 +38,25 @@ typecheck: $(STAMP)
 # again, a minute of CPU in all, so the tests write bytecode (to __pycache__, git-ignored).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
-test: lint typecheck
+# Before the suite: the type checks (one process, one core) beside compiling every module the
+# suite's processes will import (`compileall -j0`: the other core). A fresh venv holds no bytecode
+# (pip installs with --no-compile); without this step each of the suite's workers and subprocesses
+# compiled the same modules at once — 86 s of CPU, 46 s of the suite's wall time on two cores
+# (docs/development.md "Tests"). Bytecode already there is only checked: about 2 s. What does not
+# compile (a package's Python 2 leftovers, e.g. langid's train/ scripts) is never imported.
+PURELIB = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+
+checks-and-bytecode: $(STAMP)
+	@echo ">> type checks (mypy) beside compiling bytecode for the test processes"
+	@$(BIN)/mypy engine functions infra waypoint bench > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
+	$(BIN)/python -m compileall -q -j0 "$(PURELIB)" $(CODE) > $(VENV)/compileall.log 2>&1 \
+		|| true; \
+	wait $$mypy; status=$$?; cat $(VENV)/mypy.log; exit $$status
+
+test: lint checks-and-bytecode
 	$(PYTEST) -n auto --dist worksteal
 
-test-serial: lint typecheck
+test-serial: lint checks-and-bytecode
 	$(PYTEST)
 
 schema: $(STAMP)
@@ -55,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench long-session
 	$(BIN)/python -m bench speculation --write-doc
+	$(BIN)/python -m bench scale --write-doc
 
 # Language-identification libraries on short customer messages (bench/language_cases): accuracy on
 # the dev and test parts, time per message, import and install cost; rewrites docs/languages.md's

@@ -6,7 +6,8 @@
 `python -m bench paraphrase …` the paraphrase suite (`bench.paraphrase`); `python -m bench
 speculation` speculation off against on (`bench.speculation`); `python -m bench
 offline-agents` the offline model on agents written for that measurement
-(`bench.offline_agents.measure`); `python -m bench languages …` the language-detection comparison
+(`bench.offline_agents.measure`); `python -m bench scale` the scale model and its check
+against the local stack (`bench.scale`); `python -m bench languages …` the language-detection comparison
 (`bench.language_report`)."""
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.speculation import main as speculation_main
 
         return speculation_main(argv[1:])
+    if argv[:1] == ["scale"]:  # the scale model: 10,000 conversations (docs/capacity.md)
+        from bench.scale import main as scale_main
+
+        return scale_main(argv[1:])
     if argv[:1] == ["paraphrase"]:  # the paraphrase suite's pass rate per agent
         from bench.paraphrase import main as paraphrase_main
 

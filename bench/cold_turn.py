@@ -1,7 +1,7 @@
 """Run in a fresh process by the cold-turn benchmark: `python -m bench.cold_turn`.
 
 The first turn of a cold worker container on the moto stack, each part timed: the imports the
-worker's turn path needs, the runtime (`infra.runtime.Runtime`: boto3 clients and the stores),
+worker's turn path needs, the runtime (`infra.runtime.Runtime`: botocore clients and the stores),
 the agent snapshot read from DynamoDB, its vectors downloaded from S3 (an empty disk cache), the
 turn itself, and the commit (DynamoDB TransactWriteItems). The parent (`bench.coldstart`) runs
 a threaded moto server, publishes the banking agent to it and points this process at it with
@@ -44,7 +44,7 @@ async def main(session_id: str) -> dict[str, float]:
     llm = BenchLLM(LatencyModel(0.0), EstimateCounter())
     started = time.perf_counter()
     runtime = Runtime(llm=llm, embedder=HashingEmbedder(), tools=InProcessDispatcher(registry))
-    engine = runtime.engine  # boto3 session, clients and the stores
+    engine = runtime.engine  # the botocore session, clients and the stores
     built = time.perf_counter()
     snapshot = await runtime.agents.get(AGENT_ID)
     loaded = time.perf_counter()

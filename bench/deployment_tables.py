@@ -198,7 +198,7 @@ def cold_turn_table(cold: ColdTurnRow) -> Table:
         "httpcore2 imports when present; httpx's CLI: rich, click) are refused.",
         "Engine path: bench/cold_turn.py against the same kind of moto server: import = "
         "the worker's turn path (engine, infra.runtime, the fake LLM); runtime = "
-        "`infra.runtime.Runtime` building the engine (boto3 imported and its clients "
+        "`infra.runtime.Runtime` building the engine (botocore imported and its clients "
         "created here); snapshot = the agent read from DynamoDB; vectors = its embeddings "
         "downloaded from S3 into an empty disk cache; session = the session item created; "
         "turn = `TurnEngine.handle` minus the commit and the fake LLM's own CPU (parsing "

@@ -439,15 +439,17 @@ WHY: dict[str, str] = {
         "than the offline one's."
     ),
     "cold_turn": (
-        "See the cold-turn table: the imports and the runtime build (boto3 imported, its "
+        "See the cold-turn table: the imports and the runtime build (botocore imported, its "
         "DynamoDB/S3 service models loaded and clients created) dominate; the turn itself and "
         "the store round trips are tens of ms. On a loaded shared machine (see the load "
         "average) every part stretches alike."
     ),
     "import": "{module}: the heaviest packages it pulls in are {heavy} (ms, `-X importtime`).",
     "cold_handler": (
-        "See the cold-turn table's handler row: the init is imports (openai ≈ 300 ms of them: "
-        "its package imports every type module; the engine with numpy; boto3) and client "
+        "See the cold-turn table's handler row: the init is imports (the engine with pydantic "
+        "and numpy; openai's client with its chat and embedding types, ≈ 140 modules and "
+        "≈ 150 ms of CPU, its other APIs' type packages deferred by "
+        "`infra.llm.openai_import`; botocore; Powertools) and client "
         "builds; the first invocation is the turn's store round trips and HTTP calls. On a "
         "loaded shared machine (see the load average) every part stretches alike: compare "
         "the CPU columns."

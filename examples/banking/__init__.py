@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.authoring import load_agent
-from engine.model import AgentSnapshot
+if TYPE_CHECKING:
+    from engine.model import AgentSnapshot
 
 AGENT_PATH = Path(__file__).with_name("agent.yaml")
 TOOLS_MODULE = "examples.banking.tools"
@@ -25,4 +26,6 @@ SEED_CONVERSATION = (
 
 def load() -> AgentSnapshot:
     """The validated concierge snapshot."""
+    from engine.authoring import load_agent  # not when a Lambda imports the tools module
+
     return load_agent(AGENT_PATH)

@@ -4,6 +4,10 @@ Sync boto3 on purpose: a Lambda container serves one request at a time, aioboto3
 import to every cold start and does not work under in-process moto (docs/data-model.md).
 Clients are thread-safe and cached per (service, region, endpoint), so a warm container reuses its
 connections; `reset_clients()` drops them (tests, or after the endpoint changed).
+
+A boto3 client is a botocore client: they are created from one botocore session, without
+importing `boto3` itself, whose import (its resource layer, s3transfer and multiprocessing) cost
+a worker's cold start ≈ 40 ms for methods no code here calls (`upload_file`, resources).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-import boto3
+import botocore.session
 from botocore.config import Config
 
 from engine.errors import WaypointError
@@ -83,7 +87,7 @@ def call_budget() -> CallBudget:
 # (service, region, endpoint, budget, a local endpoint's credentials) → client
 _ClientKey = tuple[str, str, str | None, CallBudget, tuple[tuple[str, str], ...]]
 _clients: dict[_ClientKey, Any] = {}
-_session: boto3.session.Session | None = None
+_session: botocore.session.Session | None = None
 _lock = threading.Lock()
 
 
@@ -115,25 +119,7 @@ def client(service: str, **budget_overrides: Any) -> Any:
     # Creating clients from a shared session is not thread-safe: serialize it.
     with _lock:
         if key not in _clients:
-            _clients[key] = _shared_session().client(
-                service,
-                region_name=key[1],
-                endpoint_url=key[2],
-                config=budget.config(),
-                **dict(credentials),
-            )
-        return _clients[key]
-
-
-def resource(service: str) -> Any:
-    """The cached boto3 resource for `service`. Unlike clients, resources are not thread-safe:
-    use them from one thread (the adapters here use clients only)."""
-    budget = call_budget()
-    credentials = _endpoint_credentials()
-    key = (f"resource:{service}", aws_region(), endpoint_url(), budget, credentials)
-    with _lock:
-        if key not in _clients:
-            _clients[key] = _shared_session().resource(
+            _clients[key] = _shared_session().create_client(
                 service,
                 region_name=key[1],
                 endpoint_url=key[2],
@@ -169,23 +155,23 @@ def model_client(service: str, *, region: str, endpoint_url: str | None, budget:
     key = (f"model:{service}", region, endpoint_url, budget, ())
     with _lock:
         if key not in _clients:
-            _clients[key] = _shared_session().client(
+            _clients[key] = _shared_session().create_client(
                 service, region_name=region, endpoint_url=endpoint_url, config=budget.config()
             )
         return _clients[key]
 
 
-def shared_session() -> boto3.session.Session:
+def shared_session() -> botocore.session.Session:
     """The process's one boto3 session (tests hook its events: `tests/fakes/bedrock_runtime.py`)."""
     return _shared_session()
 
 
-def _shared_session() -> boto3.session.Session:
+def _shared_session() -> botocore.session.Session:
     # One session for every client: it caches the parsed service models and endpoint data
     # (~0.3 s of JSON per new session), so later clients cost milliseconds.
     global _session
     if _session is None:
-        _session = boto3.session.Session()
+        _session = botocore.session.Session()
     return _session
 
 

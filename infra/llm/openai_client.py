@@ -2,7 +2,9 @@
 first use) and the mapping of `openai` exceptions onto Waypoint's LLM error types.
 
 `openai` is imported only when a client is first needed: importing it costs about a second
-(shared/notes/aws-local.md §8), and Lambdas that never call the model must not pay for it.
+(shared/notes/aws-local.md §8), and Lambdas that never call the model must not pay for it. It is
+imported by `infra.llm.openai_import.import_openai`, which defers the re-export lists of its type
+packages (most of that second) until something reads them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from engine.errors import LLMError, LLMTransientError
+from infra.llm.openai_import import import_openai
 from infra.tls import default_tls_context
 
 if TYPE_CHECKING:
@@ -77,6 +80,7 @@ class OpenAIConnection:
         return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
 
     def _new_client(self) -> AsyncOpenAI:
+        import_openai()
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient, OpenAIError
 
         api_key = self.api_key or os.environ.get("OPENAI_API_KEY")

@@ -1,6 +1,6 @@
 """A fake Amazon Bedrock runtime under real boto3 `bedrock-runtime` clients, without a network.
 
-`FakeBedrockRuntime` hooks the `before-send` event of the process's shared boto3 session
+`FakeBedrockRuntime` hooks the `before-send` event of the process's shared botocore session
 (`infra.aws.clients.shared_session`), so every `bedrock-runtime` client the adapters build while it
 is installed — with their own timeouts and retry settings — sends to it: botocore serializes each
 request exactly as for AWS (the Converse / InvokeModel REST-JSON bodies, signed), the fake reads
@@ -152,16 +152,14 @@ class FakeBedrockRuntime:
     def __enter__(self) -> FakeBedrockRuntime:
         from infra.aws.clients import reset_clients, shared_session
 
-        shared_session().events.register(
-            "before-send.bedrock-runtime", self._send, unique_id=self._hook
-        )
+        shared_session().register("before-send.bedrock-runtime", self._send, unique_id=self._hook)
         reset_clients()  # a cached client was built without the hook (clients copy the events)
         return self
 
     def __exit__(self, *_: object) -> None:
         from infra.aws.clients import reset_clients, shared_session
 
-        shared_session().events.unregister("before-send.bedrock-runtime", unique_id=self._hook)
+        shared_session().unregister("before-send.bedrock-runtime", unique_id=self._hook)
         reset_clients()  # and one built with it must not outlive it
 
     def queue(self, *behaviors: Behavior) -> None:

@@ -194,12 +194,32 @@ def test_both_apis_write_access_logs_to_their_own_log_group() -> None:
         settings = api["Properties"]["AccessLogSettings"]
         (group, attribute) = settings["DestinationArn"]["Fn::GetAtt"]
         assert attribute == "Arn" and resources[group]["Type"] == "AWS::Logs::LogGroup"
-        assert resources[group]["Properties"]["RetentionInDays"] > 0
+        assert resources[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
         assert (
             "$context.status" in settings["Format"] and "$context.requestId" in settings["Format"]
         )
         groups.add(group)
     assert len(groups) == 2
+
+
+def test_every_log_group_of_the_stack_has_a_retention_and_every_function_logs_to_one() -> None:
+    """No log kept (and billed) forever: the group Lambda creates by itself has no retention, so
+    every function names its own group, which has the stack's `LogRetentionDays`."""
+    template = load_template()
+    resources = template["Resources"]
+    days = template["Parameters"]["LogRetentionDays"]
+    assert days["Default"] in days["AllowedValues"] and 0 < days["Default"] <= 365
+    groups = {lid for lid, r in resources.items() if r["Type"] == "AWS::Logs::LogGroup"}
+    for lid in groups:
+        assert "RetentionInDays" in resources[lid]["Properties"], lid
+    functions = {lid: r for lid, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
+    named = []
+    for lid, function in functions.items():
+        group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert group in groups, lid
+        assert resources[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+        named.append(group)
+    assert len(set(named)) == len(functions)  # one group per function: logs stay apart
 
 
 def test_the_access_logs_name_routes_never_the_ids_in_a_path() -> None:
