@@ -10,6 +10,7 @@ handoff tool and its template tags). One `AgentConfig` travels in each `AgentSna
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -40,6 +41,29 @@ class LLMPurpose(StrEnum):
     COMPOSE = "compose"
     # A secret typed ahead of the step that asks for it (`engine.matching.secret_reading`)
     READ_SECRETS = "read_secrets"
+
+
+# The providers a model id may name (`provider:model`); which ones a deployment can reach, and its
+# default for ids without a prefix, are deployment settings (`infra.llm.factory`).
+MODEL_PROVIDERS = ("openai", "bedrock", "offline")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model id read as `[provider:]model`: `bedrock:anthropic.claude-3-5-haiku-20241022-v1:0`,
+    `openai:gpt-4o-mini`, or `gpt-4o-mini` (provider None: the deployment's default). Only a known
+    provider's name counts as a prefix, so ids with colons of their own (Bedrock's `…-v1:0`, a
+    local server's `llama3.1:8b`) read as they are."""
+
+    provider: str | None
+    model: str
+
+    @classmethod
+    def parse(cls, model_id: str) -> ModelRef:
+        head, colon, rest = model_id.partition(":")
+        if colon and head.strip().lower() in MODEL_PROVIDERS:
+            return cls(head.strip().lower(), rest)
+        return cls(None, model_id)
 
 
 class TurnBudget(BaseModel):
@@ -142,7 +166,9 @@ class AgentConfig(BaseModel):
     batch_prompt_budget_chars: int = 12_000  # size of one matching batch's guideline section
     budget: TurnBudget = Field(default_factory=TurnBudget)
     speculation: Speculation = Field(default_factory=Speculation)
-    models: dict[LLMPurpose, str] = Field(default_factory=dict)  # per-purpose routing
+    # Per-purpose routing: purpose → `[provider:]model` (`ModelRef`), e.g. a small fast model for
+    # matching and a larger one for composing; purposes not listed use `default_model`.
+    models: dict[LLMPurpose, str] = Field(default_factory=dict)
     default_model: str = "gpt-4o-mini"
     # Dollars per 1M tokens by model id, over the example prices of `engine.pricing` (model by
     # model): what the trace's cost of a turn is computed with.

@@ -321,11 +321,7 @@ class TurnLLM:
                 attempt -= 1  # the repair is its own attempt, not a transient retry
                 current_prompt = prompt + REPAIR_SUFFIX.format(error=str(exc)[:500])
                 continue
-            usage = Usage(
-                usage.prompt_tokens + generation.usage.prompt_tokens,
-                usage.completion_tokens + generation.usage.completion_tokens,
-                usage.cached_prompt_tokens + generation.usage.cached_prompt_tokens,
-            )
+            usage = usage + generation.usage
             return Generation(
                 value=generation.value,
                 usage=usage,

@@ -21,11 +21,25 @@ T = TypeVar("T", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one answer. `prompt_tokens` counts the whole prompt, cached parts included;
+    `cached_prompt_tokens` / `cache_write_tokens` say how much of it a provider read from (or
+    wrote to) its prompt cache, when it reports that (OpenAI's automatic cache, Bedrock's cache
+    points)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # of the prompt tokens, those the provider's prompt cache served (OpenAI's
     # `prompt_tokens_details.cached_tokens`, Bedrock's `cacheReadInputTokens`)
     cached_prompt_tokens: int = 0
+    cache_write_tokens: int = 0  # written to the cache (Bedrock's `cacheWriteInputTokens`)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_prompt_tokens + other.cached_prompt_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
 
 @dataclass(frozen=True)

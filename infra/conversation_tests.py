@@ -220,10 +220,11 @@ class Models:
 
 
 def models_from_environment() -> Models:
-    """The provider `infra.llm.factory` selects (offline unless OPENAI_API_KEY is set)."""
-    from infra.llm.factory import build_embedder, build_llm, resolve_provider
+    """The provider `infra.llm.factory` selects (offline unless OPENAI_API_KEY is set or
+    WAYPOINT_LLM_PROVIDER names one), routing each call to its model's provider."""
+    from infra.llm.factory import build_embedder, build_routed_llm, resolve_provider
 
-    return Models(build_llm(), build_embedder(), real=resolve_provider() != "offline")
+    return Models(build_routed_llm(), build_embedder(), real=resolve_provider() != "offline")
 
 
 def run_conversation(test: ConversationTest, models: Models | None = None) -> RunResult:

@@ -338,10 +338,10 @@ class Runtime:
 
     @cached_property
     def llm(self) -> SchematicLLM:
-        from infra.llm.factory import build_llm
+        from infra.llm.factory import build_routed_llm
 
         self.load_secrets(LLM_SECRET_NAMES)  # OPENAI_API_KEY may live in the secrets path
-        return build_llm()
+        return build_routed_llm()  # each call to its model's provider (`infra.llm.routing`)
 
     @cached_property
     def embedder(self) -> Embedder:

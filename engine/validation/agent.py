@@ -9,7 +9,8 @@ reaches a customer in another language than theirs); they never fail validation,
 The checks of each kind of element live beside this module: `engine.validation.guidelines`,
 `engine.validation.journeys`, `engine.validation.tools`, `engine.validation.canned_responses`,
 `engine.validation.relationships` (relationships, priorities, prerequisite cycles),
-`engine.validation.handoff`, `engine.language.validation` (served languages, the engine's lines,
+`engine.validation.handoff`, `engine.validation.models` (model routing),
+`engine.language.validation` (served languages, the engine's lines,
 canned variants); `engine.versioning.pinning` checks declared migrations. This module holds what
 concerns the agent as a whole (its id, unique ids) and the order every check runs in.
 """
@@ -28,6 +29,7 @@ from engine.validation.canned_responses import canned_response_problems
 from engine.validation.guidelines import guideline_problems
 from engine.validation.handoff import handoff_problems
 from engine.validation.journeys import journey_problems
+from engine.validation.models import model_routing_problems
 from engine.validation.relationships import (
     journey_guideline_priorities,
     prerequisite_cycles,
@@ -129,6 +131,7 @@ _CHECKS: tuple[Check, ...] = (
     prerequisite_cycles,
     canned_response_problems,
     handoff_problems,
+    model_routing_problems,
     language_problems,
     migration_problems,
 )

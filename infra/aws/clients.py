@@ -146,6 +146,26 @@ def _endpoint_credentials() -> tuple[tuple[str, str], ...]:
     )
 
 
+def model_client(service: str, *, region: str, endpoint_url: str | None, budget: CallBudget) -> Any:
+    """A cached client for a model service (`bedrock-runtime`), with its own region, endpoint and
+    call budget: a generation takes longer than a DynamoDB write and is retried by the turn, not
+    by botocore (`infra.llm.bedrock_client`), and the local stack's endpoint does not serve it —
+    `endpoint_url` is the service's own (a VPC endpoint) or None for AWS's. Credentials come from
+    boto3's usual chain (on Lambda, the function's role)."""
+    key = (f"model:{service}", region, endpoint_url, budget, ())
+    with _lock:
+        if key not in _clients:
+            _clients[key] = _shared_session().create_client(
+                service, region_name=region, endpoint_url=endpoint_url, config=budget.config()
+            )
+        return _clients[key]
+
+
+def shared_session() -> botocore.session.Session:
+    """The process's one boto3 session (tests hook its events: `tests/fakes/bedrock_runtime.py`)."""
+    return _shared_session()
+
+
 def _shared_session() -> botocore.session.Session:
     # One session for every client: it caches the parsed service models and endpoint data
     # (~0.3 s of JSON per new session), so later clients cost milliseconds.

@@ -442,6 +442,14 @@ class _Resolver:
             if key == "Fn::Not":
                 (operand,) = arg
                 return not self.resolve(operand)
+            if key == "Fn::Or":
+                return any(self.resolve(operand) for operand in arg)
+            if key == "Fn::Split":
+                separator, text = arg
+                return str(self.resolve(text)).split(separator)
+            if key == "Fn::Select":
+                index, items = self.resolve(arg)
+                return items[int(index)]
             if key == "Condition":
                 return self.stack.condition(arg)
             if key.startswith("Fn::"):

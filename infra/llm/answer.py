@@ -1,4 +1,5 @@
-"""Reading a model's JSON answer into the requested pydantic schema.
+"""Reading a model's JSON answer (text, or a tool call's decoded input) into the requested pydantic
+schema.
 
 Failures raise `LLMOutputInvalid` with a short message meant to be shown to the model in
 `TurnLLM`'s repair attempt: what was wrong, where, without pydantic's documentation links.
@@ -35,12 +36,18 @@ def parse_answer(content: str, schema: type[T]) -> T:
             f"the answer is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             raw=content,
         ) from exc
+    return validate_answer(data, schema, raw=content)
+
+
+def validate_answer(data: object, schema: type[T], *, raw: str) -> T:
+    """Validate already-decoded JSON `data` (a tool call's input, a parsed answer) against
+    `schema`, nulls of defaulted fields read as absent. Raises `LLMOutputInvalid(raw=raw)`."""
     try:
         return schema.model_validate(restore_defaults(data, schema))
     except ValidationError as exc:
         raise LLMOutputInvalid(
             f"the answer does not match the {schema.__name__} schema: {describe_errors(exc)}",
-            raw=content,
+            raw=raw,
         ) from exc
 
 

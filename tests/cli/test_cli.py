@@ -52,6 +52,57 @@ journeys:
     assert "refund_money" in result.output and "nowhere" in result.output
 
 
+ROUTED = """
+agent:
+  id: routed
+  name: Routed
+  config:
+    default_model: bedrock:anthropic.claude-3-5-haiku-20241022-v1:0
+    models:
+{models}
+guidelines:
+  - {{id: hi, condition: The customer says hello, action: Greet them}}
+"""
+
+
+def test_validate_checks_the_model_routing_naming_each_offending_setting(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        ROUTED.format(
+            models="      match_guidelines: bedrock:amazon.nova-micro-v1:0\n"
+            "      compose: openai:gpt-4o-mini\n"
+        )
+    )
+    valid = runner.invoke(app, ["validate", str(agent)])
+    assert valid.exit_code == 0, valid.output
+    assert (  # what template.yaml must grant: the models the agent routes to Bedrock
+        "deploy with BedrockModelIds=anthropic.claude-3-5-haiku-20241022-v1:0,"
+        "amazon.nova-micro-v1:0 (template.yaml" in " ".join(valid.output.split())
+    )
+
+    agent.write_text(
+        ROUTED.format(
+            models="      compose: bedrok:anthropic.claude-3-5-sonnet-20240620-v1:0\n"
+            "      call_tools: 'bedrock:Claude Haiku'\n"
+            "      select_journey_node: 'bedrock:'\n"
+        )
+    )
+    result = runner.invoke(app, ["validate", str(agent)])
+    assert result.exit_code == 1
+    shown = " ".join(result.output.split())  # the console wraps long lines
+    assert "agent.config.models.compose: unknown provider 'bedrok'" in shown
+    assert "did you mean 'bedrock:'?" in shown
+    assert "agent.config.models.call_tools: 'bedrock:Claude Haiku' contains spaces" in shown
+    assert "agent.config.models.select_journey_node: 'bedrock:' names no model" in shown
+
+    agent.write_text(ROUTED.format(models="      matching: gpt-4o-mini\n"))
+    result = runner.invoke(app, ["validate", str(agent)])
+    assert result.exit_code == 1
+    assert "agent.config.models.matching: input should be 'match_guidelines'" in " ".join(
+        result.output.split()
+    )
+
+
 def test_demo_prints_the_transcript_and_one_transfer() -> None:
     result = runner.invoke(app, ["demo"])
     reset_runtime()

@@ -115,6 +115,10 @@ def function_policies(transformed: dict[str, Any], stack: LocalStack) -> dict[st
             continue
         role = resource["Properties"]["Role"]["Fn::GetAtt"][0]
         documents = transformed["Resources"][role]["Properties"].get("Policies", [])
+        # A policy granted on a condition (Bedrock, when models are configured) is resolved
+        # with the stack's parameters: it is there or it is not.
+        documents = [resolve(copy.deepcopy(d)) if "Fn::If" in d else d for d in documents]
+        documents = [d for d in documents if isinstance(d, dict) and "PolicyDocument" in d]
         statements = [
             _statement(s, resolve) for d in documents for s in d["PolicyDocument"]["Statement"]
         ]
@@ -227,7 +231,37 @@ def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
         ]
     if call.service == "secretsmanager":
         return [IamRequest(action, p["SecretId"])]  # our code names secrets by ARN
+    if call.service == "bedrock" and call.operation in ("Converse", "InvokeModel"):
+        return bedrock_requests(p["modelId"], region)
     raise AssertionError(f"teach iam_requests about {call.service}:{call.operation}")
+
+
+# Where a cross-region inference profile may send a call (the regions of its geography).
+PROFILE_DESTINATION = "us-west-2"
+
+
+def bedrock_requests(model_id: str, region: str) -> list[IamRequest]:
+    """What IAM evaluates for a Converse or InvokeModel call (both authorized as
+    bedrock:InvokeModel): the foundation model, or an inference profile (`us.vendor.model`) and
+    then the model in the region the profile routed the call to."""
+    if model_id.startswith("arn:"):
+        return [IamRequest("bedrock:InvokeModel", model_id)]
+    parts = model_id.split(".")
+    if len(parts) >= 3 and parts[0].isalpha() and len(parts[0]) <= 7:  # us., eu., apac., global.
+        base = ".".join(parts[1:])
+        return [
+            IamRequest(
+                "bedrock:InvokeModel",
+                f"arn:aws:bedrock:{region}:{ACCOUNT_ID}:inference-profile/{model_id}",
+            ),
+            IamRequest(
+                "bedrock:InvokeModel",
+                f"arn:aws:bedrock:{PROFILE_DESTINATION}::foundation-model/{base}",
+            ),
+        ]
+    return [
+        IamRequest("bedrock:InvokeModel", f"arn:aws:bedrock:{region}::foundation-model/{model_id}")
+    ]
 
 
 def _batch_keys(operation: str, body: Any) -> list[dict[str, Any]]:

@@ -70,7 +70,10 @@ def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]
 
 
 def _statements(transformed: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    """Every statement the role may get: a conditional policy (`Fn::If`, Bedrock's) counts as
+    granted, so what no function may ever have is checked on it too."""
     policies = transformed["Resources"][role]["Properties"].get("Policies", [])
+    policies = [p["Fn::If"][1] if "Fn::If" in p else p for p in policies]
     return [s for p in policies for s in p["PolicyDocument"]["Statement"]]
 
 

@@ -95,7 +95,9 @@ def test_an_explicit_provider_wins_over_the_environment(monkeypatch: pytest.Monk
 
 
 def test_an_unknown_provider_is_rejected_with_the_choices() -> None:
-    with pytest.raises(LLMError, match=r"unknown LLM provider 'anthropic'.*openai, offline"):
+    with pytest.raises(
+        LLMError, match=r"unknown LLM provider 'anthropic'.*openai, bedrock, offline"
+    ):
         resolve_provider("anthropic")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -14,6 +14,9 @@ from waypoint.agent_source import AgentSource, CliProblem
 from waypoint.cli.options import AGENT_HELP, AgentRequired, ToolsOption
 from waypoint.cli.program import console, tell
 from waypoint.graph_command import GraphFormat
+
+if TYPE_CHECKING:
+    from engine.model import AgentSnapshot
 
 
 def validate(
@@ -65,11 +68,37 @@ def _validate(source: AgentSource) -> None:
         f"({nodes} steps), {len(agent.tools)} tools{escape(registry)}, "
         f"{len(agent.canned_responses)} canned responses"
     )
+    _tell_bedrock_models(agent)
     found = warnings(agent)
     if found:  # allowed, so the agent is valid; each says what a customer would get instead
         console.print(f"[yellow]! {len(found)} warning{'s' if len(found) > 1 else ''}:[/yellow]")
         for warning in found:
             console.print(f"  • {escape(warning)}")
+
+
+def _tell_bedrock_models(agent: AgentSnapshot) -> None:
+    """The Bedrock models the agent routes to, as template.yaml's parameters that grant them:
+    ids with the `bedrock:` prefix, and bare ones when Bedrock is the default provider here."""
+    from engine.agent_config import ModelRef
+    from engine.errors import LLMError
+    from engine.validation.models import routed_models
+    from infra.llm.bedrock_client import template_parameters
+    from infra.llm.factory import resolve_provider
+
+    try:
+        default = resolve_provider()
+    except LLMError:
+        default = None
+    refs = [ModelRef.parse(model_id) for model_id in routed_models(agent.config)]
+    ids = [r.model for r in refs if (r.provider or default) == "bedrock"]
+    if not ids:
+        return
+    parameters = " ".join(f"{k}={v}" for k, v in template_parameters(ids).items() if v)
+    console.print(
+        f"  Bedrock models: {escape(', '.join(ids))} — deploy with {escape(parameters)} "
+        "(template.yaml; add your Bedrock embedding model to BedrockModelIds)",
+        highlight=False,
+    )
 
 
 def graph(
