@@ -49,7 +49,7 @@ EMBEDDING_3_SMALL = 0.02 / M
 # -- per turn ---------------------------------------------------------------------------------
 # docs/BENCHMARKS.md, "Per turn with the latency model", banking concierge (Tekken BPE tokens).
 LLM_CALLS = 4.1  # with the secret reading beside matching (the banking agent declares a password)
-PROMPT_TOKENS = 4_137
+PROMPT_TOKENS = 4_142
 COMPLETION_TOKENS = 219
 # `python -m bench turn-requests` (2026-11-28, commit of this file): per customer message.
 RECALL_EMBEDDING_TOKENS = 65

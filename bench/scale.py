@@ -216,9 +216,9 @@ def document(
         "of its own plus two model rounds (2 calls, then 1; 1,500 tokens a call; latency "
         "lognormal, median 700 ms); a throttled webhook is retried by the platform after 1 s, "
         "60 s and 300 s; a model 429 gives the turn back to the queue (visibility back-off 2 s, "
-        "doubling, at most 60 s; dead-lettered after 8 receives) — the deferral issue #36 asks "
-        "for: today's worker answers a 429 that outlasts its in-turn retries with the fallback "
-        "reply (see above).",
+        "doubling, at most 60 s; dead-lettered after 8 receives), as the worker's default "
+        "`ModelRateLimit: defer` does — here at the first 429, where the worker first retries "
+        "within the turn (see above).",
         "",
         scenarios,
         "",

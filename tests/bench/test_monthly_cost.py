@@ -23,8 +23,8 @@ def test_the_documented_table_is_the_computed_one() -> None:
 def test_a_month_is_the_per_turn_cost_times_the_turns_plus_what_is_paid_anyway() -> None:
     rows = {row.service: row for row in cost.lines()}
     model = rows["OpenAI gpt-4o-mini (model)"]
-    assert model.per_turn == pytest.approx(4_137 * 0.15e-6 + 219 * 0.60e-6)
-    assert model.month(1_000_000) == pytest.approx(751.95, abs=0.01)
+    assert model.per_turn == pytest.approx(4_142 * 0.15e-6 + 219 * 0.60e-6)
+    assert model.month(1_000_000) == pytest.approx(752.70, abs=0.01)
     dynamodb = rows["DynamoDB requests (on-demand)"]
     assert dynamodb.month(100_000) == pytest.approx(100_000 * (55.4 * 0.625 + 6.05 * 0.125) / 1e6)
     fixed = rows["CloudWatch metrics + alarms"]
