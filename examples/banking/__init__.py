@@ -25,7 +25,17 @@ SEED_CONVERSATION = (
 
 
 def load() -> AgentSnapshot:
-    """The validated concierge snapshot."""
+    """The validated concierge snapshot. Snapshots are immutable, so one is read and validated
+    once per process and shared until `agent.yaml` changes (its size or modification time): the
+    demo, the benchmarks and a thousand tests load it."""
     from engine.authoring import load_agent  # not when a Lambda imports the tools module
 
-    return load_agent(AGENT_PATH)
+    global _loaded
+    stat = AGENT_PATH.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    if _loaded is None or _loaded[0] != key:
+        _loaded = (key, load_agent(AGENT_PATH))
+    return _loaded[1]
+
+
+_loaded: tuple[tuple[int, int], AgentSnapshot] | None = None

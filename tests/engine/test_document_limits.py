@@ -1,5 +1,9 @@
 """Agent documents are read within limits (issue #14): a few hundred bytes of YAML aliases (the
-"billion laughs") must be refused before anything expands them, from a file as from the API."""
+"billion laughs") must be refused before anything expands them, from a file as from the API.
+
+Every test runs with libyaml's parser (what PyYAML's wheels carry, and what reads documents when
+it is there) and with PyYAML's pure-Python one (what reads them where libyaml is missing, and
+what describes a document libyaml refused)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.authoring import load_agent
 from engine.authoring.document_text import (
@@ -19,6 +24,18 @@ from engine.authoring.document_text import (
 )
 from engine.errors import InvalidAgentDefinition
 from tests.engine.agents import BANK_CONCIERGE_YAML
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.fixture(autouse=True, params=["libyaml", "pure-python"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "pure-python":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    else:
+        assert hasattr(yaml, "CSafeLoader"), "PyYAML without libyaml: reinstall its wheel"
+    return str(request.param)
 
 
 def billion_laughs() -> str:
@@ -85,3 +102,9 @@ def test_an_ordinary_agent_is_well_within_the_limits() -> None:
     assert load_agent(BANK_CONCIERGE_YAML).id
     with pytest.raises(InvalidAgentDefinition, match="not valid YAML"):
         parse_document_text("a: [unclosed", "yaml", "body")
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*/agent.yaml")), ids=lambda p: p.parent.name)
+def test_both_parsers_read_every_example_alike(path: Path, parser: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert parse_document_text(text, "yaml", str(path)) == yaml.load(text, Loader=yaml.SafeLoader)
