@@ -104,13 +104,20 @@ def _record_answer(
     record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
     record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
     record.cached_prompt_tokens = min(generation.usage.cached_prompt_tokens, record.prompt_tokens)
+    record.cache_write_tokens = min(
+        generation.usage.cache_write_tokens, record.prompt_tokens - record.cached_prompt_tokens
+    )
     record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
     _price(record, prices)
 
 
 def _price(record: LLMCallRecord, prices: PriceTable) -> None:
     record.cost_usd = prices.cost(
-        record.model, record.prompt_tokens, record.cached_prompt_tokens, record.completion_tokens
+        record.model,
+        record.prompt_tokens,
+        record.cached_prompt_tokens,
+        record.completion_tokens,
+        record.cache_write_tokens,
     )
 
 
