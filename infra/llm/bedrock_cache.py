@@ -85,9 +85,9 @@ def base_model_id(model: str) -> str:
     cross-region profile's geography (`arn:…:inference-profile/us.amazon.nova-pro-v1:0` →
     `amazon.nova-pro-v1:0`). An application inference profile's ARN stays as it is (its id
     says nothing of its model): give it a pattern of its own."""
-    resource = model.split("/", 1)[1] if model.startswith("arn:") and "/" in model else model
-    if "application-inference-profile" in model:
+    if ":application-inference-profile/" in model:
         return model
+    resource = model.split("/", 1)[1] if model.startswith("arn:") and "/" in model else model
     if is_inference_profile(resource):
         return resource.split(".", 1)[1]
     return resource

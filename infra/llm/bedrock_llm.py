@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from engine.errors import LLMOutputInvalid
 from engine.ports import Generation, Usage
+from engine.prompt_text import stable_chars
 from infra.llm.answer import parse_answer, validate_answer
 from infra.llm.bedrock_cache import CachePolicy, with_cache_point
 from infra.llm.bedrock_client import TRANSIENT_CODES, BedrockConnection, map_bedrock_error
@@ -48,8 +49,6 @@ AUTO_CHOICE_INSTRUCTIONS = (
 )
 _TOOL_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _BLOCKED = frozenset({"guardrail_intervened", "content_filtered"})
-# a busy model is no refusal of the cache point: TurnLLM retries it as it is
-_TRANSIENT_FOR_CACHE = TRANSIENT_CODES
 log = logging.getLogger(__name__)
 
 
@@ -179,7 +178,7 @@ def converse_request(
     }
     system = None if forced else AUTO_CHOICE_INSTRUCTIONS.format(name=name)
     at = None
-    if caching is not None:
+    if caching is not None and stable_chars(prompt):
         ahead = len(json.dumps(tool, ensure_ascii=False)) + len(system or "")
         at = caching.cache_point_at(prompt, model, ahead_chars=ahead)
     request: dict[str, Any] = {
@@ -261,7 +260,7 @@ def _may_reject_cache_point(exc: Exception) -> bool:
         return False
     error = response.get("Error", {})
     code = error.get("Code")
-    if code in _TRANSIENT_FOR_CACHE:
+    if code in TRANSIENT_CODES:  # a busy model refused nothing: the turn retries it as it is
         return False
     return code == "ValidationException" or "cach" in str(error.get("Message", "")).lower()
 

@@ -349,6 +349,26 @@ async def test_a_refusal_for_another_reason_stays_the_calls_error_and_caching_st
     assert llm.sends_cache_points(SONNET)  # the cache point was not the trouble
 
 
+async def test_a_model_offered_the_tool_instead_keeps_its_cache_point(
+    fake: FakeBedrockRuntime,
+) -> None:
+    """A model that refuses a forced tool choice gets the tool with an instruction in `system`:
+    the cache point stays after the stable prefix (the instruction is part of what it caches)."""
+    fake.queue(
+        validation("This model doesn't support the toolConfig.toolChoice.tool field."),
+        ToolAnswer({"message": "hi"}),
+    )
+    llm = BedrockSchematicLLM()
+
+    await llm.generate(long_prompt(), ComposedReply, model=SONNET)
+
+    forced, offered = fake.converse_requests
+    assert forced.tool_choice == {"tool": {"name": "ComposedReply"}}
+    assert offered.tool_choice == {"auto": {}} and "system" in offered.body
+    assert cached_text(forced) == cached_text(offered) == long_prompt().stable_prefix
+    assert llm.sends_cache_points(SONNET) and not llm.forces_tool_choice(SONNET)
+
+
 async def test_throttling_keeps_the_cache_point_and_the_turn_retries_it(
     fake: FakeBedrockRuntime,
 ) -> None:
