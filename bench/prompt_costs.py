@@ -31,8 +31,9 @@ from bench.prompt_cache import (
 from bench.table import Table, render_text
 from bench.tokens import TokenCounter, token_counter
 from engine.model import AgentSnapshot
-from engine.ports import Generation, ToolDispatcher
+from engine.ports import Generation, SchematicLLM, ToolDispatcher
 from engine.pricing import PriceTable
+from engine.prompt_text import stable_chars
 from engine.sessions.session import SessionState
 from engine.trace import TurnTrace
 from infra.embeddings import HashingEmbedder
@@ -69,50 +70,77 @@ def banking_conversation() -> Conversation:
     )
 
 
+# The Bedrock model whose cache points the table shows (minimum 1,024 tokens per checkpoint).
+CACHE_POINT_MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"
+
+
 @dataclass
 class RecordingLLM(BenchLLM):
-    """The benchmarks' fake model, keeping every prompt whole: a turn that handled a secret keeps
-    none in its trace (`masked_trace`), but its requests were sent all the same."""
+    """The benchmarks' fake model, keeping every prompt whole (with its mark: an
+    `engine.prompt_text.Prompt`) and its schema: a turn that handled a secret keeps no prompt in
+    its trace (`masked_trace`), but its requests were sent all the same."""
 
-    sent: list[tuple[str, str]] = field(default_factory=list)  # (schema name, prompt)
+    sent: list[tuple[type[BaseModel], str]] = field(default_factory=list)
+    inner: SchematicLLM | None = None  # answers instead of the fake (a real adapter), if given
 
     async def generate(self, prompt: str, schema: type[T], *, model: str) -> Generation[T]:
-        self.sent.append((schema.__name__, prompt))
+        self.sent.append((schema, prompt))
+        if self.inner is not None:
+            return await self.inner.generate(prompt, schema, model=model)
         return await super().generate(prompt, schema, model=model)
 
 
 @dataclass(frozen=True)
 class Replayed:
-    """A turn's trace and the prompts its calls sent, whole, in the order of its trace records."""
+    """A turn's trace and the prompts its calls sent, whole, in the order of its trace records,
+    with the request each would be on Bedrock (`CACHE_POINT_MODEL`)."""
 
     trace: TurnTrace
     prompts: tuple[str, ...]
+    schemas: tuple[type[BaseModel] | None, ...] = ()
 
 
-def _prompts_of(trace: TurnTrace, sent: list[tuple[str, str]]) -> tuple[str, ...]:
-    """Each trace record's prompt, found among the turn's requests by schema and length."""
+def _prompts_of(
+    trace: TurnTrace, sent: list[tuple[type[BaseModel], str]]
+) -> tuple[tuple[str, ...], tuple[type[BaseModel] | None, ...]]:
+    """Each trace record's prompt and schema, found among the turn's requests by schema and
+    length (the trace's own text, unmarked, when none is found)."""
     left = list(sent)
-    prompts = []
+    prompts: list[str] = []
+    schemas: list[type[BaseModel] | None] = []
     for call in trace.llm_calls:
         found = next(
             (
                 i
-                for i, (name, text) in enumerate(left)
-                if name == call.schema_name and len(text) == call.prompt_chars
+                for i, (schema, text) in enumerate(left)
+                if schema.__name__ == call.schema_name and len(text) == call.prompt_chars
             ),
             None,
         )
-        prompts.append(left.pop(found)[1] if found is not None else call.prompt)
-    return tuple(prompts)
+        if found is None:
+            prompts.append(call.prompt)
+            schemas.append(None)
+        else:
+            schema, text = left.pop(found)
+            prompts.append(text)
+            schemas.append(schema)
+    return tuple(prompts), tuple(schemas)
 
 
-async def replay(conversation: Conversation, tokens: TokenCounter) -> list[Replayed]:
-    """One session through every message; each turn's trace and prompts, in order."""
+async def replay(
+    conversation: Conversation,
+    tokens: TokenCounter,
+    *,
+    session: str | None = None,
+    model: SchematicLLM | None = None,
+) -> list[Replayed]:
+    """One session (`session`, by default one named after the agent) through every message;
+    each turn's trace and prompts, in order. `model` answers instead of the benchmarks' fake."""
     embedder = HashingEmbedder()
-    llm = RecordingLLM(LatencyModel(0.0), tokens)
+    llm = RecordingLLM(LatencyModel(0.0), tokens, inner=model)
     runner = TurnRunner(in_memory_ports(embedder), llm, tools=conversation.tools, embedder=embedder)
     await runner.publish(conversation.snapshot)
-    session = f"cache-{conversation.snapshot.id}"
+    session = session or f"cache-{conversation.snapshot.id}"
     state = SessionState(id=session, agent_id=conversation.snapshot.id, customer_id="c")
     await runner.open_session(state)
     turns = []
@@ -121,29 +149,67 @@ async def replay(conversation: Conversation, tokens: TokenCounter) -> list[Repla
         await runner.turn(session, text, agent=conversation.label, turn=n)
         assert runner.last_output is not None
         trace = runner.last_output.trace
-        turns.append(Replayed(trace, _prompts_of(trace, llm.sent[first:])))
+        turns.append(Replayed(trace, *_prompts_of(trace, llm.sent[first:])))
     return turns
+
+
+def cache_point_of(prompt: str, schema: type[BaseModel] | None) -> int | None:
+    """Where the Bedrock adapter puts its cache point in `prompt` on `CACHE_POINT_MODEL` (the
+    request it builds, the tool definition counted in the prefix), or None."""
+    if schema is None:
+        return None
+    from infra.llm.bedrock_cache import CachePolicy
+    from infra.llm.bedrock_llm import converse_request
+
+    request = converse_request(prompt, schema, CACHE_POINT_MODEL, caching=CachePolicy())
+    blocks = request["messages"][0]["content"]
+    return len(blocks[0]["text"]) if len(blocks) > 1 and "cachePoint" in blocks[1] else None
 
 
 def sent_prompts(turns: Sequence[Replayed]) -> list[SentPrompt]:
     """Every prompt the turns sent (drafts too: a draft is a request), in order."""
     return [
-        SentPrompt(turn.trace.session_id, call.purpose, prompt)
+        SentPrompt(
+            turn.trace.session_id,
+            call.purpose,
+            str(prompt),
+            stable_chars(prompt),
+            cache_point_of(prompt, schema),
+        )
         for turn in turns
-        for call, prompt in zip(turn.trace.llm_calls, turn.prompts, strict=True)
+        for call, prompt, schema in zip(
+            turn.trace.llm_calls,
+            turn.prompts,
+            turn.schemas or (None,) * len(turn.prompts),
+            strict=True,
+        )
     ]
 
 
 def cache_table(rows: Sequence[tuple[str, CacheShares]], tokenizer: str) -> Table:
     return Table(
         title="Prompts that cache: prompt tokens a prefix cache could serve, per purpose",
-        headers=["conversation", "purpose", "calls", "prompt tokens", "shared prefix", "OpenAI"],
+        headers=[
+            "conversation",
+            "purpose",
+            "calls",
+            "prompt tokens",
+            "shared prefix",
+            "OpenAI",
+            "marked",
+            "Bedrock cache point",
+        ],
         rows=shares_of(rows),
         notes=[
             f"tokens: {tokenizer}. shared prefix: the longest prefix each prompt shares with an "
-            "earlier prompt of its purpose in its session (what a Bedrock cache point placed "
-            "there would serve); OpenAI: the same under its rule (prompts of ≥ 1,024 tokens, "
-            "whole 128-token steps), so short prompts never cache.",
+            "earlier prompt of its purpose in its session (the most any prefix cache could "
+            "serve); OpenAI: the same under its rule (prompts of ≥ 1,024 tokens, whole 128-token "
+            "steps), so short prompts never cache. marked: the stable prefix each prompt marks "
+            "(engine/prompt_text.py: the role, the agent and its glossary, the shared rules), "
+            "when an earlier prompt of its purpose in its session had the same; Bedrock cache "
+            f"point: the part of it before the cache point the Bedrock adapter sets on "
+            f"{CACHE_POINT_MODEL} (only where the tool definition and the marked prefix reach "
+            "the model's 1,024-token minimum, estimated at 4 characters a token).",
         ],
     )
 

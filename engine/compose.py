@@ -18,6 +18,9 @@ from engine.agent_config import CompositionMode
 from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.language.tags import language_name
 from engine.model import AgentSnapshot, Guideline, Journey, JourneyNode
+from engine.prompt_text import Prompt, marked, stable_then_turn
+
+COMPOSE_ROLE = "You are a customer-service agent writing your next reply in this conversation."
 
 _RESTRICTIVENESS = {
     CompositionMode.FLUID: 0,
@@ -72,14 +75,13 @@ def effective_composition_mode(
     return agent.config.composition_mode
 
 
-def build_compose_prompt(ctx: TurnContext, data: CompositionInput, *, explain: bool = False) -> str:
+def build_compose_prompt(
+    ctx: TurnContext, data: CompositionInput, *, explain: bool = False
+) -> Prompt:
     """The fluid composition prompt (pure): the role and the agent (the stable prefix), the
-    turn's context, what this reply must do, then the rules."""
-    parts = [
-        "You are a customer-service agent writing your next reply in this conversation.",
-        render_agent_context(ctx),
-        render_turn_context(ctx),
-    ]
+    turn's context, what this reply must do, then the rules (they name the reply's language)."""
+    stable = [COMPOSE_ROLE, render_agent_context(ctx)]
+    parts = [render_turn_context(ctx)]
     if data.observations:
         parts.append("What you noticed:\n" + "\n".join(f"- {o}" for o in data.observations))
     if data.collected:
@@ -109,7 +111,7 @@ def build_compose_prompt(ctx: TurnContext, data: CompositionInput, *, explain: b
         "reply, `applied` lists the handles of the instructions your reply follows."
         + (" Add nothing else." if not explain else "")
     )
-    return "\n\n".join(parts)
+    return stable_then_turn(stable, parts)
 
 
 def applied_sources(data: CompositionInput, reply: ComposedReply) -> list[str]:
@@ -210,9 +212,11 @@ def build_canned_prompt(
     values: Mapping[str, str],
     *,
     strict: bool,
-) -> str:
-    """Choose the approved template that best carries out the instructions (pure)."""
-    base = build_compose_prompt(ctx, data).rsplit("\n\nRules:", 1)[0]
+) -> Prompt:
+    """Choose the approved template that best carries out the instructions (pure). The fluid
+    prompt's stable prefix is this one's too."""
+    fluid = build_compose_prompt(ctx, data)
+    base = fluid.rsplit("\n\nRules:", 1)[0]
     options = "\n".join(f"- [{t.handle}] {render_template(t, values)}" for t in templates)
     fallback = (
         "If none fits, answer template=null (a standard reply is sent; never write free text)."
@@ -220,9 +224,10 @@ def build_canned_prompt(
         else "If none fits well, answer template=null and write the reply yourself in `message`, "
         f"in {language_name(data.language)}."
     )
-    return (
+    text = (
         f"{base}\n\nApproved replies (already filled in):\n{options}\n\n"
         "Rules: choose the approved reply that best carries out the instructions above. "
         f"{fallback} `applied` lists the handles of the instructions your choice follows. "
         "Answer with JSON only."
     )
+    return marked(text, fluid.stable_prefix)

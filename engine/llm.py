@@ -10,6 +10,10 @@ It adds, uniformly for every adapter (OpenAI, offline, scripted):
   was still refused with a 429 after its retries makes no further call (each fails at once, as
   rate-limited): the turn is going to be deferred (`engine.turn`), not answered,
 - a trace record for every call (purpose, schema, model, prompt size, tokens, latency, round).
+
+The prompt goes to the adapter as the builder made it: an `engine.prompt_text.Prompt` keeps its
+mark (where its stable prefix ends) through retries, drafts and the repair, whose note is
+appended after the prompt (`extended`), so an adapter that sets cache points places them there.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from engine.errors import (
 )
 from engine.ports import Generation, SchematicLLM, Usage
 from engine.pricing import PriceTable
+from engine.prompt_text import extended
 from engine.trace import (
     MAX_RECORDED_ANSWER_CHARS,
     MAX_RECORDED_PROMPT_CHARS,
@@ -99,13 +104,20 @@ def _record_answer(
     record.answer = bounded_text(answer, MAX_RECORDED_ANSWER_CHARS)
     record.prompt_tokens = generation.usage.prompt_tokens or estimate_tokens(prompt)
     record.cached_prompt_tokens = min(generation.usage.cached_prompt_tokens, record.prompt_tokens)
+    record.cache_write_tokens = min(
+        generation.usage.cache_write_tokens, record.prompt_tokens - record.cached_prompt_tokens
+    )
     record.completion_tokens = generation.usage.completion_tokens or estimate_tokens(answer)
     _price(record, prices)
 
 
 def _price(record: LLMCallRecord, prices: PriceTable) -> None:
     record.cost_usd = prices.cost(
-        record.model, record.prompt_tokens, record.cached_prompt_tokens, record.completion_tokens
+        record.model,
+        record.prompt_tokens,
+        record.cached_prompt_tokens,
+        record.completion_tokens,
+        record.cache_write_tokens,
     )
 
 
@@ -319,7 +331,8 @@ class TurnLLM:
                     raise
                 repaired = True
                 attempt -= 1  # the repair is its own attempt, not a transient retry
-                current_prompt = prompt + REPAIR_SUFFIX.format(error=str(exc)[:500])
+                # appended after the prompt: its stable prefix (and its mark) stay as they were
+                current_prompt = extended(prompt, REPAIR_SUFFIX.format(error=str(exc)[:500]))
                 continue
             usage = usage + generation.usage
             return Generation(

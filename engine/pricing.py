@@ -1,5 +1,6 @@
-"""What an LLM call costs in dollars: a price per model, per million tokens — input, cached input
-and output — and the price of a call's tokens (cached prompt tokens priced as cached).
+"""What an LLM call costs in dollars: a price per model, per million tokens — input, cached input,
+cache writes and output — and the price of a call's tokens (cached prompt tokens priced as
+cached, those written to a prompt cache as written).
 
 The table is configurable: an agent's configuration gives prices of its own (`AgentConfig.prices`),
 which override the examples below, model by model. A model with no price has no cost — `None`,
@@ -24,23 +25,35 @@ _SNAPSHOT_DATE = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 class ModelPrice(BaseModel):
     """Dollars per 1M tokens. `cached_input` prices the prompt tokens a provider's prompt cache
-    served (OpenAI's `cached_tokens`, Bedrock's `cacheReadInputTokens`); left out, they cost as
-    much as any input token."""
+    served (OpenAI's `cached_tokens`, Bedrock's `cacheReadInputTokens`); `cache_write` those a
+    request wrote to it (Bedrock's `cacheWriteInputTokens`: Anthropic's models charge 1.25 times
+    the input price for them). Left out, either costs as much as any input token."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
 
-    def cost(self, prompt_tokens: int, cached_prompt_tokens: int, completion_tokens: int) -> float:
-        """Dollars for one call: its uncached prompt tokens at the input price, its cached ones at
-        the cached price, its completion tokens at the output price."""
+    def cost(
+        self,
+        prompt_tokens: int,
+        cached_prompt_tokens: int,
+        completion_tokens: int,
+        cache_write_tokens: int = 0,
+    ) -> float:
+        """Dollars for one call: its prompt tokens read from the cache at the cached price, those
+        written to it at the cache-write price, the others at the input price, its completion
+        tokens at the output price."""
         cached = min(max(cached_prompt_tokens, 0), prompt_tokens)
+        written = min(max(cache_write_tokens, 0), prompt_tokens - cached)
         cached_price = self.input if self.cached_input is None else self.cached_input
+        write_price = self.input if self.cache_write is None else self.cache_write
         dollars = (
-            (prompt_tokens - cached) * self.input
+            (prompt_tokens - cached - written) * self.input
             + cached * cached_price
+            + written * write_price
             + completion_tokens * self.output
         )
         return dollars / PER_TOKENS
@@ -48,7 +61,8 @@ class ModelPrice(BaseModel):
 
 # Example list prices (USD per 1M tokens) as published on 2025-06-01 — examples to check, not
 # quotes. OpenAI: platform.openai.com/docs/pricing; Bedrock: aws.amazon.com/bedrock/pricing
-# (us-east-1, on demand; cached input = the cache-read price).
+# (us-east-1, on demand; cached input = the cache-read price; cache write = Anthropic's 1.25 times
+# the input price).
 EXAMPLE_PRICES: dict[str, ModelPrice] = {
     # infra/offline's model runs in-process: it has no per-token price (a real figure, not a guess)
     "offline-heuristic": ModelPrice(input=0.0, cached_input=0.0, output=0.0),
@@ -58,10 +72,10 @@ EXAMPLE_PRICES: dict[str, ModelPrice] = {
     "gpt-4.1-nano": ModelPrice(input=0.10, cached_input=0.025, output=0.40),
     "gpt-4.1": ModelPrice(input=2.00, cached_input=0.50, output=8.00),
     "anthropic.claude-3-5-haiku-20241022-v1:0": ModelPrice(
-        input=0.80, cached_input=0.08, output=4.00
+        input=0.80, cached_input=0.08, cache_write=1.00, output=4.00
     ),
     "anthropic.claude-3-7-sonnet-20250219-v1:0": ModelPrice(
-        input=3.00, cached_input=0.30, output=15.00
+        input=3.00, cached_input=0.30, cache_write=3.75, output=15.00
     ),
     "amazon.nova-micro-v1:0": ModelPrice(input=0.035, cached_input=0.00875, output=0.14),
     "amazon.nova-lite-v1:0": ModelPrice(input=0.06, cached_input=0.015, output=0.24),
@@ -91,13 +105,20 @@ class PriceTable:
         return None
 
     def cost(
-        self, model: str, prompt_tokens: int, cached_prompt_tokens: int, completion_tokens: int
+        self,
+        model: str,
+        prompt_tokens: int,
+        cached_prompt_tokens: int,
+        completion_tokens: int,
+        cache_write_tokens: int = 0,
     ) -> float | None:
         """Dollars for one call of `model`, or None when the table has no price for it."""
         price = self.price(model)
         if price is None:
             return None
-        return price.cost(prompt_tokens, cached_prompt_tokens, completion_tokens)
+        return price.cost(
+            prompt_tokens, cached_prompt_tokens, completion_tokens, cache_write_tokens
+        )
 
 
 def format_dollars(dollars: float | None) -> str:

@@ -25,6 +25,8 @@ class LLMCallRecord(BaseModel):
     prompt_tokens: int = 0
     # of the prompt tokens, those the provider's prompt cache served (priced as cached)
     cached_prompt_tokens: int = 0
+    # of the prompt tokens, those written to the provider's prompt cache (Bedrock's cache points)
+    cache_write_tokens: int = 0
     completion_tokens: int = 0
     # dollars, from the price table (`engine.pricing`); None: no price for this model
     cost_usd: float | None = None
@@ -340,7 +342,15 @@ def explain(trace: TurnTrace, agent: AgentSnapshot | None = None) -> list[str]:
         label = f" {call.label}" if call.label else ""
         retried = f", {call.attempts} attempts" if call.attempts > 1 else ""
         error = f", error: {call.error}" if call.error else ""
-        cached = f" ({call.cached_prompt_tokens} cached)" if call.cached_prompt_tokens else ""
+        cache = [
+            f"{n} {what}"
+            for n, what in (
+                (call.cached_prompt_tokens, "cached"),
+                (call.cache_write_tokens, "written to cache"),
+            )
+            if n
+        ]
+        cached = f" ({', '.join(cache)})" if cache else ""
         lines.append(
             f"llm round {call.round}: {call.purpose}{label} → {call.schema_name} on {call.model}, "
             f"{call.prompt_tokens}{cached}+{call.completion_tokens} tokens, "

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from engine.conversations.spec import Expectation, ToolCallExpectation
 from engine.ports import SchematicLLM
+from engine.prompt_text import Prompt
 from engine.sessions.session import Event, EventKind, EventSource
 from engine.trace import ToolCallRecord
 from engine.turn import TurnOutput
@@ -201,17 +202,24 @@ def transcript_lines(events: Iterable[Event]) -> dict[int, tuple[str, str]]:
     return lines
 
 
-def judge_prompt(expectation: str, conversation: list[tuple[str, str]], reply: str) -> str:
-    """The judge's prompt: the conversation so far (speaker, text), the reply, the expectation."""
+JUDGE_ROLE = (
+    "You judge one reply of a customer-service agent in an automated test.\n"
+    "Decide whether the agent's LAST reply satisfies the expectation. Judge only the "
+    "expectation, not style; answer satisfied=false when in doubt, and give a one-sentence "
+    "reason naming what in the reply decided it.\n\n"
+)
+
+
+def judge_prompt(expectation: str, conversation: list[tuple[str, str]], reply: str) -> Prompt:
+    """The judge's prompt: its instructions (the stable prefix), then the conversation so far
+    (speaker, text), the reply, the expectation."""
     lines = "\n".join(f"{speaker}: {text}" for speaker, text in conversation)
-    return (
-        "You judge one reply of a customer-service agent in an automated test.\n"
-        "Decide whether the agent's LAST reply satisfies the expectation. Judge only the "
-        "expectation, not style; answer satisfied=false when in doubt, and give a one-sentence "
-        "reason naming what in the reply decided it.\n\n"
-        f"Conversation so far:\n{lines}\n\n"
-        f"The agent's last reply:\n{reply}\n\n"
-        f"Expectation:\n{expectation}\n"
+    return Prompt(
+        JUDGE_ROLE
+        + f"Conversation so far:\n{lines}\n\n"
+        + f"The agent's last reply:\n{reply}\n\n"
+        + f"Expectation:\n{expectation}\n",
+        len(JUDGE_ROLE),
     )
 
 

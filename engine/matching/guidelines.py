@@ -21,6 +21,7 @@ from engine.context import TurnContext, render_agent_context, render_turn_contex
 from engine.matching import match_guidance as guide
 from engine.matching.guideline_lines import guideline_line, line_cost
 from engine.model import Guideline, GuidelineKind, Relationship, RelationshipKind
+from engine.prompt_text import Prompt, stable_then_turn
 from engine.sessions.session import SessionState
 
 MATCH_THRESHOLD = 5  # a verdict with applies=True and a lower score is treated as a weak non-match
@@ -270,7 +271,7 @@ _CUSTOMER_SHAPE = (
 )
 
 
-def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> str:
+def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> Prompt:
     """The prompt for one matching batch. Its stable prefix first — the role, the agent and its
     glossary, the shared rules — then the count to answer for and one group per kind (its rules,
     examples and guidelines), then the turn's context, then the answer shape: a provider's prompt
@@ -280,11 +281,11 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
     count = len(batch.guidelines)
     shape = _CUSTOMER_SHAPE if batch.kind is BatchKind.CUSTOMER_DEPENDENT else _VERDICT_SHAPE
     rationale = guide.RATIONALE_EXPLAIN if explain else guide.RATIONALE_SHAPE
-    return "\n\n".join(
+    # Stable: the role, the agent, the shared rules. The groups follow the batch (a guideline
+    # moves to "previously applied" once applied), so they are the turn's part.
+    return stable_then_turn(
+        [guide.ROLE, render_agent_context(ctx), guide.SHARED_RULES],
         [
-            guide.ROLE,
-            render_agent_context(ctx),
-            guide.SHARED_RULES,
             *_group_texts(batch),
             f"Task: {guide.count_text(count)} above; give every one a verdict. "
             + guide.RATIONALE_RULE,
@@ -292,7 +293,7 @@ def build_match_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False)
             f'Answer with JSON only: {{"verdicts": [{shape.replace("<RATIONALE>", rationale)}, '
             f"...]}} with exactly {count} verdict{'s' if count != 1 else ''}, one per handle, "
             "in order. score: 10 = certainly, 0 = certainly not.",
-        ]
+        ],
     )
 
 
@@ -314,14 +315,16 @@ def _group_texts(batch: Batch) -> list[str]:
     return texts
 
 
-def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> str:
+def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool = False) -> Prompt:
     assert batch.head is not None
     options = "\n".join(guideline_line(h, g) for h, g in handles(batch).items())
-    return "\n\n".join(
+    return stable_then_turn(
         [
             "You are the customer-service agent described below. Before your next reply, check "
             "whether the customer's request is ambiguous between several cases you handle.",
             render_agent_context(ctx),
+        ],
+        [
             f'Task: first decide whether this holds: "{batch.head.condition}". If it does, decide '
             "which of the options below may be what the customer means. If two or more fit and "
             "the conversation does not settle which, it is ambiguous: write one short question "
@@ -335,7 +338,7 @@ def build_disambiguation_prompt(ctx: TurnContext, batch: Batch, *, explain: bool
                 if explain
                 else " `rationale`: the evidence that settles it, as long as that needs."
             ),
-        ]
+        ],
     )
 
 

@@ -23,6 +23,7 @@ from engine.matching.journey_graph import (
     prune_nodes,
 )
 from engine.model import CollectedField, Journey, NodeKind
+from engine.prompt_text import Prompt, stable_then_turn
 
 # --------------------------------------------------------------------------------------------------
 # The journey map shown to the model
@@ -347,7 +348,7 @@ def build_node_selection_prompt(
     collected: Mapping[str, Any],
     max_depth: int,
     explain: bool,
-) -> str:
+) -> Prompt:
     """The node-selection prompt for one journey. Pure: same inputs, same text. The stable part
     first (the role, the agent, the rules), then the map and where the journey stands, then the
     turn's context, then the answer shape."""
@@ -357,14 +358,13 @@ def build_node_selection_prompt(
         journey, views, path, collected=collected, max_depth=max_depth, executed_tools=executed
     )
     answer = _ANSWER.format(rationale=_RATIONALE_EXPLAIN if explain else _RATIONALE_COMPACT)
-    return "\n\n".join(
+    # Stable: the role, the agent, the rules. The map is pruned around where the journey stands.
+    return stable_then_turn(
+        [_INTRO, f"## The agent\n{render_agent_context(ctx)}", f"## How to decide\n{_RULES}"],
         [
-            _INTRO,
-            f"## The agent\n{render_agent_context(ctx)}",
-            f"## How to decide\n{_RULES}",
             f"## Journey map\n{journey_map}",
             f"## Where the journey stands\n{_position_text(views, path, executed)}",
             f"## Context\n{render_turn_context(ctx)}",
             f"## Answer\n{answer}",
-        ]
+        ],
     )

@@ -23,6 +23,7 @@ from engine.context import TurnContext, language_note, render_history
 from engine.matching.collected_values import CollectedItem
 from engine.model import AgentSnapshot
 from engine.privacy.secrets import typed_in
+from engine.prompt_text import Prompt, stable_then_turn
 from engine.sessions.session import Event, EventKind, EventSource
 
 SECRET_FIELDS_HEADER = "Secret fields:\n"
@@ -90,7 +91,7 @@ def latest_exchange(ctx: TurnContext) -> list[Event]:
     return [*before, *now]
 
 
-def build_secret_reading_prompt(ctx: TurnContext, fields: Sequence[SecretField]) -> str:
+def build_secret_reading_prompt(ctx: TurnContext, fields: Sequence[SecretField]) -> Prompt:
     """The prompt asking which values the customer's latest messages give for `fields`."""
     lines = []
     for field in fields:
@@ -109,16 +110,16 @@ def build_secret_reading_prompt(ctx: TurnContext, fields: Sequence[SecretField])
         "for anything else (a username, an account number) is not listed; never guess or "
         "complete a value.",
         SECRET_FIELDS_HEADER + "\n".join(lines),
-        f"Conversation (most recent last):\n{render_history(latest_exchange(ctx))}",
     ]
+    turn = [f"Conversation (most recent last):\n{render_history(latest_exchange(ctx))}"]
     default = ctx.agent.config.languages[0]
     if ctx.language != default:
-        parts.append(language_note(ctx.language, default))
-    parts += [
+        turn.append(language_note(ctx.language, default))
+    turn += [
         'Answer with JSON only: {"values": [{"name": …, "value": …}]}; an empty list when the '
         "messages give none.",
     ]
-    return "\n\n".join(parts)
+    return stable_then_turn(parts, turn)
 
 
 def typed_secrets(

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from engine.context import TurnContext, render_agent_context, render_turn_context
 from engine.errors import ToolArgumentError
 from engine.ports import ToolOutcome
+from engine.prompt_text import Prompt, stable_then_turn
 from engine.tools.spec import ToolParameter, ToolSpec
 from engine.values.provenance import rules_text
 from engine.values.types import coerce
@@ -174,7 +175,7 @@ def build_tool_call_prompt(
     known: Mapping[str, Any],
     *,
     instructions: Sequence[str] = (),
-) -> str:
+) -> Prompt:
     """Ask which offered tools to call now and with which arguments (pure). `instructions` are
     the other guidelines matched this turn, as text: they may shape an argument."""
     tools = "\n".join(
@@ -185,11 +186,15 @@ def build_tool_call_prompt(
     # `tool.field` keys are for declared sources; the model reads each value once, by name
     shown = {k: v for k, v in known.items() if "." not in k}
     known_text = json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True)
-    parts = [
+    stable = [
         "You are the customer-service agent described below. Before your next reply, decide "
         "which of the tools offered to you to call now, and with which arguments.",
         render_agent_context(ctx),
         _TOOL_GUIDANCE,
+    ]
+    parts = [
+        # one of three texts, by the kinds of tool offered this turn: not part of the stable
+        # prefix, which must be the same whatever the turn offers
         rules_text(
             consequential=any(s.consequential for s in specs),
             harmless=not all(s.consequential for s in specs),
@@ -208,7 +213,7 @@ def build_tool_call_prompt(
         '{"rationale": "...", "calls": [{"tool": "...", "arguments": [{"name": "...", '
         '"value": "..."}]}]}. An empty `calls` list means no tool is due.'
     )
-    return "\n\n".join(parts)
+    return stable_then_turn(stable, parts)
 
 
 def _today(ctx: TurnContext) -> str:

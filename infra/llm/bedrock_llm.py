@@ -10,6 +10,12 @@ off at the token limit, and text instead of the tool call (accepted only when th
 JSON that fits). A model that rejects a forced `toolChoice` (a ValidationException naming it) is
 asked again with `toolChoice: auto` and an instruction to call the tool, and from then on.
 
+Prompt caching: a prompt that marks its stable prefix (`engine.prompt_text.Prompt`) is sent as
+that prefix, a `cachePoint` block and the rest, on the models and prefix lengths
+`infra.llm.bedrock_cache.CachePolicy` allows. A request Bedrock refuses while it carries a cache
+point (a ValidationException, or a refusal that names caching) is sent again without one, and the
+model gets none from then on: a cache point may miss, never fail a call.
+
 Errors map as in `infra.llm.bedrock_client`; retries, the repair, budgets and the trace are
 `engine.llm.TurnLLM`'s, so this adapter makes one request per call (two on the fallback above).
 boto3 is synchronous: each request runs in a worker thread, never blocking the event loop.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from typing import Any, TypeVar
@@ -27,8 +34,10 @@ from pydantic import BaseModel
 
 from engine.errors import LLMOutputInvalid
 from engine.ports import Generation, Usage
+from engine.prompt_text import stable_chars
 from infra.llm.answer import parse_answer, validate_answer
-from infra.llm.bedrock_client import BedrockConnection, map_bedrock_error
+from infra.llm.bedrock_cache import CachePolicy, with_cache_point
+from infra.llm.bedrock_client import TRANSIENT_CODES, BedrockConnection, map_bedrock_error
 from infra.llm.openai_llm import json_schema_format
 
 T = TypeVar("T", bound=BaseModel)
@@ -40,10 +49,15 @@ AUTO_CHOICE_INSTRUCTIONS = (
 )
 _TOOL_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _BLOCKED = frozenset({"guardrail_intervened", "content_filtered"})
+log = logging.getLogger(__name__)
 
 
 class _ToolChoiceRejected(Exception):
     """The model does not support a forced `toolChoice`."""
+
+
+class _CachePointRejected(Exception):
+    """Bedrock refused a request that carried a cache point (maybe for it)."""
 
 
 class BedrockSchematicLLM:
@@ -62,12 +76,15 @@ class BedrockSchematicLLM:
         timeout: float = 30.0,
         max_tokens: int | None = None,
         client: Any = None,
+        caching: CachePolicy | None = None,
     ) -> None:
         self._connection = BedrockConnection(
             region=region, endpoint_url=endpoint_url, timeout=timeout, client=client
         )
         self._max_tokens = max_tokens
+        self._caching = CachePolicy.from_env() if caching is None else caching
         self._auto_choice: set[str] = set()  # models that refused a forced toolChoice
+        self._no_cache: set[str] = set()  # models that refused a request with a cache point
 
     @property
     def region(self) -> str:
@@ -77,17 +94,25 @@ class BedrockSchematicLLM:
         """One structured generation. Raises `LLMTransientError`, `LLMOutputInvalid`, `LLMError`."""
         started = time.perf_counter()
         name = tool_name(schema)
-        response: dict[str, Any] | None = None
-        if model not in self._auto_choice:
+        forced = model not in self._auto_choice
+        caching = None if model in self._no_cache else self._caching
+        suspect_cache_point = False
+        while True:
+            request = converse_request(
+                prompt, schema, model, self._max_tokens, forced=forced, caching=caching
+            )
             try:
-                response = await self._converse(
-                    converse_request(prompt, schema, model, self._max_tokens)
-                )
+                response = await self._converse(request, may_reject_choice=forced)
+                break
             except _ToolChoiceRejected:
                 self._auto_choice.add(model)
-        if response is None:
-            request = converse_request(prompt, schema, model, self._max_tokens, forced=False)
-            response = await self._converse(request, may_reject_choice=False)
+                forced = False
+            except _CachePointRejected:
+                # sent again without it: should Bedrock take that, the cache point was the trouble
+                caching, suspect_cache_point = None, True
+        if suspect_cache_point:
+            self._no_cache.add(model)
+            log.warning("Bedrock refused a cache point for model %s: none sent to it again", model)
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         value = read_tool_answer(response, schema, name)
         return Generation(
@@ -106,6 +131,10 @@ class BedrockSchematicLLM:
         """Whether calls to `model` force the answer tool (False after the model refused it)."""
         return model not in self._auto_choice
 
+    def sends_cache_points(self, model: str) -> bool:
+        """Whether requests to `model` may carry a cache point (False after it refused one)."""
+        return model not in self._no_cache and self._caching.min_tokens(model) is not None
+
     async def _converse(
         self, request: dict[str, Any], *, may_reject_choice: bool = True
     ) -> dict[str, Any]:
@@ -118,6 +147,8 @@ class BedrockSchematicLLM:
         except (BotoCoreError, ClientError) as exc:
             if may_reject_choice and _rejects_tool_choice(exc):
                 raise _ToolChoiceRejected from exc
+            if has_cache_point(request) and _may_reject_cache_point(exc):
+                raise _CachePointRejected from exc
             raise map_bedrock_error(exc, model=model, region=self.region) from exc
         return response
 
@@ -134,32 +165,44 @@ def converse_request(
     max_tokens: int | None = None,
     *,
     forced: bool = True,
+    caching: CachePolicy | None = None,
 ) -> dict[str, Any]:
     """The `Converse` request: the prompt as one user message, the schema as the only tool,
-    forced (`toolChoice.tool`) or, for models that refuse that, offered with an instruction."""
+    forced (`toolChoice.tool`) or, for models that refuse that, offered with an instruction.
+    With `caching`, a cache point after the prompt's stable prefix where the policy allows one
+    (the tool definition and the system text come before it: they count in the prefix)."""
     name = tool_name(schema)
     body = json_schema_format(schema)["json_schema"]["schema"]
+    tool = {
+        "toolSpec": {"name": name, "description": TOOL_DESCRIPTION, "inputSchema": {"json": body}}
+    }
+    system = None if forced else AUTO_CHOICE_INSTRUCTIONS.format(name=name)
+    at = None
+    if caching is not None and stable_chars(prompt):
+        ahead = len(json.dumps(tool, ensure_ascii=False)) + len(system or "")
+        at = caching.cache_point_at(prompt, model, ahead_chars=ahead)
     request: dict[str, Any] = {
         "modelId": model,
-        "messages": [{"role": "user", "content": [{"text": prompt}]}],
+        "messages": [{"role": "user", "content": with_cache_point(str(prompt), at)}],
         "toolConfig": {
-            "tools": [
-                {
-                    "toolSpec": {
-                        "name": name,
-                        "description": TOOL_DESCRIPTION,
-                        "inputSchema": {"json": body},
-                    }
-                }
-            ],
+            "tools": [tool],
             "toolChoice": {"tool": {"name": name}} if forced else {"auto": {}},
         },
     }
-    if not forced:
-        request["system"] = [{"text": AUTO_CHOICE_INSTRUCTIONS.format(name=name)}]
+    if system is not None:
+        request["system"] = [{"text": system}]
     if max_tokens is not None:
         request["inferenceConfig"] = {"maxTokens": max_tokens}
     return request
+
+
+def has_cache_point(request: dict[str, Any]) -> bool:
+    """Whether a Converse request carries a cache point (in its messages)."""
+    return any(
+        "cachePoint" in block
+        for message in request.get("messages", [])
+        for block in message.get("content", [])
+    )
 
 
 def read_tool_answer(response: dict[str, Any], schema: type[T], name: str) -> T:
@@ -206,6 +249,20 @@ def usage_of(response: dict[str, Any]) -> Usage:
         cached_prompt_tokens=read,
         cache_write_tokens=write,
     )
+
+
+def _may_reject_cache_point(exc: Exception) -> bool:
+    """A refusal the cache point may have caused: any ValidationException (the request is sent
+    again without it, which settles it), or another refusal that names caching ("You invoked an
+    unsupported model or your request did not allow prompt caching")."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    error = response.get("Error", {})
+    code = error.get("Code")
+    if code in TRANSIENT_CODES:  # a busy model refused nothing: the turn retries it as it is
+        return False
+    return code == "ValidationException" or "cach" in str(error.get("Message", "")).lower()
 
 
 def _rejects_tool_choice(exc: Exception) -> bool:

@@ -14,6 +14,9 @@ Settings:
 | `WAYPOINT_BEDROCK_ENDPOINT_URL` | bedrock        | a VPC endpoint's URL (default: the public one)   |
 | `WAYPOINT_LLM_TIMEOUT`          | openai, bedrock| seconds per request (default 30)                 |
 | `WAYPOINT_LLM_MAX_TOKENS`       | bedrock        | cap on an answer's tokens (default: the model's) |
+| `WAYPOINT_BEDROCK_CACHE_MODELS` | bedrock        | models that take cache points, `pattern=min_tok` |
+|                                 |                | items, `defaults`, `none` (infra.llm.bedrock_    |
+|                                 |                | cache; default: AWS's list)                      |
 | `WAYPOINT_EMBEDDING_MODEL`      | openai, bedrock| `[provider:]model`; default text-embedding-3-    |
 |                                 |                | small (openai), amazon.titan-embed-text-v2:0     |
 | `WAYPOINT_EMBEDDING_DIMENSIONS` | openai, bedrock| shortened vectors (text-embedding-3, Titan v2)   |

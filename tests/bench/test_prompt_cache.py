@@ -77,6 +77,11 @@ def test_every_purposes_stable_prefix_is_byte_identical_across_the_turns_of_a_se
             assert len(prefixes) == 1, f"{label}: {purpose} prompts differ in their stable part"
             [prefix] = prefixes
             assert prefix.startswith("You ") and "Agent: " in prefix  # the role, the agent
+            # the builders' marks: the same on every turn, within the stable part found here
+            # (up to the paragraph break that ends it)
+            marks = {sent.text[: sent.stable_chars] for sent in prompts if sent.purpose == purpose}
+            assert len(marks) == 1, f"{label}: {purpose} prompts differ in their marked prefix"
+            assert f"{prefix}\n\n".startswith(*marks), f"{label}: {purpose}"
             for marker in TURN_MARKERS:
                 assert marker not in prefix, (
                     f"{label}: {purpose}: {marker!r} before the stable part"
@@ -99,6 +104,50 @@ def test_the_customers_words_come_only_after_the_stable_prefix(
             prefix = stable_prefix(sent.purpose, sent.text)
             for message in said[label]:
                 assert f"Customer: {message}" not in prefix
+
+
+def test_the_marked_prefix_is_always_a_prefix_the_measured_turns_share(
+    conversations: dict[str, list[SentPrompt]],
+) -> None:
+    """Every prompt marks its stable prefix and every later prompt of its purpose in the session
+    starts with it, so what a cache point placed there serves is within what the measured turns
+    share; the Bedrock adapter's cache point, where it sets one, is exactly at the mark. (Across
+    sessions: tests/infra/test_bedrock_cache_points.py.)"""
+    counter = EstimateCounter()
+    for label, prompts in conversations.items():
+        for hit in prefix_hits(prompts, counter.count):
+            sent = hit.sent
+            assert sent.stable_chars > 0, f"{label}: an unmarked {sent.purpose} prompt"
+            assert sent.cache_point in (None, sent.stable_chars)
+            assert hit.marked_tokens <= hit.prefix_tokens
+            assert hit.cache_point_tokens <= hit.marked_tokens
+        by_purpose: dict[str, list[SentPrompt]] = defaultdict(list)
+        for sent in prompts:
+            by_purpose[sent.purpose].append(sent)
+        for purpose, sent_prompts_ in by_purpose.items():
+            first, *later = sent_prompts_
+            marked = first.text[: first.stable_chars]
+            for sent in later:
+                assert common_prefix_length(sent.text, first.text) >= len(marked), purpose
+                assert sent.text[: sent.stable_chars] == marked, f"{label}: {purpose}"
+        shares = cached_share(prompts, counter.count)
+        # the marked prefix is a part of the shared prefix, and it caches on Claude where the
+        # prefix (the tool definition with it) passes 1,024 tokens: node selection's does
+        assert 0 < shares.total.marked_share <= shares.total.share
+        assert shares.purposes["select_journey_node"].cache_point_share > 0
+
+
+def test_marked_and_cache_point_shares_count_only_what_an_earlier_prompt_had() -> None:
+    stable = "S" * 400
+    prompts = [
+        SentPrompt("s1", "match", stable + "one", stable_chars=400, cache_point=400),
+        SentPrompt("s1", "match", stable + "two", stable_chars=400, cache_point=400),
+        SentPrompt("s1", "match", "X" + stable + "three", stable_chars=401),  # another prefix
+        SentPrompt("s2", "match", stable + "four", stable_chars=400),  # another session: cold
+    ]
+    match = cached_share(prompts, chars).purposes["match"]
+    assert (match.marked_tokens, match.cache_point_tokens) == (400, 400)
+    assert match.marked_share == pytest.approx(400 / match.prompt_tokens)
 
 
 def test_the_share_is_the_longest_prefix_shared_with_an_earlier_prompt_of_its_purpose() -> None:

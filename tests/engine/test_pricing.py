@@ -37,6 +37,33 @@ def test_cached_prompt_tokens_cost_the_cached_price_and_the_rest_the_input_price
     assert PRICE.cost(100, 1_000, 0) == pytest.approx(100 * 0.5 / 1e6)
 
 
+def test_tokens_written_to_a_prompt_cache_cost_the_cache_write_price() -> None:
+    """Bedrock's cache points: Anthropic's models charge a write to the cache above input."""
+    claude = ModelPrice(input=3.0, cached_input=0.3, cache_write=3.75, output=15.0)
+    written = claude.cost(2_000, 0, 100, cache_write_tokens=1_500)
+    read = claude.cost(2_000, 1_500, 100)
+
+    assert written == pytest.approx((500 * 3.0 + 1_500 * 3.75 + 100 * 15.0) / 1e6)
+    assert read == pytest.approx((500 * 3.0 + 1_500 * 0.3 + 100 * 15.0) / 1e6)
+    # without a write price, a written token costs what any input token does
+    assert PRICE.cost(2_000, 0, 100, 1_500) == PRICE.cost(2_000, 0, 100)
+    # reads and writes never count more tokens than the prompt has
+    assert claude.cost(1_000, 800, 0, 900) == pytest.approx((800 * 0.3 + 200 * 3.75) / 1e6)
+    table = PriceTable()
+    sonnet = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+    assert table.cost(sonnet, 2_000, 0, 100, 1_500) == pytest.approx(written)
+    record = LLMCallRecord(
+        purpose="select_journey_node",
+        schema_name="S",
+        model=sonnet,
+        prompt_tokens=2_000,
+        cache_write_tokens=1_500,
+        completion_tokens=100,
+        cost_usd=written,
+    )
+    assert any("(1500 written to cache)" in line for line in explain(_trace(record)))
+
+
 def test_an_unknown_model_has_no_cost_and_the_turn_says_so() -> None:
     table = PriceTable()
     assert table.cost("my-own-finetune", 1_000, 0, 100) is None

@@ -11,6 +11,7 @@ the code really makes, the grants from the template.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import fnmatch
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,20 +32,47 @@ from infra.aws.local_stack import LocalStack, _Resolver
 
 
 @dataclass(frozen=True)
+class Condition:
+    """One key of a statement's Condition: `operator` (StringEquals, StringLike, ArnEquals,
+    ArnLike) on the request's context key `key`, any of `values` (policy variables allowed)."""
+
+    operator: str
+    key: str
+    values: tuple[str, ...]
+
+    def holds(self, request: IamRequest) -> bool:
+        context = dict(request.context)
+        value = context.get(self.key)
+        if value is None:  # a key the request lacks: the condition does not hold
+            return False
+        patterns = [_with_variables(v, context) for v in self.values]
+        if self.operator in ("StringEquals", "ArnEquals"):
+            return value in patterns
+        return any(_glob(value, pattern) for pattern in patterns)
+
+
+_CONDITION_OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike")
+
+
+@dataclass(frozen=True)
 class Statement:
     sid: str
     actions: tuple[str, ...]
     resources: tuple[str, ...]
     leading_keys: tuple[str, ...] | None  # ForAllValues:StringLike dynamodb:LeadingKeys
+    conditions: tuple[Condition, ...] = ()
 
     def allows(self, request: IamRequest) -> bool:
+        context = dict(request.context)
         return (
             any(_glob(request.action.lower(), a.lower()) for a in self.actions)
-            and any(_glob(request.resource, r) for r in self.resources)
+            and any(_glob(request.resource, _with_variables(r, context)) for r in self.resources)
             and self._condition_holds(request)
         )
 
     def _condition_holds(self, request: IamRequest) -> bool:
+        if not all(condition.holds(request) for condition in self.conditions):
+            return False
         if self.leading_keys is None:
             return True
         # ForAllValues: every leading key of the request matches one of the patterns (and a
@@ -58,6 +86,14 @@ class Statement:
 def _glob(value: str, pattern: str) -> bool:
     # IAM's wildcards: * any run of characters (including /), ? one character.
     return fnmatch.fnmatchcase(value, pattern.replace("[", "[[]"))
+
+
+def _with_variables(pattern: str, context: dict[str, str]) -> str:
+    """`pattern` with its IAM policy variables (`${aws:PrincipalAccount}`) replaced by the
+    request's context values."""
+    for key, value in context.items():
+        pattern = pattern.replace("${" + key + "}", value)
+    return pattern
 
 
 @dataclass(frozen=True)
@@ -130,19 +166,25 @@ def _statement(raw: dict[str, Any], resolve: Any) -> Statement:
     assert raw["Effect"] == "Allow", f"unexpected Deny statement {raw}"
     resources = resolve(copy.deepcopy(raw["Resource"]))
     actions = raw["Action"]
-    condition = raw.get("Condition")
+    condition = resolve(copy.deepcopy(raw.get("Condition") or {}))
     leading_keys = None
-    if condition is not None:
-        assert set(condition) == {"ForAllValues:StringLike"}, f"unsupported condition {condition}"
-        keys = condition["ForAllValues:StringLike"]
-        assert set(keys) == {"dynamodb:LeadingKeys"}, f"unsupported condition key {keys}"
-        value = keys["dynamodb:LeadingKeys"]
-        leading_keys = tuple([value] if isinstance(value, str) else value)
+    conditions: list[Condition] = []
+    for operator, keys in condition.items():
+        if operator == "ForAllValues:StringLike":
+            assert set(keys) == {"dynamodb:LeadingKeys"}, f"unsupported condition key {keys}"
+            value = keys["dynamodb:LeadingKeys"]
+            leading_keys = tuple([value] if isinstance(value, str) else value)
+            continue
+        assert operator in _CONDITION_OPERATORS, f"unsupported condition {condition}"
+        for key, value in keys.items():
+            values = tuple([value] if isinstance(value, str) else value)
+            conditions.append(Condition(operator, key, values))
     return Statement(
         sid=str(raw.get("Sid", "")),
         actions=tuple([actions] if isinstance(actions, str) else actions),
         resources=tuple([resources] if isinstance(resources, str) else resources),
         leading_keys=leading_keys,
+        conditions=tuple(conditions),
     )
 
 
@@ -162,6 +204,8 @@ class IamRequest:
     action: str
     resource: str
     leading_keys: tuple[str, ...] = ()
+    # the request's condition context: (key, value) pairs (aws:RequestedRegion, …)
+    context: tuple[tuple[str, str], ...] = ()
 
 
 # Operations authorized under another action's name (the Service Authorization Reference).
@@ -181,7 +225,15 @@ _TRANSACT_ITEM_ACTION = {
 
 
 def iam_requests(call: ApiCall, region: str) -> list[IamRequest]:
-    """What IAM evaluates for one API call."""
+    """What IAM evaluates for one API call, with the global context keys every request has."""
+    globals_ = (("aws:RequestedRegion", region), ("aws:PrincipalAccount", ACCOUNT_ID))
+    return [
+        dataclasses.replace(request, context=(*globals_, *request.context))
+        for request in _requests(call, region)
+    ]
+
+
+def _requests(call: ApiCall, region: str) -> list[IamRequest]:
     action = _AUTHORIZED_AS.get((call.service, call.operation), f"{call.service}:{call.operation}")
     p = call.params
     if call.service == "dynamodb":
@@ -243,20 +295,20 @@ PROFILE_DESTINATION = "us-west-2"
 def bedrock_requests(model_id: str, region: str) -> list[IamRequest]:
     """What IAM evaluates for a Converse or InvokeModel call (both authorized as
     bedrock:InvokeModel): the foundation model, or an inference profile (`us.vendor.model`) and
-    then the model in the region the profile routed the call to."""
+    then the model in the region the profile routed the call to, with the profile's ARN in the
+    context (`bedrock:InferenceProfileArn`)."""
     if model_id.startswith("arn:"):
         return [IamRequest("bedrock:InvokeModel", model_id)]
     parts = model_id.split(".")
     if len(parts) >= 3 and parts[0].isalpha() and len(parts[0]) <= 7:  # us., eu., apac., global.
         base = ".".join(parts[1:])
+        profile = f"arn:aws:bedrock:{region}:{ACCOUNT_ID}:inference-profile/{model_id}"
         return [
-            IamRequest(
-                "bedrock:InvokeModel",
-                f"arn:aws:bedrock:{region}:{ACCOUNT_ID}:inference-profile/{model_id}",
-            ),
+            IamRequest("bedrock:InvokeModel", profile),
             IamRequest(
                 "bedrock:InvokeModel",
                 f"arn:aws:bedrock:{PROFILE_DESTINATION}::foundation-model/{base}",
+                context=(("bedrock:InferenceProfileArn", profile),),
             ),
         ]
     return [

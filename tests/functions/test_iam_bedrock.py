@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import fnmatch
 from collections.abc import Iterator
 
 import httpx
@@ -31,7 +30,17 @@ from infra.turn_queue import session_id_for
 from tests.channels.signed import PUBLIC_BASE_URL, channel_secrets
 from tests.fakes.bedrock_runtime import FakeBedrockRuntime
 from tests.functions.conftest import invoke_worker, load_session, receive_all, telegram_says
-from tests.functions.iam_policy import CallRecorder, Policy, function_policies, recording
+from tests.functions.iam_policy import (
+    PROFILE_DESTINATION,
+    ApiCall,
+    CallRecorder,
+    IamRequest,
+    Policy,
+    Statement,
+    function_policies,
+    iam_requests,
+    recording,
+)
 from tests.functions.lambda_events import records_from_queue, sqs_event
 from tests.functions.platforms import BASE_URLS, FakePlatforms, resolve_to_public
 from tests.functions.test_template import _transform
@@ -84,6 +93,19 @@ def bedrock_grants(policy: Policy) -> set[str]:
     return {resource for _, action, resource in policy.grants() if action.startswith("bedrock:")}
 
 
+def bedrock_statements(policy: Policy) -> list[Statement]:
+    return [s for s in policy.statements if any(a.startswith("bedrock:") for a in s.actions)]
+
+
+def allows(policy: Policy, requests: list[IamRequest]) -> bool:
+    return all(policy.allows(request) for request in requests)
+
+
+def invoke(model_id: str, region: str) -> list[IamRequest]:
+    """What IAM evaluates when a function in the stack calls `model_id` in `region`."""
+    return iam_requests(ApiCall("bedrock", "Converse", {"modelId": model_id}), region)
+
+
 def test_the_template_parameters_split_foundation_models_from_inference_profiles() -> None:
     parameters = template_parameters([HAIKU, NOVA_PROFILE, TITAN, HAIKU])
     assert parameters["BedrockModelIds"] == f"{HAIKU},{TITAN}"
@@ -93,21 +115,86 @@ def test_the_template_parameters_split_foundation_models_from_inference_profiles
 def test_invoke_model_is_granted_on_exactly_the_configured_models(
     policies: dict[str, Policy], stack: LocalStack
 ) -> None:
-    region, account = stack.region, "123456789012"
-    expected = {
-        f"arn:aws:bedrock:{region}::foundation-model/{HAIKU}",
-        f"arn:aws:bedrock:{region}::foundation-model/{TITAN}",
-        f"arn:aws:bedrock:{region}:{account}:inference-profile/{NOVA_PROFILE}",
-        "arn:aws:bedrock:*::foundation-model/amazon.nova-micro-v1:0",  # where the profile routes
-    }
+    region, elsewhere = stack.region, "eu-west-3"
     for function in CALLERS:
-        assert bedrock_grants(policies[function]) == expected
-        actions = {a for _, a, _ in policies[function].grants() if a.startswith("bedrock:")}
+        policy = policies[function]
+        # the configured models, in the stack's region; no other model, nowhere else
+        assert allows(policy, invoke(HAIKU, region)) and allows(policy, invoke(TITAN, region))
+        assert not allows(policy, invoke(HAIKU, elsewhere))
+        assert not allows(policy, invoke("anthropic.claude-3-opus-20240229-v1:0", region))
+        # the profile in the stack's region, and its model where it routes the call to
+        assert allows(policy, invoke(NOVA_PROFILE, region))
+        assert not allows(policy, invoke(NOVA_PROFILE, elsewhere))
+        assert not allows(policy, invoke("eu.amazon.nova-micro-v1:0", region))  # another profile
+        # the profile's model only through the profile, never called directly
+        assert not allows(policy, invoke("amazon.nova-micro-v1:0", region))
+        assert not allows(policy, invoke("amazon.nova-micro-v1:0", PROFILE_DESTINATION))
+        actions = {a for _, a, _ in policy.grants() if a.startswith("bedrock:")}
         assert actions == {"bedrock:InvokeModel"}
+        assert {s.sid for s in bedrock_statements(policy)} == {
+            "InvokeConfiguredBedrockModels",
+            "InvokeConfiguredBedrockProfiles",
+            "InvokeProfileModelsThroughConfiguredProfiles",
+        }
     for function, policy in policies.items():
         if function not in CALLERS:  # the webhook, the sweep, the tools: no model at all
             assert bedrock_grants(policy) == set()
         assert all(resource != "*" for _, _, resource in policy.grants())
+
+
+@pytest.mark.parametrize(
+    ("models", "profiles"),
+    [
+        (12, 0),  # foundation models only: no profile statement
+        (0, 5),  # profiles only: no foundation-model statement
+        (9, 6),  # past the four (and two) slots the template once had
+    ],
+)
+def test_any_number_of_models_and_profiles_is_granted_each_exactly(
+    models: int, profiles: int
+) -> None:
+    model_ids = [f"vendor{i}.model-{i}-v1:0" for i in range(models)]
+    profile_ids = [f"us.vendor{i}.routed-{i}-v1:0" for i in range(profiles)]
+    parameters = {"Stage": "local", **template_parameters([*model_ids, *profile_ids])}
+    with LocalStack(parameters=parameters) as local:
+        policy = function_policies(_transform(parameters), local)["WorkerFunction"]
+        region = local.region
+    for model in model_ids:
+        assert allows(policy, invoke(model, region)) and not allows(
+            policy, invoke(model, "ap-south-1")
+        )
+    for profile in profile_ids:
+        assert allows(policy, invoke(profile, region))
+        assert not allows(policy, invoke(profile.split(".", 1)[1], region))  # its model, directly
+    assert not allows(policy, invoke("vendor99.model-99-v1:0", region))
+    assert not allows(policy, invoke("us.vendor99.routed-99-v1:0", region))
+    sids = {s.sid for s in bedrock_statements(policy)}
+    assert ("InvokeConfiguredBedrockModels" in sids) == bool(models)
+    assert ("InvokeConfiguredBedrockProfiles" in sids) == bool(profiles)
+    grants = bedrock_grants(policy)
+    assert len([g for g in grants if ":foundation-model/vendor" in g]) == models
+    assert len([g for g in grants if ":inference-profile/" in g]) == profiles
+
+
+def test_an_id_cannot_widen_the_grant() -> None:
+    """The parameters admit only ids: no wildcard, no empty item, nothing past the id (a comma
+    is only a separator), so no value turns into a broader ARN."""
+    import re
+
+    from infra.aws.cfn_template import load_template
+
+    parameters = load_template()["Parameters"]
+    for name, good, bad in (
+        ("BedrockModelIds", f"{HAIKU},{TITAN}", ["*", f"{HAIKU},", f"{HAIKU},,{TITAN}", "a/b"]),
+        (
+            "BedrockInferenceProfileIds",
+            f"{NOVA_PROFILE},eu.{HAIKU}",
+            ["us.*", f"{HAIKU}", f"{NOVA_PROFILE},"],
+        ),
+    ):
+        pattern = re.compile(parameters[name]["AllowedPattern"])
+        assert pattern.fullmatch(good) and pattern.fullmatch("")
+        assert not any(pattern.fullmatch(value) for value in bad), name
 
 
 def test_without_bedrock_models_no_function_may_invoke_one() -> None:
@@ -165,9 +252,15 @@ def test_a_publish_and_a_turn_on_bedrock_need_exactly_the_granted_models(
     }
     assert {r.model_id for r in bedrock.converse_requests} == {HAIKU, NOVA_PROFILE}
     # Every call was allowed (the recorder refuses the others), and every grant was used.
-    grants = bedrock_grants(policies["WorkerFunction"])
-    assert all(any(fnmatch.fnmatchcase(arn, grant) for arn in used) for grant in grants)
-    assert all(any(fnmatch.fnmatchcase(arn, grant) for grant in grants) for arn in used)
+    requests = [
+        request
+        for function in CALLERS
+        for call, request in recorder.requests(function)
+        if call.service == "bedrock"
+    ]
+    assert {r.resource for r in requests} == used
+    for statement in bedrock_statements(policies["WorkerFunction"]):
+        assert any(statement.allows(r) for r in requests), statement.sid
 
 
 class Answer(BaseModel):

@@ -70,11 +70,12 @@ def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]
 
 
 def _statements(transformed: dict[str, Any], role: str) -> list[dict[str, Any]]:
-    """Every statement the role may get: a conditional policy (`Fn::If`, Bedrock's) counts as
-    granted, so what no function may ever have is checked on it too."""
+    """Every statement the role may get: a conditional policy or statement (`Fn::If`,
+    Bedrock's) counts as granted, so what no function may ever have is checked on it too."""
     policies = transformed["Resources"][role]["Properties"].get("Policies", [])
     policies = [p["Fn::If"][1] if "Fn::If" in p else p for p in policies]
-    return [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+    statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+    return [s["Fn::If"][1] if "Fn::If" in s else s for s in statements]
 
 
 def _actions(transformed: dict[str, Any], role: str) -> set[str]:
@@ -226,6 +227,50 @@ def test_each_function_gets_only_the_permissions_it_needs(transformed: dict[str,
         if s["Action"] == "states:StartSyncExecution"
     ]
     assert [s["Resource"] for s in start_sync] == [{"Ref": "ToolStateMachine"}]
+
+
+def test_the_bedrock_grants_are_one_statement_per_kind_whatever_the_number_of_models(
+    transformed: dict[str, Any],
+) -> None:
+    """No slot per model (CloudFormation has no loops): each kind of grant is one statement, on a
+    condition of its own, whose ARNs come from its parameter split at the commas — any number,
+    none when it is empty (tests/functions/test_iam_bedrock.py evaluates them). The worker and
+    the management API get the same grants."""
+    conditions = load_template()["Conditions"]
+    assert not [name for name in conditions if name.startswith(("BedrockModel", "BedrockProfile"))]
+    by_role = {
+        role: [s for s in _statements(transformed, role) if s["Action"] == "bedrock:InvokeModel"]
+        for role in ("WorkerFunctionRole", "ManagementFunctionRole")
+    }
+    assert by_role["WorkerFunctionRole"] == by_role["ManagementFunctionRole"]
+    statements = {s["Sid"]: s for s in by_role["WorkerFunctionRole"]}
+    assert set(statements) == {
+        "InvokeConfiguredBedrockModels",
+        "InvokeConfiguredBedrockProfiles",
+        "InvokeProfileModelsThroughConfiguredProfiles",
+    }
+    for sid, parameter in (
+        ("InvokeConfiguredBedrockModels", "BedrockModelIds"),
+        ("InvokeConfiguredBedrockProfiles", "BedrockInferenceProfileIds"),
+    ):
+        resource = statements[sid]["Resource"]
+        assert set(resource) == {"Fn::Split"} and {"Ref": parameter} in _leaves(resource)
+        # the stack's region, not the wildcard the literal prefix has to carry
+        region = statements[sid]["Condition"]["StringEquals"]["aws:RequestedRegion"]
+        assert region == {"Ref": "AWS::Region"}
+    through = statements["InvokeProfileModelsThroughConfiguredProfiles"]["Condition"]
+    assert {"Ref": "BedrockInferenceProfileIds"} in _leaves(
+        through["ArnLike"]["bedrock:InferenceProfileArn"]
+    )
+
+
+def _leaves(value: Any) -> list[Any]:
+    """Every dict and string nested in `value` (an intrinsic function's arguments)."""
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, dict):
+        return [value, *(leaf for item in value.values() for leaf in _leaves(item))]
+    return [value]
 
 
 def test_both_apis_write_access_logs_to_their_own_log_group() -> None:

@@ -130,6 +130,7 @@ function llmCallBlock(call) {
     el("summary", {}, `round ${call.round} · ${call.purpose}${call.label ? ` (${call.label})` : ""}`,
       ` → ${call.schema_name} on ${call.model} · ${call.prompt_tokens}+${call.completion_tokens} tokens`,
       call.cached_prompt_tokens ? ` (${call.cached_prompt_tokens} cached)` : "",
+      call.cache_write_tokens ? ` (${call.cache_write_tokens} written to cache)` : "",
       ` · ${dollars(call.cost_usd)}`,
       ` · ${ms(call.latency_ms)}${call.attempts > 1 ? ` · ${call.attempts} attempts` : ""}`,
       call.error ? ` · error: ${call.error}` : ""),
