@@ -1,10 +1,27 @@
-"""What the whole suite shares: how many workers `pytest -n auto` (`make test`) starts."""
+"""What the whole suite shares: how many workers `pytest -n auto` (`make test`) starts, and the
+order that lets them finish together."""
 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 
 import pytest
+
+LONG = "long"
+"""`pytestmark = pytest.mark.long(seconds)`: the module keeps a worker busy for about that many
+seconds during `make test` on an idle 2-core machine, mostly waiting (served stacks, CLI
+subprocesses, restarts). Such modules start their workers' shares
+(`pytest_collection_modifyitems`)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{LONG}(seconds): a test that keeps its worker busy about that long; under pytest-xdist "
+        "it is scheduled at the start of a worker's share so that no worker is left alone with "
+        "it at the end",
+    )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
@@ -16,3 +33,50 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
     return 2 * max(1, len(os.sched_getaffinity(0)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's work stealing (`make test`), each worker is first given one
+    contiguous share of the collected tests, and an idle worker later steals the second half of
+    the longest queue — never a test already running. In collection order the longest tests
+    (restarts, load, the newcomer's path, the benchmark smoke run) came last, so one worker ran
+    them alone for minutes while the other cores idled. Here the modules marked `long` are dealt
+    out first, the longest to the least loaded share, and each share starts with its long
+    modules, then continues in collection order. Every worker computes the same order (it
+    depends only on the collection and the worker count), as pytest-xdist requires."""
+    del config
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers < 2:
+        return
+    long_modules: dict[str, list[pytest.Item]] = defaultdict(list)
+    seconds: dict[str, float] = defaultdict(float)
+    rest: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker(LONG)
+        if marker is None:
+            rest.append(item)
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        long_modules[module].append(item)
+        # The module's estimate (a module's `pytestmark` marks each of its tests alike).
+        seconds[module] = max(seconds[module], float(marker.args[0]) if marker.args else 30.0)
+    if not long_modules:
+        return
+    # Longest first, each to the share with the fewest seconds so far (ties: the first).
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for module in sorted(long_modules, key=lambda m: (-seconds[m], m)):
+        target = min(range(workers), key=lambda i: (load[i], i))
+        shares[target] += long_modules[module]
+        load[target] += seconds[module]
+    # pytest-xdist's first distribution: worker i gets len(pending) // (workers - i) of what is
+    # left, in order. Fill each share up to that size with the rest, in collection order.
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for i, share in enumerate(shares):
+        size = remaining // (workers - i)
+        fill = max(0, size - len(share))
+        ordered += share + rest[:fill]
+        rest = rest[fill:]
+        remaining -= size
+    items[:] = ordered + rest

@@ -34,7 +34,7 @@ from engine.model import CustomerDependentAction, Guideline
 from engine.sessions.session import Event, EventKind, EventSource, SessionState
 
 # The tiny run takes ~15 s idle; a loaded 2-core machine takes many times that.
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.long(45)]  # long: tests/conftest.py
 
 HANDLERS = ("functions.webhook", "functions.worker", "functions.management", "functions.tool_task")
 

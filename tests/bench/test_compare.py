@@ -26,6 +26,8 @@ from bench.compare import MESSAGES, Side, agent_spec, measure_ours, with_script
 from bench.compare_report import NOT_LIKE_FOR_LIKE, agreement, render
 from bench.worked_example import reference_agent
 
+pytestmark = pytest.mark.long(25)  # about that many seconds: scheduled first (tests/conftest.py)
+
 
 def test_the_spec_is_the_reference_scenarios_agent() -> None:
     spec = agent_spec()

@@ -13,6 +13,8 @@ import pytest
 from bench import monthly_cost as cost
 from bench.turn_requests import TurnRequests, measure
 
+pytestmark = pytest.mark.long(15)  # about that many seconds: scheduled first (tests/conftest.py)
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "docs" / "BENCHMARKS.md"
 
 

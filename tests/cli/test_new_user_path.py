@@ -21,6 +21,8 @@ import pytest
 from infra.channels.signing import generic_headers
 from tests.reliability.served_process import FrontEnd, ServedProcess
 
+pytestmark = pytest.mark.long(60)  # about that many seconds: scheduled first (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[2]
 _EXPORT = re.compile(r"^\s*export (\w+)=(\S+)\s*$")
 

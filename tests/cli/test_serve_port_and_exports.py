@@ -17,6 +17,8 @@ from examples.banking import load as load_bank
 from tests.cli.chat_kit import run_cli, serve_banner
 from waypoint.local_server import LocalServer, PortInUse
 
+pytestmark = pytest.mark.long(30)  # about that many seconds: scheduled first (tests/conftest.py)
+
 _EXPORT = re.compile(r"^  export (\w+)=(\S+)$")
 EXPORTED = {
     "WAYPOINT_AWS_ENDPOINT_URL", "WAYPOINT_TABLE", "WAYPOINT_BUCKET", "WAYPOINT_QUEUE_URL",

@@ -25,7 +25,6 @@ from engine.authoring.document_text import (
 from engine.errors import InvalidAgentDefinition
 from tests.engine.agents import BANK_CONCIERGE_YAML
 
-
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 

@@ -23,6 +23,8 @@ from infra.aws.retention import DAY, InvalidRetention, Retention
 from tests.contracts.customer_state_contract import ManualClock
 from tests.contracts.factories import turn_commit
 
+pytestmark = pytest.mark.long(40)  # about that many seconds: scheduled first (tests/conftest.py)
+
 SECRET_WORDS = "my passport number is X12345678"
 
 

@@ -22,6 +22,8 @@ from tests.contracts.customer_state_contract import ManualClock
 from tests.contracts.factories import turn_commit
 from tests.infra.test_erasure import everything, talk
 
+pytestmark = pytest.mark.long(35)  # about that many seconds: scheduled first (tests/conftest.py)
+
 TURNS = 700  # 1,400 events, 700 buttons, 700 markers, 700 traces, 700 inbox claims: 4,200 items
 FEWER_TURNS = 250  # for the failure windows: still ~80 batches of 25
 SESSION = "tg-dave"

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.openai_server import Fail, FakeOpenAIServer, Reply
+
+pytestmark = pytest.mark.long(25)  # about that many seconds: scheduled first (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -26,6 +26,8 @@ from tests.functions.conftest import API_KEY
 from tests.functions.signed_events import now
 from tests.reliability.conftest import SharedStack
 
+pytestmark = pytest.mark.long(20)  # about that many seconds: scheduled first (tests/conftest.py)
+
 CHANNELS = ("telegram", "slack", "whatsapp", "twilio", "generic")
 FUZZ = settings(
     max_examples=60,

@@ -50,6 +50,8 @@ from examples.banking import load as load_bank
 from tests.reliability.faults import record_llm_backoff
 from tests.reliability.served_stack import Faults, ServedStack
 
+pytestmark = pytest.mark.long(50)  # about that many seconds: scheduled first (tests/conftest.py)
+
 SCRIPTS = (
     (
         "hi",

@@ -21,7 +21,7 @@ SENDERS = 4
 # A loaded 2-core machine: a turn takes ~0.2–2 s here, a start up to a minute.
 ANSWERED_WITHIN = 300.0
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.long(75)]  # long: tests/conftest.py
 
 
 @pytest.fixture
