@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 CODE := $(wildcard engine infra functions waypoint tests examples bench)
 
-.PHONY: install test test-serial lint typecheck checks-and-bytecode format demo bench bench-languages soak clean schema scaffold-check browser-test
+.PHONY: install test test-serial lint typecheck bytecode format demo bench bench-languages soak clean schema scaffold-check browser-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,32 +31,42 @@ format: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy engine functions infra waypoint bench
 
-# The whole suite on every core (pytest-xdist: one worker per CPU); `make test-serial` runs it in
+# The whole suite on every core (pytest-xdist: two workers per CPU); `make test-serial` runs it in
 # one process, for a failure that only shows in order. The suite starts hundreds of Python
 # processes (CLI runs, served stacks, workers): with PYTHONDONTWRITEBYTECODE set (some shells and
 # containers set it) each would compile Waypoint and pytest would rewrite every plugin's asserts
 # again, a minute of CPU in all, so the tests write bytecode (to __pycache__, git-ignored).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
-# Before the suite: the type checks (one process, one core) beside compiling every module the
-# suite's processes will import (`compileall -j0`: the other core). A fresh venv holds no bytecode
-# (pip installs with --no-compile); without this step each of the suite's workers and subprocesses
-# compiled the same modules at once — 86 s of CPU, 46 s of the suite's wall time on two cores
-# (docs/development.md "Tests"). Bytecode already there is only checked: about 2 s. What does not
-# compile (a package's Python 2 leftovers, e.g. langid's train/ scripts) is never imported.
+# Before the suite: bytecode for every module the suite's processes import (`compileall -j0`, both
+# cores). A fresh venv holds none (pip installs with --no-compile); without this step each of the
+# suite's workers and subprocesses compiled the same modules at once — 86 s of CPU, 46 s of the
+# suite's wall time on two cores (docs/development.md "Tests"). Bytecode already there is only
+# checked: about 2 s. Left out: packages only ever imported by one process (cfn-lint's sympy and
+# networkx, pip and setuptools building a wheel, mypy itself, which is compiled already) and
+# what does not compile (a package's Python 2 leftovers, e.g. langid's train/ scripts), which is
+# never imported.
 PURELIB = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+ONE_PROCESS_PACKAGES := /site-packages/(sympy|networkx|mpmath|mypy|mypyc|pip|setuptools|cfnlint|samtranslator|docker|graphql)/
 
-checks-and-bytecode: $(STAMP)
-	@echo ">> type checks (mypy) beside compiling bytecode for the test processes"
+bytecode: $(STAMP)
+	@echo ">> compiling bytecode for the test processes"
+	@$(BIN)/python -m compileall -q -j0 -x '$(ONE_PROCESS_PACKAGES)' "$(PURELIB)" $(CODE) \
+		> $(VENV)/compileall.log 2>&1 || true
+
+# The suite with the type checks beside it: mypy (one process, one core, 30 s from a cold cache)
+# used to run before pytest while the other core idled; pytest's four workers and mypy now share
+# both cores. mypy's verdict is printed after pytest's; either failing fails `make test`.
+test: lint bytecode
+	@echo ">> the tests (pytest), with the type checks (mypy) beside them"
 	@$(BIN)/mypy engine functions infra waypoint bench > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	$(BIN)/python -m compileall -q -j0 "$(PURELIB)" $(CODE) > $(VENV)/compileall.log 2>&1 \
-		|| true; \
-	wait $$mypy; status=$$?; cat $(VENV)/mypy.log; exit $$status
+	trap 'kill $$mypy 2>/dev/null' INT TERM; \
+	$(PYTEST) -n auto --dist worksteal; tests=$$?; \
+	wait $$mypy; types=$$?; \
+	echo ">> type checks (mypy engine functions infra waypoint bench):"; cat $(VENV)/mypy.log; \
+	if [ $$tests -ne 0 ]; then exit $$tests; fi; exit $$types
 
-test: lint checks-and-bytecode
-	$(PYTEST) -n auto --dist worksteal
-
-test-serial: lint checks-and-bytecode
+test-serial: lint bytecode typecheck
 	$(PYTEST)
 
 schema: $(STAMP)
