@@ -6,15 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from engine.model import AgentSnapshot
 from engine.sessions.inbox import ClaimOutcome
 from engine.sessions.session import Event, SessionState
+
+if TYPE_CHECKING:  # annotations only: a CLI command that reads an agent does not load numpy
+    import numpy as np
+    from numpy.typing import NDArray
 
 T = TypeVar("T", bound=BaseModel)
 
