@@ -137,7 +137,14 @@ def words(text: str) -> list[str]:
 
 def concepts(text: str, *, topic_only: bool = False) -> set[str]:
     """Content concepts of `text`: stemmed words through the phrase lexicon; an amount with a
-    currency ("$500") is also the concept `money`."""
+    currency ("$500") is also the concept `money`. A new set each call (callers change it)."""
+    return set(_concepts(text, topic_only))
+
+
+@lru_cache(maxsize=8192)
+def _concepts(text: str, topic_only: bool) -> frozenset[str]:
+    # The same texts come back every turn (conditions, the agent's description and glossary):
+    # about 2 % of the test suite's CPU went to reading them again.
     found: set[str] = set()
     for word in words(canonical(text)):
         if word in _STOP or (topic_only and word in _BOILERPLATE):
@@ -145,7 +152,7 @@ def concepts(text: str, *, topic_only: bool = False) -> set[str]:
         found.add(_SYNONYMS.get(word, _SYNONYMS.get(stem(word), stem(word))))
     if _MONEY_AMOUNT.search(text):
         found.add("money")  # "$500" is money even when the word is not there
-    return found
+    return frozenset(found)
 
 
 @lru_cache(maxsize=4096)
