@@ -253,6 +253,10 @@ def worker_env(stack_env: dict[str, str], base_url: str, cache: str) -> dict[str
             "WAYPOINT_SECRET_DIGEST_KEY": DIGEST_KEY,
             "WAYPOINT_CACHE_DIR": cache,
             "POWERTOOLS_SERVICE_NAME": "waypoint-worker",
+            # Lambda's level, whatever the caller's environment says: a CLI command run in the
+            # same process earlier (`waypoint serve`'s quiet default) would otherwise hide the
+            # init's error lines the tests read.
+            "POWERTOOLS_LOG_LEVEL": "INFO",
         }
     )
     env.update(refused_env())  # only what the Lambda layer ships (bench.lambda_package)
