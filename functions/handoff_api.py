@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Literal
 
-from fastapi import APIRouter
 from pydantic import BaseModel, Field, StrictBool
 from starlette.exceptions import HTTPException
 
@@ -40,6 +39,7 @@ from engine.handoff import (
 from engine.sessions.session import Event, Handoff, SessionMode, SessionState
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
+from functions.route_table import RouteTable
 from infra.channels.text import MAX_INBOUND_CHARS
 from infra.handoff_changes import (
     AppliedChange,
@@ -50,7 +50,7 @@ from infra.handoff_changes import (
 )
 from infra.runtime import current_runtime
 
-router = APIRouter(tags=["handoff"])
+routes = RouteTable(tags=["handoff"])
 # A change to a session: it may not exist, or not be in the mode the change needs.
 _CHANGE_ERRORS = error_responses(
     400, 404, 409, described={409: "the session's mode does not allow it, or someone else has it"}
@@ -177,7 +177,7 @@ async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> Appl
         raise HTTPException(409, str(wrong)) from None
 
 
-@router.get("/handoffs", response_model=WaitingList, responses=error_responses(400))
+@routes.get("/handoffs", response_model=WaitingList, responses=error_responses(400))
 async def list_handoffs(
     agent_id: AgentIdQuery = None,
     status: Literal["waiting", "taken", "ticket"] | None = None,
@@ -192,7 +192,7 @@ async def list_handoffs(
     return WaitingList(sessions=views)
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff",
     response_model=ChangeView,
     status_code=201,
@@ -207,7 +207,7 @@ async def start(session_id: SessionIdPath, body: StartHandoff) -> ChangeView:
     return ChangeView(**_view(session_id, await _apply(session_id, "handoff", None, make)))
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/take", response_model=ChangeView, responses=_CHANGE_ERRORS
 )
 async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeView:
@@ -220,7 +220,7 @@ async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeVi
     return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/messages",
     response_model=MessageView,
     responses={
@@ -257,7 +257,7 @@ async def post_person_message(session_id: SessionIdPath, body: PersonMessage) ->
     return MessageView(**_view(session_id, applied), delivery="queued")
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/release", response_model=ChangeView, responses=_CHANGE_ERRORS
 )
 async def release(session_id: SessionIdPath, body: ReleaseHandoff) -> ChangeView:

@@ -21,7 +21,7 @@ from engine.sessions.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.versioning.pinning import journeys_in_flight
 from functions.handoff_api import HandoffView
-from functions.management_errors import error_responses, logger
+from functions.management_errors import documented_response, error_responses, logger
 from functions.management_params import (
     CallIdPath,
     ChannelPath,
@@ -359,7 +359,7 @@ RATE_LIMITED = {
 def install(app: FastAPI) -> None:
     """Add the session and customer routes to `app`, as its own routes, in this order."""
     queued: dict[int | str, dict[str, Any]] = {
-        202: {"model": QueuedView, "description": "queued for the turn worker"}
+        202: documented_response(QueuedView, "queued for the turn worker")
     }
     app.add_api_route(
         "/sessions",
@@ -396,7 +396,7 @@ def install(app: FastAPI) -> None:
         methods=["DELETE"],
         response_model=ErasureView,
         responses={
-            202: {"model": ErasureView, "description": "erasure continues: call again"},
+            202: documented_response(ErasureView, "erasure continues: call again"),
             **error_responses(),
         },
     )
