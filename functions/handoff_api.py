@@ -29,13 +29,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, StrictBool
 from starlette.exceptions import HTTPException
 
-from engine.handoff import (
-    HandoffStateError,
-    hand_back,
-    person_message,
-    start_handoff,
-    take,
-)
 from engine.sessions.session import Event, Handoff, SessionMode, SessionState
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
@@ -164,6 +157,10 @@ def _view(session_id: str, applied: AppliedChange) -> dict[str, Any]:
 
 
 async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> AppliedChange:
+    # The handoff rules (and the agent model they read) load with the first change, not when
+    # the management API starts.
+    from engine.handoff import HandoffStateError
+
     runtime = current_runtime()
     change_id = change_id_for(kind, session_id, key)
     now = runtime.clock.now()
@@ -202,6 +199,8 @@ async def start(session_id: SessionIdPath, body: StartHandoff) -> ChangeView:
     """Hand the session to a person now (the agent stops answering it)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import start_handoff
+
         return start_handoff(s, cid, now, by=body.by, reason=body.reason)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "handoff", None, make)))
@@ -215,6 +214,8 @@ async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeVi
     (unless `take_over`)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import take
+
         return take(s, cid, now, person=body.person, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
@@ -234,6 +235,8 @@ async def post_person_message(session_id: SessionIdPath, body: PersonMessage) ->
     handoff is taken by the writer; someone else's is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import person_message
+
         return person_message(
             s, cid, now, person=body.person, text=body.text, take_over=body.take_over
         )
@@ -265,6 +268,8 @@ async def release(session_id: SessionIdPath, body: ReleaseHandoff) -> ChangeView
     person's messages in its history. Someone else's session is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import hand_back
+
         return hand_back(s, cid, now, by=body.person, why=body.note, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "release", None, make)))

@@ -31,7 +31,6 @@ from functions.management_params import (
 )
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
-from infra.outbox import reply_options
 from infra.runtime import current_runtime
 from infra.turn_queue import SESSION_ID_PATTERN, QueuedMessage, check_session_id
 
@@ -129,6 +128,8 @@ class TurnView(BaseModel):
 
     @classmethod
     def of(cls, session_id: str, output: TurnOutput) -> TurnView:
+        from infra.outbox import reply_options  # (with botocore's errors: on a turn, not at start)
+
         reply = None
         if output.reply is not None:
             view = output.reply.data.get("view")

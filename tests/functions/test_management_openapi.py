@@ -6,6 +6,9 @@ tests/reliability/test_api_schema.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +201,31 @@ def test_a_model_named_only_in_responses_is_documented_as_fastapi_documents_it()
     assert {"ErrorBody", "PublishRefusedBody", "PublishCheck"} <= set(components)
     for name, schema in expected["components"]["schemas"].items():
         assert components[name] == schema, name
+
+
+def test_the_api_starts_without_the_parts_only_some_requests_use() -> None:
+    """Cold start (`python -m bench`'s management import row): the agent model and its builders,
+    the handoff rules, reading values, the outbox, the engine's turn — each loads with the first
+    request that needs it, not with the app."""
+    later = [
+        "engine.model",
+        "engine.agent_config",
+        "engine.authoring.agent_builder",
+        "engine.validation.agent",
+        "engine.values.grounding",
+        "engine.handoff",
+        "engine.turn",
+        "infra.outbox",
+        "yaml",
+        "numpy",
+    ]
+    code = f"import sys, functions.management\nprint([m for m in {later!r} if m in sys.modules])"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "[]"
