@@ -449,10 +449,11 @@ WHY: dict[str, str] = {
         "See the cold-turn table's handler row: the init is imports (the engine with pydantic "
         "and numpy; openai's client with its chat and embedding types, ≈ 140 modules and "
         "≈ 150 ms of CPU, its other APIs' type packages deferred by "
-        "`infra.llm.openai_import`; botocore; Powertools) and client "
-        "builds; the first invocation is the turn's store round trips and HTTP calls. On a "
-        "loaded shared machine (see the load average) every part stretches alike: compare "
-        "the CPU columns."
+        "`infra.llm.openai_import`; botocore, its models read into plain dicts and looked up "
+        "per service by `infra.aws.service_models`; Powertools, its event classes deferred by "
+        "`infra.deferred_init`) and client builds; the first invocation is the turn's store "
+        "round trips and HTTP calls. On a loaded shared machine (see the load average) every "
+        "part stretches alike: compare the CPU columns."
     ),
 }
 
@@ -494,8 +495,10 @@ FIX: dict[str, str] = {
     "import": "",
     "cold_handler": (
         "Profile the init (`python -X importtime -m bench.cold_worker`) for imports the worker "
-        "does not need; SnapStart or provisioned concurrency take the init off the customer's "
-        "path entirely."
+        "does not need. Left when this was written: two HTTP stacks (the channels' `httpx` and "
+        "`openai`'s `httpx2`, ≈ 10 ms), `botocore.client` importing `botocore.docs`, `openai`'s "
+        "streaming types and its first response's model build. SnapStart or provisioned "
+        "concurrency take the init off the customer's path entirely."
     ),
 }
 
@@ -512,10 +515,13 @@ IMPORT_FIX = {
         "cold-start table's `bench.fastapi_floor`, a one-route app with Mangum and the "
         "Powertools Logger: ≈ 0.13× of the reference's import by itself (FastAPI's `routing` → "
         "`params` → `openapi.models` and, at the first route, its `pydantic.v1` check). The "
-        "management API adds its 26 routes' dependants and response fields, the 79 pydantic "
-        "models they name (≈ 36 ms of model building, cProfile) and its modules — ≈ 0.06× more. "
-        "Past 0.25×, look for what a request does not need imported at module level (the "
-        "platform adapters and PyYAML are already imported on use)."
+        "management API adds its 21 routes' dependants and response fields (each route built "
+        "once, its error responses declared by reference: `functions.route_table`, "
+        "`management_errors.documented_response`), the models its responses name and its "
+        "modules — ≈ 0.04× more. The agent model and builders, the handoff rules, value reading, "
+        "the outbox, the platform adapters and PyYAML load with the requests that use them "
+        "(tests/functions/test_management_openapi.py). Past 0.25×, look for what else a request "
+        "does not need imported at module level."
     ),
     "functions.worker": (
         "The largest single item is the module-level `Tracer(service=...)`: constructing "

@@ -26,7 +26,7 @@ every container whatever the hash order:
 Relationships are indexed once per agent version.
 """
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.model import EntityKind, EntityRef, Relationship, RelationshipKind
@@ -142,7 +142,7 @@ def resolve(
     relationships: Sequence[Relationship],
     matched_guidelines: Iterable[str],
     active_journeys: Iterable[str],
-    known_guidelines: set[str] | frozenset[str],
+    known_guidelines: Container[str],
     *,
     priority_journeys: Iterable[str] | None = None,
     members: TagMembers = _NO_TAGS,

@@ -26,20 +26,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Literal
 
-from fastapi import APIRouter
 from pydantic import BaseModel, Field, StrictBool
 from starlette.exceptions import HTTPException
 
-from engine.handoff import (
-    HandoffStateError,
-    hand_back,
-    person_message,
-    start_handoff,
-    take,
-)
 from engine.sessions.session import Event, Handoff, SessionMode, SessionState
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
+from functions.route_table import RouteTable
 from infra.channels.text import MAX_INBOUND_CHARS
 from infra.handoff_changes import (
     AppliedChange,
@@ -50,7 +43,7 @@ from infra.handoff_changes import (
 )
 from infra.runtime import current_runtime
 
-router = APIRouter(tags=["handoff"])
+routes = RouteTable(tags=["handoff"])
 # A change to a session: it may not exist, or not be in the mode the change needs.
 _CHANGE_ERRORS = error_responses(
     400, 404, 409, described={409: "the session's mode does not allow it, or someone else has it"}
@@ -164,6 +157,10 @@ def _view(session_id: str, applied: AppliedChange) -> dict[str, Any]:
 
 
 async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> AppliedChange:
+    # The handoff rules (and the agent model they read) load with the first change, not when
+    # the management API starts.
+    from engine.handoff import HandoffStateError
+
     runtime = current_runtime()
     change_id = change_id_for(kind, session_id, key)
     now = runtime.clock.now()
@@ -177,7 +174,7 @@ async def _apply(session_id: str, kind: str, key: str | None, make: Any) -> Appl
         raise HTTPException(409, str(wrong)) from None
 
 
-@router.get("/handoffs", response_model=WaitingList, responses=error_responses(400))
+@routes.get("/handoffs", response_model=WaitingList, responses=error_responses(400))
 async def list_handoffs(
     agent_id: AgentIdQuery = None,
     status: Literal["waiting", "taken", "ticket"] | None = None,
@@ -192,7 +189,7 @@ async def list_handoffs(
     return WaitingList(sessions=views)
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff",
     response_model=ChangeView,
     status_code=201,
@@ -202,12 +199,14 @@ async def start(session_id: SessionIdPath, body: StartHandoff) -> ChangeView:
     """Hand the session to a person now (the agent stops answering it)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import start_handoff
+
         return start_handoff(s, cid, now, by=body.by, reason=body.reason)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "handoff", None, make)))
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/take", response_model=ChangeView, responses=_CHANGE_ERRORS
 )
 async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeView:
@@ -215,12 +214,14 @@ async def take_session(session_id: SessionIdPath, body: TakeHandoff) -> ChangeVi
     (unless `take_over`)."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import take
+
         return take(s, cid, now, person=body.person, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "take", None, make)))
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/messages",
     response_model=MessageView,
     responses={
@@ -234,6 +235,8 @@ async def post_person_message(session_id: SessionIdPath, body: PersonMessage) ->
     handoff is taken by the writer; someone else's is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import person_message
+
         return person_message(
             s, cid, now, person=body.person, text=body.text, take_over=body.take_over
         )
@@ -257,7 +260,7 @@ async def post_person_message(session_id: SessionIdPath, body: PersonMessage) ->
     return MessageView(**_view(session_id, applied), delivery="queued")
 
 
-@router.post(
+@routes.post(
     "/sessions/{session_id}/handoff/release", response_model=ChangeView, responses=_CHANGE_ERRORS
 )
 async def release(session_id: SessionIdPath, body: ReleaseHandoff) -> ChangeView:
@@ -265,6 +268,8 @@ async def release(session_id: SessionIdPath, body: ReleaseHandoff) -> ChangeView
     person's messages in its history. Someone else's session is 409 unless `take_over`."""
 
     def make(s: SessionState, cid: str, now: Any) -> Any:
+        from engine.handoff import hand_back
+
         return hand_back(s, cid, now, by=body.person, why=body.note, take_over=body.take_over)
 
     return ChangeView(**_view(session_id, await _apply(session_id, "release", None, make)))

@@ -47,17 +47,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request, Response
-from fastapi.routing import APIRoute
+from fastapi import Depends, FastAPI, Request, Response
 from pydantic import BaseModel, SecretStr
 
 from functions import management_agents, management_errors, management_sessions
-from functions.handoff_api import router as handoff_routes
+from functions.handoff_api import routes as handoff_routes
 from functions.http_entry import http_lambda_handler
 from functions.management_cors import install as install_cors
 from functions.management_errors import error_response, logger
 from functions.management_params import refuse_unknown_query
-from functions.studio_api import router as studio_routes
+from functions.studio_api import routes as studio_routes
 from infra.runtime import current_runtime
 from infra.runtime_settings import RuntimeConfigurationError
 
@@ -129,26 +128,11 @@ management_agents.install(
 management_sessions.install(app)  # /sessions/..., DELETE /customers/{channel}/{customer_id}
 
 
-def add_routes_of(router: APIRouter) -> None:
-    """Add `router`'s routes to the app as its own routes, not as an included router: the app's
-    route list then names each of them — for the API index, the template's route check, and the
-    `Allow` header of a 405 (a path two routes serve allows the methods of both)."""
-    for route in router.routes:
-        if isinstance(route, APIRoute):
-            app.add_api_route(
-                route.path,
-                route.endpoint,
-                methods=sorted(route.methods or ()),
-                response_model=route.response_model,
-                status_code=route.status_code,
-                responses=route.responses,
-                tags=list(route.tags),
-                summary=route.summary,
-                description=route.description,
-            )
-
-
-add_routes_of(studio_routes)  # GET /sessions, /sessions/{id}/turns (the studio page)
+# The studio's and the handoff routes are the app's own routes, not an included router: the
+# app's route list then names each of them — for the API index, the template's route check, and
+# the `Allow` header of a 405 (a path two routes serve allows the methods of both). Declared in
+# a `RouteTable`, each is built once, here.
+studio_routes.add_to(app)  # GET /sessions, /sessions/{id}/turns (the studio page)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -169,7 +153,11 @@ def _openapi_with_key() -> dict[str, Any]:
             "ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}
         }
         schemas = components.setdefault("schemas", {})
-        for name, definition in management_agents.agent_document_components().items():
+        documented = {
+            **management_errors.documented_components(),  # the responses' models
+            **management_agents.agent_document_components(),
+        }
+        for name, definition in documented.items():
             # Same name, same model (pydantic names schemas by class): never two meanings.
             if schemas.setdefault(name, definition) != definition:
                 raise RuntimeError(f"two schemas named {name!r} in the management API")
@@ -218,7 +206,7 @@ async def api_reference() -> Response:
     return HTMLResponse(REFERENCE_PAGE)
 
 
-add_routes_of(handoff_routes)  # GET /handoffs, POST /sessions/{id}/handoff[...]
+handoff_routes.add_to(app)  # GET /handoffs, POST /sessions/{id}/handoff[...]
 
 # --------------------------------------------------------------------------------------------------
 # Lambda entry point

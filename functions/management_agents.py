@@ -14,7 +14,12 @@ from engine.authoring.document_text import MAX_DOCUMENT_BYTES, DocumentTooLarge,
 from engine.errors import InvalidAgentDefinition
 from engine.versioning.diff import PublishCheck
 from functions.graph_api import add_graph_route
-from functions.management_errors import PublishRefusedBody, error_responses, logger
+from functions.management_errors import (
+    PublishRefusedBody,
+    documented_response,
+    error_responses,
+    logger,
+)
 from functions.management_params import AgentIdPath
 from infra.runtime import current_runtime
 
@@ -205,11 +210,11 @@ async def get_agent(
 def install(app: FastAPI) -> None:
     """Add the agent routes to `app`, as its own routes, in this order."""
     refused: dict[int | str, dict[str, Any]] = {
-        409: {
-            "model": PublishRefusedBody,
-            "description": "refused: it would strand sessions or call tools the deployment "
-            "lacks (`check` says which); fix it, or publish again with ?force=true",
-        }
+        409: documented_response(
+            PublishRefusedBody,
+            "refused: it would strand sessions or call tools the deployment lacks (`check` "
+            "says which); fix it, or publish again with ?force=true",
+        )
     }
     app.add_api_route(
         "/agents",

@@ -58,6 +58,46 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
 }
 
 
+# The models the OpenAPI document names only in routes' `responses=` (never a route's own
+# response_model), by name: `documented_response` refers to each by `$ref`, and
+# `documented_components` writes their schemas once, when the document is built. FastAPI's
+# `{"model": ...}` would instead build a pydantic validator and serializer for every route and
+# status at import (≈ 140 of them, a quarter of this API's import) that nothing ever runs.
+_DOCUMENTED: dict[str, type[BaseModel]] = {}
+_SCHEMA_REF = "#/components/schemas/{model}"
+
+
+def documented_response(model: type[BaseModel], description: str) -> dict[str, Any]:
+    """A `responses=` entry whose JSON body is `model`: what `{"model": model, "description":
+    description}` writes into the OpenAPI document, without building `model` a validator."""
+    known = _DOCUMENTED.setdefault(model.__name__, model)
+    if known is not model:  # one name, one schema in the document's components
+        raise RuntimeError(f"two response models named {model.__name__!r}")
+    return {
+        "description": description,
+        "content": {
+            "application/json": {"schema": {"$ref": _SCHEMA_REF.format(model=model.__name__)}}
+        },
+    }
+
+
+def documented_components() -> dict[str, Any]:
+    """The schemas of the models `documented_response` refers to, and of the models they hold,
+    by name, as FastAPI writes a response model's (serialization mode; through its OpenAPI
+    `Schema`, which leaves out what is None: a `default` of None)."""
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.openapi.models import Schema
+    from pydantic.json_schema import models_json_schema
+
+    _, schema = models_json_schema(
+        [(model, "serialization") for model in _DOCUMENTED.values()], ref_template=_SCHEMA_REF
+    )
+    return {
+        name: jsonable_encoder(Schema(**definition), by_alias=True, exclude_none=True)
+        for name, definition in schema.get("$defs", {}).items()
+    }
+
+
 def error_responses(
     *statuses: int, described: Mapping[int, str] | None = None
 ) -> dict[int | str, dict[str, Any]]:
@@ -65,7 +105,7 @@ def error_responses(
     `statuses`, each an `ErrorBody` with its description (`described` overrides)."""
     descriptions = {**ERROR_DESCRIPTIONS, **(described or {})}
     return {
-        status: {"model": ErrorBody, "description": descriptions[status]}
+        status: documented_response(ErrorBody, descriptions[status])
         for status in sorted({401, 422, *statuses})
     }
 

@@ -21,7 +21,7 @@ from engine.sessions.session import Event, PendingInterrupt, SessionState
 from engine.trace import TurnTrace
 from engine.versioning.pinning import journeys_in_flight
 from functions.handoff_api import HandoffView
-from functions.management_errors import error_responses, logger
+from functions.management_errors import documented_response, error_responses, logger
 from functions.management_params import (
     CallIdPath,
     ChannelPath,
@@ -31,7 +31,6 @@ from functions.management_params import (
 )
 from infra.channels.base import InterruptResult, NormalizedMessage, ReplyOption
 from infra.channels.text import MAX_INBOUND_CHARS, clean_text
-from infra.outbox import reply_options
 from infra.runtime import current_runtime
 from infra.turn_queue import SESSION_ID_PATTERN, QueuedMessage, check_session_id
 
@@ -129,6 +128,8 @@ class TurnView(BaseModel):
 
     @classmethod
     def of(cls, session_id: str, output: TurnOutput) -> TurnView:
+        from infra.outbox import reply_options  # (with botocore's errors: on a turn, not at start)
+
         reply = None
         if output.reply is not None:
             view = output.reply.data.get("view")
@@ -359,7 +360,7 @@ RATE_LIMITED = {
 def install(app: FastAPI) -> None:
     """Add the session and customer routes to `app`, as its own routes, in this order."""
     queued: dict[int | str, dict[str, Any]] = {
-        202: {"model": QueuedView, "description": "queued for the turn worker"}
+        202: documented_response(QueuedView, "queued for the turn worker")
     }
     app.add_api_route(
         "/sessions",
@@ -396,7 +397,7 @@ def install(app: FastAPI) -> None:
         methods=["DELETE"],
         response_model=ErasureView,
         responses={
-            202: {"model": ErasureView, "description": "erasure continues: call again"},
+            202: documented_response(ErasureView, "erasure continues: call again"),
             **error_responses(),
         },
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
@@ -28,10 +28,11 @@ from engine.sessions.index import (
 from engine.sessions.session import EventSource
 from functions.management_errors import error_responses
 from functions.management_params import AgentIdQuery, SessionIdPath
+from functions.route_table import RouteTable
 from infra.runtime import current_runtime
 from infra.turn_queue import check_session_id
 
-router = APIRouter()
+routes = RouteTable()
 
 MAX_TURN_PAGE = 100
 # A turn list page reads at most this many event pages: a session with thousands of events
@@ -53,7 +54,7 @@ class TurnPage(BaseModel):
     next_after: int | None = None  # pass as `after` for the next page; None: no more events
 
 
-@router.get("/sessions", response_model=SessionPage, responses=error_responses(400, 501))
+@routes.get("/sessions", response_model=SessionPage, responses=error_responses(400, 501))
 async def list_sessions(
     agent: AgentIdQuery = None,
     limit: int = Query(default=SESSION_LIST_PAGE, ge=1, le=MAX_SESSION_LIST_PAGE),
@@ -79,7 +80,7 @@ async def list_sessions(
     return await store.list_sessions(agent_id, limit=limit, cursor=cursor)
 
 
-@router.get("/sessions/{session_id}/turns", response_model=TurnPage, responses=error_responses(404))
+@routes.get("/sessions/{session_id}/turns", response_model=TurnPage, responses=error_responses(404))
 async def list_turns(
     session_id: SessionIdPath,
     after: int = Query(default=-1, ge=-1),

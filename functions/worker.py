@@ -36,10 +36,15 @@ at import, in Lambda's init phase, and the garbage collector frozen after it
 from __future__ import annotations
 
 from functions.worker_init import enter_init_phase, in_lambda_container, init_container
+from infra.deferred_init import POWERTOOLS_EVENT_CLASSES, defer_init
 
 # In a Lambda container, no garbage collection while the init phase imports and builds (the
 # collector is frozen over what it built, then resumed), one OpenBLAS thread: `worker_init`.
 enter_init_phase()
+# Powertools' batch utility reads four of its event classes; the `__init__` of their package
+# imports every event source's (≈ 60 modules, ≈ 18 ms of a cold start): deferred, the classes
+# are the same (`infra.deferred_init`; tests/infra/test_deferred_init.py).
+defer_init(POWERTOOLS_EVENT_CLASSES)
 
 import time  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402

@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.errors import AgentNotFound, WaypointError
-from engine.model import AgentSnapshot
 from engine.versioning.diff import PublishCheck, check_publish
 from infra.runtime import PublishedAgent, Runtime
 from infra.runtime_settings import load_tool_registry
+
+if TYPE_CHECKING:  # (annotations only: the management API imports this module at start)
+    from engine.model import AgentSnapshot
 
 TOOL_FUNCTION_ENV = "WAYPOINT_TOOL_FUNCTION"
 

@@ -21,6 +21,7 @@ of its language ("es-MX" → "es", "pt-PT" → "pt-BR").
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
@@ -63,19 +64,52 @@ class UnknownLine(KeyError):
 @cache
 def shipped(tag: str) -> Mapping[str, str]:
     """The lines of the shipped catalog `tag` (one of `SHIPPED`), read once per process — on the
-    first line a container writes, not on import (a turn that writes none never reads YAML)."""
-    import yaml
-
+    first line a container writes, not on import. A catalog written as every shipped one is
+    (`read_flat_catalog`) is read without PyYAML, whose import would cost a cold turn ≈ 17 ms;
+    anything else is read by YAML's safe loader."""
     if tag not in SHIPPED:
         raise ValueError(f"no catalog ships for {tag!r}; shipped: {', '.join(SHIPPED)}")
     path = CATALOGS / f"{tag}.yaml"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # a safe loader
+    text = path.read_text(encoding="utf-8")
+    data: object = read_flat_catalog(text)
+    if data is None:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(text, Loader=loader)  # a safe loader
     if not isinstance(data, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in data.items()
     ):
         raise ValueError(f"{path}: a catalog maps each key to one line of text")
     return MappingProxyType(data)
+
+
+# A line of a flat catalog: a key at the start of the line, one space, a double-quoted value
+# holding only what a JSON string may hold (`\\`, `\"` and the escapes JSON shares with YAML).
+_FLAT_LINE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*): ("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*")')
+# Plain keys YAML reads as something else than text (booleans, null): left to YAML to refuse.
+_NOT_TEXT_KEYS = frozenset(
+    f(word)
+    for word in ("yes", "no", "true", "false", "on", "off", "null")
+    for f in (str.lower, str.title, str.upper)
+)
+
+
+def read_flat_catalog(text: str) -> dict[str, str] | None:
+    """The key → line mapping of a catalog written as the shipped ones are — comment lines,
+    blank lines, and `key: "line"` lines — exactly as YAML's safe loader reads it; None when any
+    line has another form (an inline comment, a YAML-only escape, a nested key, a repeated key):
+    YAML reads those."""
+    data: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _FLAT_LINE.fullmatch(line)
+        if match is None or match.group(1) in data or match.group(1) in _NOT_TEXT_KEYS:
+            return None
+        data[match.group(1)] = json.loads(match.group(2))
+    return data
 
 
 def catalog_tag(tag: str) -> str | None:

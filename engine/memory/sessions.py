@@ -327,6 +327,7 @@ __all__ = ["InMemoryErasureReport", "InMemorySessionStore"]
 
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def _copy_tree(value: Any) -> Any:
@@ -337,7 +338,9 @@ def _copy_tree(value: Any) -> Any:
     """
     if type(value) is dict:  # exact types: a subclass keeps deepcopy's behaviour
         return {k: v if type(v) in _SCALARS else _copy_tree(v) for k, v in value.items()}
-    if type(value) is list:  # (scalars inline: a trace's id lists run to thousands)
+    if type(value) is list:  # (a trace's id lists run to thousands: copied at once)
+        if _SCALAR_TYPES.issuperset(map(type, value)):
+            return value.copy()
         return [v if type(v) in _SCALARS else _copy_tree(v) for v in value]
     if type(value) in _SCALARS:
         return value

@@ -16,7 +16,7 @@ journeys) in the agent's order, and resolves the others only if a supplemental r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
@@ -54,6 +54,8 @@ class GuidelineGroup:
     conditions: dict[str, list[IndexedGuideline]] = field(default_factory=dict)
     fixed: list[IndexedGuideline] = field(default_factory=list)
     droppable: tuple[str, ...] = ()  # ids of `wide` and `conditions`, in the agent's order
+    droppable_position: dict[str, int] = field(default_factory=dict)  # id → its place there
+    tagged_by_id: dict[str, IndexedGuideline] = field(default_factory=dict)
 
     def usable(self, session_tags: frozenset[str]) -> list[IndexedGuideline]:
         """The group's entries usable in a conversation with these tags, in the agent's order
@@ -144,6 +146,8 @@ class RecallIndex:
             group.wide_by_id = {e.guideline.id: e for e in group.wide}
             fixed = {id(e) for e in group.fixed}
             group.droppable = tuple(e.guideline.id for e in group.always if id(e) not in fixed)
+            group.droppable_position = {gid: i for i, gid in enumerate(group.droppable)}
+            group.tagged_by_id = {e.guideline.id: e for e in group.tagged}
 
     def session_tags(self, channel: str, customer_tags: Iterable[str]) -> frozenset[str]:
         """The conversation's tags (`engine.recall.selection.conversation_tags`), the agent's and its
@@ -187,12 +191,43 @@ class RecallIndex:
                 ids |= group.usable_ids(session_tags)
         return ids
 
+    def usable_in(self, session_tags: frozenset[str], journeys: Iterable[str | None]) -> UsableIds:
+        """`usable_ids(session_tags, journeys)` as a membership test: answered per id, without
+        collecting every usable guideline's id (thousands) for the few a turn asks about."""
+        return UsableIds(self, session_tags, frozenset(journeys))
+
     def held_back(
         self, session_tags: frozenset[str], kept: Iterable[str | None]
     ) -> Mapping[str, list[Guideline]]:
         """Journey id → its usable scoped guidelines, for the journeys not kept; resolved on
         access (supplemental rounds read one or two journeys, never all)."""
         return _HeldBack(self, session_tags, frozenset(kept))
+
+
+class UsableIds(Container[str]):
+    """Whether a guideline id is one of `RecallIndex.usable_ids(tags, journeys)`: its group (the
+    journey it is scoped to, or None) must be one of `journeys`, and the guideline usable in it
+    (always, or tagged with an audience the conversation's tags meet)."""
+
+    __slots__ = ("_index", "_journeys", "_tags")
+
+    def __init__(
+        self, index: RecallIndex, tags: frozenset[str], journeys: frozenset[str | None]
+    ) -> None:
+        self._index, self._tags, self._journeys = index, tags, journeys
+
+    def __contains__(self, guideline_id: object) -> bool:
+        index = self._index
+        if not isinstance(guideline_id, str) or guideline_id not in index.position:
+            return False
+        scoped = index.scoped[guideline_id]
+        group = index.groups.get(scoped) if scoped in self._journeys else None
+        if group is None:
+            return False
+        if guideline_id in group.always_ids:
+            return True
+        entry = group.tagged_by_id.get(guideline_id)
+        return entry is not None and not entry.audience.isdisjoint(self._tags)
 
 
 class _HeldBack(Mapping[str, list[Guideline]]):
@@ -249,6 +284,7 @@ __all__ = [
     "AUDIENCE_PREFIXES",
     "PreselectionRole",
     "RecallIndex",
+    "UsableIds",
     "is_audience_tag",
     "preselection_role",
     "recall_index",

@@ -84,11 +84,21 @@ def _split(
             split.excluded = {gid for gid in always_matched if gid in group.wide_by_id}
             split.fixed.extend(group.wide_by_id[gid] for gid in split.excluded)
         split.fixed.extend(group.fixed)
-        for journey_id, entries in group.conditions.items():
-            if journey_id in high:
-                split.fixed.extend(entries)
-            else:
-                split.conditions.setdefault(journey_id, []).extend(entries)
+        # The version's lists of conditions are shared, never changed: a journey's list is
+        # replaced by a new one when entries are added to it.
+        if not split.conditions:
+            split.conditions = dict(group.conditions)
+            for journey_id in high.intersection(group.conditions):
+                split.fixed.extend(split.conditions.pop(journey_id))
+        else:
+            for journey_id, entries in group.conditions.items():
+                if journey_id in high:
+                    split.fixed.extend(entries)
+                else:
+                    split.conditions[journey_id] = [
+                        *split.conditions.get(journey_id, ()),
+                        *entries,
+                    ]
         for entry in group.tagged:  # (few: channel- and customer-tagged guidelines)
             if entry.audience.isdisjoint(tags):
                 continue
@@ -98,7 +108,8 @@ def _split(
                 if role.condition_of in high:
                     split.fixed.append(entry)
                 else:
-                    split.conditions.setdefault(role.condition_of, []).append(entry)
+                    journey_id = role.condition_of
+                    split.conditions[journey_id] = [*split.conditions.get(journey_id, ()), entry]
                     single = False
             elif role.agent_wide and gid not in always_matched:
                 split.extra_wide[gid] = entry
@@ -204,9 +215,20 @@ def _from_one_group(
             if journey_id in split.conditions:  # (those of high journeys are in `fixed`)
                 kept.extend(entries)
     kept.sort(key=_position)
-    return Preselection(
-        [e.guideline for e in kept], [gid for gid in group.droppable if gid not in keep]
-    )
+    return Preselection([e.guideline for e in kept], _all_but(group, keep))
+
+
+def _all_but(group: GuidelineGroup, keep: set[str]) -> list[str]:
+    """`[gid for gid in group.droppable if gid not in keep]`, in slices around the few kept
+    (thousands of ids held back, tens kept)."""
+    position = group.droppable_position
+    held: list[str] = []
+    start = 0
+    for cut in sorted(position[gid] for gid in keep if gid in position):
+        held.extend(group.droppable[start:cut])
+        start = cut + 1
+    held.extend(group.droppable[start:])
+    return held
 
 
 async def _top_eligible(

@@ -33,7 +33,6 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from engine.sessions.session import CollectedValue, Event, EventKind, EventSource
-from engine.values.grounding import value_in_text
 
 # The most recent events the prompts show (`engine.context.render_history`). Defined here, not
 # in engine.context, so that the stores can import the window without the engine's ports.
@@ -145,6 +144,9 @@ def keep_evidence(
     value the latest customer message holding it — unless `window` holds a newer one — and
     the customer messages at `requests` (a waiting journey's request). Beyond the bounds, the
     results a newer result of the same tool supersedes go first, then the oldest."""
+    # Reading values is the turn's (the management API imports this module for its page size)
+    from engine.values.grounding import value_in_text
+
     in_window = {_call_key(e) for e in window if _is_evidence_result(e)}
     tool_results: dict[tuple[str, str, str], Event] = {}
     for event in events:

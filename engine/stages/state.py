@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -114,11 +114,12 @@ class UsableGuidelines:
     index: RecallIndex | None  # None before recall ran: nothing is usable
     tags: frozenset[str]  # the conversation's tags
 
-    def ids_in_scope(self, journeys: Sequence[str] | set[str]) -> set[str]:
-        """Ids of the usable guidelines that are not journey-scoped or scoped to `journeys`."""
+    def ids_in_scope(self, journeys: Sequence[str] | set[str]) -> Container[str]:
+        """Ids of the usable guidelines that are not journey-scoped or scoped to `journeys`, as a
+        membership test (`RecallIndex.usable_in`)."""
         if self.index is None:
-            return set()
-        return self.index.usable_ids(self.tags, [None, *journeys])
+            return frozenset()
+        return self.index.usable_in(self.tags, [None, *journeys])
 
 
 # Read-only for every stage: a forked state shares them.

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.model import AgentSnapshot, Journey
 from engine.versioning.pinning import SessionPosition
+
+if TYPE_CHECKING:  # (annotations only: the management API imports this module at start)
+    from engine.model import AgentSnapshot, Journey
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from engine.language.lines import Say
-from engine.model import AgentSnapshot, Journey
 from engine.sessions.session import SessionState
+
+if TYPE_CHECKING:  # (annotations only: the management API imports this module at start)
+    from engine.model import AgentSnapshot, Journey
 
 VersionHow = Literal["published", "pinned", "migrated"]
 

@@ -21,6 +21,7 @@ import botocore.session
 from botocore.config import Config
 
 from engine.errors import WaypointError
+from infra.aws.service_models import use_service_model_loader
 
 ENDPOINT_URL_ENV = "WAYPOINT_AWS_ENDPOINT_URL"  # set to moto's server URL by the local stack
 TABLE_ENV = "WAYPOINT_TABLE"
@@ -171,7 +172,9 @@ def _shared_session() -> botocore.session.Session:
     # (~0.3 s of JSON per new session), so later clients cost milliseconds.
     global _session
     if _session is None:
-        _session = botocore.session.Session()
+        session = botocore.session.Session()
+        use_service_model_loader(session)  # the same models, read for less (its module)
+        _session = session
     return _session
 
 

@@ -27,9 +27,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from infra.channels.base import NormalizedMessage
 from infra.channels.errors import ChannelConfigError
+
+if TYPE_CHECKING:  # (annotations only: the settings read this module, the channels' models not)
+    from infra.channels.base import NormalizedMessage
 
 SUPPORT_CHANNEL_ENV = "WAYPOINT_SUPPORT_SLACK_CHANNEL"
 SUPPORT_TEAMS_ENV = "WAYPOINT_SUPPORT_SLACK_TEAMS"

@@ -19,6 +19,7 @@ from engine.language.lines import (
     keys,
     line,
     placeholders,
+    read_flat_catalog,
     shipped,
     unknown_forms,
 )
@@ -185,3 +186,47 @@ def test_the_words_a_confirmation_asks_for_and_its_buttons_answer_it(language: s
     assert read_yes_no(no_word) is False
     assert read_yes_no(line("confirm_yes", language)) is True
     assert read_yes_no(line("confirm_no", language)) is False
+
+
+@pytest.mark.parametrize("tag", SHIPPED)
+def test_a_shipped_catalog_reads_without_yaml_as_yaml_reads_it(tag: str) -> None:
+    import yaml
+
+    text = (CATALOGS / f"{tag}.yaml").read_text(encoding="utf-8")
+    flat = read_flat_catalog(text)
+    assert flat is not None, f"{tag}.yaml has a line of another form: YAML reads it at a cold start"
+    assert flat == yaml.safe_load(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'greeting: "hi"  # an inline comment',
+        'greeting: "\\x41"',  # an escape YAML has and JSON not
+        'greeting: "\\u00e9"',
+        'no: "a key YAML reads as false"',
+        'Null: "a key YAML reads as null"',
+        'greeting:\n  nested: "hi"',
+        ' greeting: "indented"',
+        'greeting: "hi"\ngreeting: "twice"',
+        "greeting: hi",
+        'greeting: "a\ttab"',
+        '---\ngreeting: "hi"',
+        'greeting: "hi" ',
+    ],
+)
+def test_a_catalog_of_any_other_form_is_left_to_yaml(text: str) -> None:
+    assert read_flat_catalog(text) is None
+
+
+def test_writing_a_line_reads_no_yaml() -> None:
+    # Cold start: the shipped catalogs are read without importing PyYAML (≈ 17 ms).
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys\nfrom engine.language.lines import line\n"
+        "line('fallback_reply', 'de'); line('confirm_yes', 'ja')\nprint('yaml' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"

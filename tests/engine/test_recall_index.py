@@ -96,9 +96,12 @@ def assert_equivalent(agent: AgentSnapshot, session: SessionState, high: list[st
                 g.id for g in expected.dropped.get(journey_id, [])
             ]
         in_scope = set(high)
-        assert index.usable_ids(tags, [None, *in_scope]) == straightforward_usable_ids(
-            agent, session, in_scope
-        )
+        expected_ids = straightforward_usable_ids(agent, session, in_scope)
+        assert index.usable_ids(tags, [None, *in_scope]) == expected_ids
+        # the membership test the relationships stage asks, id by id
+        usable = index.usable_in(tags, [None, *in_scope])
+        for guideline_id in [*(g.id for g in agent.guidelines), "g-unknown", ""]:
+            assert (guideline_id in usable) == (guideline_id in expected_ids), guideline_id
 
 
 @settings(max_examples=150, deadline=None)

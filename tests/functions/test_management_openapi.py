@@ -6,6 +6,9 @@ tests/reliability/test_api_schema.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +152,80 @@ def _refs(node: object) -> list[str]:
     if isinstance(node, list):
         return [r for value in node for r in _refs(value)]
     return []
+
+
+def test_every_reference_in_the_document_names_a_schema_it_holds() -> None:
+    document = management.app.openapi()
+    refs = {ref.rsplit("/", 1)[-1] for ref in _refs(document)}
+    assert {"ErrorBody", "PublishRefusedBody", "QueuedView", "ErasureView"} <= refs
+    assert refs <= set(document["components"]["schemas"])
+
+
+def test_a_model_named_only_in_responses_is_documented_as_fastapi_documents_it() -> None:
+    """`documented_response` writes what FastAPI's `{"model": ...}` writes, without building the
+    model a validator per route: the same reference, and the same schemas in the components."""
+    from fastapi import FastAPI
+
+    from functions.management_errors import (
+        ErrorBody,
+        PublishRefusedBody,
+        documented_components,
+        documented_response,
+    )
+
+    by_fastapi, ours = FastAPI(), FastAPI()
+
+    async def endpoint() -> None: ...
+
+    for app, responses in (
+        (
+            by_fastapi,
+            {
+                401: {"model": ErrorBody, "description": "no key"},
+                409: {"model": PublishRefusedBody, "description": "refused"},
+            },
+        ),
+        (
+            ours,
+            {
+                401: documented_response(ErrorBody, "no key"),
+                409: documented_response(PublishRefusedBody, "refused"),
+            },
+        ),
+    ):
+        app.add_api_route("/x", endpoint, methods=["POST"], responses=responses)
+    expected = by_fastapi.openapi()
+    documented = ours.openapi()
+    assert documented["paths"] == expected["paths"]
+    components = documented_components()
+    assert {"ErrorBody", "PublishRefusedBody", "PublishCheck"} <= set(components)
+    for name, schema in expected["components"]["schemas"].items():
+        assert components[name] == schema, name
+
+
+def test_the_api_starts_without_the_parts_only_some_requests_use() -> None:
+    """Cold start (`python -m bench`'s management import row): the agent model and its builders,
+    the handoff rules, reading values, the outbox, the engine's turn — each loads with the first
+    request that needs it, not with the app."""
+    later = [
+        "engine.model",
+        "engine.agent_config",
+        "engine.authoring.agent_builder",
+        "engine.validation.agent",
+        "engine.values.grounding",
+        "engine.handoff",
+        "engine.turn",
+        "infra.outbox",
+        "yaml",
+        "numpy",
+    ]
+    code = f"import sys, functions.management\nprint([m for m in {later!r} if m in sys.modules])"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "[]"
