@@ -132,7 +132,14 @@ requests that use them; the OpenAPI document is unchanged (diffed, and a test co
 FastAPI writes). `import functions.management`: 2,745 → 2,220 M instructions (the one-route \
 floor 1,668 M); 9 fresh processes each at load 1.1: 481 → 385 ms (the floor 286 ms). None of the \
 three holds 15 % of margin at every load this machine sees: the wall figures above are from \
-quiet minutes."""
+quiet minutes. The benchmark's in-memory overhead pass then ran every agent \
+in one process after all the others, its sessions and traces in a heap that kept growing: the \
+agents measured last came out 1.4–2.8× what the same agent measured alone. Now each agent runs \
+as a deployment runs it, with fresh ports and what the process built before frozen out of the \
+collector's way as the worker's init does (`bench/turns.py`); the same idle machine, one full \
+run each: 5,000 guidelines mostly journey-scoped p50/p95 6.9/12.6 → 5.6/8.5 ms, all agent-wide \
+10.3/15.6 → 4.8/6.7 ms (that second run was slower throughout: the cold turn on moto 491 → 609 \
+ms on unchanged code)."""
 
 RUN = """\
 ```

@@ -102,13 +102,23 @@ async def run_turn_suite(
         latency_samples[workload.label] = samples
         suite.samples += samples
 
-    # 2. zero latency, in-memory
-    zero = TurnRunner(
-        in_memory_ports(embedder), BenchLLM(LatencyModel(0.0), tokens), embedder=embedder
-    )
+    # 2. zero latency, in-memory. Each agent in a container of its own, as a deployment runs it:
+    # fresh ports (no other agent's sessions in the store), and what the process built before
+    # frozen out of the garbage collector's way, as the worker's init does
+    # (functions/worker_init.py). Before, the agents measured last ran in a heap holding every
+    # earlier workload's sessions and traces, and their overhead came out 1.4–2.8× what the same
+    # agent measured alone.
     memory_samples: dict[str, list[TurnSample]] = {}
     for workload in work.all():
-        samples = await _warm_then_run(zero, workload, config, progress, pass_="memory")
+        zero = TurnRunner(
+            in_memory_ports(embedder), BenchLLM(LatencyModel(0.0), tokens), embedder=embedder
+        )
+        gc.collect()
+        gc.freeze()
+        try:
+            samples = await _warm_then_run(zero, workload, config, progress, pass_="memory")
+        finally:
+            gc.unfreeze()
         memory_samples[workload.label] = samples
         suite.overhead.append(_overhead(workload.label, IN_MEMORY, samples))
 
