@@ -90,8 +90,10 @@ async def test_the_indicator_is_refreshed_while_the_turn_runs_and_stops_after(
         await asyncio.sleep(0.3)  # a turn
     shown = len(platform.requests)
     assert shown >= 3
-    await asyncio.sleep(0.2)
-    assert len(platform.requests) == shown  # stopped with the turn
+    await asyncio.sleep(0.5)  # ten refresh periods
+    # Stopped with the turn: at most the one indicator that was already on the wire when the
+    # turn ended lands afterwards (seen on a clean-clone run), never another refresh.
+    assert shown <= len(platform.requests) <= shown + 1
 
 
 async def test_a_failing_indicator_never_fails_the_turn(
