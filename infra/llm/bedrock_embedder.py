@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from engine.errors import LLMError
 from infra.llm.bedrock_client import BedrockConnection, map_bedrock_error
-from infra.llm.openai_embedder import normalize
+from infra.llm.vector_size import VectorSize
 
 DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
 # Native sizes, so `dimensions` is known before the first call; v2 also offers 256 and 512.
@@ -67,7 +67,9 @@ class BedrockEmbedder:
         self.model = model
         self._takes_size = takes_size
         self._requested_dimensions = dimensions
-        self._dimensions = dimensions or KNOWN_DIMENSIONS.get(model)
+        self._size = VectorSize(
+            model, dimensions, KNOWN_DIMENSIONS.get(model), "set WAYPOINT_EMBEDDING_DIMENSIONS"
+        )
         self._connection = BedrockConnection(
             region=region,
             endpoint_url=endpoint_url,
@@ -79,12 +81,7 @@ class BedrockEmbedder:
     @property
     def dimensions(self) -> int:
         """Vector size: as configured, the model's native size, or what the first call returned."""
-        if self._dimensions is None:
-            raise LLMError(
-                f"the vector size of embedding model {self.model!r} is unknown until it has "
-                "embedded something; set WAYPOINT_EMBEDDING_DIMENSIONS"
-            )
-        return self._dimensions
+        return self._size.value
 
     async def connect(self) -> None:
         """Create the client now (a Lambda container's init phase)."""
@@ -93,7 +90,7 @@ class BedrockEmbedder:
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed `texts` in order. Raises `LLMTransientError` or `LLMError` like the chat adapter."""
         if not texts:
-            return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+            return self._size.empty()
         gate = asyncio.Semaphore(self.CONCURRENCY)
 
         async def one(text: str) -> list[float]:
@@ -104,9 +101,7 @@ class BedrockEmbedder:
         sizes = {len(row) for row in rows}
         if len(sizes) != 1:
             raise LLMError(f"embedding model {self.model!r} returned vectors of sizes {sizes}")
-        vectors = np.asarray(rows, dtype=np.float32)
-        self._dimensions = int(vectors.shape[1])
-        return normalize(vectors)
+        return self._size.learned(np.asarray(rows, dtype=np.float32))
 
     def request_body(self, text: str) -> dict[str, Any]:
         """Titan's request: the text (an empty one embeds as a space: Titan rejects ""), and for

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from engine.errors import LLMError
 from infra.llm.openai_client import OpenAIConnection, map_openai_error
+from infra.llm.vector_size import VectorSize
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -49,7 +50,9 @@ class OpenAIEmbedder:
     ) -> None:
         self.model = model
         self._requested_dimensions = dimensions  # sent to the API (shortened text-embedding-3)
-        self._dimensions = dimensions or KNOWN_DIMENSIONS.get(model)
+        self._size = VectorSize(
+            model, dimensions, KNOWN_DIMENSIONS.get(model), "pass dimensions= to OpenAIEmbedder"
+        )
         self._connection = OpenAIConnection(
             api_key=api_key,
             base_url=base_url,
@@ -61,12 +64,7 @@ class OpenAIEmbedder:
     @property
     def dimensions(self) -> int:
         """Vector size: as configured, the model's native size, or what the first call returned."""
-        if self._dimensions is None:
-            raise LLMError(
-                f"the vector size of embedding model {self.model!r} is unknown until it has "
-                "embedded something; pass dimensions= to OpenAIEmbedder"
-            )
-        return self._dimensions
+        return self._size.value
 
     async def connect(self) -> None:
         """Import `openai` and create the running loop's client now, before a first request
@@ -81,14 +79,12 @@ class OpenAIEmbedder:
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed `texts` in order. Raises `LLMTransientError` or `LLMError` like the chat adapter."""
         if not texts:
-            return np.zeros((0, self._dimensions or 0), dtype=np.float32)
+            return self._size.empty()
         batches = [
             await self._embed_batch(texts[i : i + self.BATCH_SIZE])
             for i in range(0, len(texts), self.BATCH_SIZE)
         ]
-        vectors = np.concatenate(batches)
-        self._dimensions = int(vectors.shape[1])
-        return normalize(vectors)
+        return self._size.learned(np.concatenate(batches))
 
     async def _embed_batch(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         client = self._connection.client()  # imports openai on first use
@@ -114,10 +110,3 @@ class OpenAIEmbedder:
             )
         ordered = sorted(response.data, key=lambda item: item.index)  # order is not promised
         return np.asarray([item.embedding for item in ordered], dtype=np.float32)
-
-
-def normalize(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """Scale each row to unit L2 norm; all-zero rows stay zero rather than becoming NaN."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit: npt.NDArray[np.float32] = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    return unit
