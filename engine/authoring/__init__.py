@@ -9,8 +9,9 @@ start, and publishes an agent only when asked to.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from engine.authoring.agent_builder import Agent, GuidelineOptions
@@ -54,17 +55,9 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later reads find it without this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_names(
+    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}, globals()
+)
 
 
 __all__ = [

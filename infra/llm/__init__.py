@@ -8,8 +8,9 @@ before a Bedrock call needs one.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from infra.llm.bedrock_embedder import BedrockEmbedder
@@ -35,13 +36,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'infra.llm' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
 
 
 __all__ = [
