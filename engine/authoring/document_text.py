@@ -106,26 +106,17 @@ def _parse_yaml(text: str, where: str) -> Any:
     import yaml
 
     fast = getattr(yaml, "CSafeLoader", None)
-    if fast is None:
-        return _parse_yaml_counting(text, where)
-    loader = fast(text)
-    try:
+    if fast is not None:
         try:
-            node = loader.get_single_node()
+            return _read_yaml(fast(text), where, count_aliases=True)
         except yaml.YAMLError:
-            return _parse_yaml_counting(text, where)
-        if node is None:
-            return None
-        if _alias_uses(node) > MAX_ALIASES:
-            raise _too_many_aliases(where)
-        _check_expansion(node, where)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
+            pass
+    return _read_yaml(_bounded_loader(text), where, count_aliases=False)
 
 
-def _parse_yaml_counting(text: str, where: str) -> Any:
-    loader = _bounded_loader(text)
+def _read_yaml(loader: Any, where: str, *, count_aliases: bool) -> Any:
+    """The document `loader` reads, within the limits. `count_aliases`: count them in the
+    composed graph (a loader from `_bounded_loader` counts them while composing)."""
     try:
         try:
             node = loader.get_single_node()
@@ -133,6 +124,8 @@ def _parse_yaml_counting(text: str, where: str) -> Any:
             raise _too_many_aliases(where) from None
         if node is None:
             return None
+        if count_aliases and _alias_uses(node) > MAX_ALIASES:
+            raise _too_many_aliases(where)
         _check_expansion(node, where)
         return loader.construct_document(node)
     finally:
