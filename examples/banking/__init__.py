@@ -25,17 +25,8 @@ SEED_CONVERSATION = (
 
 
 def load() -> AgentSnapshot:
-    """The validated concierge snapshot. Snapshots are immutable, so one is read and validated
-    once per process and shared until `agent.yaml` changes (its size or modification time): the
-    demo, the benchmarks and a thousand tests load it."""
+    """The validated concierge snapshot (read once per process: `examples.loaded_once`)."""
     from engine.authoring import load_agent  # not when a Lambda imports the tools module
+    from examples import loaded_once
 
-    global _loaded
-    stat = AGENT_PATH.stat()
-    key = (stat.st_mtime_ns, stat.st_size)
-    if _loaded is None or _loaded[0] != key:
-        _loaded = (key, load_agent(AGENT_PATH))
-    return _loaded[1]
-
-
-_loaded: tuple[tuple[int, int], AgentSnapshot] | None = None
+    return loaded_once(AGENT_PATH, lambda: load_agent(AGENT_PATH))
