@@ -19,14 +19,13 @@ in which a tool already ran is never deferred (what ran is recorded, with the fa
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.errors import AgentNotFound, ModelRateLimited, SessionConflict
+from engine.errors import AgentNotFound, SessionConflict
 from engine.language.detection import detect
 from engine.language.session import in_session_words, session_language
 from engine.llm import TurnLLM
@@ -53,6 +52,7 @@ from engine.stages.handoff import (
 from engine.stages.interrupts import release_stale_interrupt, resume_interrupt
 from engine.stages.match import match_round
 from engine.stages.new_state import new_session_state
+from engine.stages.rate_limit import defer_if_rate_limited
 from engine.stages.recall import recall
 from engine.stages.relationships import resolve_relationships, suppress_journeys
 from engine.stages.retry_offers import read_retry_answer
@@ -63,7 +63,7 @@ from engine.stages.secret_masking import (
     masked_trace,
     turns_quoting_masked_events,
 )
-from engine.stages.speculation import draft_outcome, settle_tools_ahead, start_draft
+from engine.stages.speculation import draft_outcome, settle_drafts, start_draft
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
 from engine.trace import TurnTrace
@@ -104,10 +104,6 @@ def turn_id_for(session_id: str, messages: Sequence[InboundMessage]) -> str:
         "\x1f".join([session_id, *(m.event_id for m in messages)]).encode()
     ).hexdigest()
     return f"turn_{digest[:24]}"
-
-
-# A tool call with one of these statuses reached the tool: its turn commits whatever the model does.
-_DISPATCHED = frozenset({"ok", "error", "interrupted"})
 
 
 class TurnPipeline:
@@ -202,7 +198,7 @@ class TurnPipeline:
 
         # Activation, prerequisites, and the supplemental round for unpredicted journeys.
         await activate(state, ctx, recalled, step_results)
-        await self._defer_if_rate_limited(state, drafting)
+        await defer_if_rate_limited(state, drafting, defer=self.defer_rate_limited)
         t = state.timed("match_supplemental", t)
 
         # Relationships: priority, dependency, entailment.
@@ -215,7 +211,7 @@ class TurnPipeline:
         if request is not None:
             if drafting is not None:
                 state.trace.speculation = await draft_outcome(state, drafting)
-                await _settle_drafts(state)
+                await settle_drafts(state)
             reply = begin_handoff(state, request)
             mask_events(state)
             handing_rule = request.source_id if request.trigger == "guideline" else None
@@ -225,7 +221,7 @@ class TurnPipeline:
 
         # Tools: bounded iterations, journeys re-selected and guidelines re-matched after results.
         await run_tools(state, resolution)
-        await self._defer_if_rate_limited(state, drafting)
+        await defer_if_rate_limited(state, drafting, defer=self.defer_rate_limited)
         release_stale_interrupt(state)
         carry_agreement(state)
         resolution = resolve_relationships(state)
@@ -237,8 +233,8 @@ class TurnPipeline:
         if drafting is not None:
             state.trace.speculation = await draft_outcome(state, drafting)
         reply, applied = await compose_reply(state, resolution)
-        await self._defer_if_rate_limited(state, None)
-        await _settle_drafts(state)
+        await defer_if_rate_limited(state, None, defer=self.defer_rate_limited)
+        await settle_drafts(state)
         mask_events(state)
         reply = next(e for e in state.events if e.id == reply.id)
         notice = version.notice(state.line) if version is not None else None
@@ -248,30 +244,6 @@ class TurnPipeline:
         new_state = new_session_state(state, applied)
         state.timed("persist_prep", t)
         return _output(state, new_state, reply)
-
-    async def _defer_if_rate_limited(
-        self, state: TurnState, drafting: asyncio.Task[str] | None
-    ) -> None:
-        """Raise `ModelRateLimited` when this turn is to be deferred: the model is rate-limited,
-        the deployment defers such turns, and no tool has run yet. Drafts are stopped first."""
-        limited = state.llm.rate_limited
-        if limited is None or not self.defer_rate_limited:
-            return
-        if any(call.status in _DISPATCHED for call in state.trace.tool_calls):
-            state.trace.notes.append(
-                "rate-limited after a tool ran: not deferred, the turn commits what ran"
-            )
-            return
-        if drafting is not None:
-            drafting.cancel()
-            await asyncio.wait({drafting})
-            if not drafting.cancelled():
-                drafting.exception()  # retrieved: a failed prediction is no unhandled error
-        await state.llm.settle_drafts()
-        raise ModelRateLimited(
-            f"turn {state.turn_id}: the model is rate-limited ({limited}); nothing committed",
-            retry_after=limited.retry_after,
-        )
 
     async def _record_for_person(self, state: TurnState, index: VectorIndex | None) -> TurnOutput:
         """A `human`-mode turn: recall and match as usual (the trace shows what the agent would
@@ -287,17 +259,6 @@ class TurnPipeline:
         mask_events(state)
         state.timed("human_mode", t)
         return _output(state, silent_session_state(state), reply)
-
-
-async def _settle_drafts(state: TurnState) -> None:
-    """Drafts the reply did not use, and calls run ahead that no call took, are stopped and
-    traced as discarded (before the trace is masked: a draft's prompt quotes the conversation
-    like any other call's)."""
-    await state.llm.settle_drafts()
-    await settle_tools_ahead(state)
-    if state.trace.speculation == "drafted":
-        used = any(c.draft == "used" for c in state.trace.llm_calls)
-        state.trace.speculation = "used" if used else "discarded"
 
 
 def attachments_data(message: InboundMessage) -> list[dict[str, Any]]:

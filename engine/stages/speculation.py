@@ -182,3 +182,14 @@ async def settle_tools_ahead(state: TurnState) -> None:
     """Stop the calls still running ahead unused, and trace what became of each."""
     if state.tools_ahead is not None:
         state.trace.tools_ahead = await state.tools_ahead.settle()
+
+
+async def settle_drafts(state: TurnState) -> None:
+    """Drafts the reply did not use, and calls run ahead that no call took, are stopped and
+    traced as discarded (before the trace is masked: a draft's prompt quotes the conversation
+    like any other call's)."""
+    await state.llm.settle_drafts()
+    await settle_tools_ahead(state)
+    if state.trace.speculation == "drafted":
+        used = any(c.draft == "used" for c in state.trace.llm_calls)
+        state.trace.speculation = "used" if used else "discarded"
