@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +14,23 @@ LONG = "long"
 seconds during `make test` on an idle 2-core machine, mostly waiting (served stacks, CLI
 subprocesses, restarts). Such modules start their workers' shares
 (`pytest_collection_modifyitems`)."""
+
+
+# Variables a command run in-process sets for the process it believes it owns (`waypoint chat`
+# quiets the worker's logs with POWERTOOLS_LOG_LEVEL): each test gets the environment back as it
+# found it, so no later test's Lambda containers or loggers inherit them.
+PROCESS_VARIABLES = ("POWERTOOLS_LOG_LEVEL",)
+
+
+@pytest.fixture(autouse=True)
+def _process_variables_restored() -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in PROCESS_VARIABLES}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def pytest_configure(config: pytest.Config) -> None:

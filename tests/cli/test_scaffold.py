@@ -31,12 +31,30 @@ FUNCTION_CODE_TARGET_MB = 5
 FUNCTION_WITH_LAYER_TARGET_MB = 150
 
 
+# Not copied for the build: the checkout's version control, environments, caches, earlier build
+# output and its own tests (the scaffold template's and the examples' tests are sources).
+TOP_LEVEL_NOT_SOURCES = {
+    ".git", ".venv", ".sam-venv", ".bench-venvs", ".waypoint", "build", "dist", "tests",
+    ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "node_modules",
+}  # fmt: skip
+
+
+def _not_sources(directory: str, names: list[str]) -> set[str]:
+    ignored = {n for n in names if n == "__pycache__" or n.endswith(".egg-info")}
+    if Path(directory) == REPO:
+        ignored |= TOP_LEVEL_NOT_SOURCES.intersection(names)
+    return ignored
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real Waypoint wheel, built from this checkout once for the module."""
+    """The real Waypoint wheel, built once for the module from a copy of this checkout: a build
+    in the checkout writes build/ and *.egg-info there, which two test workers would race on."""
+    source = tmp_path_factory.mktemp("source") / "waypoint"
+    shutil.copytree(REPO, source, ignore=_not_sources)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
         timeout=300,

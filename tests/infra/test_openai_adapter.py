@@ -430,7 +430,9 @@ async def test_parallel_calls_respect_the_concurrency_limit(
     # can be reused by a later test's loop, which would inherit another test's limit.
     model = f"gpt-parallel-{uuid.uuid4().hex[:8]}"
     config = AgentConfig(max_concurrent_llm_calls=2, default_model=model)
-    server.queue_chat(*[Reply(VALID, delay=0.1) for _ in range(5)])
+    # Each answer takes 0.5 s, so the second call reaches the server while the first is still
+    # answered even on a loaded machine (0.1 s was seen to let them run one after the other).
+    server.queue_chat(*[Reply(VALID, delay=0.5) for _ in range(5)])
     turn, trace = turn_llm(llm, sleep, config)
 
     results = await asyncio.gather(*(turn.generate(MATCH, f"batch {i}", Verdict) for i in range(5)))
