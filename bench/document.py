@@ -157,7 +157,10 @@ Against main (5d4e5e2), interleaved in the same minutes at load ≈ 1.0, 10 fres
 725 ms CPU, 877 → 820 ms wall. Per part (CPU / wall): `openai` imported and its client built \
 142 / 144 → 94 / 96 ms, the embedder's 4.8 → 0.4 ms, the first invocation 88 / 186 → 74 / 174 \
 ms (another set: 89 → 62 ms CPU); the other parts unchanged within noise. Instructions of the \
-whole cold process (callgrind): 3,692 → 3,355 M (−9 %). Leads measured and left: Powertools' \
+whole cold process (callgrind): 3,692 → 3,355 M (−9 %). `python -m bench --only imports`, this \
+branch before and after main in the same minutes (load 1.1–2.0): 810 and 821 ms (CPU 628 + 79 \
+and 630 + 76 ms), main 1,077 ms (787 + 93 ms); the warm turns' CPU p50 31.2 and 33.4 against \
+35.0 ms (no response models built per call). Leads measured and left: Powertools' \
 parser models are not imported by the worker (its batch utility imports them only when pydantic \
 is already imported, as a hook on pydantic makes it; `test_worker_init` now guards it); \
 `botocore.docs` ≈ 8 ms (21 M instructions); the second HTTP stack ≈ 18 ms; `defer_build` on \
