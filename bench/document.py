@@ -139,7 +139,37 @@ as a deployment runs it, with fresh ports and what the process built before froz
 collector's way as the worker's init does (`bench/turns.py`); the same idle machine, one full \
 run each: 5,000 guidelines mostly journey-scoped p50/p95 6.9/12.6 → 5.6/8.5 ms, all agent-wide \
 10.3/15.6 → 4.8/6.7 ms (that second run was slower throughout: the cold turn on moto 491 → 609 \
-ms on unchanged code)."""
+ms on unchanged code).
+- #34, sixth pass (cold handler) (2026-11-29) — the worker's init and first invocation without \
+what a chat completion and an embedding never use. The OpenAI adapters post through the client \
+(`client.post`: its transport, authentication, timeouts and errors) instead of its \
+`chat.completions` and `embeddings` resources, and read the answer's JSON (`cast_to=object`): \
+the resources' modules (openai's streaming helpers, pagination and parsing types) are not \
+imported, no `ChatCompletion` or `CreateEmbeddingResponse` model is built on the first answer, \
+and vectors are decoded from base64 straight into float32 (the resource built models, then \
+lists of floats). The request is the resource's: same path, body and headers \
+(`tests/infra/test_openai_adapter.py` compares them). `openai.lib`'s `__init__` is deferred like \
+`openai.types`' (it only re-exports its submodules; `openai.lib._client_auth` ran it, and with \
+it the structured-output helpers and the chat types they read). Modules at init 972 → 888. \
+Against main (5d4e5e2), interleaved in the same minutes at load ≈ 1.0, 10 fresh containers each \
+(medians; wall includes the model's ≈ 9 ms): `bench.cold_worker` init + first invocation CPU \
+660 + 82 = 752 → 600 + 64 = 673 ms, wall 830 → 760 ms; a second set 692 + 90 = 781 → 644 + 76 = \
+725 ms CPU, 877 → 820 ms wall. Per part (CPU / wall): `openai` imported and its client built \
+142 / 144 → 94 / 96 ms, the embedder's 4.8 → 0.4 ms, the first invocation 88 / 186 → 74 / 174 \
+ms (another set: 89 → 62 ms CPU); the other parts unchanged within noise. Instructions of the \
+whole cold process (callgrind): 3,692 → 3,355 M (−9 %). `python -m bench --only imports`, this \
+branch before and after main in the same minutes (load 1.1–2.0): 810 and 821 ms (CPU 628 + 79 \
+and 630 + 76 ms), main 1,077 ms (787 + 93 ms); the warm turns' CPU p50 31.2 and 33.4 against \
+35.0 ms (no response models built per call). Leads measured and left: Powertools' \
+parser models are not imported by the worker (its batch utility imports them only when pydantic \
+is already imported, as a hook on pydantic makes it; `test_worker_init` now guards it); \
+`botocore.docs` ≈ 8 ms (21 M instructions); the second HTTP stack ≈ 18 ms; `defer_build` on \
+Waypoint's models builds most of them on first use anyway, and a model nested in another is \
+then built again inline (with every model deferred, the init was slower in each of 3 interleaved \
+pairs); the TLS context's CA bundle 25–36 ms. That is 60–80 ms of CPU, not the 200 ms that \
+would hold the 1,000 ms target at every load this machine sees: the rest of the init is the libraries the worker uses (numpy, \
+botocore, pydantic, Powertools, openai with httpx2, httpcore2 and anyio, httpx) and Waypoint's \
+own ≈ 160 classes (the Misses' Fix lists the measured parts)."""
 
 RUN = """\
 ```

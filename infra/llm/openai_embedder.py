@@ -7,12 +7,19 @@ turn embeds only its query. Vectors come back L2-normalized as float32, so cosin
 Nothing in the engine retries embeddings, so unlike the chat adapter this client keeps a couple of
 the `openai` client's own retries (which honor Retry-After); errors that remain are mapped like
 the chat adapter's. Importing this module does not import `openai`.
+
+Like the chat adapter, it posts through the client (`client.post`) rather than its `embeddings`
+resource, and reads the answer's JSON: vectors asked for as base64, as that resource asks for
+them, decoded straight into float32 arrays (the resource builds its response models, then turns
+each vector into a list of floats).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,8 +76,7 @@ class OpenAIEmbedder:
     async def connect(self) -> None:
         """Import `openai` and create the running loop's client now, before a first request
         needs it (a Lambda container's init phase: `infra.runtime.Runtime.prepare_for_turns`)."""
-        client = self._connection.client()
-        client.embeddings  # noqa: B018  (its resource module loads on first access)
+        self._connection.client()
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (see `OpenAIConnection.aclose`)."""
@@ -92,21 +98,41 @@ class OpenAIEmbedder:
 
         # The API rejects empty strings; a single space embeds as "nothing" just as well.
         inputs = [text if text.strip() else " " for text in texts]
+        body: dict[str, Any] = {"model": self.model, "input": inputs}
+        if self._requested_dimensions is not None:
+            body["dimensions"] = self._requested_dimensions
+        body["encoding_format"] = "base64"  # the `embeddings` resource's default, and order
         try:
-            if self._requested_dimensions is None:
-                response = await client.embeddings.create(model=self.model, input=inputs)
-            else:
-                response = await client.embeddings.create(
-                    model=self.model, input=inputs, dimensions=self._requested_dimensions
-                )
+            answer = await client.post(
+                "/embeddings",
+                body=body,
+                cast_to=object,  # the JSON as it came: no response model built
+                options={"security": {"bearer_auth": True}},  # as the resource sends it
+            )
         except openai.OpenAIError as exc:
             raise map_openai_error(
                 exc, model=self.model, base_url=self._connection.described_base_url
             ) from exc
-        if len(response.data) != len(inputs):
+        data = answer.get("data") if isinstance(answer, dict) else None
+        items = data if isinstance(data, list) else []
+        if len(items) != len(inputs):
             raise LLMError(
-                f"embedding model {self.model!r} returned {len(response.data)} vectors "
+                f"embedding model {self.model!r} returned {len(items)} vectors "
                 f"for {len(inputs)} texts"
             )
-        ordered = sorted(response.data, key=lambda item: item.index)  # order is not promised
-        return np.asarray([item.embedding for item in ordered], dtype=np.float32)
+        try:  # order is not promised: by `index`
+            ordered = sorted(items, key=lambda item: int(item["index"]))
+            return np.stack([decoded_vector(item["embedding"]) for item in ordered])
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+            raise LLMError(
+                f"embedding model {self.model!r} returned vectors that cannot be read: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def decoded_vector(embedding: Any) -> npt.NDArray[np.float32]:
+    """One vector of the answer: base64 of little-endian float32s, or a list of numbers (a
+    server that ignores `encoding_format`)."""
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding), dtype="<f4").astype(np.float32)
+    return np.asarray(embedding, dtype=np.float32)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import socket
 import subprocess
@@ -27,8 +28,9 @@ from engine.errors import (
 from engine.llm import RetryPolicy, TurnLLM
 from engine.pricing import ModelPrice
 from engine.trace import TurnTrace
-from infra.llm.openai_embedder import OpenAIEmbedder
+from infra.llm.openai_embedder import OpenAIEmbedder, decoded_vector
 from infra.llm.openai_llm import OpenAISchematicLLM
+from infra.llm.vector_size import normalize
 from tests.fakes.openai_server import (
     Fail,
     FakeOpenAIServer,
@@ -195,6 +197,44 @@ async def test_request_asks_for_strict_json_schema_and_routes_the_model_per_purp
     assert schema["required"] == ["applies", "score", "rationale"]
     assert schema["additionalProperties"] is False
     assert schema["properties"]["rationale"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
+
+
+async def test_the_request_is_the_one_the_clients_chat_completions_resource_sends(
+    server: FakeOpenAIServer, llm: OpenAISchematicLLM
+) -> None:
+    """The adapter posts through the client (`client.post`) rather than its
+    `chat.completions` resource, whose modules it does not import: the same path, body and
+    headers, and the same answer read from it."""
+    from openai import AsyncOpenAI
+
+    from infra.llm.openai_llm import json_schema_format
+
+    server.queue_chat(
+        Reply(VALID, prompt_tokens=50, completion_tokens=9, cached_tokens=20, model="gpt-x"),
+        Reply(VALID, prompt_tokens=50, completion_tokens=9, cached_tokens=20, model="gpt-x"),
+    )
+    generation = await llm.generate("Does it apply?", Verdict, model="gpt-4o-mini")
+    client = AsyncOpenAI(api_key="sk-test", base_url=server.base_url, timeout=2.0, max_retries=0)
+    try:
+        resource = await client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Does it apply?"}],
+            response_format=json_schema_format(Verdict),  # type: ignore[arg-type]
+        )
+    finally:
+        await client.close()
+
+    ours, theirs = server.chat_requests
+    assert (ours.path, ours.body, ours.headers) == (theirs.path, theirs.body, theirs.headers)
+    assert generation.value == Verdict.model_validate_json(resource.choices[0].message.content)
+    assert generation.model == resource.model == "gpt-x"
+    usage = resource.usage
+    assert usage is not None and usage.prompt_tokens_details is not None
+    assert (
+        generation.usage.prompt_tokens,
+        generation.usage.completion_tokens,
+        generation.usage.cached_prompt_tokens,
+    ) == (usage.prompt_tokens, usage.completion_tokens, usage.prompt_tokens_details.cached_tokens)
 
 
 async def test_a_null_for_a_defaulted_field_means_its_default(
@@ -527,6 +567,44 @@ async def test_embedder_asks_for_shortened_vectors_when_configured(
     [request] = server.embedding_requests
     assert request.body["dimensions"] == 8
     assert request.body["input"] == ["refund policy", " "]  # the API rejects empty strings
+
+
+async def test_the_embedders_request_and_vectors_are_the_embeddings_resources(
+    server: FakeOpenAIServer,
+) -> None:
+    """Posted through the client, not its `embeddings` resource: the same request (base64
+    asked for), and the same vectors as the resource decodes them."""
+    from openai import AsyncOpenAI
+
+    embedder = OpenAIEmbedder(
+        dimensions=8, api_key="sk-test", base_url=server.base_url, max_retries=0
+    )
+    texts = ["refund policy", "opening hours", "card lost"]
+    ours = await embedder.embed(texts)
+    client = AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+    try:
+        answer = await client.embeddings.create(model=embedder.model, input=texts, dimensions=8)
+    finally:
+        await client.close()
+
+    mine, theirs = server.embedding_requests
+    assert (mine.path, mine.body) == (theirs.path, theirs.body)
+    assert list(mine.body) == list(theirs.body)  # the same fields in the same order
+    assert mine.body["encoding_format"] == "base64"
+    theirs_vectors = np.asarray(
+        [item.embedding for item in sorted(answer.data, key=lambda item: item.index)],
+        dtype=np.float32,
+    )
+    np.testing.assert_allclose(ours, normalize(theirs_vectors), rtol=1e-6)
+
+
+def test_an_embedding_sent_as_a_list_of_numbers_reads_as_its_base64_twin() -> None:
+    """A server that ignores `encoding_format` answers with lists of floats: same vector."""
+    vector = np.asarray([0.25, -1.5, 3.0], dtype=np.float32)
+    as_base64 = decoded_vector(base64.b64encode(vector.tobytes()).decode())
+    as_list = decoded_vector([0.25, -1.5, 3.0])
+    assert as_base64.dtype == as_list.dtype == np.float32
+    np.testing.assert_array_equal(as_base64, as_list)
 
 
 async def test_embedder_maps_errors_like_the_chat_adapter(

@@ -1,4 +1,5 @@
-"""`import_openai` defers the re-export lists of `openai.types`' packages (`infra.llm.openai_import`):
+"""`import_openai` defers the re-export lists of `openai.types`' packages and of `openai.lib`
+(`infra.llm.openai_import`):
 the premise checked on the installed `openai`, the same names and objects read either way, and
 the real client calling the fake server through the deferred import, errors included.
 
@@ -28,12 +29,15 @@ def _types_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "types"
 
 
-def _packages() -> list[str]:
+def _inits() -> list[Path]:
+    """Every `__init__.py` the import defers: `openai.types`' packages and `openai.lib`'s."""
     root = _types_root()
-    return sorted(
-        ".".join(("openai", "types", *init.parent.relative_to(root).parts))
-        for init in root.rglob("__init__.py")
-    )
+    return [*sorted(root.rglob("__init__.py")), root.parent / "lib" / "__init__.py"]
+
+
+def _packages() -> list[str]:
+    root = _types_root().parent
+    return sorted(".".join(("openai", *init.parent.relative_to(root).parts)) for init in _inits())
 
 
 def _run(code: str, timeout: float = 120, stdin: str = "") -> str:
@@ -53,7 +57,7 @@ def test_every_types_package_init_only_reexports_its_own_submodules() -> None:
     """The premise of deferring them: running one later defines nothing that reading its
     submodules does not (no code, no assignment, no import from outside the package)."""
     offenders = []
-    for init in sorted(_types_root().rglob("__init__.py")):
+    for init in _inits():
         for node in ast.parse(init.read_text(encoding="utf-8")).body:
             docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
             future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
@@ -61,6 +65,7 @@ def test_every_types_package_init_only_reexports_its_own_submodules() -> None:
             if not (docstring or future or own):
                 offenders.append(f"{init}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert len(_packages()) > 10  # the layout this module defers is still there
+    assert "openai.lib" in _packages()
     assert offenders == []
 
 
@@ -100,6 +105,7 @@ def test_the_deferred_packages_read_the_same_names_as_the_eager_import() -> None
         for package, names in eager.items():
             assert deferred[package] == names, (mode, package)
     assert "ChatCompletion" in eager["openai.types.chat"]
+    assert "pydantic_function_tool" in eager["openai.lib"]
 
 
 _UNREAD = """
@@ -143,6 +149,10 @@ from infra.llm.openai_llm import OpenAISchematicLLM
 class Verdict(BaseModel):
     applies: bool
 
+# the other APIs' models, the structured-output helpers, the resources the adapters post around
+UNREAD = ("openai.types.responses.response", "openai.lib._parsing", "openai.resources.chat",
+          "openai.resources.embeddings", "openai.lib.streaming")
+
 async def main():
     llm = OpenAISchematicLLM(api_key="sk-test", base_url=sys.argv[1])
     embedder = OpenAIEmbedder(api_key="sk-test", base_url=sys.argv[1], max_retries=0,
@@ -154,8 +164,7 @@ async def main():
     except LLMError as exc:
         error = f"{type(exc).__name__}: {exc}"
     print(json.dumps({"applies": first.value.applies, "shape": list(vectors.shape),
-                      "error": error, "deferred": "openai.types.responses.response"
-                      not in sys.modules}))
+                      "error": error, "unread": [m for m in UNREAD if m in sys.modules]}))
 
 asyncio.run(main())
 """
@@ -169,4 +178,4 @@ def test_a_completion_an_embedding_and_an_error_through_the_deferred_import() ->
     assert out["applies"] is True
     assert out["shape"] == [2, 8]
     assert out["error"].startswith("LLMError:") and "OPENAI_API_KEY" in out["error"]
-    assert out["deferred"] is True
+    assert out["unread"] == []
