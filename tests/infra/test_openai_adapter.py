@@ -280,7 +280,8 @@ async def test_server_errors_are_retried_with_backoff_until_success(
 async def test_timeouts_use_up_the_attempts_then_raise_a_transient_error(
     server: FakeOpenAIServer, sleep: RecordingSleep
 ) -> None:
-    impatient = OpenAISchematicLLM(api_key="sk-test", base_url=server.base_url, timeout=0.2)
+    # 1 s: with 0.2 s a loaded machine was seen timing out before the request reached the server.
+    impatient = OpenAISchematicLLM(api_key="sk-test", base_url=server.base_url, timeout=1.0)
     server.queue_chat(Hang(), Hang(), Hang())
     turn, trace = turn_llm(impatient, sleep, max_attempts=3)
 
