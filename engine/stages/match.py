@@ -136,9 +136,11 @@ async def _ask(state: TurnState, ctx: TurnContext, batch: gm.Batch) -> gm.Matchi
 
 
 def absorb_matches(state: TurnState, outcome: gm.MatchingOutcome) -> None:
+    # The verdicts are the engine's own, typed (str, BatchKind, bool, int, str): recorded without
+    # validating them again (tens per turn).
     for gid, batch, matched, score, rationale in outcome.verdicts:
         state.trace.matches.append(
-            MatchRecord(
+            MatchRecord.model_construct(
                 guideline_id=gid,
                 batch=batch.value,
                 matched=matched,
