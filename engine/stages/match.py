@@ -136,11 +136,9 @@ async def _ask(state: TurnState, ctx: TurnContext, batch: gm.Batch) -> gm.Matchi
 
 
 def absorb_matches(state: TurnState, outcome: gm.MatchingOutcome) -> None:
-    # The verdicts are the engine's own, typed (str, BatchKind, bool, int, str): recorded without
-    # validating them again (tens per turn).
     for gid, batch, matched, score, rationale in outcome.verdicts:
         state.trace.matches.append(
-            MatchRecord.model_construct(
+            MatchRecord(
                 guideline_id=gid,
                 batch=batch.value,
                 matched=matched,

@@ -272,8 +272,7 @@ class TurnState:
     def timed(self, stage: str, started: float) -> float:
         """Record how long a stage took since `started`; returns the time it ended."""
         now = time.perf_counter()
-        ms = round((now - started) * 1000, 3)
-        self.trace.stages.append(StageTiming.model_construct(stage=stage, ms=ms))  # (str, float)
+        self.trace.stages.append(StageTiming(stage=stage, ms=round((now - started) * 1000, 3)))
         return now
 
     def variables(self) -> dict[str, Any]:
