@@ -169,7 +169,45 @@ then built again inline (with every model deferred, the init was slower in each 
 pairs); the TLS context's CA bundle 25–36 ms. That is 60–80 ms of CPU, not the 200 ms that \
 would hold the 1,000 ms target at every load this machine sees: the rest of the init is the libraries the worker uses (numpy, \
 botocore, pydantic, Powertools, openai with httpx2, httpcore2 and anyio, httpx) and Waypoint's \
-own ≈ 160 classes (the Misses' Fix lists the measured parts)."""
+own ≈ 160 classes (the Misses' Fix lists the measured parts).
+- #34, sixth pass (engine CPU) (2026-11-29) — engine CPU per turn at 5,000 guidelines, both shapes, with the \
+same decisions. The in-memory store keeps a committed trace as given (the store owns \
+`TurnCommit.trace`; reads still hand out copies) instead of copying it on the way in, and the \
+trace a turn commits copies a long held-back list (≥ 1,000 ids, ≈ 5,000 a turn when all \
+guidelines are agent-wide) instead of serializing it id by id (`engine.trace.trace_record`); \
+`AgentSnapshot`'s lookups by id read its private indexes directly (by attribute name each went \
+through pydantic's `__getattr__`: 1–4 µs against 0.2, hundreds a turn); recall reads the journey \
+a candidate activates from the version's index, adds a kept journey's condition ids from a \
+per-version tuple, and vector search returns its pairs through `tolist()`; language detection \
+counts kana, hangul and han letters only when the text holds one (one regex search instead of \
+three Python passes over every letter); the value readers' `runs(text)` is cached per text (the \
+window's messages are read again every turn); the offline embedder sums cached per-line \
+contributions (the recall query repeats the conversation's lines). Tried and reverted: \
+`model_construct` for trace records (pydantic's is Python, slower than validating these small \
+models). Equivalence: 144 turns (12 conversations of each 5,000-guideline shape and of the \
+10-guideline agent) give byte-identical per-turn records on main (5d4e5e2) and on this branch \
+(trace without timings, every call's purpose, prompt size and tokens, replies, session state), \
+and the same calls and tokens (158 calls / 281,324 tokens and 148 / 214,879 for 48 turns); new \
+tests check the store's copies, `trace_record` against `model_dump`, the lookups, the detection \
+against the counting definition on 3,000 random mixed-script texts, and the embedder's vectors \
+on multi-line texts (3,215 multi-line chunks of this repository also embed bit-identically to \
+main). Instructions per warm turn (callgrind, 12 turns after one warm-up conversation, the \
+zero-latency fake's own work included): mostly journey-scoped 25.3–25.7 → 22.3–22.9 M (≈ −11 %), \
+all agent-wide 26.8–27.2 → 22.9–23.1 M (≈ −15 %), two runs of each (main, 5d4e5e2, and this \
+branch before and after its last two commits), leaving out OpenBLAS's idle thread, whose \
+spinning under valgrind follows the wall clock (−0.6 to +1.7 M a turn in the difference of two \
+runs); short of the −25 % this pass aimed at. Wall, the same isolated 12-conversation run as \
+`bench/turns.py` (fresh ports, `gc.freeze`), main and this branch alternated: 5 rounds at load \
+0.7–1.0 (06:23 UTC), p50 medians 4.95 → 4.65 ms (journey-scoped) and 5.65 → 5.08 ms \
+(agent-wide); 4 rounds at load ≈ 3 (06:06), 4.80 → 3.95 and 4.70 → 4.30 ms. `python -m bench \
+--only overhead --no-write` alternated after / main / after / main (06:07–06:23, load 0.8–2.5), \
+p50/p95 journey-scoped then agent-wide: 4.4/5.5, 4.8/6.1 — 7.5/11.5, 7.3/10.8 — 5.1/7.4, 5.5/9.1 \
+— 5.0/6.1, 5.1/8.2 ms: between runs of the same code the spread (up to 1.5×) is larger than this \
+cut, so the p50 ≤ 4.0 ms aim was not shown and the 5 ms target still has no reliable margin. \
+What is left per turn, all agent-wide (instructions): the 5,000 × 384 cosine ranking (≈ 2.3 M, \
+kept: another summation order could reorder ties), the collector traversing each turn's young \
+lists and dicts (≈ 2.2 M), fastText's prediction, pydantic's trace records and dump, and the \
+event loop's tasks."""
 
 RUN = """\
 ```

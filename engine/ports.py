@@ -103,7 +103,9 @@ class AgentStore(Protocol):
 
 @dataclass(frozen=True)
 class TurnCommit:
-    """Everything one turn writes, committed atomically."""
+    """Everything one turn writes, committed atomically. The store owns `trace` and the dicts of
+    `masked_traces` from the commit on (it may keep them as they are): build them for the commit
+    and do not change them after it."""
 
     turn_id: str
     expected_version: int

@@ -172,6 +172,24 @@ class TurnTrace(BaseModel):
         return sum(cost for cost in costs if cost is not None)
 
 
+# From this many held-back ids on, `trace_record` copies the list instead of serializing it.
+_LONG_ID_LIST = 1_000
+_HELD_BACK = {"held_back_guideline_ids"}
+
+
+def trace_record(trace: TurnTrace) -> dict[str, Any]:
+    """`trace.model_dump(mode="json")`, what a turn commits. With 5,000 agent-wide guidelines
+    recall holds back ≈ 5,000 ids a turn, and serializing them one by one cost more than the
+    rest of the trace: they are strs already, so a long list is copied as it is, in its place."""
+    held = trace.held_back_guideline_ids
+    if len(held) < _LONG_ID_LIST:
+        return trace.model_dump(mode="json")
+    dumped = trace.model_dump(mode="json", exclude=_HELD_BACK)
+    return {
+        name: list(held) if name in _HELD_BACK else dumped[name] for name in TurnTrace.model_fields
+    }
+
+
 class TraceTitles:
     """Names a person reads for what a trace records by id: a journey by its title, a journey's
     start and steps by the journey's title and the step, a guideline by its author's id (or its

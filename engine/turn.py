@@ -66,7 +66,7 @@ from engine.stages.secret_masking import (
 from engine.stages.speculation import draft_outcome, settle_drafts, start_draft
 from engine.stages.state import EngineDeps, TurnState
 from engine.stages.tools import run_tools
-from engine.trace import TurnTrace
+from engine.trace import TurnTrace, trace_record
 from engine.values import cost as values_cost
 from engine.versioning.pinning import VersionChoice, choose_version, journeys_in_flight
 
@@ -351,7 +351,7 @@ class TurnEngine:
                 expected_version=session.version,
                 state=output.state,
                 new_events=output.new_events,
-                trace=output.trace.model_dump(mode="json"),
+                trace=trace_record(output.trace),
                 masked_events=output.masked_events,
                 masked_traces=await self._masked_traces(session_id, turn_id, output),
                 in_flight_before=in_flight_before,

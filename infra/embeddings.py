@@ -93,6 +93,28 @@ def _term_contributions(term: str, dimensions: int) -> tuple[tuple[int, ...], tu
     return tuple(i for i, _ in pairs), tuple(w for _, w in pairs)
 
 
+@lru_cache(maxsize=1 << 12)
+def _line_contributions(
+    line: str, dimensions: int
+) -> tuple[str | None, str | None, tuple[int, ...], tuple[float, ...]]:
+    """A line's first and last terms (None without any) and the (bucket, signed weight) columns
+    of its terms and of its word pairs."""
+    terms = _terms(line)
+    if not terms:
+        return None, None, (), ()
+    indices: list[int] = []
+    weights: list[float] = []
+    for term in terms:
+        term_indices, term_weights = _term_contributions(term, dimensions)
+        indices += term_indices
+        weights += term_weights
+    for feature, weight in _phrase_features(terms):
+        index, signed = _signed(feature, weight, dimensions)
+        indices.append(index)
+        weights.append(signed)
+    return terms[0], terms[-1], tuple(indices), tuple(weights)
+
+
 def _signed(feature: str, weight: float, dimensions: int) -> tuple[int, float]:
     index, sign = _bucket(feature, dimensions)
     return index, sign * weight
@@ -121,21 +143,32 @@ class HashingEmbedder:
         return self._dimensions
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        """One L2-normalized float32 vector for `text`."""
+        """One L2-normalized float32 vector for `text`, summed line by line: a word never spans
+        a line break, so a text's terms are its lines' terms in order, and its features each
+        line's own (cached: the recall query repeats the conversation's lines turn after turn)
+        plus the word pair across each break between lines with words."""
         dimensions = self._dimensions
         indices: list[int] = []
         weights: list[float] = []
-        terms = _terms(text)
-        for term in terms:
-            term_indices, term_weights = _term_contributions(term, dimensions)
-            indices += term_indices
-            weights += term_weights
-        for feature, weight in _phrase_features(terms):
-            index, signed = _signed(feature, weight, dimensions)
-            indices.append(index)
-            weights.append(signed)
+        last: str | None = None  # the last term of the lines so far
+        for line in text.split("\n"):
+            first, final, line_indices, line_weights = _line_contributions(line, dimensions)
+            if first is None:
+                continue
+            if last is not None:
+                index, signed = _signed(f"p:{last} {first}", _PAIR_WEIGHT, dimensions)
+                indices.append(index)
+                weights.append(signed)
+            last = final
+            indices += line_indices
+            weights += line_weights
+        if last is None:
+            for feature, weight in _phrase_features([]):  # no terms: the "empty" feature
+                index, signed = _signed(feature, weight, dimensions)
+                indices.append(index)
+                weights.append(signed)
         # Weights are ±1, ±0.5 and ±0.25: their sums are exact in float64 and float32 alike, so
-        # summing per bucket at once gives the vector adding them one by one gave.
+        # summing per bucket at once, in any order, gives the vector adding them one by one gave.
         vector = np.bincount(indices, weights=weights, minlength=dimensions).astype(np.float32)
         norm = float(np.linalg.norm(vector))
         return vector / norm if norm > 0 else vector

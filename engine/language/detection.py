@@ -53,6 +53,10 @@ _LATIN_WORD = re.compile(r"[^\W\d_]+")
 _KANA = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 _HANGUL = ((0xAC00, 0xD7AF), (0x1100, 0x11FF), (0x3130, 0x318F))
 _HAN = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0xF900, 0xFAFF), (0x20000, 0x2FFFF))
+# Any character of those ranges: most messages have none, and then no letter needs counting.
+_DECIDING_SCRIPT = re.compile(
+    "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in (*_KANA, *_HANGUL, *_HAN)) + "]"
+)
 
 
 def detect(text: str, served: Collection[str] = ()) -> str | None:
@@ -81,9 +85,27 @@ def read_language(
 ) -> str | None:
     """The steps of `detect` with any ranker (the benchmark compares libraries through it)."""
     words = _without_neutral(text)
-    letters = [c for c in words if c.isalpha()]
+    letters = sum(map(str.isalpha, words))
     if not letters:
         return None
+    if _DECIDING_SCRIPT.search(words) is not None:
+        script = _script_decides(words, allowed)
+        if script is not None:
+            return script
+    if letters < 2:
+        return None
+    ranking = rank(" ".join(words.split()))
+    if not ranking:
+        return None
+    language, confidence = ranking[0]
+    if confidence < min_confidence:
+        return None
+    return language
+
+
+def _script_decides(words: str, allowed: frozenset[str] | None) -> str | None:
+    """The language the letters' script gives by itself (kana, hangul, han), or None."""
+    letters = [c for c in words if c.isalpha()]
     kana = sum(1 for c in letters if _within(c, _KANA))
     hangul = sum(1 for c in letters if _within(c, _HANGUL))
     han = sum(1 for c in letters if _within(c, _HAN))
@@ -95,15 +117,7 @@ def read_language(
         if allowed is not None and "zh" not in allowed and "ja" in allowed:
             return "ja"  # kanji alone, to an agent that serves Japanese and no Chinese
         return chinese_script(words)
-    if len(letters) < 2:
-        return None
-    ranking = rank(" ".join(words.split()))
-    if not ranking:
-        return None
-    language, confidence = ranking[0]
-    if confidence < min_confidence:
-        return None
-    return language
+    return None
 
 
 def chinese_script(text: str) -> str:

@@ -201,14 +201,13 @@ class InMemorySessionStore:
                 *self._split(stored, commit.new_events),
             ]
             stored.turns[commit.turn_id] = _Stored(True, self._expiry(self._retention.session_idle))
-            # A deep copy: the caller may keep mutating its trace dict after the commit.
+            # The store owns a commit's trace dicts (`TurnCommit.trace`): kept as given, not
+            # copied; a read returns a copy, so no reader can change what is stored.
             stored.traces[commit.turn_id] = _Stored(
-                _copy_tree(dict(commit.trace)), self._expiry(self._retention.traces)
+                commit.trace, self._expiry(self._retention.traces)
             )
             for earlier, trace in commit.masked_traces.items():  # rewritten with a secret masked
-                stored.traces[earlier] = _Stored(
-                    _copy_tree(dict(trace)), self._expiry(self._retention.traces)
-                )
+                stored.traces[earlier] = _Stored(trace, self._expiry(self._retention.traces))
             self._summaries[session_id] = summarize_session(commit.state, commit.new_events)
         return True
 

@@ -52,6 +52,7 @@ class GuidelineGroup:
     wide: list[IndexedGuideline] = field(default_factory=list)
     wide_by_id: dict[str, IndexedGuideline] = field(default_factory=dict)
     conditions: dict[str, list[IndexedGuideline]] = field(default_factory=dict)
+    condition_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ids of `conditions`
     fixed: list[IndexedGuideline] = field(default_factory=list)
     droppable: tuple[str, ...] = ()  # ids of `wide` and `conditions`, in the agent's order
     droppable_position: dict[str, int] = field(default_factory=dict)  # id → its place there
@@ -144,6 +145,10 @@ class RecallIndex:
                 else:
                     group.fixed.append(entry)
             group.wide_by_id = {e.guideline.id: e for e in group.wide}
+            group.condition_ids = {
+                journey_id: tuple(e.guideline.id for e in entries)
+                for journey_id, entries in group.conditions.items()
+            }
             fixed = {id(e) for e in group.fixed}
             group.droppable = tuple(e.guideline.id for e in group.always if id(e) not in fixed)
             group.droppable_position = {gid: i for i, gid in enumerate(group.droppable)}

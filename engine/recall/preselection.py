@@ -211,7 +211,7 @@ def _from_one_group(
     keep = chosen_wide | split.excluded
     for journey_id, entries in group.conditions.items():
         if journey_id not in dropped_journeys:
-            keep.update(e.guideline.id for e in entries)
+            keep.update(group.condition_ids[journey_id])
             if journey_id in split.conditions:  # (those of high journeys are in `fixed`)
                 kept.extend(entries)
     kept.sort(key=_position)

@@ -116,7 +116,10 @@ class InMemoryVectorIndex:
         else:
             candidates = np.arange(n)
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-        return [(ids[i], float(scores[i])) for i in order]
+        # (`tolist` gives the same Python ints and floats as indexing one numpy scalar at a time)
+        return [
+            (ids[i], score) for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+        ]
 
     async def nearest(self, namespace: str, query: Array, k: int) -> list[tuple[str, float]]:
         """`VectorIndex.nearest`: (id, cosine) pairs, best first; unknown namespace → []."""

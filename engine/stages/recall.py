@@ -55,6 +55,12 @@ async def recall(state: TurnState, ctx: TurnContext, index: VectorIndex | None) 
     state.trace.held_back_guideline_ids = preselection.held_back
     state.candidates = preselection.kept
     active_before = tuple(state.active())
-    to_match = [g for g in state.candidates if g.condition_of_journey not in active_before]
+    # (a candidate is one of the version's guidelines: the index knows what each activates)
+    condition_of = index_of_version.condition_of
+    to_match = (
+        [g for g in state.candidates if condition_of[g.id] not in active_before]
+        if active_before
+        else list(state.candidates)
+    )
     kept: list[str | None] = [None, *high]
     return Recalled(list(high), active_before, to_match, index_of_version.held_back(tags, kept))

@@ -112,6 +112,8 @@ class Run:
         return any(c.isdigit() for c in self.text)
 
 
-def runs(text: str) -> list[Run]:
-    """The runs of a (normalized) text, in order."""
-    return [Run(m.start(), m.end(), m.group()) for m in _RUN.finditer(text)]
+@lru_cache(maxsize=1024)
+def runs(text: str) -> tuple[Run, ...]:
+    """The runs of a (normalized) text, in order. Cached: a turn reads the same messages for
+    several values and stages, and the window's messages again every turn (runs are frozen)."""
+    return tuple(Run(m.start(), m.end(), m.group()) for m in _RUN.finditer(text))

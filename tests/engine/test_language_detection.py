@@ -222,3 +222,62 @@ def test_a_message_in_another_language_still_moves_the_session(
 ) -> None:
     settled = in_session_words(session, [text], [detect(text, SERVED_ALL)], SERVED_ALL)
     assert session_language(session, settled, SERVED_ALL) == moves_to
+
+
+def _read_language_by_counting(text: str, rank: Any, allowed: frozenset[str] | None) -> Any:
+    """`read_language` as it was written before #34 (sixth pass): every letter's script counted,
+    whatever the text. It now counts only when a kana, hangul or han character is present."""
+    from engine.language import detection as d
+
+    words = d._without_neutral(text)
+    letters = [c for c in words if c.isalpha()]
+    if not letters:
+        return None
+    kana = sum(1 for c in letters if d._within(c, d._KANA))
+    hangul = sum(1 for c in letters if d._within(c, d._HANGUL))
+    han = sum(1 for c in letters if d._within(c, d._HAN))
+    if kana:
+        return "ja"
+    if hangul and hangul >= han:
+        return "ko"
+    if han:
+        if allowed is not None and "zh" not in allowed and "ja" in allowed:
+            return "ja"
+        return d.chinese_script(words)
+    if len(letters) < 2:
+        return None
+    ranking = rank(" ".join(words.split()))
+    if not ranking:
+        return None
+    language, confidence = ranking[0]
+    return None if confidence < d.MIN_CONFIDENCE else language
+
+
+def test_reading_a_language_skips_counting_scripts_only_when_none_is_there() -> None:
+    import random
+
+    from engine.language.detection import read_language
+
+    def rank(text: str) -> list[tuple[str, float]]:  # deterministic, any text
+        return [("fr" if len(text) % 2 else "de", (len(text) % 10) / 10)]
+
+    alphabet = [
+        *"abcdefg xyz éñü ",
+        "・",  # katakana middle dot: in the kana range, not a letter
+        "ー",
+        *"はキ",
+        *"한글",
+        *"我想轉帳谢",
+        "\U00020000",
+        *"12 @.,!",
+    ]
+    generator = random.Random(34)
+    texts = ["", "a", "ab", "・", "・a", "ー", "OK", "hello world", *TYPICAL["ja"], *TYPICAL["de"]]
+    texts += [
+        "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 14)))
+        for _ in range(3_000)
+    ]
+    for allowed in (None, frozenset({"en", "ja"}), frozenset({"en", "zh", "ja"})):
+        for text in texts:
+            expected = _read_language_by_counting(text, rank, allowed)
+            assert read_language(text, rank, allowed=allowed) == expected, (text, allowed)

@@ -56,8 +56,9 @@ def test_vectors_are_identical_across_processes() -> None:
 
 
 def test_the_cached_bucket_sums_equal_adding_every_feature_one_by_one() -> None:
-    """embed_one sums per-term cached buckets at once (np.bincount); vectors written at publish
-    time must stay valid, so it must give exactly the vector of the feature-by-feature sum."""
+    """embed_one sums per-line and per-term cached buckets at once (np.bincount); vectors written
+    at publish time must stay valid, so it must give exactly the vector of the
+    feature-by-feature sum over the whole text (word pairs across line breaks included)."""
     from infra.embeddings import _bucket, _features
 
     texts = [
@@ -67,6 +68,12 @@ def test_the_cached_bucket_sums_equal_adding_every_feature_one_by_one() -> None:
         "Transferring funds: transferred, transfers — stopping, stopped; bills & passes",
         "Stock price lookup\nLook up the price of a stock\nORD-5521 arrived damaged twice",
         "money money money transfer transfer",
+        # line by line (cached per line): pairs across breaks, lines without words, repeats
+        "Customer: I want to transfer money\nAgent: Sure, from which account?\nCustomer: savings",
+        "\n\nthe a to\nmoney\n\ntransfer\n",
+        "money\nmoney\nmoney transfer\n the \nfunds",
+        "\n",
+        "ΟΔΟΣ\nοδός Σ\nstraße STRASSE",
     ]
     for dimensions in (16, 384):
         embedder = HashingEmbedder(dimensions)
