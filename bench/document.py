@@ -162,7 +162,7 @@ branch before and after main in the same minutes (load 1.1–2.0): 810 and 821 m
 and 630 + 76 ms), main 1,077 ms (787 + 93 ms); the warm turns' CPU p50 31.2 and 33.4 against \
 35.0 ms (no response models built per call). Leads measured and left: Powertools' \
 parser models are not imported by the worker (its batch utility imports them only when pydantic \
-is already imported, as a hook on pydantic makes it; `test_worker_init` now guards it); \
+is already imported, as a hook on pydantic makes it; `tests/functions/test_worker_init.py` now guards it); \
 `botocore.docs` ≈ 8 ms (21 M instructions); the second HTTP stack ≈ 18 ms; `defer_build` on \
 Waypoint's models builds most of them on first use anyway, and a model nested in another is \
 then built again inline (with every model deferred, the init was slower in each of 3 interleaved \
