@@ -30,7 +30,10 @@ sleeps the latency model (`asyncio.sleep`, so concurrent calls overlap as real r
 measured per call), with a zero-latency LLM so nothing hides behind waiting. Stage times come \
 from `trace.stages` with the fake's CPU removed from the stage each call ran in; store \
 load/commit are timed around `TurnEngine` by wrapping the stores. One warm-up conversation per \
-agent and port set is not counted. Garbage-collection pauses are part of the numbers.
+agent and port set is not counted. Garbage-collection pauses are part of the numbers. The \
+in-memory zero-latency pass runs each agent in a fresh process of its own, as a container runs \
+it (the agent alone in the heap, what was built before its turns frozen as the worker's init \
+freezes it); the moto pass runs in the benchmark's process.
 - **Workloads**: the banking concierge (examples/banking) in ten turns — greeting, a stock \
 price (two journey tool steps), a transfer that first runs the authentication and balance \
 journeys as prerequisites, then the transfer's own tools; synthetic agents of two shapes: 10 / \
@@ -207,7 +210,16 @@ cut, so the p50 ≤ 4.0 ms aim was not shown and the 5 ms target still has no re
 What is left per turn, all agent-wide (instructions): the 5,000 × 384 cosine ranking (≈ 2.3 M, \
 kept: another summation order could reorder ties), the collector traversing each turn's young \
 lists and dicts (≈ 2.2 M), fastText's prediction, pydantic's trace records and dump, and the \
-event loop's tasks."""
+event loop's tasks.
+- #34, sixth pass (measurement) (2026-11-29) — the in-memory overhead pass runs each agent in a \
+fresh process (spawned, one per agent: `bench/turns.py`). Run in the benchmark's process, \
+fresh ports and `gc.freeze()` notwithstanding, the agents still shared a heap with every other \
+workload and with the first pass's store of every session and trace, which a deployment's \
+container never holds: the same code, the same idle minutes (07:01–07:05 UTC, load ≈ 0.6), 48 \
+zero-latency turns each, p50 at 5,000 guidelines mostly journey-scoped / all agent-wide: \
+3.0–3.9 / 3.3–3.6 ms with only the measured agents built (4 rounds), 3.8–4.2 / 4.1 ms after the \
+first pass with its store released, 5.5–5.6 / 4.4–5.2 ms with it kept (as the benchmark ran), \
+and a full `python -m bench` at 06:53 (load 4.1 at its start) 5.2 / 7.2 ms."""
 
 RUN = """\
 ```

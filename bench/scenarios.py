@@ -34,6 +34,10 @@ BANKING_CONVERSATION = (
 )
 
 
+BANKING_LABEL = "banking concierge"
+REFERENCE_LABEL = "reference: "  # + the variant
+
+
 @dataclass(frozen=True)
 class Workload:
     """An agent, its tools, and how to produce conversation number n: (opening state, messages).
@@ -63,7 +67,7 @@ def banking_workload() -> Workload:
         bank.BANK = bank.Bank()
 
     tools = InProcessDispatcher(registry)
-    return Workload("banking concierge", "banking", snapshot, tools, conversation, reset)
+    return Workload(BANKING_LABEL, "banking", snapshot, tools, conversation, reset)
 
 
 def scale_workload(agent: ScaleAgent) -> Workload:
@@ -81,7 +85,9 @@ def reference_workload(variant: str) -> Workload:
         scenario = reference_session(variant, session_id)
         return scenario.session, (scenario.message,)
 
-    return Workload(f"reference: {variant}", "reference", snapshot, SyntheticTools(), conversation)
+    return Workload(
+        f"{REFERENCE_LABEL}{variant}", "reference", snapshot, SyntheticTools(), conversation
+    )
 
 
 async def replay(

@@ -98,7 +98,8 @@ def overhead_table(result: BenchResult) -> Table:
             for o in result.overhead
         ],
         [
-            "One warm-up conversation per agent and port set is not counted. On moto the "
+            "One warm-up conversation per agent and port set is not counted; in memory, each "
+            "agent runs in a fresh process of its own. On moto the "
             "store load/commit columns measure moto's in-process emulation of DynamoDB, "
             "not network round trips. p95/max include generation-2 garbage-collection "
             "pauses (100–250 ms measured on moto, whose in-memory tables grow as the run "
