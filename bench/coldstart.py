@@ -39,7 +39,7 @@ COMPONENTS = {
     "engine.turn": "component: the engine alone",
     "infra.aws.dynamo_sessions": "component: DynamoDB session store (boto3)",
     "infra.llm.openai_llm": "component: OpenAI adapter",
-    FASTAPI_FLOOR: "component: a one-route FastAPI + Mangum + Logger app (any HTTP handler's floor)",
+    FASTAPI_FLOOR: "component: a one-route FastAPI + Mangum + Logger app (a FastAPI handler's floor)",
 }
 
 # What a Lambda has in its environment; dummy credentials keep botocore from probing for any.

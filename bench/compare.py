@@ -300,7 +300,7 @@ class Side:
     default_delays: dict[str, Any] = field(default_factory=dict)
     # every Lambda handler's `import` (template.yaml): module → median wall ms (ours only)
     handlers: dict[str, float] = field(default_factory=dict)
-    # a one-route FastAPI + Mangum + Logger app's import (ours only): any HTTP handler's floor
+    # a one-route FastAPI + Mangum + Logger app's import (ours only): a FastAPI handler's floor
     http_floor_ms: float | None = None
 
 

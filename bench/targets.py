@@ -509,10 +509,12 @@ FIX: dict[str, str] = {
 
 IMPORT_FIX = {
     "functions.webhook": (
-        "FastAPI is most of it (`fastapi.routing` → `params` → `openapi.models`, "
-        "shared/notes/aws-local.md §8). Serve the webhook in Lambda with aws_lambda_powertools' "
-        "`APIGatewayHttpResolver` (≈ 136 ms to import, ≈ 350 ms less than FastAPI + Mangum per "
-        "the same notes) and keep FastAPI for the local server only."
+        "The webhook is a Starlette app with Mangum (FastAPI's own toolkit, without `fastapi`'s "
+        "import: its `routing` → `params` → `openapi.models` built ≈ 40 pydantic models, ≈ 200 "
+        "ms); what is left is Starlette, pydantic, asyncio, the Powertools Logger and the channel "
+        "and session models (`python -X importtime -c 'import functions.webhook'`). Look for a "
+        "module it imports that a request does not need, or a model built at import that only a "
+        "rare request validates."
     ),
     "functions.management": (
         "The management API's target is 0.25× (operators call it, not customers; decided in "

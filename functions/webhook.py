@@ -21,8 +21,16 @@ platform's API, never in this response.
 - Rejections (`WebhookRejected`) answer their status with `{"error": message}`; the messages are
   written to be safe to return. Anything else is a 500 with no detail (the log has it).
 
-Imports stay light (FastAPI, Mangum, the channel models): boto3 and the stores are built by the
-runtime on the first request, and the engine (numpy) is never imported here.
+Imports stay light (Starlette, Mangum, the channel models): boto3 and the stores are built by the
+runtime on the first request, and the engine (numpy) is never imported here. The app is a
+Starlette app — the ASGI toolkit FastAPI is built on (`FastAPI` is its subclass), served by Mangum
+like the management API — and not a `FastAPI` app: this one raw route uses nothing FastAPI adds
+(no parameter validation, no OpenAPI document: it was switched off), and importing `fastapi`
+builds its ≈ 40 OpenAPI pydantic models whether or not an app uses them, ≈ 200 ms of every cold
+start on the path the platforms call (Slack waits 3 s for the acknowledgement). Errors keep
+FastAPI's shapes: an `HTTPException` (404 off the route, 405) answers `{"detail": …}` as
+FastAPI's handler did, anything unexpected a 500 with `{"error": "internal error"}`
+(tests/functions/test_webhook.py).
 """
 
 from __future__ import annotations
@@ -32,8 +40,11 @@ import time
 import uuid
 
 from aws_lambda_powertools import Logger
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from engine.privacy.erasure import erasures_of
 from engine.sessions.inbox import ClaimOutcome
@@ -57,7 +68,6 @@ IN_FLIGHT_POLL_SECONDS = 0.05
 _KNOWN_SESSIONS_MAX = 4096
 
 logger = Logger(service="waypoint-webhook")
-app = FastAPI(title="Waypoint webhooks", docs_url=None, redoc_url=None, openapi_url=None)
 
 
 class EnqueueFailed(Exception):
@@ -230,15 +240,22 @@ async def _queued(runtime: Runtime, message: NormalizedMessage) -> QueuedMessage
     return QueuedMessage(session_id=session_id, agent_id=agent_id, message=message)
 
 
-# A plain route: the raw request is all it needs, and FastAPI's parameter analysis would import
-# pydantic.v1 (~50 ms of cold start) to inspect the signature.
-app.add_route("/webhooks/{channel}", receive, methods=["GET", "POST"])
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, method not allowed) as FastAPI answers them."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
-@app.exception_handler(Exception)
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("webhook failed")
     return _error(500, "internal error")
 
 
+app = Starlette(
+    # A plain route: the raw request is all it needs.
+    routes=[Route("/webhooks/{channel}", receive, methods=["GET", "POST"])],
+    exception_handlers={HTTPException: _http_error, Exception: _unexpected},
+)
 handler = http_lambda_handler(app, logger)

@@ -5,6 +5,8 @@ trace (no inbox claim, no queued message)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -364,3 +366,46 @@ def test_the_replay_window_is_shorter_than_the_inbox_memory() -> None:
 
     # A replay younger than the window is still a duplicate in the inbox; an older one is refused.
     assert MAX_MESSAGE_AGE.total_seconds() < INBOX_TTL_SECONDS
+
+
+# --------------------------------------------------------------------------------------------------
+# The app itself: Starlette's refusals in FastAPI's shapes, an unexpected failure without detail,
+# and a cold start that does not import FastAPI (functions/webhook.py says why)
+
+
+def test_a_path_off_the_route_is_a_json_404_and_a_wrong_method_a_json_405(runtime: Runtime) -> None:
+    missing = invoke_webhook(http_event("POST", "/hooks/telegram", body=b"{}"))
+    assert missing["statusCode"] == 404
+    assert json.loads(event_body(missing)) == {"detail": "Not Found"}
+    assert missing["headers"]["content-type"] == "application/json"
+
+    wrong = invoke_webhook(http_event("PUT", "/webhooks/telegram", body=b"{}"))
+    assert wrong["statusCode"] == 405
+    assert json.loads(event_body(wrong)) == {"detail": "Method Not Allowed"}
+    assert set(wrong["headers"]["allow"].replace(" ", "").split(",")) == {"GET", "HEAD", "POST"}
+
+
+def test_an_unexpected_failure_is_a_500_that_tells_nothing(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from functions import webhook
+
+    def explode(*_: Any) -> Any:
+        raise RuntimeError("secret detail: token sk-live-123")
+
+    monkeypatch.setattr(webhook, "lookup_channel", explode)
+    failed = invoke_webhook(signed.telegram(tg_text_update("hi", update_id=901)))
+    assert failed["statusCode"] == 500
+    assert json.loads(event_body(failed)) == {"error": "internal error"}
+    assert "sk-live" not in failed["body"]
+
+
+def test_the_webhook_does_not_import_fastapi() -> None:
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, functions.webhook; print('fastapi' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert imported.stdout.strip() == "False"
