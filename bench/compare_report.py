@@ -268,7 +268,7 @@ def render(ours: Side, theirs: Side, context: dict[str, Any]) -> str:
         ms = ours.http_floor_ms
         share = f"{ms / their_import:.3f}× of theirs" if their_import else "–"
         lines.append(
-            "| import of a one-route FastAPI + Mangum + Logger app, the floor of an HTTP handler "
+            "| import of a one-route FastAPI + Mangum + Logger app, the floor of a FastAPI handler "
             f"(`bench.fastapi_floor`, median wall ms) | {ms:,.0f} | – | {share} |"
         )
     x, y = ours.run.get("peak_rss_mb"), theirs.run.get("peak_rss_mb")

@@ -219,7 +219,8 @@ container never holds: the same code, the same idle minutes (07:01–07:05 UTC, 
 zero-latency turns each, p50 at 5,000 guidelines mostly journey-scoped / all agent-wide: \
 3.0–3.9 / 3.3–3.6 ms with only the measured agents built (4 rounds), 3.8–4.2 / 4.1 ms after the \
 first pass with its store released, 5.5–5.6 / 4.4–5.2 ms with it kept (as the benchmark ran), \
-and a full `python -m bench` at 06:53 (load 4.1 at its start) 5.2 / 7.2 ms."""
+and a full `python -m bench` at 06:53 (load 4.1 at its start) 5.2 / 7.2 ms.
+- #34, sixth pass (webhook) (2026-11-29) — the webhook is a Starlette app (the toolkit FastAPI is built on, served by Mangum as before) instead of a FastAPI one: its one raw route used nothing FastAPI adds (no validation; its OpenAPI document was switched off), and importing `fastapi` builds ≈ 40 OpenAPI pydantic models whatever the app. `import functions.webhook` in the three runs before (06:35–07:11 UTC): 372, 414 and 350 ms = 0.141×, 0.147× and 0.153× of `import parlant.sdk` measured in the same runs; in this document's run 179 ms = 0.086×. Its 404 and 405 keep FastAPI's `{"detail": …}` bodies and an unexpected failure stays a detail-free 500 (`tests/functions/test_webhook.py`, run against both apps)."""
 
 RUN = """\
 ```
