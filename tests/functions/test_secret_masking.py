@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -28,6 +29,9 @@ from tests.functions.test_management import call
 CONVERSATION = "secrets-33"
 SESSION = session_id_for("bank", "generic", f"generic:{CONVERSATION}")
 EVENT_IDS = itertools.count(1)
+RANDOM_IDS = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}"
+)
 
 
 def says(stack: Any, text: str, *, person: str = "cust-1", event_id: str | None = None) -> str:
@@ -78,7 +82,11 @@ def test_a_password_that_ends_every_channel_event_id_loses_no_reply(
     stored = everything_stored(stack)
     for event_id in sent:
         stored = stored.replace(event_id, "")
-    assert "4471" not in stored  # but in the ids
+    # Ids drawn at random (uuids, 20+ hex digits: turn, trace and claim owner ids) hold "4471"
+    # by chance in about one run of a hundred (seen once in a full suite): not a leak.
+    stored = RANDOM_IDS.sub("", stored)
+    found = stored.find("4471")  # but in the ids
+    assert found < 0, f"stored: …{stored[max(0, found - 300) : found + 100]!r}…"
 
 
 def test_a_group_member_whose_id_is_her_password_is_erased_whole(
