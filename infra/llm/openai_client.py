@@ -14,7 +14,7 @@ from asyncio import AbstractEventLoop, get_running_loop
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import LLMError, LLMTransientError
 from infra.llm.openai_import import import_openai
@@ -99,6 +99,19 @@ class OpenAIConnection:
                 f"cannot create the OpenAI client: {exc}. Set OPENAI_API_KEY (and OPENAI_BASE_URL "
                 "for an OpenAI-compatible server), or use the offline provider."
             ) from exc
+
+
+async def post_json(client: AsyncOpenAI, path: str, body: dict[str, Any]) -> object:
+    """POST `body` to `path` through `client` (its transport, authentication, timeouts, retries
+    and errors) and return the answer's JSON as it came: no response model is built, and the
+    resource modules that build them (streaming helpers, pagination, parsing types) are never
+    imported. The adapters read the few fields they use."""
+    return await client.post(
+        path,
+        body=body,
+        cast_to=object,
+        options={"security": {"bearer_auth": True}},  # as openai's own resources send it
+    )
 
 
 def map_openai_error(exc: Exception, *, model: str, base_url: str) -> LLMError:

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.errors import LLMError
-from infra.llm.openai_client import OpenAIConnection, map_openai_error
+from infra.llm.openai_client import OpenAIConnection, map_openai_error, post_json
 from infra.llm.vector_size import VectorSize
 
 if TYPE_CHECKING:
@@ -103,12 +103,7 @@ class OpenAIEmbedder:
             body["dimensions"] = self._requested_dimensions
         body["encoding_format"] = "base64"  # the `embeddings` resource's default, and order
         try:
-            answer = await client.post(
-                "/embeddings",
-                body=body,
-                cast_to=object,  # the JSON as it came: no response model built
-                options={"security": {"bearer_auth": True}},  # as the resource sends it
-            )
+            answer = await post_json(client, "/embeddings", body)
         except openai.OpenAIError as exc:
             raise map_openai_error(
                 exc, model=self.model, base_url=self._connection.described_base_url

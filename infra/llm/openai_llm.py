@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from engine.errors import LLMOutputInvalid
 from engine.ports import Generation, Usage
 from infra.llm.answer import parse_answer
-from infra.llm.openai_client import OpenAIConnection, map_openai_error
+from infra.llm.openai_client import OpenAIConnection, map_openai_error, post_json
 from infra.llm.strict_schema import NotStrictCompatible, pydantic_schema, strict_json_schema
 
 if TYPE_CHECKING:
@@ -126,11 +126,10 @@ class OpenAISchematicLLM:
         import openai
 
         try:
-            answer = await client.post(
+            answer = await post_json(
+                client,
                 "/chat/completions",
-                body={"model": model, "messages": messages, "response_format": response_format},
-                cast_to=object,  # the JSON as it came: no response model built
-                options={"security": {"bearer_auth": True}},  # as `chat.completions` sends it
+                {"model": model, "messages": messages, "response_format": response_format},
             )
         except openai.OpenAIError as exc:
             rejected = _response_format_rejection(exc) if may_reject_format else None
