@@ -24,23 +24,15 @@ from engine.errors import LLMTransientError
 from engine.llm import RetryPolicy, TurnLLM
 from engine.matching import guidelines as gm
 from engine.matching import match_guidance as guide
-from engine.model import Guideline, Term
+from engine.model import Guideline
 from engine.ports import ToolOutcome
 from engine.prompt_text import Prompt, extended, marked, stable_chars, stable_then_turn
 from engine.testing import ScriptedLLM
 from engine.tools.calls import build_tool_call_prompt
-from engine.tools.spec import ToolParameter, ToolSpec
 from engine.trace import TurnTrace
-from tests.engine.pipeline_kit import make_agent
 from tests.engine.test_matching_units import context
+from tests.engine.test_prompt_layout import AGENT, LOOKUP, TERMS  # one agent for both
 
-LOOKUP = ToolSpec(
-    name="lookup_order",
-    description="Look up an order",
-    parameters=(ToolParameter(name="order_number", description="e.g. ORD-1"),),
-)
-AGENT = make_agent(tools=[LOOKUP])
-TERMS = (Term(name="order number", description="the ORD-… code on the receipt"),)
 BATCH = gm.Batch(
     gm.BatchKind.ACTIONABLE,
     (Guideline(id="late", condition="the order is late", action="Apologize"),),
